@@ -1,0 +1,165 @@
+"""The one chat interface every LLM in Ragloom implements.
+
+Messages go in; text (or a stream of text) comes out, with the tokens used and the wall time
+of every call. Options cover stop sequences, temperature, max tokens and an optional output
+constraint (a GBNF grammar or a JSON schema).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ragloom.base import BaseComponent
+
+__all__ = [
+    "CallTimer",
+    "ChatLLM",
+    "ChatMessage",
+    "GenerationOptions",
+    "LLMError",
+    "LLMResult",
+    "LLMStreamItem",
+    "Usage",
+]
+
+Role = Literal["system", "user", "assistant"]
+
+
+class LLMError(RuntimeError):
+    """An LLM call failed (the model could not load, the endpoint refused, ...)."""
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One turn of a conversation."""
+
+    role: Role
+    content: str
+
+    def to_dict(self) -> dict[str, str]:
+        """The OpenAI-style ``{"role", "content"}`` mapping."""
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    """How to generate: at most one of ``grammar`` (GBNF) and ``json_schema`` may be set.
+
+    ``continue_assistant``: the last message is an unfinished assistant turn that the model
+    continues, instead of starting a new turn (ReAct keeps its scratchpad there).
+    """
+
+    max_tokens: int = 512
+    temperature: float = 0.0
+    stop: tuple[str, ...] = ()
+    grammar: str | None = None
+    json_schema: dict[str, Any] | None = None
+    continue_assistant: bool = False
+
+    def __post_init__(self) -> None:
+        if self.grammar is not None and self.json_schema is not None:
+            raise ValueError("give either a grammar or a JSON schema, not both")
+        if self.max_tokens < 1:
+            raise ValueError("max_tokens must be at least 1")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens and time of one call (or a total over several).
+
+    ``prompt_tokens`` counts the tokens sent; ``prompt_tokens_evaluated`` those the model
+    actually had to evaluate (fewer when llama.cpp reuses a cached prefix; equal to
+    ``prompt_tokens`` where the endpoint does not say).
+    """
+
+    prompt_tokens: int = 0
+    prompt_tokens_evaluated: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    first_token_seconds: float | None = None
+
+    @staticmethod
+    def total(usages: Iterable[Usage]) -> Usage:
+        """The sum of several calls' usage (``first_token_seconds`` is dropped)."""
+        items = list(usages)
+        return Usage(
+            prompt_tokens=sum(u.prompt_tokens for u in items),
+            prompt_tokens_evaluated=sum(u.prompt_tokens_evaluated for u in items),
+            completion_tokens=sum(u.completion_tokens for u in items),
+            seconds=sum(u.seconds for u in items),
+        )
+
+
+@dataclass(frozen=True)
+class LLMResult:
+    """The whole output of one call."""
+
+    text: str
+    usage: Usage
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
+class LLMStreamItem:
+    """One item of a stream: a piece of text; the last item also carries the result."""
+
+    text: str
+    result: LLMResult | None = None
+
+
+@dataclass
+class CallTimer:
+    """Measures a call: wall time and the time to its first token."""
+
+    started: float = field(default_factory=time.perf_counter)
+    first_token: float | None = None
+
+    def mark(self) -> None:
+        """Record the first token's time (later calls change nothing)."""
+        if self.first_token is None:
+            self.first_token = time.perf_counter() - self.started
+
+    def elapsed(self) -> float:
+        """Seconds since the call started."""
+        return time.perf_counter() - self.started
+
+
+class ChatLLM(BaseComponent):
+    """A chat model. Subclasses implement :meth:`stream`; :meth:`run` collects it.
+
+    ``context_window`` is the number of tokens a prompt plus its answer may use, so callers
+    can budget evidence; :meth:`count_tokens` counts with the model's own tokenizer where
+    it has one.
+    """
+
+    @property
+    def context_window(self) -> int:
+        """Tokens of prompt plus completion the model accepts."""
+        return 4096
+
+    @property
+    def name(self) -> str:
+        """A short human-readable name of the model (for logs and the UI)."""
+        return type(self).__name__
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in ``text``; the default estimates 4 characters a token."""
+        return max(1, len(text) // 4)
+
+    def stream(
+        self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
+    ) -> Iterator[LLMStreamItem]:
+        """Generate a reply piece by piece; the last item carries the :class:`LLMResult`."""
+        raise NotImplementedError(f"{type(self).__name__} must implement stream()")
+
+    def run(
+        self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
+    ) -> LLMResult:
+        """Generate a whole reply."""
+        for item in self.stream(messages, options):
+            if item.result is not None:
+                return item.result
+        raise LLMError(f"{self.name} ended its stream without a result")
