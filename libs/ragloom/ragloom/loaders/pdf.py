@@ -1,0 +1,166 @@
+"""PDF files with a text layer, read page by page with pypdf.
+
+pypdf logs a warning for every defect it repairs (a wrong xref offset, a missing EOF
+marker...), which would flood the console of a user who only uploaded a slightly odd PDF.
+While this reader runs, those records go to this module's logger at DEBUG instead, with the
+file's name, and one INFO line per file says how many there were. Records pypdf logs for
+anyone else in the process are passed on unchanged.
+
+Encrypted PDFs that open with an empty password (permission-only protection, common in the
+wild) are read; pypdf decrypts RC4 itself but needs the ``cryptography`` package for AES.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+
+import pypdf
+from pypdf.errors import DependencyError
+
+from ragloom.loaders.base import EmptyDocumentError, UnreadableFileError
+from ragloom.schema import Page
+
+__all__ = ["PdfReader"]
+
+logger = logging.getLogger(__name__)
+
+_NO_TEXT_REASON = "no text found (a scanned PDF without a text layer?)"
+# Readers accept a PDF header anywhere in the first KiB (some tools prepend junk).
+_HEADER_WINDOW = 1024
+
+
+@dataclass
+class _ReadLog:
+    """What pypdf reported while one file was read (per thread, through a ContextVar)."""
+
+    name: str
+    warnings: int = 0
+
+
+_current_read: ContextVar[_ReadLog | None] = ContextVar("ragloom_pdf_read", default=None)
+_routing_lock = threading.Lock()
+_routing_installed = False
+
+
+class _PypdfLogRouter(logging.Handler):
+    """Demotes pypdf's records logged during a Ragloom read to DEBUG on our logger."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        read = _current_read.get()
+        if read is None:
+            # Not ours: deliver it the way propagation would have without this handler.
+            logging.getLogger().handle(record)
+            return
+        try:
+            read.warnings += 1
+            logger.debug("%s: pypdf: %s", read.name, record.getMessage())
+        except Exception:  # a logging handler must never raise into pypdf
+            self.handleError(record)
+
+
+def _route_pypdf_logging() -> None:
+    """Install the router once, on first use rather than at import."""
+    global _routing_installed
+    with _routing_lock:
+        if _routing_installed:
+            return
+        pypdf_logger = logging.getLogger("pypdf")
+        pypdf_logger.addHandler(_PypdfLogRouter())
+        # pypdf's modules log to child loggers ("pypdf._reader"...); their records reach the
+        # router by propagation, and stop there instead of also reaching the root handlers.
+        pypdf_logger.propagate = False
+        _routing_installed = True
+
+
+class PdfReader:
+    """Reads ``.pdf`` files: one :class:`Page` per page that has text, numbered from 1."""
+
+    extensions: tuple[str, ...] = (".pdf",)
+
+    def read(self, path: Path) -> list[Page]:
+        """The pages of ``path`` that have text; raises a ``LoaderError`` if there are none."""
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
+        if not data:
+            raise EmptyDocumentError("the file is empty", path)
+        if b"%PDF-" not in data[:_HEADER_WINDOW]:
+            # Without this pypdf fails later with an obscure "Stream has ended unexpectedly".
+            raise UnreadableFileError("not a valid PDF: it has no PDF header", path)
+        _route_pypdf_logging()
+        read_log = _ReadLog(path.name)
+        token = _current_read.set(read_log)
+        try:
+            return _read_pages(data, path)
+        finally:
+            _current_read.reset(token)
+            if read_log.warnings:
+                logger.info(
+                    "%s: pypdf reported %d problems with the file (details at DEBUG)",
+                    path.name,
+                    read_log.warnings,
+                )
+
+
+def _read_pages(data: bytes, path: Path) -> list[Page]:
+    # pypdf raises many exception types on malformed input (PdfReadError, but also
+    # ValueError, KeyError, struct errors...): for an uploaded file any of them just means
+    # "this PDF is damaged", so the parsing steps below catch Exception.
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
+    except Exception as exc:
+        raise UnreadableFileError(f"not a valid PDF: {_detail(exc)}", path) from exc
+    _decrypt(reader, path)
+    try:
+        pdf_pages = list(reader.pages)
+    except Exception as exc:
+        raise UnreadableFileError(f"not a valid PDF: {_detail(exc)}", path) from exc
+
+    pages: list[Page] = []
+    first_error: Exception | None = None
+    for number, pdf_page in enumerate(pdf_pages, start=1):
+        try:
+            text = pdf_page.extract_text()
+        except Exception as exc:
+            # One broken content stream should not cost the user the rest of the document.
+            logger.warning("%s: page %d skipped, unreadable: %s", path.name, number, _detail(exc))
+            first_error = first_error or exc
+            continue
+        text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+        if text.strip():
+            pages.append(Page(text=text, number=number))
+        else:
+            logger.debug("%s: page %d has no text", path.name, number)
+
+    if pages:
+        return pages
+    if first_error is not None:
+        raise UnreadableFileError(f"not a valid PDF: {_detail(first_error)}", path)
+    raise EmptyDocumentError(_NO_TEXT_REASON, path)
+
+
+def _decrypt(reader: pypdf.PdfReader, path: Path) -> None:
+    if not reader.is_encrypted:
+        return
+    try:
+        result = reader.decrypt("")
+    except DependencyError as exc:
+        raise UnreadableFileError(
+            "encrypted PDF: its AES encryption needs the 'cryptography' package", path
+        ) from exc
+    except Exception as exc:
+        raise UnreadableFileError(f"encrypted PDF: {_detail(exc)}", path) from exc
+    if result == pypdf.PasswordType.NOT_DECRYPTED:
+        raise UnreadableFileError("encrypted PDF: a password is needed to open it", path)
+
+
+def _detail(exc: BaseException) -> str:
+    """A one-line description of a pypdf error for the user."""
+    text = " ".join(str(exc).split())
+    return text[:200] if text else type(exc).__name__

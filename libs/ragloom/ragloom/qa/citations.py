@@ -1,0 +1,88 @@
+"""Numbered evidence for prompts, and the ``[n]`` citations read back from answers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ragloom.events import Citation
+from ragloom.schema import RetrievedChunk
+
+__all__ = ["EvidenceBlock", "build_evidence", "cited_numbers", "citations_for"]
+
+_CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+
+
+@dataclass(frozen=True)
+class EvidenceBlock:
+    """Evidence numbered from 1 as the prompt shows it; ``items[n - 1]`` is ``[n]``."""
+
+    text: str
+    items: list[RetrievedChunk]
+
+
+def _label(item: RetrievedChunk) -> str:
+    chunk = item.chunk
+    where = chunk.source_name + (f", page {chunk.page}" if chunk.page else "")
+    return where
+
+
+def build_evidence(
+    retrieved: Sequence[RetrievedChunk],
+    count_tokens: Callable[[str], int],
+    max_tokens: int,
+) -> EvidenceBlock:
+    """Number the evidence in retrieval order, keeping what fits in ``max_tokens``.
+
+    The text depends only on the chunks and their order, so the same evidence gives a
+    byte-identical prompt prefix that llama.cpp can reuse from its cache.
+    """
+    parts: list[str] = []
+    kept: list[RetrievedChunk] = []
+    used = 0
+    seen: set[str] = set()
+    for item in retrieved:
+        if item.chunk.id in seen:
+            continue
+        entry = f"[{len(kept) + 1}] ({_label(item)})\n{item.chunk.text.strip()}\n"
+        cost = count_tokens(entry)
+        if used + cost > max_tokens:
+            continue
+        seen.add(item.chunk.id)
+        parts.append(entry)
+        kept.append(item)
+        used += cost
+    return EvidenceBlock(text="\n".join(parts), items=kept)
+
+
+def cited_numbers(answer: str, limit: int) -> list[int]:
+    """The distinct ``[n]`` numbers in ``answer`` (1..limit), in order of first use."""
+    found: list[int] = []
+    for match in _CITATION.finditer(answer):
+        for part in re.split(r"[,;]", match.group(1)):
+            number = int(part)
+            if 1 <= number <= limit and number not in found:
+                found.append(number)
+    return found
+
+
+def citations_for(answer: str, evidence: EvidenceBlock) -> list[Citation]:
+    """The citations an answer makes, each mapped to its chunk, page and text."""
+    result = []
+    for number in cited_numbers(answer, len(evidence.items)):
+        item = evidence.items[number - 1]
+        chunk = item.chunk
+        result.append(
+            Citation(
+                number=number,
+                source=chunk.source_name,
+                page=chunk.page,
+                text=chunk.text,
+                chunk_id=chunk.id,
+                score=item.score,
+                start=chunk.start,
+                end=chunk.end,
+            )
+        )
+    return result

@@ -1,0 +1,97 @@
+"""The two store interfaces retrieval is written against: vectors and full text.
+
+Both keep :class:`~ragloom.schema.Chunk` objects keyed by ``Chunk.id`` and can forget one
+source file at a time, so re-indexing a file is ``delete_source`` then ``add``. Scores
+returned by ``query`` are "higher is better" in both, but on different scales (cosine
+similarity vs. BM25), which is why hybrid retrieval fuses ranks rather than scores.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Iterable, Sequence
+
+import numpy as np
+
+from ragloom.schema import Chunk
+
+__all__ = ["FullTextStore", "VectorStore"]
+
+
+class VectorStore(ABC):
+    """Chunks with their embeddings, searched by cosine similarity."""
+
+    @abstractmethod
+    def add(self, chunks: Sequence[Chunk], embeddings: np.ndarray) -> None:
+        """Insert or replace (by ``Chunk.id``) ``chunks``; ``embeddings`` row ``i`` is chunk ``i``.
+
+        Repeated ids in one call: the last occurrence wins.
+        """
+
+    @abstractmethod
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove the chunks with these ids (unknown ids are ignored)."""
+
+    @abstractmethod
+    def delete_source(self, source_id: str) -> None:
+        """Remove every chunk of one source file."""
+
+    @abstractmethod
+    def query(
+        self, embedding: np.ndarray, k: int, source_ids: Collection[str] | None = None
+    ) -> list[tuple[Chunk, float]]:
+        """The ``k`` chunks most similar to ``embedding``, best first, with cosine similarity.
+
+        ``source_ids`` restricts the search to chunks of those sources; an empty collection
+        matches nothing, ``None`` matches everything.
+        """
+
+    @abstractmethod
+    def ids(self) -> set[str]:
+        """The ids of every chunk in the store."""
+
+    @abstractmethod
+    def count(self) -> int:
+        """The number of chunks in the store."""
+
+    @abstractmethod
+    def drop(self) -> None:
+        """Delete everything this store holds; it is empty (and still usable) afterwards."""
+
+
+class FullTextStore(ABC):
+    """Chunks searched by keywords (BM25)."""
+
+    @abstractmethod
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        """Insert or replace (by ``Chunk.id``) ``chunks``; the last of repeated ids wins."""
+
+    @abstractmethod
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove the chunks with these ids (unknown ids are ignored)."""
+
+    @abstractmethod
+    def delete_source(self, source_id: str) -> None:
+        """Remove every chunk of one source file."""
+
+    @abstractmethod
+    def query(
+        self, text: str, k: int, source_ids: Collection[str] | None = None
+    ) -> list[tuple[Chunk, float]]:
+        """The ``k`` best-matching chunks for ``text``, best first, with their BM25 score.
+
+        Only chunks sharing at least one term with ``text`` are returned. ``source_ids``
+        restricts the search as in :meth:`VectorStore.query`.
+        """
+
+    @abstractmethod
+    def ids(self) -> set[str]:
+        """The ids of every chunk in the store."""
+
+    @abstractmethod
+    def count(self) -> int:
+        """The number of chunks in the store."""
+
+    @abstractmethod
+    def drop(self) -> None:
+        """Delete everything this store holds; it is empty (and still usable) afterwards."""

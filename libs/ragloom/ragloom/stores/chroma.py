@@ -1,0 +1,238 @@
+"""A :class:`~ragloom.stores.base.VectorStore` over one Chroma collection.
+
+Chroma runs embedded (``PersistentClient`` on a folder) or as a server (``HttpClient``);
+this store takes either. Embeddings are always passed explicitly: given documents or query
+texts alone, Chroma would embed them with its own ONNX model, which it downloads on first
+use — impossible offline and not the model Ragloom indexed with. For the same reason the
+collection is opened with ``embedding_function=None``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import chromadb
+import numpy as np
+from chromadb.api import ClientAPI
+from chromadb.api.models.Collection import Collection as ChromaCollection
+from chromadb.config import Settings
+from chromadb.errors import NotFoundError
+
+from ragloom.schema import Chunk
+from ragloom.stores.base import VectorStore
+
+__all__ = ["ChromaVectorStore", "chroma_client", "chroma_http_client"]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+# Chroma's rule for collection names, checked up front so a bad name fails when the store
+# is configured rather than on its first use.
+_NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
+
+_clients: dict[str, ClientAPI] = {}
+_clients_lock = threading.Lock()
+
+
+def _settings() -> Settings:
+    return Settings(anonymized_telemetry=False)
+
+
+def chroma_client(path: str | Path) -> ClientAPI:
+    """The process-wide embedded Chroma client for ``path`` (created on first call).
+
+    Chroma shares one system per folder and refuses a second client on the same folder
+    with different settings, so every store on a folder goes through this cache.
+    """
+    key = str(Path(path).expanduser().resolve())
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            Path(key).mkdir(parents=True, exist_ok=True)
+            client = chromadb.PersistentClient(path=key, settings=_settings())
+            _clients[key] = client
+            logger.info("opened Chroma at %s", key)
+        return client
+
+
+def chroma_http_client(host: str, port: int) -> ClientAPI:
+    """A client of a Chroma server (``chroma run --path DIR --host H --port P``), telemetry off."""
+    return chromadb.HttpClient(host=host, port=port, settings=_settings())
+
+
+def _batches(n: int, size: int) -> Iterator[slice]:
+    for start in range(0, n, size):
+        yield slice(start, min(start + size, n))
+
+
+class ChromaVectorStore(VectorStore):
+    """Chunks in the Chroma collection ``collection_name``, compared by cosine similarity.
+
+    Give either ``path`` (an embedded database folder, opened through
+    :func:`chroma_client`) or ``client`` (any Chroma client, e.g. an ``HttpClient``). The
+    collection is opened on first use, so constructing a store touches nothing.
+    """
+
+    def __init__(
+        self,
+        collection_name: str,
+        *,
+        path: str | Path | None = None,
+        client: ClientAPI | None = None,
+    ) -> None:
+        if (path is None) == (client is None):
+            raise ValueError("give exactly one of path and client")
+        if not _NAME_RE.match(collection_name) or ".." in collection_name:
+            raise ValueError(
+                f"invalid Chroma collection name {collection_name!r}: 3-512 characters of "
+                "[A-Za-z0-9._-], starting and ending with a letter or digit"
+            )
+        self.collection_name = collection_name
+        self._path = Path(path) if path is not None else None
+        self._client = client
+        self._collection: ChromaCollection | None = None
+        self._max_batch: int | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        where = self._path if self._path is not None else type(self._client).__name__
+        return f"ChromaVectorStore({self.collection_name!r}, {where})"
+
+    @property
+    def client(self) -> ClientAPI:
+        """The Chroma client this store uses."""
+        if self._client is None:
+            assert self._path is not None
+            self._client = chroma_client(self._path)
+        return self._client
+
+    def _get_collection(self) -> ChromaCollection:
+        with self._lock:
+            if self._collection is None:
+                self._collection = self.client.get_or_create_collection(
+                    self.collection_name,
+                    configuration={"hnsw": {"space": "cosine"}},
+                    embedding_function=None,
+                )
+            return self._collection
+
+    def _call(self, op: Callable[[ChromaCollection], _T]) -> _T:
+        """Run ``op`` on the collection, reopening it once if it was dropped meanwhile.
+
+        Another store object (or process) on the same collection may have called
+        :meth:`drop`, which leaves this object's handle pointing at a deleted collection.
+        """
+        try:
+            return op(self._get_collection())
+        except NotFoundError:
+            logger.info("Chroma collection %s was deleted; recreating", self.collection_name)
+            with self._lock:
+                self._collection = None
+            return op(self._get_collection())
+
+    def _batch_size(self) -> int:
+        # One round trip for an HttpClient, so ask once.
+        if self._max_batch is None:
+            self._max_batch = max(1, int(self.client.get_max_batch_size()))
+        return self._max_batch
+
+    def add(self, chunks: Sequence[Chunk], embeddings: np.ndarray) -> None:
+        """Insert or replace ``chunks`` with their ``embeddings`` (one row per chunk)."""
+        vectors = np.asarray(embeddings, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
+            raise ValueError(
+                f"need a ({len(chunks)}, dim) embedding matrix, got shape {vectors.shape}"
+            )
+        if not chunks:
+            return
+        # Chroma rejects a batch that repeats an id; the last occurrence wins, as in a
+        # sequence of single upserts.
+        last = {chunk.id: i for i, chunk in enumerate(chunks)}
+        rows = sorted(last.values())
+        size = self._batch_size()
+        for part in _batches(len(rows), size):
+            picked = rows[part]
+            batch = [chunks[i] for i in picked]
+            self._call(
+                lambda col, batch=batch, picked=picked: col.upsert(
+                    ids=[c.id for c in batch],
+                    embeddings=vectors[picked],
+                    documents=[c.text for c in batch],
+                    metadatas=[c.metadata() for c in batch],
+                )
+            )
+        logger.debug("upserted %d chunks into %s", len(rows), self.collection_name)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove the chunks with these ids."""
+        unique = list(dict.fromkeys(ids))
+        size = self._batch_size()
+        for part in _batches(len(unique), size):
+            batch = unique[part]
+            self._call(lambda col, batch=batch: col.delete(ids=batch))
+
+    def delete_source(self, source_id: str) -> None:
+        """Remove every chunk of ``source_id``."""
+        self._call(lambda col: col.delete(where={"source_id": source_id}))
+
+    def query(
+        self, embedding: np.ndarray, k: int, source_ids: Collection[str] | None = None
+    ) -> list[tuple[Chunk, float]]:
+        """The ``k`` nearest chunks with their cosine similarity (1 - Chroma's distance)."""
+        if k <= 0 or (source_ids is not None and not source_ids):
+            return []
+        vector = np.asarray(embedding, dtype=np.float32).reshape(1, -1)
+        kwargs: dict[str, Any] = {
+            "query_embeddings": vector,
+            "n_results": k,
+            "include": ["documents", "metadatas", "distances"],
+        }
+        if source_ids is not None:
+            # $in needs a non-empty list of one type; sorted for a stable request.
+            kwargs["where"] = {"source_id": {"$in": sorted(set(source_ids))}}
+        result = self._call(lambda col: col.query(**kwargs))
+        ids = result["ids"][0]
+        documents = (result.get("documents") or [[]])[0]
+        metadatas = (result.get("metadatas") or [[]])[0]
+        distances = (result.get("distances") or [[]])[0]
+        hits: list[tuple[Chunk, float]] = []
+        for chunk_id, text, meta, distance in zip(
+            ids, documents, metadatas, distances, strict=True
+        ):
+            chunk = Chunk.from_metadata(chunk_id, text or "", dict(meta or {}))
+            hits.append((chunk, 1.0 - float(distance)))
+        return hits
+
+    def ids(self) -> set[str]:
+        """Every chunk id, read page by page so a large collection is not one request."""
+        size = self._batch_size()
+        found: set[str] = set()
+        offset = 0
+        while True:
+            page = self._call(
+                lambda col, offset=offset: col.get(include=[], limit=size, offset=offset)
+            )
+            found.update(page["ids"])
+            if len(page["ids"]) < size:
+                return found
+            offset += size
+
+    def count(self) -> int:
+        """The number of chunks in the collection."""
+        return self._call(lambda col: col.count())
+
+    def drop(self) -> None:
+        """Delete the collection; the next call creates it again, empty."""
+        with self._lock:
+            self._collection = None
+            # Already gone (dropped by another store object): dropping is idempotent.
+            with contextlib.suppress(NotFoundError):
+                self.client.delete_collection(self.collection_name)
+        logger.info("dropped Chroma collection %s", self.collection_name)

@@ -1,0 +1,208 @@
+"""The ``ragloom`` command: serve the UI, manage indices and ask questions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ragloom_app.privacy import switch_off_telemetry
+
+__all__ = ["main"]
+
+logger = logging.getLogger("ragloom")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ragloom", description="Chat with your documents, offline."
+    )
+    parser.add_argument("--settings", help="settings file (default: ./flowsettings.py)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="start the web UI")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=7860)
+    serve.add_argument(
+        "--no-first-run-docs", action="store_true", help="do not index the bundled docs"
+    )
+
+    index = commands.add_parser("index", help="manage indices and their files")
+    index_commands = index.add_subparsers(dest="index_command", required=True)
+    add = index_commands.add_parser("add", help="add files (or folders) to an index")
+    add.add_argument("paths", nargs="+", type=Path)
+    add.add_argument("--index", help="index name (default: the first index)")
+    add.add_argument("--reindex", action="store_true", help="index again even if unchanged")
+    add.add_argument("--json", action="store_true", help="print one JSON object")
+    listing = index_commands.add_parser("list", help="list indices and their files")
+    listing.add_argument("--json", action="store_true")
+    remove = index_commands.add_parser("remove", help="remove files from an index")
+    remove.add_argument("files", nargs="+", help="file names or source ids")
+    remove.add_argument("--index", help="index name (default: the first index)")
+    create = index_commands.add_parser("create", help="create an index")
+    create.add_argument("name")
+    create.add_argument("--type", help="index type (default: the first of INDEX_TYPES)")
+    drop = index_commands.add_parser("delete", help="delete an index and all its files")
+    drop.add_argument("name")
+
+    ask = commands.add_parser("ask", help="ask a question")
+    ask.add_argument("question")
+    ask.add_argument("--mode", help="reasoning mode id (see `ragloom modes`)")
+    ask.add_argument("--index", action="append", help="only this index (repeatable)")
+    ask.add_argument("--json", action="store_true", help="print one JSON object")
+
+    commands.add_parser("modes", help="list the reasoning modes")
+    commands.add_parser(
+        "models", help="prepare the bundled models (join and verify) and show where they are"
+    )
+    return parser
+
+
+def _start_app(args: argparse.Namespace) -> Any:
+    from ragloom_app.app import BaseApp
+    from ragloom_app.settings import AppSettings
+
+    return BaseApp(AppSettings.load(args.settings)).start()
+
+
+def _expand(paths: Sequence[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.is_file()))
+        else:
+            files.append(path)
+    return files
+
+
+def _cmd_index_add(app: Any, args: argparse.Namespace) -> int:
+    from ragloom_app.index.base import FileOutcome, IndexingProgress
+
+    index = app.indices.get(args.index) if args.index else app.indices.indices[0]
+    outcomes: list[FileOutcome] = []
+    pipeline = index.get_indexing_pipeline({})
+    for event in pipeline.stream(_expand(args.paths), reindex=args.reindex):
+        if isinstance(event, IndexingProgress):
+            print(f"[{event.fraction:4.0%}] {event.name}: {event.message}", file=sys.stderr)
+        else:
+            outcomes.append(event)
+            if not args.json:
+                detail = f"{event.chunks} chunks" if event.status != "failed" else ""
+                reason = f" ({event.reason})" if event.reason else ""
+                print(f"{event.status:8} {event.name} {detail}{reason}".rstrip())
+    if args.json:
+        print(json.dumps({"index": index.name, "files": [o.to_dict() for o in outcomes]}))
+    return 1 if any(o.status == "failed" for o in outcomes) else 0
+
+
+def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
+    data = [
+        {"name": i.name, "id": i.id, "type": type(i).__name__, "files": i.list_sources()}
+        for i in app.indices.indices
+    ]
+    if args.json:
+        print(json.dumps(data, default=str))
+        return 0
+    for entry in data:
+        print(f"{entry['name']} ({entry['type']}, {len(entry['files'])} files)")
+        for f in entry["files"]:
+            reason = f": {f['reason']}" if f["reason"] else ""
+            print(f"  {f['status']:8} {f['name']} ({f['chunks']} chunks){reason}")
+    return 0
+
+
+def _cmd_index_remove(app: Any, args: argparse.Namespace) -> int:
+    index = app.indices.get(args.index) if args.index else app.indices.indices[0]
+    missing = [name for name in args.files if not index.remove_source(name)]
+    for name in missing:
+        print(f"not in {index.name!r}: {name}", file=sys.stderr)
+    return 1 if missing else 0
+
+
+def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
+    from ragloom.events import AnswerDelta
+    from ragloom_app.pages.chat import AnswerFinished, ChatPage
+
+    record: dict[str, Any] = {}
+    for event in ChatPage(app).ask(args.question, mode=args.mode, indices=args.index):
+        if isinstance(event, AnswerFinished):
+            record = event.record
+        elif isinstance(event, AnswerDelta) and not args.json:
+            print(event.text, end="", flush=True)
+    if args.json:
+        print(json.dumps(record, default=str))
+        return 0
+    print()
+    for citation in record.get("citations", []):
+        page = f", page {citation['page']}" if citation["page"] else ""
+        snippet = " ".join(citation["text"].split())[:160]
+        print(f"[{citation['number']}] {citation['source']}{page}: {snippet}")
+    return 0
+
+
+def _cmd_serve(app: Any, args: argparse.Namespace) -> int:
+    from ragloom_app.ui.server import serve
+
+    serve(app, host=args.host, port=args.port, first_run_docs=not args.no_first_run_docs)
+    return 0
+
+
+def _cmd_models() -> int:
+    from ragloom.embeddings.bundled import bundled_embedding_path
+    from ragloom.models import bundled_llm
+
+    path = bundled_llm.bundled_model_path()
+    print(f"LLM: {bundled_llm.MODEL_NAME} {bundled_llm.MODEL_QUANTIZATION} "
+          f"({bundled_llm.MODEL_LICENSE}), verified sha256, at {path}")
+    print(f"Embeddings: all-MiniLM-L6-v2 at {bundled_embedding_path()}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    switch_off_telemetry()
+    args = _parser().parse_args(argv)
+    level = logging.DEBUG if args.verbose else os.environ.get("RAGLOOM_LOG_LEVEL", "WARNING")
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    from ragloom.llms.base import LLMError
+    from ragloom_app.index.manager import UnknownIndexError
+    from ragloom_app.pages.chat import UnknownModeError
+    from ragloom_app.settings import SettingsError
+
+    try:
+        if args.command == "models":
+            return _cmd_models()
+        app = _start_app(args)
+        if args.command == "modes":
+            for mode_id, cls in app.reasonings.items():
+                print(f"{mode_id:12} {cls.get_info().description}")
+            return 0
+        if args.command == "serve":
+            return _cmd_serve(app, args)
+        if args.command == "ask":
+            return _cmd_ask(app, args)
+        handlers = {
+            "add": _cmd_index_add,
+            "list": _cmd_index_list,
+            "remove": _cmd_index_remove,
+        }
+        if args.index_command in handlers:
+            return handlers[args.index_command](app, args)
+        if args.index_command == "create":
+            app.indices.create(args.name, args.type or app.settings.index_types[0])
+        else:
+            app.indices.delete(args.name)
+        return 0
+    except (LLMError, SettingsError, UnknownIndexError, UnknownModeError, ValueError) as exc:
+        print(f"ragloom: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

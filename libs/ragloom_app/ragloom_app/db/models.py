@@ -1,0 +1,102 @@
+"""Tables of the app database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, Column
+from sqlmodel import Field, SQLModel
+
+__all__ = [
+    "ChunkRecord",
+    "Conversation",
+    "IndexRecord",
+    "MessageRecord",
+    "Source",
+    "SourceStatus",
+]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class IndexRecord(SQLModel, table=True):
+    """An index: a named collection of sources, of one index type."""
+
+    __tablename__ = "indices"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True)
+    index_type: str
+    config: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    created_at: datetime = Field(default_factory=_now)
+
+
+class SourceStatus(StrEnum):
+    """Where a source stands: it counts as indexed only when every store has its chunks."""
+
+    QUEUED = "queued"
+    INDEXING = "indexing"
+    INDEXED = "indexed"
+    FAILED = "failed"
+
+
+class Source(SQLModel, table=True):
+    """A file added to an index."""
+
+    __tablename__ = "sources"
+
+    id: str = Field(primary_key=True)
+    index_id: int = Field(foreign_key="indices.id", index=True)
+    name: str
+    sha256: str = Field(index=True)
+    size: int = 0
+    owner: str = "local"
+    status: SourceStatus = SourceStatus.QUEUED
+    reason: str | None = None
+    chunk_count: int = 0
+    stored_path: str | None = None
+    created_at: datetime = Field(default_factory=_now)
+    updated_at: datetime = Field(default_factory=_now)
+
+
+class ChunkRecord(SQLModel, table=True):
+    """A chunk of a source, as the vector and full-text stores hold it too."""
+
+    __tablename__ = "chunks"
+
+    id: str = Field(primary_key=True)
+    source_id: str = Field(foreign_key="sources.id", index=True)
+    index_id: int = Field(index=True)
+    page: int | None = None
+    start: int = 0
+    end: int = 0
+    text: str
+
+
+class Conversation(SQLModel, table=True):
+    """A chat conversation."""
+
+    __tablename__ = "conversations"
+
+    id: str = Field(primary_key=True)
+    title: str = "New conversation"
+    created_at: datetime = Field(default_factory=_now)
+    updated_at: datetime = Field(default_factory=_now)
+
+
+class MessageRecord(SQLModel, table=True):
+    """One message of a conversation; an assistant message keeps its mode and citations."""
+
+    __tablename__ = "messages"
+
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: str = Field(foreign_key="conversations.id", index=True)
+    role: str
+    content: str
+    mode: str | None = None
+    citations: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
+    created_at: datetime = Field(default_factory=_now)

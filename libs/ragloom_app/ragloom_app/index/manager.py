@@ -1,0 +1,126 @@
+"""Create, load and delete the indices of the app."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from ragloom_app.db.models import IndexRecord
+from ragloom_app.index.base import BaseIndex, IndexResources
+from ragloom_app.registry import import_subclass
+from ragloom_app.settings import SettingsError
+
+__all__ = ["IndexManager", "UnknownIndexError"]
+
+logger = logging.getLogger(__name__)
+
+
+class UnknownIndexError(KeyError):
+    """No index has that name or id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown index"
+
+
+class IndexManager:
+    """Holds the index types and one live object per index in the database."""
+
+    def __init__(
+        self, engine: Engine, resources_for: Callable[[int], IndexResources]
+    ) -> None:
+        self._engine = engine
+        self._resources_for = resources_for
+        self.index_types: dict[str, type[BaseIndex]] = {}
+        self._indices: dict[int, BaseIndex] = {}
+
+    def register_type(self, type_id: str, index_type: type[BaseIndex]) -> None:
+        """Make an index type available under ``type_id`` (its dotted path)."""
+        if type_id in self.index_types and self.index_types[type_id] is not index_type:
+            logger.warning("index type %s registered twice; the later one wins", type_id)
+        self.index_types[type_id] = index_type
+
+    def load_types(self, dotted_paths: list[str]) -> None:
+        """Import and register the index types named in ``INDEX_TYPES``."""
+        for position, path in enumerate(dotted_paths):
+            self.register_type(path, import_subclass(f"INDEX_TYPES[{position}]", path, BaseIndex))
+
+    def start(self, wanted: list[Mapping[str, Any]]) -> None:
+        """Create the indices of ``INDICES`` that do not exist yet, then start them all."""
+        with Session(self._engine) as session:
+            existing = {r.name for r in session.exec(select(IndexRecord))}
+        for position, spec in enumerate(wanted):
+            if "name" not in spec or "type" not in spec:
+                raise SettingsError(f"INDICES[{position}]: needs 'name' and 'type', got {spec!r}")
+            if spec["name"] not in existing:
+                self.create(spec["name"], spec["type"], dict(spec.get("config") or {}))
+        with Session(self._engine) as session:
+            records = list(session.exec(select(IndexRecord).order_by(IndexRecord.id)))
+        for record in records:
+            if record.id not in self._indices:
+                self._indices[record.id] = self._instantiate(record)
+                self._indices[record.id].on_start()
+
+    def _instantiate(self, record: IndexRecord) -> BaseIndex:
+        index_type = self.index_types.get(record.index_type)
+        if index_type is None:
+            raise SettingsError(
+                f"index {record.name!r} has type {record.index_type!r}, which is not in "
+                f"INDEX_TYPES ({', '.join(self.index_types) or 'none'})"
+            )
+        assert record.id is not None
+        return index_type(
+            id=record.id,
+            name=record.name,
+            config=dict(record.config or {}),
+            resources=self._resources_for(record.id),
+        )
+
+    def create(self, name: str, type_id: str, config: dict[str, Any] | None = None) -> BaseIndex:
+        """Create a new index of a registered type."""
+        if type_id not in self.index_types:
+            raise SettingsError(f"unknown index type {type_id!r}")
+        name = name.strip()
+        if not name:
+            raise ValueError("an index needs a name")
+        if any(index.name == name for index in self._indices.values()):
+            raise ValueError(f"an index named {name!r} exists already")
+        record = IndexRecord(name=name, index_type=type_id, config=config or {})
+        with Session(self._engine) as session:
+            session.add(record)
+            session.commit()
+            session.refresh(record)
+        index = self._instantiate(record)
+        index.on_create()
+        index.on_start()
+        assert record.id is not None
+        self._indices[record.id] = index
+        logger.info("created index %r (%s)", name, type_id)
+        return index
+
+    def delete(self, name_or_id: str | int) -> None:
+        """Delete an index and everything it stored."""
+        index = self.get(name_or_id)
+        index.on_delete()
+        with Session(self._engine) as session:
+            record = session.get(IndexRecord, index.id)
+            if record is not None:
+                session.delete(record)
+                session.commit()
+        del self._indices[index.id]
+
+    def get(self, name_or_id: str | int) -> BaseIndex:
+        """The index with that name (or numeric id)."""
+        for index in self._indices.values():
+            if index.name == name_or_id or str(index.id) == str(name_or_id):
+                return index
+        known = ", ".join(repr(i.name) for i in self._indices.values()) or "none"
+        raise UnknownIndexError(f"no index named {name_or_id!r} (known: {known})")
+
+    @property
+    def indices(self) -> list[BaseIndex]:
+        """Every live index, oldest first."""
+        return [self._indices[key] for key in sorted(self._indices)]

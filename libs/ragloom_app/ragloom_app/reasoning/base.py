@@ -1,0 +1,82 @@
+"""The reasoning plugin slot: a class that turns a question into a stream of events.
+
+The app lists reasoning classes in ``REASONINGS`` (flowsettings.py). For each question,
+``ChatPage.create_pipeline`` calls :meth:`BaseReasoning.get_pipeline` with the user's
+settings for that mode, the request's state and the retrievers of every index; the
+pipeline then streams typed events (:mod:`ragloom.events`) that the UI and CLI render.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragloom.base import BaseComponent
+from ragloom.events import Event
+from ragloom.llms.base import ChatLLM, ChatMessage
+from ragloom.retrieval import Retriever
+
+__all__ = ["BaseReasoning", "ReasoningInfo", "ReasoningState", "SettingSpec"]
+
+SettingSpec = dict[str, Any]
+"""A user setting that describes its own UI: ``name`` (label), ``value`` (default),
+``component`` (``number``, ``text``, ``checkbox`` or ``dropdown``), optional ``choices``
+and ``info`` (help text)."""
+
+
+@dataclass(frozen=True)
+class ReasoningInfo:
+    """How a reasoning mode presents itself: a stable id, a name and a description."""
+
+    id: str
+    name: str
+    description: str
+
+
+@dataclass
+class ReasoningState:
+    """What the app knows of one request: the LLM to use and the conversation so far."""
+
+    llm: ChatLLM
+    conversation_id: str | None = None
+    history: list[ChatMessage] = field(default_factory=list)
+
+
+class BaseReasoning(BaseComponent):
+    """A reasoning mode. Subclasses implement the four methods below."""
+
+    @classmethod
+    def get_info(cls) -> ReasoningInfo:
+        """The mode's id (used by ``--mode`` and the selector), name and description."""
+        raise NotImplementedError(f"{cls.__name__} must implement get_info()")
+
+    @classmethod
+    def get_user_settings(cls) -> dict[str, SettingSpec]:
+        """The settings a user may change for this mode, keyed by setting id."""
+        return {}
+
+    @classmethod
+    def get_pipeline(
+        cls,
+        settings: Mapping[str, Any],
+        state: ReasoningState,
+        retrievers: Sequence[Retriever],
+    ) -> BaseReasoning:
+        """A ready-to-run pipeline for one request."""
+        raise NotImplementedError(f"{cls.__name__} must implement get_pipeline()")
+
+    def stream(self, question: str) -> Iterator[Event]:
+        """Answer ``question``, yielding events as they happen."""
+        raise NotImplementedError(f"{type(self).__name__} must implement stream()")
+
+    @classmethod
+    def resolve_settings(cls, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The defaults of :meth:`get_user_settings` with the given values on top."""
+        values = {key: spec.get("value") for key, spec in cls.get_user_settings().items()}
+        values.update({k: v for k, v in (given or {}).items() if k in values})
+        return values
+
+    def run(self, question: str) -> list[Event]:
+        """Every event of :meth:`stream`, as a list."""
+        return list(self.stream(question))

@@ -1,0 +1,119 @@
+"""The app's settings: read from ``flowsettings.py``, overridden by environment variables.
+
+A settings module is a Python file of upper-case names (see the project's
+``flowsettings.py``). Names it leaves out keep the defaults below. The file is found at
+``$RAGLOOM_SETTINGS``, else ``./flowsettings.py``, else the defaults alone are used.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["AppSettings", "SettingsError", "ENV_OVERRIDES"]
+
+
+class SettingsError(ValueError):
+    """A setting is missing, malformed or names something that cannot be imported."""
+
+
+def _default_llms() -> dict[str, dict[str, Any]]:
+    return {"local": {"class": "ragloom.llms.llamacpp.LlamaCppChat"}}
+
+
+def _default_embeddings() -> dict[str, dict[str, Any]]:
+    return {"local": {"class": "ragloom.embeddings.SentenceTransformerEmbeddings"}}
+
+
+@dataclass
+class AppSettings:
+    """Everything the app reads at startup. Field ``x`` is the setting ``X``."""
+
+    data_dir: Path = Path("appdata")
+    database_url: str | None = None
+    reasonings: list[str] = field(
+        default_factory=lambda: ["ragloom_app.reasoning.fullqa.FullQAReasoning"]
+    )
+    default_reasoning: str = "fullqa"
+    index_types: list[str] = field(
+        default_factory=lambda: ["ragloom_app.index.file.FileIndex"]
+    )
+    indices: list[dict[str, Any]] = field(
+        default_factory=lambda: [
+            {"name": "My files", "type": "ragloom_app.index.file.FileIndex", "config": {}}
+        ]
+    )
+    llms: dict[str, dict[str, Any]] = field(default_factory=_default_llms)
+    default_llm: str = "local"
+    embeddings: dict[str, dict[str, Any]] = field(default_factory=_default_embeddings)
+    default_embedding: str = "local"
+    first_run_docs: dict[str, Any] | None = None
+    source: str = "defaults"
+
+    @property
+    def database(self) -> str:
+        """The SQLAlchemy URL of the app database (SQLite in the data folder by default)."""
+        return self.database_url or f"sqlite:///{self.data_dir / 'ragloom.db'}"
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] | None = None) -> AppSettings:
+        """Read a settings file (see the module docstring), then the environment."""
+        settings = cls()
+        file = _find_settings_file(path)
+        if file is not None:
+            settings._apply(_read_module(file))
+            settings.source = str(file)
+        settings._apply_environment()
+        return settings
+
+    def _apply(self, values: dict[str, Any]) -> None:
+        for name, value in values.items():
+            attr = name.lower()
+            if attr == "source" or attr not in self.__dataclass_fields__:
+                continue
+            if attr == "data_dir":
+                value = Path(value)
+            setattr(self, attr, value)
+
+    def _apply_environment(self) -> None:
+        values = {
+            setting: os.environ[variable]
+            for variable, setting in ENV_OVERRIDES.items()
+            if os.environ.get(variable)
+        }
+        self._apply(values)
+
+
+ENV_OVERRIDES = {
+    "RAGLOOM_DATA_DIR": "DATA_DIR",
+    "RAGLOOM_DATABASE_URL": "DATABASE_URL",
+    "RAGLOOM_LLM": "DEFAULT_LLM",
+    "RAGLOOM_REASONING": "DEFAULT_REASONING",
+}
+"""Environment variables that override a setting of the same meaning."""
+
+
+def _find_settings_file(path: str | os.PathLike[str] | None) -> Path | None:
+    explicit = path or os.environ.get("RAGLOOM_SETTINGS")
+    if explicit:
+        file = Path(explicit)
+        if not file.is_file():
+            raise SettingsError(f"settings file not found: {file}")
+        return file
+    local = Path.cwd() / "flowsettings.py"
+    return local if local.is_file() else None
+
+
+def _read_module(file: Path) -> dict[str, Any]:
+    spec = importlib.util.spec_from_file_location("ragloom_flowsettings", file)
+    if spec is None or spec.loader is None:
+        raise SettingsError(f"cannot read settings file {file}")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise SettingsError(f"error in settings file {file}: {exc}") from exc
+    return {name: getattr(module, name) for name in dir(module) if name.isupper()}

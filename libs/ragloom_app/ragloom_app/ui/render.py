@@ -1,0 +1,205 @@
+"""Turn answers, citations and file listings into the HTML and Markdown the UI shows.
+
+Pure functions without gradio, so they can be tested alone. Everything that comes from a
+document, a file name or a model is escaped: a chunk of an uploaded HTML-looking file must
+show as text, never run as markup in the user's browser.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+__all__ = [
+    "EVIDENCE_PLACEHOLDER",
+    "chat_history",
+    "conversation_choices",
+    "evidence_html",
+    "last_citations",
+    "outcomes_html",
+    "sources_html",
+    "usage_markdown",
+]
+
+EVIDENCE_PLACEHOLDER = (
+    '<div class="rl-empty">The passages an answer cites appear here, '
+    "with their file and page.</div>"
+)
+
+_STATUS_LABELS = {
+    "indexed": "indexed",
+    "skipped": "skipped",
+    "failed": "failed",
+    "indexing": "indexing…",
+    "queued": "queued",
+}
+
+
+def _esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _as_mapping(item: Any) -> Mapping[str, Any]:
+    """A citation or outcome as a mapping, whether it is a dataclass or a stored dict."""
+    if is_dataclass(item) and not isinstance(item, type):
+        return asdict(item)
+    return item
+
+
+def _badge(status: str) -> str:
+    label = _STATUS_LABELS.get(status, status)
+    return f'<span class="rl-badge rl-{_esc(status)}">{_esc(label)}</span>'
+
+
+def citation_heading(citation: Mapping[str, Any]) -> str:
+    """``[n] source, page p`` (plain text; the page only when the source has pages)."""
+    page = citation.get("page")
+    where = f", page {page}" if page not in (None, "") else ""
+    return f"[{citation.get('number', '?')}] {citation.get('source', '?')}{where}"
+
+
+def evidence_html(
+    citations: Iterable[Any] | None, *, empty: str = "This answer cites no passage."
+) -> str:
+    """The evidence panel: one card per cited chunk, heading then the chunk text."""
+    items = [_as_mapping(c) for c in citations or []]
+    if not items:
+        return f'<div class="rl-empty">{_esc(empty)}</div>'
+    cards = []
+    for citation in items:
+        score = citation.get("score")
+        score_html = (
+            f'<span class="rl-score" title="retrieval score">{float(score):.2f}</span>'
+            if isinstance(score, int | float) and score
+            else ""
+        )
+        cards.append(
+            '<div class="rl-cite">'
+            f'<div class="rl-cite-head"><span>{_esc(citation_heading(citation))}</span>'
+            f"{score_html}</div>"
+            f'<div class="rl-cite-text">{_esc(str(citation.get("text", "")).strip())}</div>'
+            "</div>"
+        )
+    return f'<div class="rl-evidence">{"".join(cards)}</div>'
+
+
+def usage_markdown(record: Mapping[str, Any]) -> str:
+    """One line of cost (LLM calls, tokens, seconds) and the timed steps below it."""
+    usage = record.get("usage") or {}
+    calls = int(usage.get("llm_calls", 0))
+    prompt = int(usage.get("prompt_tokens", 0))
+    completion = int(usage.get("completion_tokens", 0))
+    evaluated = usage.get("prompt_tokens_evaluated")
+    seconds = float(usage.get("seconds", 0.0))
+    line = (
+        f"**{calls} LLM call{'s' if calls != 1 else ''}, {prompt + completion:,} tokens, "
+        f"{seconds:.1f} s** — {prompt:,} prompt"
+    )
+    # Evaluated < prompt means llama.cpp reused its cache for the rest: worth seeing.
+    if isinstance(evaluated, int) and evaluated != prompt:
+        line += f" ({evaluated:,} evaluated)"
+    line += f", {completion:,} generated; mode `{record.get('mode', '?')}`"
+    lines = [line, ""]
+    for step in record.get("steps") or []:
+        if step.get("event") != "finished":
+            continue
+        name = str(step.get("step", "?"))
+        if step.get("error"):
+            lines.append(f"- `{name}` failed after {step.get('seconds', 0):.2f} s: "
+                         f"{_esc(step['error'])}")
+        else:
+            lines.append(f"- `{name}` {step.get('seconds', 0):.2f} s")
+    return "\n".join(lines).strip()
+
+
+def chat_history(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """Stored messages as gradio 6 Chatbot messages (only ``role`` and ``content``)."""
+    return [
+        {"role": str(m["role"]), "content": str(m["content"])}
+        for m in messages
+        if m.get("role") in ("user", "assistant")
+    ]
+
+
+def last_citations(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+    """The citations of the last assistant message, or ``None`` if there is none."""
+    for message in reversed(messages):
+        if message.get("role") == "assistant":
+            return list(message.get("citations") or [])
+    return None
+
+
+def conversation_choices(conversations: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(label, id) pairs for the conversation selector, newest first, labels unique."""
+    choices: list[tuple[str, str]] = []
+    seen: dict[str, int] = {}
+    for conversation in conversations:
+        title = " ".join(str(conversation.get("title") or "Untitled").split())
+        # Gradio shows labels only; two equal titles would be indistinguishable.
+        seen[title] = seen.get(title, 0) + 1
+        label = title if seen[title] == 1 else f"{title} ({seen[title]})"
+        choices.append((label, str(conversation["id"])))
+    return choices
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], empty: str) -> str:
+    if not rows:
+        return f'<div class="rl-empty">{_esc(empty)}</div>'
+    head = "".join(f"<th>{_esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    return f'<table class="rl-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def outcomes_html(outcomes: Iterable[Any]) -> str:
+    """What became of each uploaded file: a one-line summary and a table."""
+    items = [_as_mapping(o) for o in outcomes]
+    counts = {status: sum(1 for o in items if o.get("status") == status)
+              for status in ("indexed", "skipped", "failed")}
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n) or "no files"
+    rows = [
+        [
+            _esc(o.get("name", o.get("file"))),
+            _badge(str(o.get("status"))),
+            _esc(o.get("chunks", 0)) if o.get("status") != "failed" else "",
+            _esc(o.get("reason") or ""),
+        ]
+        for o in items
+    ]
+    table = _table(["File", "Status", "Chunks", "Reason"], rows, "No files were indexed.")
+    return f'<div class="rl-summary">{_esc(summary)}</div>{table}'
+
+
+def _size(size: Any) -> str:
+    if not isinstance(size, int | float) or size <= 0:
+        return ""
+    for unit in ("B", "KB", "MB"):
+        if size < 1024 or unit == "MB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return ""  # pragma: no cover - the loop always returns
+
+
+def sources_html(sources: Iterable[Mapping[str, Any]], index_name: str | None = None) -> str:
+    """The files of an index with their status, chunks, size and failure reason."""
+    items = list(sources)
+    rows = [
+        [
+            _esc(s.get("name")),
+            _badge(str(s.get("status"))),
+            _esc(s.get("chunks", 0)),
+            _esc(_size(s.get("size"))),
+            _esc(s.get("reason") or ""),
+            _esc(str(s.get("updated_at") or "")[:16].replace("T", " ")),
+        ]
+        for s in items
+    ]
+    empty = f"No files in {index_name!r} yet." if index_name else "No files yet."
+    table = _table(["File", "Status", "Chunks", "Size", "Reason", "Updated (UTC)"], rows, empty)
+    if not items:
+        return table
+    indexed = sum(1 for s in items if s.get("status") == "indexed")
+    chunks = sum(int(s.get("chunks") or 0) for s in items if s.get("status") == "indexed")
+    summary = f"{len(items)} files, {indexed} indexed, {chunks:,} chunks"
+    return f'<div class="rl-summary">{_esc(summary)}</div>{table}'

@@ -1,0 +1,49 @@
+"""BaseApp.start: folders and database at startup, registries, errors naming the setting."""
+
+from pathlib import Path
+
+import pytest
+
+from ragloom_app.app import BaseApp
+from ragloom_app.settings import AppSettings, SettingsError
+
+
+def _settings(tmp_path: Path, **changes: object) -> AppSettings:
+    settings = AppSettings(data_dir=tmp_path / "data")
+    for key, value in changes.items():
+        setattr(settings, key, value)
+    return settings
+
+
+def test_nothing_is_created_before_start(tmp_path: Path) -> None:
+    app = BaseApp(_settings(tmp_path))
+    assert not (tmp_path / "data").exists()
+    app.start()
+    assert (tmp_path / "data" / "ragloom.db").is_file()
+    assert list(app.reasonings) == ["fullqa"]
+    assert [index.name for index in app.indices.indices] == ["My files"]
+
+
+def test_indices_survive_a_restart(tmp_path: Path) -> None:
+    BaseApp(_settings(tmp_path)).start().indices.create("Papers", "ragloom_app.index.file.FileIndex")
+    again = BaseApp(_settings(tmp_path)).start()
+    assert [index.name for index in again.indices.indices] == ["My files", "Papers"]
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("reasonings", ["ragloom_app.reasoning.nope.Missing"], r"REASONINGS\[0\]: cannot import 'ragloom_app.reasoning.nope.Missing'"),
+        ("reasonings", ["ragloom_app.reasoning.fullqa.Missing"], r"REASONINGS\[0\]: .*has no 'Missing'"),
+        ("reasonings", ["ragloom_app.settings.AppSettings"], r"REASONINGS\[0\]: .* is not a subclass of BaseReasoning"),
+        ("index_types", ["nowhere.Index"], r"INDEX_TYPES\[0\]: cannot import 'nowhere.Index'"),
+        ("default_reasoning", "telepathy", r"DEFAULT_REASONING: 'telepathy' is not a registered mode"),
+        ("default_llm", "gpt-9", r"DEFAULT_LLM: 'gpt-9' is not in LLMS"),
+        ("indices", [{"name": "X"}], r"INDICES\[0\]: needs 'name' and 'type'"),
+    ],
+)
+def test_bad_settings_stop_startup_naming_the_setting(
+    tmp_path: Path, setting: str, value: object, message: str
+) -> None:
+    with pytest.raises(SettingsError, match=message):
+        BaseApp(_settings(tmp_path, **{setting: value})).start()

@@ -1,0 +1,47 @@
+"""AppSettings: a settings file, its defaults and the environment overrides."""
+
+from pathlib import Path
+
+import pytest
+
+from ragloom_app.settings import AppSettings, SettingsError
+
+
+def test_defaults_without_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAGLOOM_SETTINGS", raising=False)
+    monkeypatch.delenv("RAGLOOM_DATA_DIR", raising=False)
+    settings = AppSettings.load()
+    assert settings.source == "defaults"
+    assert settings.default_reasoning == "fullqa"
+    assert settings.database == "sqlite:///appdata/ragloom.db"
+
+
+def test_file_values_then_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    file = tmp_path / "mysettings.py"
+    file.write_text('DATA_DIR = "here"\nDEFAULT_LLM = "local"\nTHEFLOW_THING = 1\n')
+    monkeypatch.setenv("RAGLOOM_SETTINGS", str(file))
+    monkeypatch.delenv("RAGLOOM_DATA_DIR", raising=False)
+    assert AppSettings.load().data_dir == Path("here")
+    monkeypatch.setenv("RAGLOOM_DATA_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("RAGLOOM_LLM", "openai")
+    settings = AppSettings.load()
+    assert settings.data_dir == tmp_path / "elsewhere"
+    assert settings.default_llm == "openai"
+
+
+def test_project_flowsettings_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    project = Path(__file__).resolve().parents[2]
+    monkeypatch.delenv("RAGLOOM_SETTINGS", raising=False)
+    settings = AppSettings.load(project / "flowsettings.py")
+    assert "ragloom_app.reasoning.fullqa.FullQAReasoning" in settings.reasonings
+    assert settings.first_run_docs == {"index": "Ragloom docs", "path": str(project / "docs")}
+
+
+def test_missing_or_broken_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="not found"):
+        AppSettings.load(tmp_path / "nope.py")
+    broken = tmp_path / "broken.py"
+    broken.write_text("REASONINGS = [\n")
+    with pytest.raises(SettingsError, match="error in settings file"):
+        AppSettings.load(broken)

@@ -1,0 +1,50 @@
+"""Numbered evidence and the [n] citations read back from answers."""
+
+from ragloom.qa.citations import build_evidence, cited_numbers, citations_for
+from ragloom.schema import Chunk, RetrievedChunk
+
+
+def _hit(chunk_id: str, text: str, page: int | None = None, score: float = 1.0) -> RetrievedChunk:
+    chunk = Chunk(id=chunk_id, text=text, source_id="s1", source_name="notes.pdf", page=page)
+    return RetrievedChunk(chunk=chunk, score=score)
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def test_evidence_is_numbered_in_order_with_file_and_page() -> None:
+    block = build_evidence([_hit("a", "Alpha text.", page=2), _hit("b", "Beta text.")], words, 100)
+    assert block.text.startswith("[1] (notes.pdf, page 2)\nAlpha text.")
+    assert "[2] (notes.pdf)\nBeta text." in block.text
+    assert [item.chunk.id for item in block.items] == ["a", "b"]
+
+
+def test_evidence_keeps_what_fits_the_budget_and_drops_duplicates() -> None:
+    long = _hit("long", "word " * 50)
+    block = build_evidence([_hit("a", "short one"), long, _hit("a", "short one"), _hit("c", "x")], words, 12)
+    assert [item.chunk.id for item in block.items] == ["a", "c"]
+    assert "[2] (notes.pdf)\nx" in block.text
+
+
+def test_same_evidence_gives_byte_identical_text() -> None:
+    hits = [_hit("a", "Alpha."), _hit("b", "Beta.")]
+    assert build_evidence(hits, words, 100).text == build_evidence(list(hits), words, 100).text
+
+
+def test_cited_numbers_reads_lists_and_ignores_out_of_range() -> None:
+    answer = "It is blue [2]. Also green [1, 3]; not [9] nor [0]. Again [2]."
+    assert cited_numbers(answer, limit=3) == [2, 1, 3]
+    assert cited_numbers("no citations here", limit=3) == []
+
+
+def test_citations_map_to_chunk_page_and_text() -> None:
+    block = build_evidence([_hit("a", "Alpha.", page=4), _hit("b", "Beta.")], words, 100)
+    (citation,) = citations_for("Alpha it is [1].", block)
+    assert (citation.number, citation.source, citation.page, citation.text) == (
+        1,
+        "notes.pdf",
+        4,
+        "Alpha.",
+    )
+    assert citation.chunk_id == "a"

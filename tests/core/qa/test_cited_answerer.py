@@ -1,0 +1,52 @@
+"""CitedAnswerer: prompt layout, streaming and citations, with a scripted LLM."""
+
+from ragloom.events import AnswerCollector, AnswerDelta, CitationsFound, LLMCallFinished
+from ragloom.qa import CitedAnswerer
+from ragloom.qa.answer import NO_EVIDENCE_ANSWER
+from ragloom.schema import Chunk, RetrievedChunk
+from tests.helpers.scripted_llm import ScriptedLLM
+
+
+def _hits() -> list[RetrievedChunk]:
+    return [
+        RetrievedChunk(Chunk("c1", "The reactor runs at 451 kelvin.", "s", "reactor.md"), 0.9),
+        RetrievedChunk(Chunk("c2", "It was built in 1999.", "s", "reactor.md"), 0.5),
+    ]
+
+
+def test_streams_answer_then_citations_and_usage() -> None:
+    llm = ScriptedLLM(replies=["It runs at 451 kelvin [1]."])
+    events = list(CitedAnswerer(llm=llm).stream("How hot is the reactor?", _hits()))
+    text = "".join(e.text for e in events if isinstance(e, AnswerDelta))
+    assert text == "It runs at 451 kelvin [1]."
+    (found,) = [e for e in events if isinstance(e, CitationsFound)]
+    assert [(c.number, c.chunk_id) for c in found.citations] == [(1, "c1")]
+    assert any(isinstance(e, LLMCallFinished) for e in events)
+
+
+def test_prompt_is_system_then_evidence_then_question() -> None:
+    llm = ScriptedLLM(replies=["ok"])
+    list(CitedAnswerer(llm=llm).stream("How hot?", _hits()))
+    system, user = llm.prompts[0]
+    assert system.role == "system" and "[1]" in system.content
+    assert user.content.index("451 kelvin") < user.content.index("Question: How hot?")
+    assert user.content.endswith("Question: How hot?")
+
+
+def test_no_evidence_says_so_without_calling_the_llm() -> None:
+    llm = ScriptedLLM(replies=[])
+    record = AnswerCollector("fullqa").extend(CitedAnswerer(llm=llm).stream("Q?", []))
+    assert record.answer == NO_EVIDENCE_ANSWER
+    assert record.citations == [] and llm.prompts == []
+
+
+def test_evidence_is_trimmed_to_the_context_window() -> None:
+    big = [
+        RetrievedChunk(Chunk(f"c{i}", "word " * 300, "s", "big.md"), 1.0 - i / 100)
+        for i in range(20)
+    ]
+    llm = ScriptedLLM(replies=["fine"], window=2048)
+    answerer = CitedAnswerer(llm=llm, max_answer_tokens=256)
+    list(answerer.stream("Q?", big))
+    prompt_tokens = sum(llm.count_tokens(m.content) for m in llm.prompts[0])
+    assert prompt_tokens + 256 <= 2048

@@ -1,0 +1,77 @@
+"""Small, valid PDFs built byte by byte, for tests that need real files.
+
+pypdf cannot lay out text, so :func:`make_pdf` writes the objects itself: a catalog, a page
+tree, the standard Helvetica font and one content stream per page, with a correct xref table.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import pypdf
+
+__all__ = ["encrypt_pdf", "make_pdf"]
+
+
+def _pdf_string(text: str) -> str:
+    """``text`` as a PDF literal string (ASCII only: Helvetica's standard encoding)."""
+    escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+    return f"({escaped})"
+
+
+def _content(text: str | None) -> bytes:
+    if text is None:
+        # A page that draws a line but has no text layer, like a scanned page.
+        return b"72 700 m 300 700 l S"
+    ops = ["BT", "/F1 12 Tf", "72 700 Td", "14 TL"]
+    for i, line in enumerate(text.split("\n")):
+        ops.append(f"{_pdf_string(line)} Tj" if i == 0 else f"{_pdf_string(line)} '")
+    ops.append("ET")
+    return "\n".join(ops).encode("latin-1")
+
+
+def make_pdf(pages: Sequence[str | None]) -> bytes:
+    """A PDF with one page per item: its lines of text, or ``None`` for a page without text."""
+    count = len(pages)
+    page_ids = [4 + 2 * i for i in range(count)]
+    kids = " ".join(f"{pid} 0 R" for pid in page_ids)
+    objects: list[bytes] = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {count} >>".encode(),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    for pid, text in zip(page_ids, pages, strict=True):
+        stream = _content(text)
+        objects.append(
+            (
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+                f"/Resources << /Font << /F1 3 0 R >> >> /Contents {pid + 1} 0 R >>"
+            ).encode()
+        )
+        objects.append(
+            b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"
+        )
+
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref_at = len(out)
+    out += b"xref\n0 %d\n" % (len(objects) + 1)
+    out += b"0000000000 65535 f \n"
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\n" % (len(objects) + 1)
+    out += b"startxref\n%d\n%%%%EOF\n" % xref_at
+    return bytes(out)
+
+
+def encrypt_pdf(data: bytes, user_password: str, owner_password: str | None = None) -> bytes:
+    """``data`` encrypted with pypdf's default (RC4-128, no extra dependency)."""
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(data)))
+    writer.encrypt(user_password=user_password, owner_password=owner_password)
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()

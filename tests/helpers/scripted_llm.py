@@ -1,0 +1,50 @@
+"""A chat LLM that replays scripted replies: for unit tests of parsers and control flow."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from theflow import Param
+
+from ragloom.llms.base import (
+    CallTimer,
+    ChatLLM,
+    ChatMessage,
+    GenerationOptions,
+    LLMResult,
+    LLMStreamItem,
+    Usage,
+)
+
+
+class ScriptedLLM(ChatLLM):
+    """Replies with the given texts in turn and records every prompt it was sent."""
+
+    replies: list[str] = Param(default_callback=lambda _: [], help="Replies, in order.")
+    window: int = Param(4096, help="The context window to report.")
+    prompts: list[list[ChatMessage]] = Param(
+        default_callback=lambda _: [], help="Every prompt sent, in order."
+    )
+
+    @property
+    def context_window(self) -> int:
+        return self.window
+
+    def count_tokens(self, text: str) -> int:
+        return max(1, len(text.split()))
+
+    def stream(
+        self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
+    ) -> Iterator[LLMStreamItem]:
+        timer = CallTimer()
+        self.prompts.append(list(messages))
+        if not self.replies:
+            raise AssertionError("the scripted LLM ran out of replies")
+        reply = self.replies.pop(0)
+        words = reply.split(" ")
+        for position, word in enumerate(words):
+            timer.mark()
+            yield LLMStreamItem(word if position == 0 else " " + word)
+        prompt = sum(self.count_tokens(m.content) for m in messages)
+        usage = Usage(prompt, prompt, len(words), timer.elapsed(), timer.first_token)
+        yield LLMStreamItem("", LLMResult(reply, usage))
