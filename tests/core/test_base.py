@@ -6,6 +6,23 @@ import sys
 import textwrap
 from pathlib import Path
 
+from theflow import Node
+
+from ragloom.base import BaseComponent
+
+
+class _AddOne(BaseComponent):
+    def run(self, x: int) -> int:
+        return x + 1
+
+
+class _Twice(BaseComponent):
+    first: _AddOne = Node(default=_AddOne)
+    second: _AddOne = Node(default=_AddOne)
+
+    def run(self, x: int) -> int:
+        return self.second(self.first(x))
+
 
 def test_calls_write_nothing_to_disk(tmp_path: Path) -> None:
     # A fresh interpreter in an empty folder, so theflow reads its settings as a user's
@@ -47,3 +64,11 @@ def test_calls_write_nothing_to_disk(tmp_path: Path) -> None:
     assert out.stdout.strip() == "[]"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_repeated_calls_keep_no_state() -> None:
+    component = _Twice()
+    for value in range(200):
+        assert component(value) == value + 2
+    # theflow writes run bookkeeping on every call; nothing of it may pile up.
+    assert component.context._cache._data == {}

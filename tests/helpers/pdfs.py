@@ -49,9 +49,7 @@ def make_pdf(pages: Sequence[str | None]) -> bytes:
                 f"/Resources << /Font << /F1 3 0 R >> >> /Contents {pid + 1} 0 R >>"
             ).encode()
         )
-        objects.append(
-            b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"
-        )
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
 
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []

@@ -295,9 +295,9 @@ def chroma_server(tmp_path: Path) -> Iterator[tuple[str, int]]:
         pytest.skip("the chroma command is not installed")
     port = _free_port()
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
+    command = [str(executable), "run", "--path", str(tmp_path / "server")]
     process = subprocess.Popen(
-        [str(executable), "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1"]
-        + ["--port", str(port)],
+        [*command, "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,

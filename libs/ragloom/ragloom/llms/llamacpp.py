@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,8 +64,9 @@ _MODELS: dict[tuple[str, int, int], _LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def _load_model(path: str, n_ctx: int, n_threads: int, n_batch: int, seed: int | None,
-                verbose: bool) -> _LoadedModel:
+def _load_model(
+    path: str, n_ctx: int, n_threads: int, n_batch: int, seed: int | None, verbose: bool
+) -> _LoadedModel:
     """The process-wide model for (path, n_ctx, n_threads), loaded and warmed on first use.
 
     ``n_batch``, ``seed`` and ``verbose`` of the first caller win: they do not change what the
@@ -83,14 +84,21 @@ def _load_model(path: str, n_ctx: int, n_threads: int, n_batch: int, seed: int |
         extra: dict[str, Any] = {} if seed is None else {"seed": seed}
         try:
             llm = llama_cpp.Llama(
-                model_path=key[0], n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
-                n_batch=n_batch, verbose=verbose, **extra,
+                model_path=key[0],
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                n_batch=n_batch,
+                verbose=verbose,
+                **extra,
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise LLMError(f"llama.cpp could not load {key[0]}: {exc}") from exc
         template = llm.metadata.get("tokenizer.chat_template")
         if not template:
-            raise LLMError(f"{key[0]} has no chat template (tokenizer.chat_template) in its metadata")
+            raise LLMError(
+                f"{key[0]} has no chat template (tokenizer.chat_template) in its metadata"
+            )
         # Pin the GGUF's own template: llama-cpp-python may otherwise swap in a built-in format
         # it guesses from the metadata, and our token counts must match what it renders.
         llm.chat_format = "chat_template.default"
@@ -107,8 +115,13 @@ def _load_model(path: str, n_ctx: int, n_threads: int, n_batch: int, seed: int |
         # The first decode after loading is several times slower (allocation, page faults in
         # the mmapped weights): pay it here, not in the user's first question.
         llm.create_completion(prompt="Hello", max_tokens=1, temperature=0.0)
-        logger.info("loaded %s (n_ctx=%d, n_threads=%d) in %.1f s", key[0], n_ctx, n_threads,
-                    time.perf_counter() - started)
+        logger.info(
+            "loaded %s (n_ctx=%d, n_threads=%d) in %.1f s",
+            key[0],
+            n_ctx,
+            n_threads,
+            time.perf_counter() - started,
+        )
         _MODELS[key] = loaded
         return loaded
 
@@ -211,8 +224,13 @@ class LlamaCppChat(ChatLLM):
             path = str(bundled_model_path())
         return _load_model(path, self.n_ctx, self.n_threads, self.n_batch, self.seed, self.verbose)
 
-    def _generate(self, model: _LoadedModel, messages: Sequence[ChatMessage],
-                  options: GenerationOptions, timer: CallTimer) -> Iterator[LLMStreamItem]:
+    def _generate(
+        self,
+        model: _LoadedModel,
+        messages: Sequence[ChatMessage],
+        options: GenerationOptions,
+        timer: CallTimer,
+    ) -> Iterator[LLMStreamItem]:
         llm = model.llm
         turns = [m.to_dict() for m in messages]
         prompt = (
@@ -237,18 +255,32 @@ class LlamaCppChat(ChatLLM):
         }
         if self.seed is not None:
             common["seed"] = self.seed
+        # Built and parsed before anything runs, so a bad grammar or schema is a clear error.
+        grammar = self._grammar(model, options)
+        call: Callable[..., Iterator[dict[str, Any]]]
+        text_of: Callable[[dict[str, Any]], str | None]
+        request: dict[str, Any]
         if options.continue_assistant:
-            # A raw completion of the open turn; the JSON schema becomes a grammar here.
+            # A raw completion of the open turn (the JSON schema goes as its grammar).
             call, text_of = llm.create_completion, _completion_text
-            request = {"prompt": tokens, "stop": [*options.stop, model.eos_text],
-                       "grammar": self._grammar(model, options)}
+            request = {
+                "prompt": tokens,
+                "stop": [*options.stop, model.eos_text],
+                "grammar": grammar,
+            }
         else:
             call, text_of = llm.create_chat_completion, _chat_text
-            request = {"messages": turns, "stop": list(options.stop),
-                       "grammar": self._grammar(model, options) if options.grammar else None,
-                       "response_format": (
-                           {"type": "json_object", "schema": options.json_schema}
-                           if options.json_schema is not None else None)}
+            request = {
+                "messages": turns,
+                "stop": list(options.stop),
+                "grammar": grammar if options.grammar is not None else None,
+                # llama-cpp-python turns this schema into the same grammar as ``_grammar``.
+                "response_format": (
+                    {"type": "json_object", "schema": options.json_schema}
+                    if options.json_schema is not None
+                    else None
+                ),
+            }
         try:
             pieces: list[str] = []
             finish_reason = "stop"
@@ -286,7 +318,8 @@ class LlamaCppChat(ChatLLM):
 
     def _grammar(self, model: _LoadedModel, options: GenerationOptions) -> Any:
         """The ``LlamaGrammar`` for the options' grammar or JSON schema, checked, or None."""
-        from llama_cpp import LlamaGrammar, llama_cpp as native
+        from llama_cpp import LlamaGrammar
+        from llama_cpp import llama_cpp as native
 
         if options.grammar is not None:
             source, what = options.grammar, "grammar"

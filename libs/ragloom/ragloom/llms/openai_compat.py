@@ -53,6 +53,8 @@ _LLAMA_CPP_OWNERS = {"me", "llamacpp"}
 # Tokens a chat template adds around each message, for the estimate when a server sends no
 # usage (ChatML: "<|im_start|>role\n" ... "<|im_end|>\n").
 _TOKENS_PER_MESSAGE = 4
+# One /models probe at a time (instances detect separately; it is one cheap request each).
+_DETECT_LOCK = threading.Lock()
 
 
 class OpenAIChat(ChatLLM):
@@ -120,7 +122,7 @@ class OpenAIChat(ChatLLM):
         usage = self._usage(messages, pieces, reported, timer)
         yield LLMStreamItem("", LLMResult("".join(pieces), usage, finish_reason))
 
-    def _request(self, messages: Sequence[ChatMessage], options: GenerationOptions) -> dict:
+    def _request(self, messages: Sequence[ChatMessage], options: GenerationOptions) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for these options."""
         request: dict[str, Any] = {
             "model": self.model,
@@ -149,8 +151,9 @@ class OpenAIChat(ChatLLM):
                 }
         return request
 
-    def _usage(self, messages: Sequence[ChatMessage], pieces: list[str], reported: Any,
-               timer: CallTimer) -> Usage:
+    def _usage(
+        self, messages: Sequence[ChatMessage], pieces: list[str], reported: Any, timer: CallTimer
+    ) -> Usage:
         if reported is not None:
             prompt = int(reported.prompt_tokens or 0)
             details = getattr(reported, "prompt_tokens_details", None)
@@ -212,7 +215,9 @@ class OpenAIChat(ChatLLM):
         try:
             yield
         except openai.APIStatusError as exc:
-            raise LLMError(f"{self.endpoint} answered HTTP {exc.status_code}: {exc.message}") from exc
+            raise LLMError(
+                f"{self.endpoint} answered HTTP {exc.status_code}: {exc.message}"
+            ) from exc
         except openai.APITimeoutError as exc:
             raise LLMError(f"{self.endpoint} did not answer within {self.timeout} s") from exc
         except openai.APIConnectionError as exc:
@@ -220,6 +225,3 @@ class OpenAIChat(ChatLLM):
             raise LLMError(f"cannot reach {self.endpoint}: {exc.message} ({cause})") from exc
         except openai.OpenAIError as exc:
             raise LLMError(f"{self.endpoint} failed: {exc}") from exc
-
-
-_DETECT_LOCK = threading.Lock()

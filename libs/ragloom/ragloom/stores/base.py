@@ -95,3 +95,11 @@ class FullTextStore(ABC):
     @abstractmethod
     def drop(self) -> None:
         """Delete everything this store holds; it is empty (and still usable) afterwards."""
+
+    def ensure_index(self) -> None:
+        """Build now whatever the next query would otherwise build first (default: nothing).
+
+        Worth calling after a batch of changes (the end of an ingestion), so the first
+        question after an upload does not wait for the index.
+        """
+        return None

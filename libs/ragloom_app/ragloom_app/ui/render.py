@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "EVIDENCE_PLACEHOLDER",
     "chat_history",
+    "citation_heading",
     "conversation_choices",
     "evidence_html",
     "last_citations",
@@ -69,16 +70,14 @@ def evidence_html(
         return f'<div class="rl-empty">{_esc(empty)}</div>'
     cards = []
     for citation in items:
+        # The fused retrieval score means little to a reader: a tooltip, not a column.
         score = citation.get("score")
-        score_html = (
-            f'<span class="rl-score" title="retrieval score">{float(score):.2f}</span>'
-            if isinstance(score, int | float) and score
-            else ""
+        title = (
+            f' title="retrieval score {float(score):.3f}"' if isinstance(score, int | float) else ""
         )
         cards.append(
             '<div class="rl-cite">'
-            f'<div class="rl-cite-head"><span>{_esc(citation_heading(citation))}</span>'
-            f"{score_html}</div>"
+            f'<div class="rl-cite-head"{title}>{_esc(citation_heading(citation))}</div>'
             f'<div class="rl-cite-text">{_esc(str(citation.get("text", "")).strip())}</div>'
             "</div>"
         )
@@ -107,8 +106,9 @@ def usage_markdown(record: Mapping[str, Any]) -> str:
             continue
         name = str(step.get("step", "?"))
         if step.get("error"):
-            lines.append(f"- `{name}` failed after {step.get('seconds', 0):.2f} s: "
-                         f"{_esc(step['error'])}")
+            lines.append(
+                f"- `{name}` failed after {step.get('seconds', 0):.2f} s: {_esc(step['error'])}"
+            )
         else:
             lines.append(f"- `{name}` {step.get('seconds', 0):.2f} s")
     return "\n".join(lines).strip()
@@ -155,8 +155,10 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], empty: str) ->
 def outcomes_html(outcomes: Iterable[Any]) -> str:
     """What became of each uploaded file: a one-line summary and a table."""
     items = [_as_mapping(o) for o in outcomes]
-    counts = {status: sum(1 for o in items if o.get("status") == status)
-              for status in ("indexed", "skipped", "failed")}
+    counts = {
+        status: sum(1 for o in items if o.get("status") == status)
+        for status in ("indexed", "skipped", "failed")
+    }
     summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n) or "no files"
     rows = [
         [
@@ -169,6 +171,10 @@ def outcomes_html(outcomes: Iterable[Any]) -> str:
     ]
     table = _table(["File", "Status", "Chunks", "Reason"], rows, "No files were indexed.")
     return f'<div class="rl-summary">{_esc(summary)}</div>{table}'
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def _size(size: Any) -> str:
@@ -201,5 +207,5 @@ def sources_html(sources: Iterable[Mapping[str, Any]], index_name: str | None = 
         return table
     indexed = sum(1 for s in items if s.get("status") == "indexed")
     chunks = sum(int(s.get("chunks") or 0) for s in items if s.get("status") == "indexed")
-    summary = f"{len(items)} files, {indexed} indexed, {chunks:,} chunks"
+    summary = f"{_plural(len(items), 'file')}, {indexed} indexed, {_plural(chunks, 'chunk')}"
     return f'<div class="rl-summary">{_esc(summary)}</div>{table}'

@@ -13,6 +13,7 @@ from sqlmodel import Session, delete, select
 from ragloom.indexing import FileIngestor
 from ragloom.loaders import default_readers
 from ragloom.retrieval import FullTextRetriever, HybridRetriever, Retriever, VectorRetriever
+from ragloom.retrieval.restricted import RestrictedRetriever
 from ragloom.splitters import TokenSplitter
 from ragloom.stores import BM25Store, ChromaVectorStore
 from ragloom_app.db.models import ChunkRecord, Source
@@ -117,7 +118,7 @@ class FileIndex(BaseIndex):
         fulltext = FullTextRetriever(store=self.fulltext_store, top_k=top_k)
         hybrid = HybridRetriever(retrievers=[vector, fulltext], top_k=top_k)
         if selected is not None:
-            hybrid.source_ids = list(selected)
+            return [RestrictedRetriever(inner=hybrid, source_ids=list(selected), top_k=top_k)]
         return [hybrid]
 
     def list_sources(self) -> list[dict[str, Any]]:

@@ -1,0 +1,50 @@
+"""The interface every embedding model in Ragloom implements."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+from ragloom.base import BaseComponent
+
+__all__ = ["Embeddings", "EmbeddingsError"]
+
+
+class EmbeddingsError(RuntimeError):
+    """An embedding model could not be loaded or run."""
+
+
+class Embeddings(BaseComponent):
+    """Turns texts into unit-length float32 vectors, so a dot product is a cosine.
+
+    Calling the component (``run``) embeds documents. ``count_tokens`` and ``max_tokens``
+    let a splitter size chunks with the model's own tokenizer.
+    """
+
+    @property
+    @abstractmethod
+    def dimension(self) -> int:
+        """Length of every vector."""
+
+    @property
+    @abstractmethod
+    def max_tokens(self) -> int:
+        """The model's maximum sequence length in tokens; longer texts are truncated."""
+
+    @abstractmethod
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for ``texts``: float32, shape ``(len(texts), dimension)``, L2-normalised."""
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The vector of one query: float32, shape ``(dimension,)``, L2-normalised."""
+        return self.embed_documents([text])[0]
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int:
+        """Tokens the model's tokenizer makes of ``text``, special tokens excluded."""
+
+    def run(self, texts: Sequence[str]) -> np.ndarray:
+        """Same as :meth:`embed_documents`."""
+        return self.embed_documents(texts)

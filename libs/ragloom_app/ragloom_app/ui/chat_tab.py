@@ -1,0 +1,291 @@
+"""The Chat tab: conversations, the reasoning mode, streamed answers and their evidence.
+
+:class:`ChatHandlers` holds what the events do, on top of
+:class:`~ragloom_app.pages.chat.ChatPage`; :func:`build_chat_tab` lays out the components
+and wires them. Conversations live in the app database, so a reload (or a restart) finds
+them again: the most recent one opens when the page loads.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from ragloom.events import AnswerDelta, CitationsFound, StepFinished, StepStarted
+from ragloom_app.pages.chat import AnswerFinished, ChatPage
+from ragloom_app.ui import render
+
+__all__ = ["ChatHandlers", "ChatTab", "build_chat_tab"]
+
+logger = logging.getLogger(__name__)
+
+Message = dict[str, str]
+# chatbot, question box, evidence, usage, conversation selector, send button
+RespondOutput = tuple[Any, Any, Any, Any, Any, Any]
+
+_WAITING_EVIDENCE = "The evidence appears when the answer is complete."
+
+
+class ChatHandlers:
+    """What the chat events do; every method returns values for gradio outputs."""
+
+    def __init__(self, page: ChatPage) -> None:
+        self.page = page
+        self.store = page.conversations
+
+    # -- modes -------------------------------------------------------------------------
+    def mode_choices(self) -> list[tuple[str, str]]:
+        """(name, id) of each registered reasoning mode, in registration order."""
+        return [(cls.get_info().name, mode_id) for mode_id, cls in self.page.app.reasonings.items()]
+
+    def mode_description(self, mode_id: str | None) -> str:
+        """The description of a mode, shown under the selector."""
+        try:
+            return self.page.reasoning_class(mode_id).get_info().description
+        except KeyError:
+            return ""
+
+    def describe_mode(self, mode_id: str | None) -> Any:
+        """Show the selected mode's description as the selector's help text."""
+        return gr.update(info=self.mode_description(mode_id))
+
+    # -- conversations -----------------------------------------------------------------
+    def conversation_selector(self, selected: str | None) -> Any:
+        """The selector's choices from the database, with ``selected`` chosen."""
+        return gr.update(choices=render.conversation_choices(self.store.list()), value=selected)
+
+    def open_conversation(self, conversation_id: str | None) -> tuple[Any, str, str]:
+        """Messages and last evidence of a stored conversation (empty for ``None``)."""
+        if not conversation_id:
+            return [], render.EVIDENCE_PLACEHOLDER, ""
+        try:
+            messages = self.store.messages(conversation_id)
+        except Exception as exc:  # a broken database must not take the page down
+            logger.exception("cannot read conversation %s", conversation_id)
+            gr.Warning(html.escape(f"Could not open the conversation: {exc}"))
+            return gr.skip(), gr.skip(), gr.skip()
+        citations = render.last_citations(messages)
+        evidence = (
+            render.EVIDENCE_PLACEHOLDER if citations is None else render.evidence_html(citations)
+        )
+        # Steps and usage are not stored per message; say so rather than show stale ones.
+        usage = "_Steps and usage are shown for answers given in this session._"
+        return render.chat_history(messages), evidence, usage
+
+    def new_conversation(self) -> tuple[Any, list[Message], str, str]:
+        """Clear the chat; the conversation is created with its first question."""
+        return gr.update(value=None), [], render.EVIDENCE_PLACEHOLDER, ""
+
+    def on_load(self) -> tuple[Any, Any, str, str]:
+        """On page load: list the conversations and reopen the most recent one."""
+        try:
+            conversations = self.store.list()
+        except Exception as exc:
+            logger.exception("cannot list conversations")
+            gr.Warning(html.escape(f"Could not read the conversations: {exc}"))
+            return gr.skip(), [], render.EVIDENCE_PLACEHOLDER, ""
+        latest = conversations[0]["id"] if conversations else None
+        selector = gr.update(choices=render.conversation_choices(conversations), value=latest)
+        return (selector, *self.open_conversation(latest))
+
+    # -- answering ---------------------------------------------------------------------
+    def respond(
+        self, question: str, mode_id: str | None, conversation_id: str | None
+    ) -> Iterator[RespondOutput]:
+        """Ask ``question`` and stream the answer into the chat as it is written."""
+        question = (question or "").strip()
+        if not question:
+            gr.Warning("Type a question first.")
+            yield _outputs()
+            return
+        try:
+            conversation_id = conversation_id or self.store.create()
+            # The database, not the chatbot's value, is the record of the conversation.
+            history = render.chat_history(self.store.messages(conversation_id))
+        except Exception as exc:
+            logger.exception("cannot read or create the conversation")
+            yield self._failed([{"role": "user", "content": question}], exc)
+            return
+        history.append({"role": "user", "content": question})
+        answer, status = "", "Searching the documents…"
+        # Lock the inputs while answering: a second question would queue behind this one
+        # and, before the first finishes, not know which conversation it belongs to.
+        yield _outputs(
+            chat=[*history, _bot(f"_{status}_")],
+            question=gr.update(value="", interactive=False),
+            evidence=render.evidence_html([], empty=_WAITING_EVIDENCE),
+            usage="",
+            send=gr.update(interactive=False),
+        )
+        try:
+            for event in self.page.ask(question, mode=mode_id, conversation_id=conversation_id):
+                if isinstance(event, AnswerDelta):
+                    answer += event.text
+                    yield _outputs(chat=[*history, _bot(answer)])
+                elif isinstance(event, StepStarted) and not answer:
+                    status = f"{_step_label(event.name)}…"
+                    yield _outputs(chat=[*history, _bot(f"_{status}_")])
+                elif isinstance(event, StepFinished) and event.error:
+                    gr.Warning(html.escape(f"{event.name} failed: {event.error}"))
+                elif isinstance(event, CitationsFound):
+                    yield _outputs(evidence=render.evidence_html(event.citations))
+                elif isinstance(event, AnswerFinished):
+                    record = event.record
+                    yield _outputs(
+                        chat=[*history, _bot(record["answer"] or answer)],
+                        question=gr.update(interactive=True),
+                        evidence=render.evidence_html(record["citations"]),
+                        usage=render.usage_markdown(record),
+                        selector=self.conversation_selector(conversation_id),
+                        send=gr.update(interactive=True),
+                    )
+        except Exception as exc:
+            logger.exception("answering %r failed", question)
+            yield self._failed(history, exc, conversation_id)
+
+    def _failed(
+        self, history: list[Message], exc: Exception, conversation_id: str | None = None
+    ) -> RespondOutput:
+        """Outputs that show an error in the chat and give the inputs back."""
+        message = f"Sorry, I could not answer: {type(exc).__name__}: {exc}"
+        gr.Warning(html.escape(message))
+        return _outputs(
+            chat=[*history, _bot(message)],
+            question=gr.update(interactive=True),
+            evidence=render.evidence_html([], empty="No evidence: the answer failed."),
+            usage="",
+            selector=self.conversation_selector(conversation_id) if conversation_id else _KEEP,
+            send=gr.update(interactive=True),
+        )
+
+
+_KEEP: Any = object()
+"""An output :func:`_outputs` leaves as it is (a fresh ``gr.skip()`` each time)."""
+
+
+def _outputs(
+    *,
+    chat: Any = _KEEP,
+    question: Any = _KEEP,
+    evidence: Any = _KEEP,
+    usage: Any = _KEEP,
+    selector: Any = _KEEP,
+    send: Any = _KEEP,
+) -> RespondOutput:
+    """The outputs of :meth:`ChatHandlers.respond` in order, unchanged unless given."""
+    values = (chat, question, evidence, usage, selector, send)
+    return tuple(gr.skip() if v is _KEEP else v for v in values)  # type: ignore[return-value]
+
+
+def _bot(content: str) -> Message:
+    return {"role": "assistant", "content": content}
+
+
+def _step_label(name: str) -> str:
+    """A readable status for a step name such as ``retrieve`` or ``llm:answer``."""
+    labels = {"retrieve": "Searching the documents", "answer": "Writing the answer"}
+    return labels.get(name, name.replace("_", " ").replace(":", ": ").capitalize())
+
+
+@dataclass
+class ChatTab:
+    """The components of the Chat tab, for tests and for wiring across tabs."""
+
+    conversations: gr.Radio
+    new_button: gr.Button
+    mode: gr.Dropdown
+    chatbot: gr.Chatbot
+    question: gr.Textbox
+    send: gr.Button
+    evidence: gr.HTML
+    usage: gr.Markdown
+
+
+def build_chat_tab(demo: gr.Blocks, page: ChatPage) -> ChatTab:
+    """Lay out the Chat tab inside the current ``gr.Tab`` and wire its events."""
+    handlers = ChatHandlers(page)
+    default_mode = page.app.settings.default_reasoning
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=220, elem_classes="rl-sidebar"):
+            # A radio list reads like a chat sidebar; CSS stacks it and lets it scroll.
+            conversations = gr.Radio(
+                choices=[],
+                value=None,
+                label="Conversations",
+                elem_id="conversation-list",
+                elem_classes="rl-conversations",
+            )
+            new_button = gr.Button("New conversation", elem_id="new-conversation", size="sm")
+            mode = gr.Dropdown(
+                choices=handlers.mode_choices(),
+                value=default_mode,
+                label="Reasoning mode",
+                info=handlers.mode_description(default_mode),
+                elem_id="mode-selector",
+                filterable=False,
+            )
+        with gr.Column(scale=3, min_width=380):
+            chatbot = gr.Chatbot(
+                show_label=False,
+                elem_id="chatbot",
+                height=540,
+                placeholder="Ask a question about your files. Answers cite the passages "
+                "they draw on; see them under Evidence.",
+                buttons=["copy"],
+                feedback_options=None,
+            )
+            with gr.Row(equal_height=True):
+                question = gr.Textbox(
+                    placeholder="Ask about your documents…",
+                    show_label=False,
+                    lines=1,
+                    max_lines=6,
+                    scale=8,
+                    elem_id="question",
+                    autofocus=True,
+                )
+                send = gr.Button("Send", variant="primary", scale=1, min_width=90, elem_id="send")
+        with gr.Column(scale=2, min_width=300, elem_classes="rl-evidence-column"):
+            gr.Markdown("### Evidence", elem_classes="rl-panel-title")
+            evidence = gr.HTML(render.EVIDENCE_PLACEHOLDER, elem_id="evidence")
+            with gr.Accordion("Steps and usage", open=False, elem_id="usage-accordion"):
+                usage = gr.Markdown("", elem_id="usage")
+
+    respond_inputs = [question, mode, conversations]
+    respond_outputs = [chatbot, question, evidence, usage, conversations, send]
+    # One answer at a time per process: the local model serves one generation at once.
+    # The button's event is the public "ask" endpoint (gradio_client); Enter is the same.
+    for trigger, visibility in ((send.click, "public"), (question.submit, "private")):
+        trigger(
+            handlers.respond,
+            inputs=respond_inputs,
+            outputs=respond_outputs,
+            concurrency_limit=1,
+            concurrency_id="answer",
+            api_name="ask" if visibility == "public" else None,
+            api_visibility=visibility,
+        )
+    # `input` fires only when the user picks a conversation, not when a handler sets it.
+    conversations.input(
+        handlers.open_conversation,
+        inputs=conversations,
+        outputs=[chatbot, evidence, usage],
+        api_visibility="private",
+    )
+    new_button.click(
+        handlers.new_conversation,
+        outputs=[conversations, chatbot, evidence, usage],
+        api_visibility="private",
+    )
+    mode.input(handlers.describe_mode, inputs=mode, outputs=mode, api_visibility="private")
+    demo.load(
+        handlers.on_load,
+        outputs=[conversations, chatbot, evidence, usage],
+        api_visibility="private",
+    )
+    return ChatTab(conversations, new_button, mode, chatbot, question, send, evidence, usage)

@@ -1,0 +1,168 @@
+"""The Files tab: upload files into an index, follow the indexing, list the index's files.
+
+Gradio hands uploads over as temporary paths whose base name is the name the user's
+file had; that name is what the index records and shows (``names=``), never the
+temporary path.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from ragloom_app.app import BaseApp
+from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
+from ragloom_app.ui import render
+
+__all__ = ["FilesHandlers", "FilesTab", "build_files_tab"]
+
+logger = logging.getLogger(__name__)
+
+
+def _upload_path(item: Any) -> Path:
+    """The path of one uploaded file, whether gradio gives a string or a file object."""
+    return Path(getattr(item, "name", item))
+
+
+class FilesHandlers:
+    """What the Files tab's events do; every method returns values for gradio outputs."""
+
+    def __init__(self, app: BaseApp) -> None:
+        self.app = app
+
+    def index_names(self) -> list[str]:
+        """The names of every index, oldest first."""
+        return [index.name for index in self.app.indices.indices]
+
+    def _index(self, name: str | None) -> BaseIndex:
+        if name:
+            return self.app.indices.get(name)
+        indices = self.app.indices.indices
+        if not indices:
+            raise gr.Error("There is no index: create one with `ragloom index create NAME`.")
+        return indices[0]
+
+    def file_list(self, index_name: str | None) -> str:
+        """The files table of an index."""
+        try:
+            index = self._index(index_name)
+            return render.sources_html(index.list_sources(), index.name)
+        except gr.Error:
+            raise
+        except Exception as exc:
+            logger.exception("cannot list the files of %r", index_name)
+            gr.Warning(html.escape(f"Could not list the files: {exc}"))
+            return render.sources_html([])
+
+    def on_load(self, current: str | None) -> tuple[Any, str]:
+        """On page load: the indices (one may have been created since) and the file list."""
+        names = self.index_names()
+        selected = current if current in names else (names[0] if names else None)
+        return gr.update(choices=names, value=selected), self.file_list(selected)
+
+    def index_files(
+        self,
+        index_name: str | None,
+        files: Sequence[Any] | None,
+        progress: gr.Progress = gr.Progress(),  # noqa: B008 - gradio injects it by default value
+    ) -> tuple[str, str, Any]:
+        """Index the uploaded files, showing per-file progress, then each file's outcome."""
+        if not files:
+            gr.Warning("Choose one or more files first.")
+            return gr.skip(), gr.skip(), gr.skip()
+        paths = [_upload_path(item) for item in files]
+        names = [path.name for path in paths]
+        try:
+            index = self._index(index_name)
+        except KeyError as exc:  # the index was deleted since the page loaded
+            raise gr.Error(html.escape(str(exc))) from exc
+        # Building the pipeline loads the embedding model on first use: say so.
+        progress(0.0, desc="Preparing the index…")
+        outcomes: list[FileOutcome] = []
+        try:
+            pipeline = index.get_indexing_pipeline({})
+            for event in pipeline.stream(paths, names=names):
+                if isinstance(event, IndexingProgress):
+                    progress(event.fraction, desc=f"{event.name}: {event.message}")
+                else:
+                    outcomes.append(event)
+        except Exception as exc:
+            # The pipeline reports bad files as outcomes; this is the index itself failing.
+            logger.exception("indexing into %r failed", index.name)
+            raise gr.Error(html.escape(f"Indexing failed: {type(exc).__name__}: {exc}")) from exc
+        failed = [o for o in outcomes if o.status == "failed"]
+        if failed:
+            gr.Warning(html.escape(f"{len(failed)} of {len(outcomes)} files could not be indexed."))
+        # Clear the upload box so the next upload starts empty.
+        return render.outcomes_html(outcomes), self.file_list(index.name), gr.update(value=None)
+
+
+@dataclass
+class FilesTab:
+    """The components of the Files tab."""
+
+    index: gr.Dropdown
+    upload: gr.File
+    index_button: gr.Button
+    results: gr.HTML
+    file_list: gr.HTML
+    refresh: gr.Button
+
+
+def build_files_tab(demo: gr.Blocks, app: BaseApp) -> FilesTab:
+    """Lay out the Files tab inside the current ``gr.Tab`` and wire its events."""
+    handlers = FilesHandlers(app)
+    names = handlers.index_names()
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=2, min_width=320):
+            index = gr.Dropdown(
+                choices=names,
+                value=names[0] if names else None,
+                label="Index",
+                info="The collection the files go into and questions search.",
+                elem_id="index-selector",
+                filterable=False,
+            )
+            # No file_types filter on purpose: an unsupported file should come back with
+            # its reason in the results rather than vanish in the browser.
+            upload = gr.File(
+                label="Files to add (.txt, .md, .pdf)",
+                file_count="multiple",
+                elem_id="upload",
+                height=180,
+            )
+            index_button = gr.Button("Index", variant="primary", elem_id="index-button")
+            gr.Markdown("### Results", elem_classes="rl-panel-title")
+            results = gr.HTML(
+                '<div class="rl-empty">Each file\'s outcome appears here after indexing.</div>',
+                elem_id="index-results",
+                min_height=120,
+            )
+        with gr.Column(scale=3, min_width=420):
+            with gr.Row(equal_height=True):
+                gr.Markdown("### Files in this index", elem_classes="rl-panel-title")
+                refresh = gr.Button(
+                    "Refresh", size="sm", scale=0, min_width=90, elem_id="refresh-files"
+                )
+            file_list = gr.HTML(render.sources_html([]), elem_id="file-list")
+
+    index_button.click(
+        handlers.index_files,
+        inputs=[index, upload],
+        outputs=[results, file_list, upload],
+        concurrency_limit=1,
+        concurrency_id="indexing",
+        api_name="index_files",
+        # One progress bar, where the outcome will appear, not one over every output.
+        show_progress_on=results,
+    )
+    for trigger in (index.input, refresh.click):
+        trigger(handlers.file_list, inputs=index, outputs=file_list, api_visibility="private")
+    demo.load(handlers.on_load, inputs=index, outputs=[index, file_list], api_visibility="private")
+    return FilesTab(index, upload, index_button, results, file_list, refresh)

@@ -1,0 +1,105 @@
+"""Start the web UI: ``serve(app)`` (what ``ragloom serve`` and ``python app.py`` run).
+
+The page is up at once; loading the models and indexing the first-run documents happen
+in a background thread, so the first visitor never waits on them to see the page (a
+question asked meanwhile waits for the model in its own worker thread, not the UI's).
+Gradio is imported only here, after the telemetry switches are set: it reads them at
+import time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from ragloom_app.index.base import FileOutcome, IndexingProgress
+from ragloom_app.privacy import switch_off_telemetry
+
+if TYPE_CHECKING:
+    import gradio as gr
+
+    from ragloom_app.app import BaseApp
+
+__all__ = ["prepare_in_background", "serve"]
+
+logger = logging.getLogger(__name__)
+
+
+def _prepare(app: BaseApp, first_run_docs: bool, warm_up: bool) -> None:
+    """Load the models, then index the first-run documents; log, never raise."""
+    if warm_up:
+        try:
+            # The LLM first: it is what the first question waits for, and it loads in
+            # seconds, while the first-run indexing can take minutes.
+            app.llm().count_tokens("warm up")  # count_tokens loads the local model
+            logger.info("UI: the LLM %r is ready", app.llm().name)
+        except Exception:
+            # The chat reports the same error to the user when a question is asked.
+            logger.exception("UI: loading the LLM failed")
+    if not first_run_docs:
+        return
+    try:
+        for event in app.seed_first_run():
+            if isinstance(event, IndexingProgress):
+                logger.info(
+                    "first run: %3.0f%% %s: %s", 100 * event.fraction, event.name, event.message
+                )
+            elif isinstance(event, FileOutcome):
+                log = logger.warning if event.status == "failed" else logger.info
+                log("first run: %s %s %s", event.status, event.name, event.reason or "")
+    except Exception:
+        logger.exception("first run: indexing the bundled documents failed")
+
+
+def prepare_in_background(
+    app: BaseApp, *, first_run_docs: bool = True, warm_up: bool = True
+) -> threading.Thread:
+    """Start the model loading and first-run indexing thread; returns it (a daemon)."""
+    thread = threading.Thread(
+        target=_prepare, args=(app, first_run_docs, warm_up), name="ragloom-prepare", daemon=True
+    )
+    thread.start()
+    return thread
+
+
+def serve(
+    app: BaseApp,
+    host: str = "127.0.0.1",
+    port: int = 7860,
+    first_run_docs: bool = True,
+    block: bool = True,
+    *,
+    warm_up: bool = True,
+) -> gr.Blocks:
+    """Build the UI for ``app`` and serve it on ``host:port``.
+
+    With ``block=False`` it returns as soon as the server listens (call ``close()`` on the
+    result to stop it); otherwise it returns when the server stops. ``warm_up`` loads the
+    LLM in the background right away rather than at the first question.
+    """
+    switch_off_telemetry()
+    from ragloom_app.ui.layout import build_ui, launch_styling
+
+    app.start()
+    if first_run_docs or warm_up:
+        prepare_in_background(app, first_run_docs=first_run_docs, warm_up=warm_up)
+    demo = build_ui(app)
+    demo.queue(default_concurrency_limit=1).launch(
+        server_name=host,
+        server_port=port,
+        prevent_thread_lock=not block,
+        show_error=True,
+        # Gradio prints the URL: what a `ragloom serve` user needs, noise for an embedder.
+        quiet=not block,
+        inbrowser=False,
+        share=False,
+        # Runs would be kept in the browser (and offered for upload to a hub): not for
+        # private documents. No "Built with Gradio" link either.
+        run_history=False,
+        footer_links=["api", "settings"],
+        **launch_styling(),
+    )
+    if not block:  # blocking launch() returns only once the server has stopped
+        logger.info("Ragloom UI at %s", demo.local_url)
+    return demo

@@ -1,0 +1,91 @@
+"""Fixtures of the end-to-end tests: Playwright on Debian's chromium, and a live UI.
+
+Playwright drives the system chromium (``/usr/bin/chromium``, see ``scripts/ensure-chromium``);
+``playwright install`` would download a browser of its own, which cannot work offline.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    import gradio as gr
+
+    from ragloom_app.app import BaseApp
+
+CHROMIUM = Path("/usr/bin/chromium")
+NO_CHROMIUM = f"{CHROMIUM} is missing: install Debian's chromium (scripts/ensure-chromium)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the browser tests, with the reason, on a machine without chromium."""
+    if CHROMIUM.exists():
+        return
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.skip(reason=NO_CHROMIUM))
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """pytest-playwright's launch arguments, pointed at the system chromium."""
+    if not CHROMIUM.exists():
+        pytest.skip(NO_CHROMIUM)
+    return {
+        **browser_type_launch_args,
+        "executable_path": str(CHROMIUM),
+        # No sandbox: the tests run as root in a container. The rest keeps chromium from
+        # reaching out to Google's services on its own.
+        "args": [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ],
+    }
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class LiveUI:
+    """A running Ragloom UI: its URL, the app behind it and the gradio Blocks."""
+
+    url: str
+    app: BaseApp
+    demo: gr.Blocks
+
+
+@pytest.fixture(scope="module")
+def live_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveUI]:
+    """The UI served in-process on a free loopback port, over a fresh data folder.
+
+    The default settings (no ``flowsettings.py``): one empty "My files" index, the FullQA
+    mode, the bundled local LLM, and no first-run documents.
+    """
+    from ragloom_app.app import BaseApp
+    from ragloom_app.settings import AppSettings
+    from ragloom_app.ui.server import serve
+
+    settings = AppSettings(data_dir=tmp_path_factory.mktemp("ragloom-data"))
+    settings.first_run_docs = None
+    app = BaseApp(settings).start()
+    port = free_port()
+    demo = serve(app, host="127.0.0.1", port=port, first_run_docs=False, block=False)
+    try:
+        yield LiveUI(url=f"http://127.0.0.1:{port}/", app=app, demo=demo)
+    finally:
+        demo.close()

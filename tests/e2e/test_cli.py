@@ -1,0 +1,106 @@
+"""The ragloom command, run as a user runs it: index files, list, ask, remove."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.pdfs import make_pdf
+
+pytestmark = pytest.mark.llm
+
+PROJECT = Path(__file__).resolve().parents[2]
+REACTOR = """# The Zorblax reactor
+
+The Zorblax reactor runs at 451 kelvin. It was commissioned in 2019 in Lund.
+
+## Maintenance
+
+The cooling loop is flushed every 90 days by the night shift.
+"""
+
+
+def ragloom(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "RAGLOOM_DATA_DIR": str(data_dir)}
+    env["RAGLOOM_SETTINGS"] = str(PROJECT / "flowsettings.py")
+    return subprocess.run(
+        [sys.executable, "-m", "ragloom_app.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def upload(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("upload")
+    (folder / "reactor.md").write_text(REACTOR, encoding="utf-8")
+    (folder / "empty.txt").write_bytes(b"")
+    (folder / "broken.pdf").write_bytes(make_pdf(["Hello"])[:150])  # cut short
+    (folder / "image.txt").write_bytes(bytes(range(256)) * 8)
+    (folder / "table.xyz").write_text("a,b\n1,2\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("data")
+
+
+def test_index_add_reports_each_file_and_keeps_the_good_one(upload: Path, data_dir: Path) -> None:
+    run = ragloom(data_dir, "index", "add", str(upload), "--json")
+    assert run.returncode == 1, run.stderr  # some files failed
+    files = {f["file"]: f for f in json.loads(run.stdout)["files"]}
+    assert files["reactor.md"]["status"] == "indexed"
+    assert files["reactor.md"]["chunks"] >= 1
+    assert files["empty.txt"] == {**files["empty.txt"], "status": "failed"}
+    assert "empty" in files["empty.txt"]["reason"]
+    assert "PDF" in files["broken.pdf"]["reason"]
+    assert "binary" in files["image.txt"]["reason"]
+    assert "unsupported file type '.xyz'" in files["table.xyz"]["reason"]
+
+
+def test_same_content_again_is_skipped(upload: Path, data_dir: Path) -> None:
+    run = ragloom(data_dir, "index", "add", str(upload / "reactor.md"), "--json")
+    assert run.returncode == 0, run.stderr
+    (outcome,) = json.loads(run.stdout)["files"]
+    assert outcome["status"] == "skipped" and "already indexed" in outcome["reason"]
+
+
+def test_index_list_shows_status_and_reasons(data_dir: Path) -> None:
+    run = ragloom(data_dir, "index", "list", "--json")
+    (index,) = json.loads(run.stdout)
+    by_name = {f["name"]: f for f in index["files"]}
+    assert by_name["reactor.md"]["status"] == "indexed"
+    assert by_name["broken.pdf"]["status"] == "failed"
+
+
+def test_ask_json_answers_with_a_citation(data_dir: Path) -> None:
+    run = ragloom(data_dir, "ask", "At what temperature does the Zorblax reactor run?", "--json")
+    assert run.returncode == 0, run.stderr
+    record = json.loads(run.stdout)
+    assert set(record) == {"answer", "mode", "citations", "steps", "usage"}
+    assert record["mode"] == "fullqa"
+    assert "451" in record["answer"]
+    assert any(c["source"] == "reactor.md" and "451 kelvin" in c["text"] for c in record["citations"])
+    assert record["usage"]["llm_calls"] == 1
+    assert record["usage"]["prompt_tokens"] > 0 and record["usage"]["completion_tokens"] > 0
+    assert [s["step"] for s in record["steps"]][0] == "retrieve"
+
+
+def test_unknown_mode_is_a_clear_error(data_dir: Path) -> None:
+    run = ragloom(data_dir, "ask", "Anything?", "--mode", "telepathy")
+    assert run.returncode == 2
+    assert "unknown mode 'telepathy' (available: fullqa)" in run.stderr
+
+
+def test_remove_takes_the_file_out_of_every_store(data_dir: Path) -> None:
+    assert ragloom(data_dir, "index", "remove", "reactor.md").returncode == 0
+    listing = json.loads(ragloom(data_dir, "index", "list", "--json").stdout)
+    assert "reactor.md" not in {f["name"] for f in listing[0]["files"]}
+    run = ragloom(data_dir, "ask", "At what temperature does the Zorblax reactor run?", "--json")
+    assert json.loads(run.stdout)["citations"] == []
