@@ -15,6 +15,7 @@ from ragloom.llms.base import Usage
 __all__ = [
     "AnswerCollector",
     "AnswerDelta",
+    "AnswerRevised",
     "Citation",
     "CitationsFound",
     "Event",
@@ -41,6 +42,13 @@ class Citation:
 @dataclass(frozen=True)
 class AnswerDelta:
     """A piece of the answer text, in order."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class AnswerRevised:
+    """The whole answer, revised once streamed (e.g. with citations added): replaces it."""
 
     text: str
 
@@ -78,7 +86,7 @@ class LLMCallFinished:
     usage: Usage
 
 
-Event = AnswerDelta | CitationsFound | StepStarted | StepFinished | LLMCallFinished
+Event = AnswerDelta | AnswerRevised | CitationsFound | StepStarted | StepFinished | LLMCallFinished
 
 
 @dataclass
@@ -95,6 +103,8 @@ class AnswerCollector:
         """Take one event into the record."""
         if isinstance(event, AnswerDelta):
             self.answer += event.text
+        elif isinstance(event, AnswerRevised):
+            self.answer = event.text
         elif isinstance(event, CitationsFound):
             self.citations = list(event.citations)
         elif isinstance(event, StepStarted):

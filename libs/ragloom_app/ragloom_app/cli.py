@@ -126,19 +126,25 @@ def _cmd_index_remove(app: Any, args: argparse.Namespace) -> int:
 
 
 def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
-    from ragloom.events import AnswerDelta
+    from ragloom.events import AnswerDelta, AnswerRevised
     from ragloom_app.pages.chat import AnswerFinished, ChatPage
 
     record: dict[str, Any] = {}
+    revised = False
     for event in ChatPage(app).ask(args.question, mode=args.mode, indices=args.index):
         if isinstance(event, AnswerFinished):
             record = event.record
+        elif isinstance(event, AnswerRevised):
+            revised = True
         elif isinstance(event, AnswerDelta) and not args.json:
             print(event.text, end="", flush=True)
     if args.json:
         print(json.dumps(record, default=str))
         return 0
     print()
+    if revised:
+        # The streamed text had sentences without [n]; show the cited version too.
+        print(f"\nWith citations: {record['answer']}")
     for citation in record.get("citations", []):
         page = f", page {citation['page']}" if citation["page"] else ""
         snippet = " ".join(citation["text"].split())[:160]

@@ -1,6 +1,6 @@
 """Numbered evidence and the [n] citations read back from answers."""
 
-from ragloom.qa.citations import build_evidence, cited_numbers, citations_for
+from ragloom.qa.citations import attribute_uncited, build_evidence, cited_numbers, citations_for
 from ragloom.schema import Chunk, RetrievedChunk
 
 
@@ -15,8 +15,7 @@ def words(text: str) -> int:
 
 def test_evidence_is_numbered_in_order_with_file_and_page() -> None:
     block = build_evidence([_hit("a", "Alpha text.", page=2), _hit("b", "Beta text.")], words, 100)
-    assert block.text.startswith("[1] (notes.pdf, page 2)\nAlpha text.")
-    assert "[2] (notes.pdf)\nBeta text." in block.text
+    assert block.text == "[1] (notes.pdf, page 2) Alpha text.\n[2] (notes.pdf) Beta text.\n"
     assert [item.chunk.id for item in block.items] == ["a", "b"]
 
 
@@ -24,7 +23,7 @@ def test_evidence_keeps_what_fits_the_budget_and_drops_duplicates() -> None:
     long = _hit("long", "word " * 50)
     block = build_evidence([_hit("a", "short one"), long, _hit("a", "short one"), _hit("c", "x")], words, 12)
     assert [item.chunk.id for item in block.items] == ["a", "c"]
-    assert "[2] (notes.pdf)\nx" in block.text
+    assert "[2] (notes.pdf) x" in block.text
 
 
 def test_same_evidence_gives_byte_identical_text() -> None:
@@ -48,3 +47,15 @@ def test_citations_map_to_chunk_page_and_text() -> None:
         "Alpha.",
     )
     assert citation.chunk_id == "a"
+
+
+def test_uncited_sentences_get_the_evidence_that_supports_them() -> None:
+    block = build_evidence(
+        [_hit("a", "The canteen opens at 8 am."), _hit("b", "The reactor runs at 451 kelvin.")],
+        words,
+        100,
+    )
+    answer = "The reactor runs at 451 kelvin. Cats are nice. It opens at 8 am [1]."
+    assert attribute_uncited(answer, block) == (
+        "The reactor runs at 451 kelvin [2]. Cats are nice. It opens at 8 am [1]."
+    )

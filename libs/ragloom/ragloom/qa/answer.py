@@ -10,6 +10,7 @@ from theflow import Param
 from ragloom.base import BaseComponent
 from ragloom.events import (
     AnswerDelta,
+    AnswerRevised,
     CitationsFound,
     Event,
     LLMCallFinished,
@@ -17,17 +18,16 @@ from ragloom.events import (
     StepStarted,
 )
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
-from ragloom.qa.citations import build_evidence, citations_for
+from ragloom.qa.citations import attribute_uncited, build_evidence, citations_for
 from ragloom.schema import RetrievedChunk
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "CitedAnswerer"]
 
 DEFAULT_SYSTEM_PROMPT = (
-    "You are Ragloom, an assistant that answers questions about the user's documents.\n"
-    "Answer only from the numbered evidence the user gives. After each sentence, cite the "
-    "evidence it comes from by its number in square brackets, for example [1] or [2]. "
-    "If the evidence does not contain the answer, say that the documents do not say. "
-    "Be concise."
+    "You answer questions using only the numbered sources the user gives. Write one to "
+    "three sentences in your own words. End each sentence with the number of the source it "
+    "uses, in square brackets, like this: The sky is blue [2]. If the sources do not answer "
+    "the question, say that the documents do not say."
 )
 
 NO_EVIDENCE_ANSWER = "I found nothing in the indexed documents about this question."
@@ -55,7 +55,7 @@ class CitedAnswerer(BaseComponent):
 
     def messages(self, question: str, evidence_text: str) -> list[ChatMessage]:
         """The chat messages of the prompt."""
-        user = f"Evidence:\n{evidence_text}\nQuestion: {question.strip()}"
+        user = f"Sources:\n{evidence_text}\nQuestion: {question.strip()}\nAnswer:"
         return [
             ChatMessage("system", self.system_prompt),
             ChatMessage("user", user),
@@ -81,6 +81,10 @@ class CitedAnswerer(BaseComponent):
                 yield AnswerDelta(item.text)
             if item.result is not None:
                 result = item.result
+        revised = attribute_uncited(answer, evidence)
+        if revised != answer:
+            answer = revised
+            yield AnswerRevised(answer)
         citations = citations_for(answer, evidence)
         yield StepFinished(
             "answer",

@@ -9,9 +9,21 @@ from dataclasses import dataclass
 from ragloom.events import Citation
 from ragloom.schema import RetrievedChunk
 
-__all__ = ["EvidenceBlock", "build_evidence", "cited_numbers", "citations_for"]
+__all__ = [
+    "EvidenceBlock",
+    "attribute_uncited",
+    "build_evidence",
+    "cited_numbers",
+    "citations_for",
+]
 
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+_SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|\n|$)")
+_WORD = re.compile(r"\w+")
+_STOPWORDS = frozenset(
+    "a an and are as at be by for from has have in is it its of on or that the this to was "
+    "were will with which who what when where how does do did not no".split()
+)
 
 
 @dataclass(frozen=True)
@@ -45,7 +57,8 @@ def build_evidence(
     for item in retrieved:
         if item.chunk.id in seen:
             continue
-        entry = f"[{len(kept) + 1}] ({_label(item)})\n{item.chunk.text.strip()}\n"
+        text = " ".join(item.chunk.text.split())
+        entry = f"[{len(kept) + 1}] ({_label(item)}) {text}\n"
         cost = count_tokens(entry)
         if used + cost > max_tokens:
             continue
@@ -53,7 +66,7 @@ def build_evidence(
         parts.append(entry)
         kept.append(item)
         used += cost
-    return EvidenceBlock(text="\n".join(parts), items=kept)
+    return EvidenceBlock(text="".join(parts), items=kept)
 
 
 def cited_numbers(answer: str, limit: int) -> list[int]:
@@ -86,3 +99,34 @@ def citations_for(answer: str, evidence: EvidenceBlock) -> list[Citation]:
             )
         )
     return result
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
+
+
+def attribute_uncited(answer: str, evidence: EvidenceBlock, min_overlap: float = 0.6) -> str:
+    """Add ``[n]`` to each uncited sentence that the evidence item ``n`` clearly supports.
+
+    Small models often answer from the evidence without citing it. A sentence without a
+    citation gets the evidence item that holds the largest share of its content words, if
+    that share is at least ``min_overlap``; other sentences are left as they are.
+    """
+    item_words = [_content_words(item.chunk.text) for item in evidence.items]
+    pieces: list[str] = []
+    for match in _SENTENCE.finditer(answer):
+        sentence = match.group(0)
+        words = _content_words(sentence)
+        if _CITATION.search(sentence) or not words or not item_words:
+            pieces.append(sentence)
+            continue
+        shares = [len(words & known) / len(words) for known in item_words]
+        best = max(range(len(shares)), key=lambda i: (shares[i], -i))
+        if shares[best] < min_overlap:
+            pieces.append(sentence)
+            continue
+        body = sentence.rstrip()
+        trailing = sentence[len(body):]
+        stripped = body.rstrip(".!?。！？")
+        pieces.append(f"{stripped} [{best + 1}]{body[len(stripped):]}{trailing}")
+    return "".join(pieces)

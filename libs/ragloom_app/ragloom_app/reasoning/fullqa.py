@@ -36,7 +36,7 @@ class FullQAReasoning(BaseReasoning):
 
     retrievers: list[Retriever] = Param(default_callback=lambda _: [], help="Retrievers.")
     answerer: CitedAnswerer = Param(help="Writes the cited answer.")
-    top_k: int = Param(5, help="Chunks of evidence to retrieve.")
+    top_k: int = Param(3, help="Chunks of evidence to retrieve.")
 
     @classmethod
     def get_info(cls) -> ReasoningInfo:
@@ -52,9 +52,10 @@ class FullQAReasoning(BaseReasoning):
         return {
             "top_k": {
                 "name": "Passages to retrieve",
-                "value": 5,
+                "value": 3,
                 "component": "number",
-                "info": "How many chunks of evidence the answer may draw on.",
+                "info": "How many chunks of evidence the answer may draw on. The small "
+                "default model answers best from three; larger models can use more.",
             },
         }
 

@@ -16,7 +16,13 @@ from typing import Any
 
 import gradio as gr
 
-from ragloom.events import AnswerDelta, CitationsFound, StepFinished, StepStarted
+from ragloom.events import (
+    AnswerDelta,
+    AnswerRevised,
+    CitationsFound,
+    StepFinished,
+    StepStarted,
+)
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.ui import render
 
@@ -126,6 +132,9 @@ class ChatHandlers:
             for event in self.page.ask(question, mode=mode_id, conversation_id=conversation_id):
                 if isinstance(event, AnswerDelta):
                     answer += event.text
+                    yield _outputs(chat=[*history, _bot(answer)])
+                elif isinstance(event, AnswerRevised):  # e.g. the same text, citations added
+                    answer = event.text
                     yield _outputs(chat=[*history, _bot(answer)])
                 elif isinstance(event, StepStarted) and not answer:
                     status = f"{_step_label(event.name)}…"

@@ -51,6 +51,7 @@ CSS = """
   font-weight: 600; white-space: nowrap; }
 /* The chat's own "Clear" would empty the view but keep the stored conversation: the
    "New conversation" button is the one way to start afresh. */
+#chatbot .icon-button-wrapper:has(> button[aria-label="Clear"]:only-child),
 #chatbot button[aria-label="Clear"] { display: none; }
 .rl-indexed { background: #dcfce7; color: #166534; }
 .rl-skipped { background: #e5e7eb; color: #374151; }

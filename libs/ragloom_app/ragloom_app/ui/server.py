@@ -37,17 +37,27 @@ def _prepare(app: BaseApp, first_run_docs: bool, warm_up: bool) -> None:
         except Exception:
             # The chat reports the same error to the user when a question is asked.
             logger.exception("UI: loading the LLM failed")
+        try:
+            # Every question embeds its query and every upload its chunks: load it now too.
+            app.embeddings().embed_query("warm up")
+            logger.info("UI: the embedding model is ready")
+        except Exception:
+            logger.exception("UI: loading the embedding model failed")
     if not first_run_docs:
         return
     try:
         for event in app.seed_first_run():
             if isinstance(event, IndexingProgress):
-                logger.info(
+                logger.debug(
                     "first run: %3.0f%% %s: %s", 100 * event.fraction, event.name, event.message
                 )
             elif isinstance(event, FileOutcome):
-                log = logger.warning if event.status == "failed" else logger.info
-                log("first run: %s %s %s", event.status, event.name, event.reason or "")
+                if event.status == "failed":
+                    logger.warning("first run: %s failed: %s", event.name, event.reason)
+                else:
+                    logger.info(
+                        "first run: %s %s (%d chunks)", event.name, event.status, event.chunks
+                    )
     except Exception:
         logger.exception("first run: indexing the bundled documents failed")
 
@@ -76,7 +86,7 @@ def serve(
 
     With ``block=False`` it returns as soon as the server listens (call ``close()`` on the
     result to stop it); otherwise it returns when the server stops. ``warm_up`` loads the
-    LLM in the background right away rather than at the first question.
+    LLM and the embedding model in the background right away, not at the first use.
     """
     switch_off_telemetry()
     from ragloom_app.ui.layout import build_ui, launch_styling

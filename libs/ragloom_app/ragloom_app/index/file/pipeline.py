@@ -71,6 +71,8 @@ class FileIndexingPipeline(IndexingPipeline):
             logger.info("%s: %s %s", outcome.name, outcome.status, outcome.reason or "")
             yield IndexingProgress(raw_name, (position + 1) / total, outcome.status)
             yield outcome
+        # Build the full-text index now rather than on the first question after an upload.
+        self.ingestor.fulltext_store.ensure_index()
 
     def _index_one(self, path: Path, raw_name: str, reindex: bool) -> FileOutcome:
         try:
