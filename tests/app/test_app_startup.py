@@ -25,7 +25,9 @@ def test_nothing_is_created_before_start(tmp_path: Path) -> None:
 
 
 def test_indices_survive_a_restart(tmp_path: Path) -> None:
-    BaseApp(_settings(tmp_path)).start().indices.create("Papers", "ragloom_app.index.file.FileIndex")
+    BaseApp(_settings(tmp_path)).start().indices.create(
+        "Papers", "ragloom_app.index.file.FileIndex"
+    )
     again = BaseApp(_settings(tmp_path)).start()
     assert [index.name for index in again.indices.indices] == ["My files", "Papers"]
 
@@ -33,11 +35,27 @@ def test_indices_survive_a_restart(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("setting", "value", "message"),
     [
-        ("reasonings", ["ragloom_app.reasoning.nope.Missing"], r"REASONINGS\[0\]: cannot import 'ragloom_app.reasoning.nope.Missing'"),
-        ("reasonings", ["ragloom_app.reasoning.fullqa.Missing"], r"REASONINGS\[0\]: .*has no 'Missing'"),
-        ("reasonings", ["ragloom_app.settings.AppSettings"], r"REASONINGS\[0\]: .* is not a subclass of BaseReasoning"),
+        (
+            "reasonings",
+            ["ragloom_app.reasoning.nope.Missing"],
+            r"REASONINGS\[0\]: cannot import 'ragloom_app.reasoning.nope.Missing'",
+        ),
+        (
+            "reasonings",
+            ["ragloom_app.reasoning.fullqa.Missing"],
+            r"REASONINGS\[0\]: .*has no 'Missing'",
+        ),
+        (
+            "reasonings",
+            ["ragloom_app.settings.AppSettings"],
+            r"REASONINGS\[0\]: .* is not a subclass of BaseReasoning",
+        ),
         ("index_types", ["nowhere.Index"], r"INDEX_TYPES\[0\]: cannot import 'nowhere.Index'"),
-        ("default_reasoning", "telepathy", r"DEFAULT_REASONING: 'telepathy' is not a registered mode"),
+        (
+            "default_reasoning",
+            "telepathy",
+            r"DEFAULT_REASONING: 'telepathy' is not a registered mode",
+        ),
         ("default_llm", "gpt-9", r"DEFAULT_LLM: 'gpt-9' is not in LLMS"),
         ("indices", [{"name": "X"}], r"INDICES\[0\]: needs 'name' and 'type'"),
     ],

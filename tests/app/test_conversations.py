@@ -13,7 +13,9 @@ def test_messages_survive_a_new_engine(tmp_path: Path) -> None:
     conversation = store.create()
     store.add_message(conversation, "user", "What is the reactor temperature?")
     citation = Citation(1, "reactor.md", None, "451 kelvin", "c1")
-    store.add_message(conversation, "assistant", "451 kelvin [1].", mode="fullqa", citations=[citation])
+    store.add_message(
+        conversation, "assistant", "451 kelvin [1].", mode="fullqa", citations=[citation]
+    )
 
     again = ConversationStore(create_db_engine(url))
     (listed,) = again.list()

@@ -32,13 +32,14 @@ sys.addaudithook(_record)
 
 def main() -> None:
     data_dir, document, out = sys.argv[1:4]
-    from gradio_client import Client
-
     from ragloom_app.app import BaseApp
     from ragloom_app.settings import AppSettings
     from ragloom_app.ui.server import serve
 
     app = BaseApp(AppSettings(data_dir=data_dir)).start()
+    # The probe's own client comes after the app, as a user's browser would.
+    from gradio_client import Client
+
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

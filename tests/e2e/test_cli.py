@@ -86,10 +86,12 @@ def test_ask_json_answers_with_a_citation(data_dir: Path) -> None:
     assert set(record) == {"answer", "mode", "citations", "steps", "usage"}
     assert record["mode"] == "fullqa"
     assert "451" in record["answer"]
-    assert any(c["source"] == "reactor.md" and "451 kelvin" in c["text"] for c in record["citations"])
+    assert any(
+        c["source"] == "reactor.md" and "451 kelvin" in c["text"] for c in record["citations"]
+    )
     assert record["usage"]["llm_calls"] == 1
     assert record["usage"]["prompt_tokens"] > 0 and record["usage"]["completion_tokens"] > 0
-    assert [s["step"] for s in record["steps"]][0] == "retrieve"
+    assert next(s["step"] for s in record["steps"]) == "retrieve"
 
 
 def test_unknown_mode_is_a_clear_error(data_dir: Path) -> None:

@@ -18,8 +18,14 @@ LOOPBACK = re.compile(r"^(127\.\d+\.\d+\.\d+|::1|localhost|::ffff:127\.\d+\.\d+\
 
 def _clean_environment() -> dict[str, str]:
     # The app must switch telemetry off by itself: remove what a developer may have set.
-    names = ("GRADIO_ANALYTICS_ENABLED", "HF_HUB_DISABLE_TELEMETRY", "HF_HUB_OFFLINE",
-             "TRANSFORMERS_OFFLINE", "ANONYMIZED_TELEMETRY", "DO_NOT_TRACK")
+    names = (
+        "GRADIO_ANALYTICS_ENABLED",
+        "HF_HUB_DISABLE_TELEMETRY",
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "ANONYMIZED_TELEMETRY",
+        "DO_NOT_TRACK",
+    )
     return {k: v for k, v in os.environ.items() if k not in names}
 
 
@@ -43,7 +49,10 @@ def test_app_connects_only_to_loopback(tmp_path: Path) -> None:
     assert hosts, "the probe recorded no connection at all: the hook did not run"
     assert {h for h in hosts if not LOOPBACK.match(h)} == set()
     if strace:
-        inet = re.findall(r"sin6?_addr=inet_pton\(AF_INET6?, \"([^\"]+)\"\)|inet_addr\(\"([^\"]+)\"\)",
-                          trace.read_text())
+        inet = re.findall(
+            r"sin6?_addr=inet_pton\(AF_INET6?, \"([^\"]+)\"\)|inet_addr\(\"([^\"]+)\"\)",
+            trace.read_text(),
+        )
         addresses = {a or b for a, b in inet}
+        assert addresses, "strace recorded no inet connect: the trace was not parsed"
         assert {a for a in addresses if not LOOPBACK.match(a)} == set()

@@ -7,7 +7,7 @@ A call through ``BaseComponent`` costs about 0.06 ms (see ``benchmarks/theflow_o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from theflow import Function
 from theflow.context import Context
@@ -56,7 +56,9 @@ class BaseComponent(Function):
     """A theflow ``Function`` with run tracking, caching and storage switched off."""
 
     class Config:
-        middleware_switches = {name: False for name in _TRACKING_MIDDLEWARE}
+        middleware_switches: ClassVar[dict[str, bool]] = dict.fromkeys(
+            _TRACKING_MIDDLEWARE, False
+        )
         store_result = None
 
     def _initialize(self) -> None:

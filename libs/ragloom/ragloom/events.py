@@ -122,7 +122,9 @@ class AnswerCollector:
             self.steps.append(step)
         elif isinstance(event, LLMCallFinished):
             self.llm_usages.append(event.usage)
-            self.steps.append({"step": f"llm:{event.purpose}", "event": "usage", **asdict(event.usage)})
+            self.steps.append(
+                {"step": f"llm:{event.purpose}", "event": "usage", **asdict(event.usage)}
+            )
 
     def extend(self, events: Iterable[Event]) -> AnswerCollector:
         """Take every event of a stream; returns ``self`` for chaining."""

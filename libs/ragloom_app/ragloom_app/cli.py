@@ -164,8 +164,10 @@ def _cmd_models() -> int:
     from ragloom.models import bundled_llm
 
     path = bundled_llm.bundled_model_path()
-    print(f"LLM: {bundled_llm.MODEL_NAME} {bundled_llm.MODEL_QUANTIZATION} "
-          f"({bundled_llm.MODEL_LICENSE}), verified sha256, at {path}")
+    print(
+        f"LLM: {bundled_llm.MODEL_NAME} {bundled_llm.MODEL_QUANTIZATION} "
+        f"({bundled_llm.MODEL_LICENSE}), verified sha256, at {path}"
+    )
     print(f"Embeddings: all-MiniLM-L6-v2 at {bundled_embedding_path()}")
     return 0
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AppSettings", "SettingsError", "ENV_OVERRIDES"]
+__all__ = ["ENV_OVERRIDES", "AppSettings", "SettingsError"]
 
 
 class SettingsError(ValueError):
@@ -38,9 +38,7 @@ class AppSettings:
         default_factory=lambda: ["ragloom_app.reasoning.fullqa.FullQAReasoning"]
     )
     default_reasoning: str = "fullqa"
-    index_types: list[str] = field(
-        default_factory=lambda: ["ragloom_app.index.file.FileIndex"]
-    )
+    index_types: list[str] = field(default_factory=lambda: ["ragloom_app.index.file.FileIndex"])
     indices: list[dict[str, Any]] = field(
         default_factory=lambda: [
             {"name": "My files", "type": "ragloom_app.index.file.FileIndex", "config": {}}
@@ -52,6 +50,9 @@ class AppSettings:
     default_embedding: str = "local"
     first_run_docs: dict[str, Any] | None = None
     source: str = "defaults"
+
+    def __post_init__(self) -> None:
+        self.data_dir = Path(self.data_dir)
 
     @property
     def database(self) -> str:

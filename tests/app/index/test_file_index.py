@@ -25,7 +25,9 @@ def index(tmp_path: Path) -> FileIndex:
 
 def _chunk_ids(index: FileIndex) -> tuple[set[str], set[str], set[str]]:
     with Session(index.resources.engine) as session:
-        db = {c.id for c in session.exec(select(ChunkRecord).where(ChunkRecord.index_id == index.id))}
+        db = {
+            c.id for c in session.exec(select(ChunkRecord).where(ChunkRecord.index_id == index.id))
+        }
     return db, index.vector_store.ids(), index.fulltext_store.ids()
 
 
@@ -41,7 +43,9 @@ def test_one_upload_of_good_and_bad_files(index: FileIndex, tmp_path: Path) -> N
     }
     for name, content in files.items():
         (tmp_path / name).write_bytes(content)
-    outcomes = {o.name: o for o in index.get_indexing_pipeline({}).run([tmp_path / n for n in files])}
+    outcomes = {
+        o.name: o for o in index.get_indexing_pipeline({}).run([tmp_path / n for n in files])
+    }
     assert outcomes["reactor.md"].status == "indexed"
     assert outcomes["manual.pdf"].status == "indexed" and outcomes["manual.pdf"].chunks == 2
     failed = {name: o.reason for name, o in outcomes.items() if o.status == "failed"}

@@ -1,6 +1,6 @@
 """Numbered evidence and the [n] citations read back from answers."""
 
-from ragloom.qa.citations import attribute_uncited, build_evidence, cited_numbers, citations_for
+from ragloom.qa.citations import attribute_uncited, build_evidence, citations_for, cited_numbers
 from ragloom.schema import Chunk, RetrievedChunk
 
 
@@ -21,7 +21,9 @@ def test_evidence_is_numbered_in_order_with_file_and_page() -> None:
 
 def test_evidence_keeps_what_fits_the_budget_and_drops_duplicates() -> None:
     long = _hit("long", "word " * 50)
-    block = build_evidence([_hit("a", "short one"), long, _hit("a", "short one"), _hit("c", "x")], words, 12)
+    block = build_evidence(
+        [_hit("a", "short one"), long, _hit("a", "short one"), _hit("c", "x")], words, 12
+    )
     assert [item.chunk.id for item in block.items] == ["a", "c"]
     assert "[2] (notes.pdf) x" in block.text
 

@@ -122,7 +122,9 @@ class OpenAIChat(ChatLLM):
         usage = self._usage(messages, pieces, reported, timer)
         yield LLMStreamItem("", LLMResult("".join(pieces), usage, finish_reason))
 
-    def _request(self, messages: Sequence[ChatMessage], options: GenerationOptions) -> dict[str, Any]:
+    def _request(
+        self, messages: Sequence[ChatMessage], options: GenerationOptions
+    ) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for these options."""
         request: dict[str, Any] = {
             "model": self.model,

@@ -63,9 +63,7 @@ class CitedAnswerer(BaseComponent):
 
     def stream(self, question: str, retrieved: Sequence[RetrievedChunk]) -> Iterator[Event]:
         """Yield the answer as it is generated, then its citations and the call's usage."""
-        evidence = build_evidence(
-            retrieved, self.llm.count_tokens, self.evidence_budget(question)
-        )
+        evidence = build_evidence(retrieved, self.llm.count_tokens, self.evidence_budget(question))
         if not evidence.items:
             yield AnswerDelta(NO_EVIDENCE_ANSWER)
             yield CitationsFound([])

@@ -13,16 +13,54 @@ __all__ = [
     "EvidenceBlock",
     "attribute_uncited",
     "build_evidence",
-    "cited_numbers",
     "citations_for",
+    "cited_numbers",
 ]
 
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 _SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|\n|$)")
 _WORD = re.compile(r"\w+")
 _STOPWORDS = frozenset(
-    "a an and are as at be by for from has have in is it its of on or that the this to was "
-    "were will with which who what when where how does do did not no".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "were",
+        "will",
+        "with",
+        "which",
+        "who",
+        "what",
+        "when",
+        "where",
+        "how",
+        "does",
+        "do",
+        "did",
+        "not",
+        "no",
+    ]
 )
 
 
@@ -126,7 +164,7 @@ def attribute_uncited(answer: str, evidence: EvidenceBlock, min_overlap: float =
             pieces.append(sentence)
             continue
         body = sentence.rstrip()
-        trailing = sentence[len(body):]
+        trailing = sentence[len(body) :]
         stripped = body.rstrip(".!?。！？")
-        pieces.append(f"{stripped} [{best + 1}]{body[len(stripped):]}{trailing}")
+        pieces.append(f"{stripped} [{best + 1}]{body[len(stripped) :]}{trailing}")
     return "".join(pieces)

@@ -23,9 +23,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
 def create_db_engine(url: str) -> Engine:
     """An engine for ``url`` with every table created (SQLite gets WAL and foreign keys)."""
     is_sqlite = url.startswith("sqlite")
-    engine = create_engine(
-        url, connect_args={"check_same_thread": False} if is_sqlite else {}
-    )
+    engine = create_engine(url, connect_args={"check_same_thread": False} if is_sqlite else {})
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
     SQLModel.metadata.create_all(engine)

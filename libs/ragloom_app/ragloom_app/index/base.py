@@ -119,9 +119,7 @@ class BaseIndex:
         self, settings: Mapping[str, Any], selected: Collection[str] | None = None
     ) -> list[Retriever]:
         """Retrievers over this index, limited to the ``selected`` source ids if given."""
-        raise NotImplementedError(
-            f"{type(self).__name__} must implement get_retriever_pipelines()"
-        )
+        raise NotImplementedError(f"{type(self).__name__} must implement get_retriever_pipelines()")
 
     def list_sources(self) -> list[dict[str, Any]]:
         """The sources of this index, for listings (may be empty)."""

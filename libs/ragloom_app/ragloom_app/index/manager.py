@@ -29,9 +29,7 @@ class UnknownIndexError(KeyError):
 class IndexManager:
     """Holds the index types and one live object per index in the database."""
 
-    def __init__(
-        self, engine: Engine, resources_for: Callable[[int], IndexResources]
-    ) -> None:
+    def __init__(self, engine: Engine, resources_for: Callable[[int], IndexResources]) -> None:
         self._engine = engine
         self._resources_for = resources_for
         self.index_types: dict[str, type[BaseIndex]] = {}

@@ -94,9 +94,7 @@ class ChatPage:
                 for m in self.conversations.messages(conversation_id)
             ]
             self.conversations.add_message(conversation_id, "user", question)
-        state = ReasoningState(
-            llm=self.app.llm(), conversation_id=conversation_id, history=history
-        )
+        state = ReasoningState(llm=self.app.llm(), conversation_id=conversation_id, history=history)
         pipeline = self.create_pipeline(mode_id, settings, state, indices)
         collector = AnswerCollector(mode=mode_id)
         try:

@@ -65,9 +65,7 @@ class FileIndex(BaseIndex):
     @cached_property
     def vector_store(self) -> ChromaVectorStore:
         """Chunk vectors, in the app's Chroma folder."""
-        return ChromaVectorStore(
-            self.collection_name, path=self.resources.shared_dir / "chroma"
-        )
+        return ChromaVectorStore(self.collection_name, path=self.resources.shared_dir / "chroma")
 
     @cached_property
     def fulltext_store(self) -> BM25Store:

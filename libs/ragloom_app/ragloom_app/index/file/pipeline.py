@@ -84,15 +84,14 @@ class FileIndexingPipeline(IndexingPipeline):
             return FileOutcome(name, "failed", reason=problem)
         digest = _sha256(path)
         existing = self._find_by_hash(digest)
-        if existing is not None and not reindex:
-            if existing.status == SourceStatus.INDEXED:
-                return FileOutcome(
-                    name,
-                    "skipped",
-                    chunks=existing.chunk_count,
-                    reason=f"already indexed as {existing.name!r} (same content)",
-                    source_id=existing.id,
-                )
+        if existing is not None and not reindex and existing.status == SourceStatus.INDEXED:
+            return FileOutcome(
+                name,
+                "skipped",
+                chunks=existing.chunk_count,
+                reason=f"already indexed as {existing.name!r} (same content)",
+                source_id=existing.id,
+            )
         if existing is not None:
             self.remove(existing.id)
         return self._ingest(path, name, digest)
