@@ -106,3 +106,10 @@ def test_remove_takes_the_file_out_of_every_store(data_dir: Path) -> None:
     assert "reactor.md" not in {f["name"] for f in listing[0]["files"]}
     run = ragloom(data_dir, "ask", "At what temperature does the Zorblax reactor run?", "--json")
     assert json.loads(run.stdout)["citations"] == []
+
+
+def test_models_prepares_and_names_the_bundled_models(data_dir: Path) -> None:
+    run = ragloom(data_dir, "models")
+    assert run.returncode == 0, run.stderr
+    assert "Qwen2.5-Coder-0.5B-Instruct Q4_K_M (Apache-2.0), verified sha256" in run.stdout
+    assert "all-MiniLM-L6-v2" in run.stdout
