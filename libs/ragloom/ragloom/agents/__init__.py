@@ -1,0 +1,1 @@
+"""Agents: tools an LLM can call, and the loops that call them."""

@@ -1,0 +1,172 @@
+"""ReWOO plans: parse the planner's text, validate it, order it, fill in evidence.
+
+A plan is lines like::
+
+    #Plan1: Find the reactor's temperature.
+    #E1 = docsearch[reactor temperature]
+    #Plan2: Convert it to Celsius.
+    #E2 = calculator[#E1 - 273.15]
+
+``Plan:`` without a number and ``#E1: tool[input]`` are accepted too. A step may use the
+evidence of earlier steps as ``#En``; references are whole tokens, so ``#E1`` never
+matches inside ``#E10``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+
+__all__ = [
+    "Plan",
+    "PlanStep",
+    "PlanValidationError",
+    "parse_plan",
+    "plan_levels",
+    "substitute_evidence",
+    "validate_plan",
+]
+
+_PLAN_LINE = re.compile(r"^\s*#?\s*Plan\s*\d*\s*[:.]\s*(?P<text>.*)$", re.I)
+_STEP_LINE = re.compile(
+    r"^\s*#?\s*E(?P<id>\d+)\s*[:=]\s*(?P<tool>[A-Za-z_][\w.-]*)\s*\[(?P<input>.*)\]\s*$", re.I
+)
+_REFERENCE = re.compile(r"#E(\d+)(?!\d)")
+
+
+class PlanValidationError(ValueError):
+    """A plan that cannot run: every problem found, and the planner's raw text."""
+
+    def __init__(self, problems: list[str], raw: str) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+        self.raw = raw
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One tool call of a plan: evidence ``#E{id}`` = ``tool[tool_input]``."""
+
+    id: int
+    tool: str
+    tool_input: str
+    description: str = ""
+
+    @property
+    def depends_on(self) -> frozenset[int]:
+        """The ids of the steps whose evidence this step's input uses."""
+        return frozenset(int(n) for n in _REFERENCE.findall(self.tool_input))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The parsed steps in the planner's order, and the text they came from."""
+
+    steps: list[PlanStep]
+    raw: str
+    unparsed: list[str] = field(default_factory=list)
+
+    def step(self, step_id: int) -> PlanStep:
+        """The step that produces ``#E{step_id}``."""
+        return next(s for s in self.steps if s.id == step_id)
+
+
+def parse_plan(text: str) -> Plan:
+    """Read the steps of a planner's output; lines that fit no pattern are kept aside."""
+    steps: list[PlanStep] = []
+    unparsed: list[str] = []
+    description = ""
+    for line in text.replace("```", "\n").splitlines():
+        if not line.strip():
+            continue
+        if match := _STEP_LINE.match(line):
+            steps.append(
+                PlanStep(
+                    id=int(match["id"]),
+                    tool=match["tool"].lower(),
+                    tool_input=match["input"].strip().strip('"').strip(),
+                    description=description,
+                )
+            )
+            description = ""
+        elif match := _PLAN_LINE.match(line):
+            description = match["text"].strip()
+        else:
+            unparsed.append(line.strip())
+    return Plan(steps=steps, raw=text, unparsed=unparsed)
+
+
+def _cycle(steps: dict[int, PlanStep]) -> list[int] | None:
+    visiting: list[int] = []
+    done: set[int] = set()
+
+    def visit(step_id: int) -> list[int] | None:
+        if step_id in done or step_id not in steps:
+            return None
+        if step_id in visiting:
+            return [*visiting[visiting.index(step_id) :], step_id]
+        visiting.append(step_id)
+        for dependency in sorted(steps[step_id].depends_on):
+            if found := visit(dependency):
+                return found
+        visiting.pop()
+        done.add(step_id)
+        return None
+
+    for step_id in sorted(steps):
+        if found := visit(step_id):
+            return found
+    return None
+
+
+def validate_plan(plan: Plan, tools: Collection[str], max_steps: int = 12) -> None:
+    """Raise :class:`PlanValidationError` listing every reason the plan cannot run."""
+    problems: list[str] = []
+    if not plan.steps:
+        problems.append("the plan has no step of the form '#E1 = tool[input]'")
+    if len(plan.steps) > max_steps:
+        problems.append(f"the plan has {len(plan.steps)} steps; at most {max_steps} are allowed")
+    by_id: dict[int, PlanStep] = {}
+    for step in plan.steps:
+        if step.id in by_id:
+            problems.append(f"#E{step.id} is defined twice")
+        by_id[step.id] = step
+        if step.tool not in tools:
+            available = ", ".join(sorted(tools))
+            problems.append(f"#E{step.id} uses unknown tool {step.tool!r}; available: {available}")
+        if not step.tool_input:
+            problems.append(f"#E{step.id} has an empty input")
+    for step in plan.steps:
+        for dependency in sorted(step.depends_on):
+            if dependency not in by_id:
+                problems.append(f"#E{step.id} refers to #E{dependency}, which no step defines")
+            elif dependency == step.id:
+                problems.append(f"#E{step.id} refers to itself")
+    if (cycle := _cycle(by_id)) and len(cycle) > 2:
+        problems.append("the steps form a cycle: " + " -> ".join(f"#E{n}" for n in cycle))
+    if problems:
+        raise PlanValidationError(problems, plan.raw)
+
+
+def plan_levels(plan: Plan) -> list[list[PlanStep]]:
+    """Steps grouped so that each group depends only on earlier groups (a valid plan)."""
+    remaining = {step.id: step for step in plan.steps}
+    finished: set[int] = set()
+    levels: list[list[PlanStep]] = []
+    while remaining:
+        ready = [s for s in remaining.values() if s.depends_on <= finished]
+        if not ready:
+            raise PlanValidationError(
+                ["the plan's steps depend on each other in a cycle"], plan.raw
+            )
+        levels.append(sorted(ready, key=lambda s: s.id))
+        for step in ready:
+            finished.add(step.id)
+            del remaining[step.id]
+    return levels
+
+
+def substitute_evidence(text: str, evidence: Mapping[int, str]) -> str:
+    """Replace each whole ``#En`` in ``text`` with step n's evidence (unknown ones stay)."""
+    return _REFERENCE.sub(lambda m: evidence.get(int(m.group(1)), m.group(0)), text)

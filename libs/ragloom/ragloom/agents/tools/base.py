@@ -1,0 +1,107 @@
+"""The tool interface: a name, a description, typed arguments and a structured result.
+
+Arguments are a pydantic model, so the same JSON schema goes into prompts and into native
+tool calling, and malformed input from an LLM becomes a clear error instead of a crash.
+Tools are built per request (they may hold a request's retrievers); none is shared state.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ValidationError
+
+__all__ = ["BaseTool", "ToolError", "ToolResult"]
+
+
+@dataclass(frozen=True)
+class ToolError:
+    """Why a tool call failed: a stable ``code``, a message, and whether to try again."""
+
+    code: str
+    message: str
+    retryable: bool = False
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """Either ``content`` (with the ``sources`` it came from, for citations) or an ``error``."""
+
+    content: str = ""
+    sources: list[Any] = field(default_factory=list)
+    error: ToolError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the call succeeded."""
+        return self.error is None
+
+    @classmethod
+    def failure(cls, code: str, message: str, *, retryable: bool = False) -> ToolResult:
+        """A failed result."""
+        return cls(error=ToolError(code, message, retryable))
+
+    def as_observation(self) -> str:
+        """The text an agent sees: the content, or the error spelled out."""
+        if self.error is None:
+            return self.content
+        again = " (worth retrying)" if self.error.retryable else ""
+        return f"Error [{self.error.code}]{again}: {self.error.message}"
+
+
+class BaseTool:
+    """A tool. Subclasses set ``name``, ``description``, ``Arguments`` and implement ``run``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Arguments: ClassVar[type[BaseModel]]
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        """Do the work for validated ``arguments``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement run()")
+
+    @classmethod
+    def parameters_schema(cls) -> dict[str, Any]:
+        """The JSON schema of the arguments (for prompts and native tool calling)."""
+        return cls.Arguments.model_json_schema()
+
+    @classmethod
+    def parse_arguments(cls, raw: str | dict[str, Any]) -> BaseModel:
+        """Arguments from what an LLM wrote: a JSON object, or plain text for one field.
+
+        Raises ``ValueError`` with a readable message when the input does not fit.
+        """
+        data: Any = raw
+        if isinstance(raw, str):
+            text = raw.strip()
+            if text.startswith("```"):
+                text = text.strip("`").removeprefix("json").strip()
+            try:
+                data = json.loads(text) if text[:1] in "{[" else None
+            except json.JSONDecodeError:
+                data = None
+            if not isinstance(data, dict):
+                fields = list(cls.Arguments.model_fields)
+                if len(fields) != 1 and not data:
+                    raise ValueError(f"{cls.name} expects a JSON object with {fields}")
+                data = {fields[0]: text.strip().strip('"').strip("'")}
+        try:
+            return cls.Arguments.model_validate(data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ValueError(f"invalid arguments for {cls.name}: {problems}") from None
+
+    def invoke(self, raw: str | dict[str, Any]) -> ToolResult:
+        """Parse ``raw`` and run; bad input and exceptions become a failed result."""
+        try:
+            arguments = self.parse_arguments(raw)
+        except ValueError as exc:
+            return ToolResult.failure("invalid_arguments", str(exc))
+        try:
+            return self.run(arguments)
+        except Exception as exc:  # a tool bug must not end the agent's run
+            return ToolResult.failure("tool_failed", f"{type(exc).__name__}: {exc}")

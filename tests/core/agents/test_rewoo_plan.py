@@ -1,0 +1,75 @@
+"""ReWOO plans: parsing both syntaxes, validation, DAG levels and evidence substitution."""
+
+import pytest
+
+from ragloom.agents.rewoo import (
+    PlanValidationError,
+    parse_plan,
+    plan_levels,
+    substitute_evidence,
+    validate_plan,
+)
+
+TOOLS = {"docsearch", "calculator", "llm"}
+
+
+def test_parses_hash_plan_and_equals_forms() -> None:
+    plan = parse_plan(
+        "#Plan1: Find the temperature.\n"
+        "#E1 = docsearch[reactor temperature]\n"
+        "Plan: Convert it.\n"
+        "#E2: Calculator[#E1 - 273.15]\n"
+        "Some chatter the model added.\n"
+    )
+    assert [(s.id, s.tool, s.tool_input) for s in plan.steps] == [
+        (1, "docsearch", "reactor temperature"),
+        (2, "calculator", "#E1 - 273.15"),
+    ]
+    assert plan.steps[0].description == "Find the temperature."
+    assert plan.steps[1].depends_on == {1}
+    assert plan.unparsed == ["Some chatter the model added."]
+    validate_plan(plan, TOOLS)
+
+
+def test_references_are_whole_tokens_up_to_e10_and_beyond() -> None:
+    lines = [f"#E{n} = docsearch[q{n}]" for n in range(1, 11)]
+    lines.append("#E11 = llm[#E1 and #E10 and #E1]")
+    plan = parse_plan("\n".join(lines))
+    validate_plan(plan, TOOLS)
+    assert plan.step(11).depends_on == {1, 10}
+    evidence = {1: "one", 10: "ten"}
+    assert substitute_evidence("#E1 and #E10 and #E1 but #E7", evidence) == (
+        "one and ten and one but #E7"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("I will just answer from memory.", "no step of the form"),
+        ("#E1 = websearch[x]", "unknown tool 'websearch'; available: calculator, docsearch, llm"),
+        ("#E1 = llm[#E2]", "#E1 refers to #E2, which no step defines"),
+        ("#E1 = llm[#E1]", "#E1 refers to itself"),
+        ("#E1 = llm[#E2]\n#E2 = llm[#E1]", "cycle: #E1 -> #E2 -> #E1"),
+        ("#E1 = docsearch[]", "#E1 has an empty input"),
+        ("#E1 = docsearch[a]\n#E1 = docsearch[b]", "#E1 is defined twice"),
+    ],
+)
+def test_invalid_plans_are_refused_with_the_reason(text: str, problem: str) -> None:
+    with pytest.raises(PlanValidationError) as caught:
+        validate_plan(parse_plan(text), TOOLS)
+    assert any(problem in p for p in caught.value.problems), caught.value.problems
+    assert caught.value.raw == text
+
+
+def test_a_looping_planner_is_stopped_at_the_step_limit() -> None:
+    plan = parse_plan("\n".join(f"#E{n} = docsearch[q]" for n in range(1, 40)))
+    with pytest.raises(PlanValidationError, match="39 steps; at most 12"):
+        validate_plan(plan, TOOLS)
+
+
+def test_levels_group_independent_steps() -> None:
+    plan = parse_plan(
+        "#E1 = docsearch[a]\n#E2 = docsearch[b]\n#E3 = llm[#E1 #E2]\n#E4 = calculator[1+1]\n"
+    )
+    assert [[s.id for s in level] for level in plan_levels(plan)] == [[1, 2, 4], [3]]
