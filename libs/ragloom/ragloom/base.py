@@ -56,9 +56,7 @@ class BaseComponent(Function):
     """A theflow ``Function`` with run tracking, caching and storage switched off."""
 
     class Config:
-        middleware_switches: ClassVar[dict[str, bool]] = dict.fromkeys(
-            _TRACKING_MIDDLEWARE, False
-        )
+        middleware_switches: ClassVar[dict[str, bool]] = dict.fromkeys(_TRACKING_MIDDLEWARE, False)
         store_result = None
 
     def _initialize(self) -> None:

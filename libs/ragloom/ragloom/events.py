@@ -27,7 +27,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Citation:
-    """What an ``[n]`` in an answer refers to: a chunk of a source file."""
+    """What an ``[n]`` in an answer refers to: a chunk of a source file.
+
+    ``score`` is the retrieval score and ``found_by`` each retriever's own score (e.g.
+    ``{"vector": 0.62, "fulltext": 7.1}``). ``highlight`` is the ``(start, end)`` span of
+    ``text`` that the answer quotes, if it quotes one.
+    """
 
     number: int
     source: str
@@ -37,6 +42,8 @@ class Citation:
     score: float = 0.0
     start: int = 0
     end: int = 0
+    found_by: dict[str, float] = field(default_factory=dict)
+    highlight: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,15 @@ def _parser() -> argparse.ArgumentParser:
     create = index_commands.add_parser("create", help="create an index")
     create.add_argument("name")
     create.add_argument("--type", help="index type (default: the first of INDEX_TYPES)")
+    create.add_argument("--chunk-size", type=int, help="tokens per chunk")
+    create.add_argument("--chunk-overlap", type=int, help="tokens shared by neighbouring chunks")
+    create.add_argument("--extensions", help="file types it takes, comma-separated: .md,.pdf")
+    check = index_commands.add_parser(
+        "check", help="verify that the database and the stores agree (and repair them)"
+    )
+    check.add_argument("--index", help="only this index (default: every index)")
+    check.add_argument("--repair", action="store_true", help="fix what does not agree")
+    check.add_argument("--json", action="store_true", help="print one JSON object")
     drop = index_commands.add_parser("delete", help="delete an index and all its files")
     drop.add_argument("name")
 
@@ -125,6 +134,72 @@ def _cmd_index_remove(app: Any, args: argparse.Namespace) -> int:
     return 1 if missing else 0
 
 
+def _create_config(index_type: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The config of a new index from the options given, checked by its type."""
+    config: dict[str, Any] = {}
+    if args.chunk_size is not None:
+        config["chunk_size"] = args.chunk_size
+    if args.chunk_overlap is not None:
+        config["chunk_overlap"] = args.chunk_overlap
+    if args.extensions is not None:
+        parts = [e.strip().lower() for e in args.extensions.split(",") if e.strip()]
+        config["extensions"] = [e if e.startswith(".") else f".{e}" for e in parts]
+    known = index_type.get_admin_settings()
+    for key in config:
+        if key not in known:
+            option = "--" + key.replace("_", "-")
+            raise ValueError(f"{option}: index type {index_type.__name__} has no such setting")
+    # The type's own check (the file index has one), so a bad value fails here, not later.
+    normalize = getattr(index_type, "normalize_config", None)
+    return dict(normalize(config)) if normalize is not None else config
+
+
+def _cmd_index_create(app: Any, args: argparse.Namespace) -> int:
+    from ragloom_app.settings import SettingsError
+
+    type_id = args.type or app.settings.index_types[0]
+    index_type = app.indices.index_types.get(type_id)
+    if index_type is None:
+        known = ", ".join(app.indices.index_types)
+        raise SettingsError(f"unknown index type {type_id!r} (known: {known})")
+    index = app.indices.create(args.name, type_id, _create_config(index_type, args))
+    shown = ", ".join(
+        f"{key}={','.join(map(str, v)) if isinstance(v, list) else v}"
+        for key, v in index.config.items()
+    )
+    print(f"created index {index.name!r}" + (f": {shown}" if shown else ""))
+    return 0
+
+
+def _cmd_index_check(app: Any, args: argparse.Namespace) -> int:
+    indices = [app.indices.get(args.index)] if args.index else app.indices.indices
+    reports = [index.check(repair=args.repair) for index in indices]
+    ok = all(report.ok for report in reports)
+    if args.json:
+        print(json.dumps({"ok": ok, "indices": [r.to_dict() for r in reports]}))
+        return 0 if ok else 1
+    for report in reports:
+        counts = report.counts
+        summary = (
+            f"{counts.get('sources', 0)} files, {counts.get('chunks', 0)} chunks; "
+            + ", ".join(f"{k} {v}" for k, v in counts.items() if k not in {"sources", "chunks"})
+        )
+        if report.clean:
+            print(f"{report.index}: clean ({summary})")
+        else:
+            state = "all repaired" if report.ok else "problems remain"
+            print(f"{report.index}: {len(report.problems)} problems, {state} ({summary})")
+        for problem in report.problems:
+            where = f" [{problem.store}]" if problem.store else ""
+            fixed = " (repaired)" if problem.repaired else ""
+            print(f"  {problem.kind}{where}: {problem.message}{fixed}")
+        for note in report.notes:
+            print(f"  note: {note}")
+    if not ok and not args.repair:
+        print("run `ragloom index check --repair` to fix them", file=sys.stderr)
+    return 0 if ok else 1
+
+
 def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
     from ragloom.events import AnswerDelta, AnswerRevised
     from ragloom_app.pages.chat import AnswerFinished, ChatPage
@@ -199,13 +274,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "add": _cmd_index_add,
             "list": _cmd_index_list,
             "remove": _cmd_index_remove,
+            "create": _cmd_index_create,
+            "check": _cmd_index_check,
         }
         if args.index_command in handlers:
             return handlers[args.index_command](app, args)
-        if args.index_command == "create":
-            app.indices.create(args.name, args.type or app.settings.index_types[0])
-        else:
-            app.indices.delete(args.name)
+        app.indices.delete(args.name)
         return 0
     except (LLMError, SettingsError, UnknownIndexError, UnknownModeError, ValueError) as exc:
         print(f"ragloom: error: {exc}", file=sys.stderr)

@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 
 from ragloom.loaders import (
+    CsvReader,
+    DocxReader,
     FileReader,
+    HtmlReader,
+    JsonReader,
     LoaderError,
     PdfReader,
     TextReader,
@@ -21,12 +25,27 @@ from tests.helpers.pdfs import make_pdf
 
 def test_default_readers() -> None:
     readers = default_readers()
-    assert set(readers) == {".txt", ".md", ".markdown", ".pdf"}
+    assert sorted(readers) == [
+        ".csv",
+        ".docx",
+        ".htm",
+        ".html",
+        ".json",
+        ".markdown",
+        ".md",
+        ".pdf",
+        ".txt",
+    ]
     assert isinstance(readers[".txt"], TextReader)
     assert isinstance(readers[".pdf"], PdfReader)
+    assert isinstance(readers[".htm"], HtmlReader)
+    assert isinstance(readers[".docx"], DocxReader)
+    assert isinstance(readers[".csv"], CsvReader)
+    assert isinstance(readers[".json"], JsonReader)
+    assert ".zip" not in readers  # archives are unpacked by expand_zip, not read
     assert all(isinstance(r, FileReader) for r in readers.values())
-    readers[".html"] = readers[".txt"]
-    assert ".html" not in default_readers()  # a fresh mapping every time
+    readers[".rtf"] = readers[".txt"]
+    assert ".rtf" not in default_readers()  # a fresh mapping every time
 
 
 def test_dispatch_is_case_insensitive(tmp_path: Path) -> None:
@@ -43,7 +62,10 @@ def test_unsupported_extension(tmp_path: Path) -> None:
         read_file(path)
     error = info.value
     assert isinstance(error, LoaderError)
-    assert error.reason == "unsupported file type '.xyz'; supported: .markdown, .md, .pdf, .txt"
+    assert error.reason == (
+        "unsupported file type '.xyz'; supported: "
+        ".csv, .docx, .htm, .html, .json, .markdown, .md, .pdf, .txt"
+    )
     assert error.extension == ".xyz"
 
 
@@ -55,22 +77,22 @@ def test_no_extension(tmp_path: Path) -> None:
     assert info.value.reason.startswith("unsupported file type (no extension); supported:")
 
 
-class _CsvReader:
-    extensions = (".csv",)
+class _TsvReader:
+    extensions = (".tsv",)
 
     def read(self, path: Path) -> list[Page]:
-        return [Page(text=path.read_text().replace(",", " | "))]
+        return [Page(text=path.read_text().replace("\t", " | "))]
 
 
 def test_extra_reader(tmp_path: Path) -> None:
-    path = tmp_path / "table.csv"
-    path.write_text("a,b")
-    readers = {**default_readers(), ".csv": _CsvReader()}
-    assert isinstance(readers[".csv"], FileReader)
+    path = tmp_path / "table.tsv"
+    path.write_text("a\tb")
+    readers = {**default_readers(), ".tsv": _TsvReader()}
+    assert isinstance(readers[".tsv"], FileReader)
     assert read_file(path, readers) == [Page(text="a | b")]
     with pytest.raises(UnsupportedFileTypeError) as info:
         read_file(path)
-    assert ".csv" not in info.value.supported
+    assert ".tsv" not in info.value.supported
 
 
 def test_only_given_readers_are_used(tmp_path: Path) -> None:
@@ -79,3 +101,18 @@ def test_only_given_readers_are_used(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFileTypeError) as info:
         read_file(path, {".pdf": PdfReader()})
     assert info.value.reason == "unsupported file type '.txt'; supported: .pdf"
+
+
+def test_legacy_encodings_through_read_file(tmp_path: Path) -> None:
+    chinese = "这是一个中文文档。全文检索必须能找到这些汉字，包括生僻字：龘。"
+    (tmp_path / "中文.txt").write_bytes(chinese.encode("gb18030"))
+    assert read_file(tmp_path / "中文.txt") == [Page(text=chinese)]
+
+    table = "Produit;Prix;Remarque\r\nCrème brûlée;5,50 €;très sucré\r\nCafé;2,00 €;\r\n"
+    (tmp_path / "prix.csv").write_bytes(table.encode("cp1252"))
+    assert read_file(tmp_path / "prix.csv") == [
+        Page(
+            text="Produit: Crème brûlée; Prix: 5,50 €; Remarque: très sucré\n"
+            "Produit: Café; Prix: 2,00 €"
+        )
+    ]

@@ -61,3 +61,15 @@ def test_uncited_sentences_get_the_evidence_that_supports_them() -> None:
     assert attribute_uncited(answer, block) == (
         "The reactor runs at 451 kelvin [2]. Cats are nice. It opens at 8 am [1]."
     )
+
+
+def test_attribution_keeps_dotted_names_whole() -> None:
+    block = build_evidence(
+        [_hit("a", "Subclass ragloom_app.reasoning.BaseReasoning and edit flowsettings.py.")],
+        words,
+        100,
+    )
+    answer = "Subclass ragloom_app.reasoning.BaseReasoning and edit flowsettings.py. 好的。"
+    assert attribute_uncited(answer, block) == (
+        "Subclass ragloom_app.reasoning.BaseReasoning and edit flowsettings.py [1]. 好的。"
+    )

@@ -2,9 +2,14 @@
 
 from ragloom.embeddings.base import Embeddings, EmbeddingsError
 from ragloom.embeddings.bundled import bundled_model_path
-from ragloom.embeddings.sentence_transformer import Precision, SentenceTransformerEmbeddings
+from ragloom.embeddings.sentence_transformer import (
+    Backend,
+    Precision,
+    SentenceTransformerEmbeddings,
+)
 
 __all__ = [
+    "Backend",
     "Embeddings",
     "EmbeddingsError",
     "Precision",

@@ -1,16 +1,22 @@
 """Embeddings from a local sentence-transformers model directory (by default the bundled MiniLM).
 
 Nothing is loaded at import: the model loads on first use, once per process for each
-``(path, device, precision)``, and is shared by every instance asking for the same one.
-Only local files are read (``local_files_only``); no hub is contacted.
+``(path, device, backend, precision)``, and is shared by every instance asking for the same
+one. Only local files are read (``local_files_only``); no hub is contacted.
 
-Speed choices: texts are sorted by token length and encoded one batch per ``encode``
-call, so each batch pads to similar lengths (sentence-transformers itself sorts by
-characters; sorting by tokens measured 74 vs 61 chunks/s on mixed lengths).
-``precision="bf16"`` casts the weights to bfloat16: about twice as fast on CPUs with
-AVX512-BF16 (cosine to fp32 above 0.9998), but about 2.5 times *slower* on one without it,
-so keep the fp32 default unless the machine's CPU flags say otherwise. Vectors are always
-returned as float32 and re-normalised in float32.
+Two backends compute the same vectors:
+
+- ``backend="torch"``: sentence-transformers on torch, in ``precision`` ``"fp32"`` or
+  ``"bf16"`` (weights cast to bfloat16: about twice as fast on CPUs with AVX512-BF16, cosine
+  to fp32 above 0.9998, but several times *slower* on CPUs without it).
+- ``backend="onnx"``: the model exported once to ONNX and run by onnxruntime
+  (:mod:`ragloom.embeddings.onnx_backend`); fp32, equal to torch fp32 to float rounding,
+  faster on the CPUs measured (see docs/performance.md), and it loads without torch.
+
+Speed choices: texts are sorted by token length and encoded one batch at a time, so each
+batch pads to similar lengths (sentence-transformers itself sorts by characters; sorting by
+tokens measured 74 vs 61 chunks/s on mixed lengths). Vectors are always returned as float32
+and re-normalised in float32.
 
 Texts longer than :attr:`max_tokens` (special tokens included) are truncated by the model:
 only their beginning is embedded. Split documents first (``TokenSplitter``).
@@ -32,49 +38,82 @@ from theflow import Param
 from ragloom.embeddings.base import Embeddings, EmbeddingsError
 from ragloom.embeddings.bundled import bundled_model_path
 
-__all__ = ["Precision", "SentenceTransformerEmbeddings"]
+__all__ = ["Backend", "Precision", "SentenceTransformerEmbeddings"]
 
 logger = logging.getLogger(__name__)
 
 Precision = Literal["fp32", "bf16"]
 _PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
+Backend = Literal["torch", "onnx"]
+_BACKENDS: tuple[str, ...] = ("torch", "onnx")
 
 
 @dataclass
 class _LoadedModel:
     """A loaded model with what callers need from it, shared across instances."""
 
-    model: Any  # sentence_transformers.SentenceTransformer, imported lazily
+    model: Any  # SentenceTransformer (torch) or OnnxEncoder (onnx), imported lazily
+    encode: Callable[[list[str]], np.ndarray]  # one batch -> unit float32 vectors
     count_one: Callable[[str], int]
     count_many: Callable[[list[str]], list[int]]
     dimension: int
     max_tokens: int
     # HF tokenizers may raise "Already borrowed" when one model encodes in two threads;
-    # on a CPU torch already uses every core for one batch, so serialising costs nothing.
+    # on a CPU one batch already uses every core, so serialising costs nothing.
     encode_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-_MODELS: dict[tuple[str, str, str], _LoadedModel] = {}
+_MODELS: dict[tuple[str, str, str, str], _LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def _get_model(path: Path, device: str, precision: str) -> _LoadedModel:
-    key = (str(path.resolve()), device, precision)
+def _get_model(path: Path, device: str, backend: str, precision: str) -> _LoadedModel:
+    key = (str(path.resolve()), device, backend, precision)
     # One lock for all loads: loading is rare, and two threads asking for the same model
     # at startup must not load it twice (about 90 MB and a second each).
     with _MODELS_LOCK:
         loaded = _MODELS.get(key)
         if loaded is None:
-            loaded = _load_model(path, device, precision)
+            if backend not in _BACKENDS:
+                raise EmbeddingsError(f"unknown backend {backend!r}; use one of {_BACKENDS}")
+            if precision not in _PRECISIONS:
+                raise EmbeddingsError(f"unknown precision {precision!r}; use one of {_PRECISIONS}")
+            if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
+                raise EmbeddingsError(f"no sentence-transformers model in {path}")
+            if backend == "onnx":
+                loaded = _load_onnx(path, device, precision)
+            else:
+                loaded = _load_model(path, device, precision)
             _MODELS[key] = loaded
         return loaded
 
 
+def _load_onnx(path: Path, device: str, precision: str) -> _LoadedModel:
+    if device != "cpu" or precision != "fp32":
+        raise EmbeddingsError(
+            f"the onnx backend runs in fp32 on the CPU only, not {precision} on {device}"
+        )
+    from ragloom.embeddings.onnx_backend import load_onnx
+
+    started = time.perf_counter()
+    encoder = load_onnx(path)
+    logger.info(
+        "loaded embedding model %s with onnxruntime (%s) in %.1f s",
+        path,
+        encoder.path.name,
+        time.perf_counter() - started,
+    )
+    return _LoadedModel(
+        encoder,
+        encoder.encode,
+        encoder.count_one,
+        encoder.count_many,
+        encoder.dimension,
+        encoder.max_tokens,
+    )
+
+
 def _load_model(path: Path, device: str, precision: str) -> _LoadedModel:
-    if precision not in _PRECISIONS:
-        raise EmbeddingsError(f"unknown precision {precision!r}; use one of {_PRECISIONS}")
-    if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
-        raise EmbeddingsError(f"no sentence-transformers model in {path}")
     started = time.perf_counter()
     try:
         import torch
@@ -101,6 +140,17 @@ def _load_model(path: Path, device: str, precision: str) -> _LoadedModel:
     if dimension is None or max_tokens is None:
         raise EmbeddingsError(f"the model in {path} does not state its dimension or length")
     count_one, count_many = _token_counters(model.tokenizer)
+
+    def encode(texts: list[str]) -> np.ndarray:
+        tensor = model.encode(
+            texts, batch_size=len(texts), convert_to_tensor=True, show_progress_bar=False
+        )
+        # bf16 has no numpy dtype; normalise in float32 so bf16 rounding does not leave
+        # the vectors slightly off unit length.
+        vectors = tensor.float().cpu().numpy().astype(np.float32, copy=False)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.maximum(norms, 1e-12)
+
     logger.info(
         "loaded embedding model %s on %s (%s, %d dims, max %d tokens) in %.1f s",
         path,
@@ -110,7 +160,7 @@ def _load_model(path: Path, device: str, precision: str) -> _LoadedModel:
         max_tokens,
         time.perf_counter() - started,
     )
-    return _LoadedModel(model, count_one, count_many, int(dimension), int(max_tokens))
+    return _LoadedModel(model, encode, count_one, count_many, int(dimension), int(max_tokens))
 
 
 def _token_counters(
@@ -153,22 +203,27 @@ class SentenceTransformerEmbeddings(Embeddings):
     )
     device: str = Param("cpu", help="torch device, e.g. 'cpu'.")
     batch_size: int = Param(32, help="Texts per forward pass.")
-    precision: Precision = Param("fp32", help="'fp32', or 'bf16' (faster on AVX512-BF16 CPUs).")
+    backend: Backend = Param(
+        "torch", help="'torch' (sentence-transformers) or 'onnx' (onnxruntime, fp32, CPU)."
+    )
+    precision: Precision = Param(
+        "fp32", help="torch only: 'fp32', or 'bf16' (faster on AVX512-BF16 CPUs only)."
+    )
     sort_by_tokens: bool = Param(
         True, help="Batch texts of similar token length together (less padding)."
     )
 
     def _loaded(self) -> _LoadedModel:
-        key = (self.model_path, str(self.device), str(self.precision))
+        key = (self.model_path, str(self.device), str(self.backend), str(self.precision))
         # count_tokens runs once per sentence while splitting: remember the model here
         # rather than resolving its path and taking the cache lock on every call.
-        cached: tuple[tuple[Any, str, str], _LoadedModel] | None = getattr(
+        cached: tuple[tuple[Any, str, str, str], _LoadedModel] | None = getattr(
             self, "_ragloom_loaded", None
         )
         if cached is not None and cached[0] == key:
             return cached[1]
         path = bundled_model_path() if key[0] is None else Path(key[0])
-        loaded = _get_model(path, key[1], key[2])
+        loaded = _get_model(path, key[1], key[2], key[3])
         self._ragloom_loaded = (key, loaded)
         return loaded
 
@@ -197,31 +252,17 @@ class SentenceTransformerEmbeddings(Embeddings):
             return np.empty((0, loaded.dimension), dtype=np.float32)
         batch_size = max(1, int(self.batch_size))
         started = time.perf_counter()
-        if not self.sort_by_tokens:
-            vectors = _encode(loaded, items, batch_size)
-        else:
+        if self.sort_by_tokens:
             lengths = loaded.count_many(items)
             # Longest first, as sentence-transformers does: a batch too big for memory
             # fails at once rather than at the end.
             order = sorted(range(len(items)), key=lambda i: -lengths[i])
-            vectors = np.empty((len(items), loaded.dimension), dtype=np.float32)
-            for first in range(0, len(order), batch_size):
-                picked = order[first : first + batch_size]
-                vectors[picked] = _encode(loaded, [items[i] for i in picked], len(picked))
+        else:
+            order = list(range(len(items)))
+        vectors = np.empty((len(items), loaded.dimension), dtype=np.float32)
+        for first in range(0, len(order), batch_size):
+            picked = order[first : first + batch_size]
+            with loaded.encode_lock:
+                vectors[picked] = loaded.encode([items[i] for i in picked])
         logger.debug("embedded %d texts in %.2f s", len(items), time.perf_counter() - started)
         return vectors
-
-
-def _encode(loaded: _LoadedModel, texts: list[str], batch_size: int) -> np.ndarray:
-    with loaded.encode_lock:
-        tensor = loaded.model.encode(
-            texts,
-            batch_size=batch_size,
-            convert_to_tensor=True,
-            show_progress_bar=False,
-        )
-    # bf16 has no numpy dtype; normalise in float32 so bf16 rounding does not leave the
-    # vectors slightly off unit length.
-    vectors = tensor.float().cpu().numpy().astype(np.float32, copy=False)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)

@@ -3,8 +3,11 @@
 :func:`read_file` picks a reader by the file's lower-case extension. The app can add
 readers (plugins) by passing its own mapping, usually built from :func:`default_readers`::
 
-    readers = {**default_readers(), ".html": HtmlReader()}
+    readers = {**default_readers(), ".rtf": RtfReader()}
     pages = read_file(path, readers)
+
+Zip archives are not read but unpacked, with :func:`expand_zip`; each member is then read
+like an upload of its own.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from ragloom.loaders.archive import ArchiveContents, ArchiveMember, expand_zip
 from ragloom.loaders.base import (
     EmptyDocumentError,
     FileReader,
@@ -19,19 +23,30 @@ from ragloom.loaders.base import (
     UnreadableFileError,
     UnsupportedFileTypeError,
 )
+from ragloom.loaders.docx import DocxReader
+from ragloom.loaders.html import HtmlReader
 from ragloom.loaders.pdf import PdfReader
-from ragloom.loaders.text import TextReader
+from ragloom.loaders.tabular import CsvReader, JsonReader
+from ragloom.loaders.text import TextReader, decode_text
 from ragloom.schema import Page
 
 __all__ = [
+    "ArchiveContents",
+    "ArchiveMember",
+    "CsvReader",
+    "DocxReader",
     "EmptyDocumentError",
     "FileReader",
+    "HtmlReader",
+    "JsonReader",
     "LoaderError",
     "PdfReader",
     "TextReader",
     "UnreadableFileError",
     "UnsupportedFileTypeError",
+    "decode_text",
     "default_readers",
+    "expand_zip",
     "read_file",
 ]
 
@@ -39,7 +54,15 @@ __all__ = [
 def default_readers() -> dict[str, FileReader]:
     """A new mapping from extension (``".pdf"``) to the built-in reader for it."""
     readers: dict[str, FileReader] = {}
-    for reader in (TextReader(), PdfReader()):
+    built_in: tuple[FileReader, ...] = (
+        TextReader(),
+        PdfReader(),
+        HtmlReader(),
+        DocxReader(),
+        CsvReader(),
+        JsonReader(),
+    )
+    for reader in built_in:
         for extension in reader.extensions:
             readers[extension] = reader
     return readers

@@ -26,8 +26,8 @@ __all__ = ["DEFAULT_SYSTEM_PROMPT", "CitedAnswerer"]
 DEFAULT_SYSTEM_PROMPT = (
     "You answer questions using only the numbered sources the user gives. Write one to "
     "three sentences in your own words. End each sentence with the number of the source it "
-    "uses, in square brackets, like this: The sky is blue [2]. If the sources do not answer "
-    "the question, say that the documents do not say."
+    "uses, in square brackets, like this: <sentence> [2]. If the sources do not answer the "
+    "question, say that the documents do not say."
 )
 
 NO_EVIDENCE_ANSWER = "I found nothing in the indexed documents about this question."

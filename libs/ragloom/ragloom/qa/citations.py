@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 from ragloom.events import Citation
 from ragloom.schema import RetrievedChunk
@@ -15,11 +16,20 @@ __all__ = [
     "build_evidence",
     "citations_for",
     "cited_numbers",
+    "citing_sentences",
+    "quoted_span",
 ]
 
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
-_SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|\n|$)")
+_LEADING_CITATIONS = re.compile(r"\s*(?:\[\d+(?:\s*[,;]\s*\d+)*\]\s*)+")
+# A sentence ends at . ! ? followed by a space or the end (so "flowsettings.py" is one
+# word), at CJK end marks (no space follows them) or at a line break.
+_SENTENCE = re.compile(r".+?(?:[.!?]+(?=\s|$)|[。！？]+|\n|$)", re.S)
 _WORD = re.compile(r"\w+")
+# Kana, CJK ideographs and Hangul count one token per character: those scripts do not put
+# spaces between words, so a whole run of them would otherwise be one "word".
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
 _STOPWORDS = frozenset(
     [
         "a",
@@ -134,9 +144,64 @@ def citations_for(answer: str, evidence: EvidenceBlock) -> list[Citation]:
                 score=item.score,
                 start=chunk.start,
                 end=chunk.end,
+                found_by=dict(item.found_by),
+                highlight=quoted_span(answer, number, chunk.text),
             )
         )
     return result
+
+
+def _cites(sentence: str, number: int) -> bool:
+    return number in cited_numbers(sentence, limit=number)
+
+
+def citing_sentences(answer: str, number: int) -> list[str]:
+    """The sentences of ``answer`` that cite ``[number]``, without their ``[n]`` markers.
+
+    A citation standing alone after a sentence (``… 451 kelvin. [1]``) belongs to the
+    sentence before it.
+    """
+    found: list[str] = []
+    previous = ""
+    for match in _SENTENCE.finditer(answer):
+        sentence = match.group(0)
+        leading = _LEADING_CITATIONS.match(sentence)
+        rest = sentence[leading.end() :] if leading else sentence
+        text = _CITATION.sub(" ", rest).strip()
+        if leading and _cites(leading.group(0), number) and (previous or text):
+            # Markers opening a sentence close the one before (the answer's first: its own).
+            found.append(previous or text)
+        if text and _cites(rest, number):
+            found.append(text)
+        if text:
+            previous = text
+    return list(dict.fromkeys(found))
+
+
+def quoted_span(
+    answer: str, number: int, chunk_text: str, min_words: int = 2
+) -> tuple[int, int] | None:
+    """The span of ``chunk_text`` that the sentences citing ``[number]`` quote, if any.
+
+    The span is the longest run of consecutive words (compared case-insensitively, one
+    character at a time in CJK text) shared by a citing sentence and the chunk, as
+    ``(start, end)`` character offsets into ``chunk_text``. ``None`` when that run holds
+    fewer than ``min_words`` words other than stop words ("451 kelvin" counts, "in the"
+    does not): a paraphrase quotes nothing.
+    """
+    chunk_tokens = [(m.group().casefold(), m.start(), m.end()) for m in _TOKEN.finditer(chunk_text)]
+    chunk_words = [t[0] for t in chunk_tokens]
+    best_start, best_size = 0, 0
+    for sentence in citing_sentences(answer, number):
+        words = [w.casefold() for w in _TOKEN.findall(sentence)]
+        matcher = SequenceMatcher(None, words, chunk_words, autojunk=False)
+        match = matcher.find_longest_match(0, len(words), 0, len(chunk_words))
+        if match.size > best_size:
+            best_start, best_size = match.b, match.size
+    run = chunk_words[best_start : best_start + best_size]
+    if not run or sum(word not in _STOPWORDS for word in run) < max(1, min_words):
+        return None
+    return chunk_tokens[best_start][1], chunk_tokens[best_start + best_size - 1][2]
 
 
 def _content_words(text: str) -> set[str]:

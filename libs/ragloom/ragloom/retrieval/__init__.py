@@ -1,13 +1,20 @@
-"""Retrieval: vector, full-text and hybrid (reciprocal-rank fusion) retrievers."""
+"""Retrieval: vector, full-text and hybrid (reciprocal-rank fusion) retrievers, rerankers."""
 
 from ragloom.retrieval.base import FullTextRetriever, QueryEmbedder, Retriever, VectorRetriever
 from ragloom.retrieval.hybrid import HybridRetriever, reciprocal_rank_fusion
+from ragloom.retrieval.mmr import MMRReranker, mmr_order
+from ragloom.retrieval.rerank import LLMReranker, Reranker, RerankingRetriever
 
 __all__ = [
     "FullTextRetriever",
     "HybridRetriever",
+    "LLMReranker",
+    "MMRReranker",
     "QueryEmbedder",
+    "Reranker",
+    "RerankingRetriever",
     "Retriever",
     "VectorRetriever",
+    "mmr_order",
     "reciprocal_rank_fusion",
 ]

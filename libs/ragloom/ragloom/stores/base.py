@@ -58,6 +58,14 @@ class VectorStore(ABC):
     def drop(self) -> None:
         """Delete everything this store holds; it is empty (and still usable) afterwards."""
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored embeddings of the chunks with these ids (unknown ids are left out).
+
+        The default returns nothing: a store that cannot give its vectors back lets the
+        caller embed the texts again (MMR does), which is slower but gives the same vectors.
+        """
+        return {}
+
 
 class FullTextStore(ABC):
     """Chunks searched by keywords (BM25)."""

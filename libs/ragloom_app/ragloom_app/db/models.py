@@ -36,12 +36,17 @@ class IndexRecord(SQLModel, table=True):
 
 
 class SourceStatus(StrEnum):
-    """Where a source stands: it counts as indexed only when every store has its chunks."""
+    """Where a source stands: it counts as indexed only when every store has its chunks.
+
+    ``removing`` marks a source whose removal has begun, so a crash halfway through is
+    finished at the next start instead of leaving chunks of a removed file in a store.
+    """
 
     QUEUED = "queued"
     INDEXING = "indexing"
     INDEXED = "indexed"
     FAILED = "failed"
+    REMOVING = "removing"
 
 
 class Source(SQLModel, table=True):

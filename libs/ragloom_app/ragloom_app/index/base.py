@@ -8,7 +8,7 @@ the right type per index and calls its lifecycle hooks.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +19,8 @@ from ragloom.retrieval import Retriever
 
 __all__ = [
     "BaseIndex",
+    "CheckProblem",
+    "CheckReport",
     "FileOutcome",
     "IndexResources",
     "IndexingPipeline",
@@ -71,6 +73,61 @@ class FileOutcome:
         }
 
 
+@dataclass
+class CheckProblem:
+    """One disagreement found by :meth:`BaseIndex.check`, and whether it was repaired.
+
+    ``kind`` is a short stable id (e.g. ``missing_chunks``), ``message`` says it for a
+    person, ``store`` names the store concerned (if one is), ``ids`` are the chunk or
+    source ids concerned.
+    """
+
+    kind: str
+    message: str
+    store: str | None = None
+    ids: list[str] = field(default_factory=list)
+    repaired: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape printed by ``ragloom index check --json``."""
+        return asdict(self)
+
+
+@dataclass
+class CheckReport:
+    """What :meth:`BaseIndex.check` found in one index.
+
+    ``counts`` says what was compared (sources, chunks per store); ``notes`` are facts
+    that are not problems (e.g. a file being indexed right now by another process).
+    """
+
+    index: str
+    problems: list[CheckProblem] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        """No problem was found."""
+        return not self.problems
+
+    @property
+    def ok(self) -> bool:
+        """Every problem found was repaired (true when clean)."""
+        return all(p.repaired for p in self.problems)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape printed by ``ragloom index check --json``."""
+        return {
+            "index": self.index,
+            "ok": self.ok,
+            "clean": self.clean,
+            "counts": dict(self.counts),
+            "problems": [p.to_dict() for p in self.problems],
+            "notes": list(self.notes),
+        }
+
+
 class IndexingPipeline:
     """Adds files to an index, one outcome per file; one bad file never stops the rest."""
 
@@ -120,6 +177,13 @@ class BaseIndex:
     ) -> list[Retriever]:
         """Retrievers over this index, limited to the ``selected`` source ids if given."""
         raise NotImplementedError(f"{type(self).__name__} must implement get_retriever_pipelines()")
+
+    def check(self, repair: bool = False) -> CheckReport:
+        """Verify that this index's stores agree; with ``repair``, fix what does not.
+
+        The default has nothing to compare and reports the index clean.
+        """
+        return CheckReport(self.name, notes=[f"{type(self).__name__} has nothing to check"])
 
     def list_sources(self) -> list[dict[str, Any]]:
         """The sources of this index, for listings (may be empty)."""

@@ -59,17 +59,23 @@ class ChatPage:
         """The selected reasoning class, given the retrievers of every index.
 
         ``indices`` limits retrieval to the named indices; ``selected_sources`` maps an
-        index name to the source ids the user picked in it.
+        index name to the source ids the user picked in it (an index left out of the
+        mapping is searched whole; one mapped to no source is not searched at all).
+        The indices get the mode's settings plus ``llm``, the request's model, for
+        settings such as reranking that need one.
         """
         cls = self.reasoning_class(mode)
         values = cls.resolve_settings(settings)
+        state = state or ReasoningState(llm=self.app.llm())
+        index_settings = {**values, "llm": state.llm}
         retrievers = []
         for index in self.app.indices.indices:
             if indices is not None and index.name not in indices:
                 continue
             chosen = (selected_sources or {}).get(index.name)
-            retrievers.extend(index.get_retriever_pipelines(values, chosen))
-        state = state or ReasoningState(llm=self.app.llm())
+            if chosen is not None and not chosen:
+                continue
+            retrievers.extend(index.get_retriever_pipelines(index_settings, chosen))
         return cls.get_pipeline(values, state, retrievers)
 
     def ask(
@@ -80,10 +86,13 @@ class ChatPage:
         settings: Mapping[str, Any] | None = None,
         conversation_id: str | None = None,
         indices: Collection[str] | None = None,
+        selected_sources: Mapping[str, Collection[str]] | None = None,
     ) -> Iterator[Event | AnswerFinished]:
         """Answer ``question``, streaming events; saves both turns to the conversation.
 
-        The last item is :class:`AnswerFinished` with the record ``ask --json`` prints.
+        ``indices`` and ``selected_sources`` limit the search as in
+        :meth:`create_pipeline`. The last item is :class:`AnswerFinished` with the record
+        ``ask --json`` prints.
         """
         mode_id = mode or self.app.settings.default_reasoning
         started = time.perf_counter()
@@ -95,7 +104,7 @@ class ChatPage:
             ]
             self.conversations.add_message(conversation_id, "user", question)
         state = ReasoningState(llm=self.app.llm(), conversation_id=conversation_id, history=history)
-        pipeline = self.create_pipeline(mode_id, settings, state, indices)
+        pipeline = self.create_pipeline(mode_id, settings, state, indices, selected_sources)
         collector = AnswerCollector(mode=mode_id)
         try:
             for event in pipeline.stream(question):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -20,15 +21,24 @@ __all__ = ["FullQAReasoning", "retrieve_from_all"]
 def retrieve_from_all(
     retrievers: Sequence[Retriever], question: str, top_k: int
 ) -> list[RetrievedChunk]:
-    """The best ``top_k`` chunks over every retriever, each chunk once."""
-    best: dict[str, RetrievedChunk] = {}
-    for retriever in retrievers:
-        for item in retriever(question, top_k=top_k):
-            known = best.get(item.chunk.id)
-            if known is None or item.score > known.score:
-                best[item.chunk.id] = item
-    ranked = sorted(best.values(), key=lambda item: (-item.score, item.chunk.id))
-    return ranked[:top_k]
+    """The best ``top_k`` chunks over every retriever, each chunk once.
+
+    Each retriever's list keeps its own order (MMR or reranking may have set it): the lists
+    are merged by always taking the head with the highest score (the earlier retriever on
+    a tie). Lists sorted by score merge into one sorted list, as before reranking existed.
+    """
+    queues = [deque(retriever(question, top_k=top_k)) for retriever in retrievers]
+    merged: list[RetrievedChunk] = []
+    seen: set[str] = set()
+    while len(merged) < top_k:
+        heads = [queue for queue in queues if queue]
+        if not heads:
+            break
+        item = max(heads, key=lambda queue: queue[0].score).popleft()
+        if item.chunk.id not in seen:
+            seen.add(item.chunk.id)
+            merged.append(item)
+    return merged
 
 
 class FullQAReasoning(BaseReasoning):
@@ -54,8 +64,40 @@ class FullQAReasoning(BaseReasoning):
                 "name": "Passages to retrieve",
                 "value": 3,
                 "component": "number",
+                "minimum": 1,
+                "maximum": 20,
                 "info": "How many chunks of evidence the answer may draw on. The small "
                 "default model answers best from three; larger models can use more.",
+            },
+            "retrieval_mode": {
+                "name": "Search",
+                "value": "hybrid",
+                "component": "dropdown",
+                "choices": [("Hybrid", "hybrid"), ("Vector", "vector"), ("Full-text", "fulltext")],
+                "info": "Vector search matches meaning, full-text (BM25) matches words; "
+                "hybrid fuses both rankings and finds the most.",
+            },
+            "mmr": {
+                "name": "Diverse passages (MMR)",
+                "value": False,
+                "component": "checkbox",
+                "info": "Prefer passages that do not repeat each other.",
+            },
+            "mmr_lambda": {
+                "name": "MMR relevance weight (λ)",
+                "value": 0.5,
+                "component": "number",
+                "minimum": 0.0,
+                "maximum": 1.0,
+                "step": 0.1,
+                "info": "1: relevance only; 0: diversity only.",
+            },
+            "rerank": {
+                "name": "Check each passage with the LLM",
+                "value": False,
+                "component": "checkbox",
+                "info": "One LLM call per passage keeps only relevant ones: slow and weak "
+                "with the small default model.",
             },
         }
 
@@ -81,7 +123,12 @@ class FullQAReasoning(BaseReasoning):
             "retrieve",
             time.perf_counter() - started,
             output=[
-                {"source": r.chunk.source_name, "page": r.chunk.page, "score": round(r.score, 4)}
+                {
+                    "source": r.chunk.source_name,
+                    "page": r.chunk.page,
+                    "score": round(r.score, 4),
+                    "found_by": {name: round(v, 4) for name, v in r.found_by.items()},
+                }
                 for r in retrieved
             ],
         )

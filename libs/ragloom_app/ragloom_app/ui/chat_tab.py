@@ -3,7 +3,9 @@
 :class:`ChatHandlers` holds what the events do, on top of
 :class:`~ragloom_app.pages.chat.ChatPage`; :func:`build_chat_tab` lays out the components
 and wires them. Conversations live in the app database, so a reload (or a restart) finds
-them again: the most recent one opens when the page loads.
+them again: the most recent one opens when the page loads. The sidebar also holds the file
+filter (:mod:`ragloom_app.ui.file_filter`) and each mode's settings, built from
+``get_user_settings()`` (:mod:`ragloom_app.ui.settings_form`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from ragloom.events import (
     StepStarted,
 )
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
-from ragloom_app.ui import render
+from ragloom_app.ui import file_filter, render
+from ragloom_app.ui.settings_form import SettingsForm, build_settings_form
 
 __all__ = ["ChatHandlers", "ChatTab", "build_chat_tab"]
 
@@ -43,6 +46,7 @@ class ChatHandlers:
     def __init__(self, page: ChatPage) -> None:
         self.page = page
         self.store = page.conversations
+        self.settings_form: SettingsForm | None = None  # set once the form is laid out
 
     # -- modes -------------------------------------------------------------------------
     def mode_choices(self) -> list[tuple[str, str]]:
@@ -59,6 +63,24 @@ class ChatHandlers:
     def describe_mode(self, mode_id: str | None) -> Any:
         """Show the selected mode's description as the selector's help text."""
         return gr.update(info=self.mode_description(mode_id))
+
+    def mode_settings(self) -> dict[str, dict[str, Any]]:
+        """The user settings of every mode, by mode id."""
+        return {
+            mode_id: cls.get_user_settings() for mode_id, cls in self.page.app.reasonings.items()
+        }
+
+    def request_settings(self, mode_id: str | None, values: tuple[Any, ...]) -> dict[str, Any]:
+        """The selected mode's settings from the values of every settings component."""
+        if self.settings_form is None or not values:
+            return {}
+        return self.settings_form.values_for(
+            mode_id or self.page.app.settings.default_reasoning, values
+        )
+
+    def refresh_file_filter(self, current: list[str] | None) -> Any:
+        """The file filter's choices, fresh from every index."""
+        return file_filter.filter_update(self.page.app, current)
 
     # -- conversations -----------------------------------------------------------------
     def conversation_selector(self, selected: str | None) -> Any:
@@ -87,23 +109,33 @@ class ChatHandlers:
         """Clear the chat; the conversation is created with its first question."""
         return gr.update(value=None), [], render.EVIDENCE_PLACEHOLDER, ""
 
-    def on_load(self) -> tuple[Any, Any, str, str]:
-        """On page load: list the conversations and reopen the most recent one."""
+    def on_load(self, files: list[str] | None = None) -> tuple[Any, Any, str, str, Any]:
+        """On page load: list the conversations, reopen the most recent one, list the files."""
+        filter_choices = self.refresh_file_filter(files)
         try:
             conversations = self.store.list()
         except Exception as exc:
             logger.exception("cannot list conversations")
             gr.Warning(html.escape(f"Could not read the conversations: {exc}"))
-            return gr.skip(), [], render.EVIDENCE_PLACEHOLDER, ""
+            return gr.skip(), [], render.EVIDENCE_PLACEHOLDER, "", filter_choices
         latest = conversations[0]["id"] if conversations else None
         selector = gr.update(choices=render.conversation_choices(conversations), value=latest)
-        return (selector, *self.open_conversation(latest))
+        return (selector, *self.open_conversation(latest), filter_choices)
 
     # -- answering ---------------------------------------------------------------------
     def respond(
-        self, question: str, mode_id: str | None, conversation_id: str | None
+        self,
+        question: str,
+        mode_id: str | None,
+        conversation_id: str | None,
+        files: list[str] | None = None,
+        *setting_values: Any,
     ) -> Iterator[RespondOutput]:
-        """Ask ``question`` and stream the answer into the chat as it is written."""
+        """Ask ``question`` and stream the answer into the chat as it is written.
+
+        ``files`` are the file filter's values (none: every file); ``setting_values`` the
+        values of every settings component, of which the selected mode's are used.
+        """
         question = (question or "").strip()
         if not question:
             gr.Warning("Type a question first.")
@@ -129,7 +161,14 @@ class ChatHandlers:
             send=gr.update(interactive=False),
         )
         try:
-            for event in self.page.ask(question, mode=mode_id, conversation_id=conversation_id):
+            events = self.page.ask(
+                question,
+                mode=mode_id,
+                settings=self.request_settings(mode_id, setting_values),
+                conversation_id=conversation_id,
+                selected_sources=file_filter.selected_sources(self.page.app, files),
+            )
+            for event in events:
                 if isinstance(event, AnswerDelta):
                     answer += event.text
                     yield _outputs(chat=[*history, _bot(answer)])
@@ -213,6 +252,9 @@ class ChatTab:
     send: gr.Button
     evidence: gr.HTML
     usage: gr.Markdown
+    file_filter: gr.Dropdown
+    settings: SettingsForm
+    handlers: ChatHandlers
 
 
 def build_chat_tab(demo: gr.Blocks, page: ChatPage) -> ChatTab:
@@ -238,6 +280,17 @@ def build_chat_tab(demo: gr.Blocks, page: ChatPage) -> ChatTab:
                 elem_id="mode-selector",
                 filterable=False,
             )
+            files = gr.Dropdown(
+                choices=file_filter.file_choices(page.app),
+                value=[],
+                multiselect=True,
+                label="Search in files",
+                info="None chosen: every file of every index.",
+                elem_id="file-filter",
+            )
+            with gr.Accordion("Search settings", open=False, elem_id="search-settings"):
+                form = build_settings_form(handlers.mode_settings(), default_mode, "setting")
+            handlers.settings_form = form
         with gr.Column(scale=3, min_width=380):
             chatbot = gr.Chatbot(
                 show_label=False,
@@ -265,7 +318,7 @@ def build_chat_tab(demo: gr.Blocks, page: ChatPage) -> ChatTab:
             with gr.Accordion("Steps and usage", open=False, elem_id="usage-accordion"):
                 usage = gr.Markdown("", elem_id="usage")
 
-    respond_inputs = [question, mode, conversations]
+    respond_inputs = [question, mode, conversations, files, *form.components]
     respond_outputs = [chatbot, question, evidence, usage, conversations, send]
     # One answer at a time per process: the local model serves one generation at once.
     # The button's event is the public "ask" endpoint (gradio_client); Enter is the same.
@@ -292,9 +345,26 @@ def build_chat_tab(demo: gr.Blocks, page: ChatPage) -> ChatTab:
         api_visibility="private",
     )
     mode.input(handlers.describe_mode, inputs=mode, outputs=mode, api_visibility="private")
+    if form.groups:
+        mode.change(
+            form.show, inputs=mode, outputs=list(form.groups.values()), api_visibility="private"
+        )
     demo.load(
         handlers.on_load,
-        outputs=[conversations, chatbot, evidence, usage],
+        inputs=files,
+        outputs=[conversations, chatbot, evidence, usage, files],
         api_visibility="private",
     )
-    return ChatTab(conversations, new_button, mode, chatbot, question, send, evidence, usage)
+    return ChatTab(
+        conversations,
+        new_button,
+        mode,
+        chatbot,
+        question,
+        send,
+        evidence,
+        usage,
+        files,
+        form,
+        handlers,
+    )

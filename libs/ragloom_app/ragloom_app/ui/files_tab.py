@@ -1,4 +1,5 @@
-"""The Files tab: upload files into an index, follow the indexing, list the index's files.
+"""The Files tab: upload files into an index, follow the indexing, list the index's files,
+and manage the indices (:mod:`ragloom_app.ui.indices_panel`).
 
 Gradio hands uploads over as temporary paths whose base name is the name the user's
 file had; that name is what the index records and shows (``names=``), never the
@@ -18,7 +19,8 @@ import gradio as gr
 
 from ragloom_app.app import BaseApp
 from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
-from ragloom_app.ui import render
+from ragloom_app.ui import file_filter, render
+from ragloom_app.ui.indices_panel import IndicesPanel, build_indices_panel
 
 __all__ = ["FilesHandlers", "FilesTab", "build_files_tab"]
 
@@ -102,6 +104,10 @@ class FilesHandlers:
         # Clear the upload box so the next upload starts empty.
         return render.outcomes_html(outcomes), self.file_list(index.name), gr.update(value=None)
 
+    def after_indexing(self, filter_values: list[str] | None) -> Any:
+        """The chat's file filter with the files just indexed."""
+        return file_filter.filter_update(self.app, filter_values)
+
 
 @dataclass
 class FilesTab:
@@ -113,10 +119,14 @@ class FilesTab:
     results: gr.HTML
     file_list: gr.HTML
     refresh: gr.Button
+    indices: IndicesPanel
 
 
-def build_files_tab(demo: gr.Blocks, app: BaseApp) -> FilesTab:
-    """Lay out the Files tab inside the current ``gr.Tab`` and wire its events."""
+def build_files_tab(demo: gr.Blocks, app: BaseApp, chat_filter: gr.Dropdown) -> FilesTab:
+    """Lay out the Files tab inside the current ``gr.Tab`` and wire its events.
+
+    ``chat_filter`` is the Chat tab's file filter, refreshed when files or indices change.
+    """
     handlers = FilesHandlers(app)
     names = handlers.index_names()
     with gr.Row(equal_height=False):
@@ -132,7 +142,7 @@ def build_files_tab(demo: gr.Blocks, app: BaseApp) -> FilesTab:
             # No file_types filter on purpose: an unsupported file should come back with
             # its reason in the results rather than vanish in the browser.
             upload = gr.File(
-                label="Files to add (.txt, .md, .pdf)",
+                label="Files to add",
                 file_count="multiple",
                 elem_id="upload",
                 height=180,
@@ -151,8 +161,16 @@ def build_files_tab(demo: gr.Blocks, app: BaseApp) -> FilesTab:
                     "Refresh", size="sm", scale=0, min_width=90, elem_id="refresh-files"
                 )
             file_list = gr.HTML(render.sources_html([]), elem_id="file-list")
+    indices = build_indices_panel(
+        demo,
+        app,
+        index_selector=index,
+        file_list=file_list,
+        file_list_fn=handlers.file_list,
+        chat_filter=chat_filter,
+    )
 
-    index_button.click(
+    indexing = index_button.click(
         handlers.index_files,
         inputs=[index, upload],
         outputs=[results, file_list, upload],
@@ -162,7 +180,14 @@ def build_files_tab(demo: gr.Blocks, app: BaseApp) -> FilesTab:
         # One progress bar, where the outcome will appear, not one over every output.
         show_progress_on=results,
     )
+    indexing.then(
+        handlers.after_indexing,
+        inputs=chat_filter,
+        outputs=chat_filter,
+        api_visibility="private",
+        show_progress="hidden",
+    ).then(indices.handlers.table, outputs=indices.table, api_visibility="private")
     for trigger in (index.input, refresh.click):
         trigger(handlers.file_list, inputs=index, outputs=file_list, api_visibility="private")
     demo.load(handlers.on_load, inputs=index, outputs=[index, file_list], api_visibility="private")
-    return FilesTab(index, upload, index_button, results, file_list, refresh)
+    return FilesTab(index, upload, index_button, results, file_list, refresh, indices)

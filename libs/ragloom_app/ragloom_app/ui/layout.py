@@ -33,6 +33,8 @@ CSS = """
 .rl-score { font-weight: 400; color: var(--body-text-color-subdued); font-size: 0.8rem; }
 .rl-cite-text { white-space: pre-wrap; font-size: 0.85rem; line-height: 1.45;
   max-height: 220px; overflow-y: auto; }
+.rl-cite-text mark { background: #fde68a; color: #1f2937; border-radius: 2px; padding: 0 1px; }
+.rl-found-by { font-size: 0.78rem; color: var(--body-text-color-subdued); margin-bottom: 4px; }
 .rl-summary { font-weight: 600; margin: 4px 0 6px; }
 /* gradio's .prose gives table, tr, td and th a 1px border each: undo it on rows too. */
 .rl-table { width: 100%; border-collapse: collapse; font-size: 0.88rem; border: 0;
@@ -84,7 +86,7 @@ def build_ui(app: BaseApp) -> gr.Blocks:
         gr.HTML(_HEADER)
         with gr.Tabs(elem_id="tabs"):
             with gr.Tab("Chat", id="chat", elem_id="tab-chat"):
-                build_chat_tab(demo, page)
+                chat = build_chat_tab(demo, page)
             with gr.Tab("Files", id="files", elem_id="tab-files"):
-                build_files_tab(demo, app)
+                build_files_tab(demo, app, chat.file_filter)
     return demo

@@ -18,6 +18,9 @@ __all__ = [
     "citation_heading",
     "conversation_choices",
     "evidence_html",
+    "found_by_text",
+    "highlighted_html",
+    "indices_html",
     "last_citations",
     "outcomes_html",
     "sources_html",
@@ -61,10 +64,49 @@ def citation_heading(citation: Mapping[str, Any]) -> str:
     return f"[{citation.get('number', '?')}] {citation.get('source', '?')}{where}"
 
 
+_RETRIEVER_LABELS = {"fulltext": "full-text"}
+
+
+def _score(value: float) -> str:
+    # Cosine similarities live in [-1, 1] and need two decimals; BM25 scores need one.
+    return f"{value:.2f}" if abs(value) < 1 else f"{value:.1f}"
+
+
+def found_by_text(found_by: Mapping[str, Any] | None) -> str:
+    """``found by vector 0.62 · full-text 7.1``: which retrievers found a chunk, and how well."""
+    parts = [
+        f"{_RETRIEVER_LABELS.get(str(name), str(name))} {_score(float(score))}"
+        for name, score in (found_by or {}).items()
+        if isinstance(score, int | float)
+    ]
+    return f"found by {' · '.join(parts)}" if parts else ""
+
+
+def _span(highlight: Any, length: int) -> tuple[int, int] | None:
+    """A stored ``(start, end)`` (a list once it went through JSON) if it fits the text."""
+    if not isinstance(highlight, list | tuple) or len(highlight) != 2:
+        return None
+    start, end = highlight
+    if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= length):
+        return None
+    return start, end
+
+
+def highlighted_html(text: str, highlight: Any = None) -> str:
+    """``text`` escaped, with the ``highlight`` span wrapped in ``<mark>``; outer space trimmed."""
+    span = _span(highlight, len(text))
+    if span is None:
+        return _esc(text.strip())
+    start, end = span
+    before, quoted, after = text[:start].lstrip(), text[start:end], text[end:].rstrip()
+    return f"{_esc(before)}<mark>{_esc(quoted)}</mark>{_esc(after)}"
+
+
 def evidence_html(
     citations: Iterable[Any] | None, *, empty: str = "This answer cites no passage."
 ) -> str:
-    """The evidence panel: one card per cited chunk, heading then the chunk text."""
+    """The evidence panel: per cited chunk its heading, the retrievers that found it and its
+    text with the quoted span marked."""
     items = [_as_mapping(c) for c in citations or []]
     if not items:
         return f'<div class="rl-empty">{_esc(empty)}</div>'
@@ -75,10 +117,13 @@ def evidence_html(
         title = (
             f' title="retrieval score {float(score):.3f}"' if isinstance(score, int | float) else ""
         )
+        found = found_by_text(citation.get("found_by"))
+        found_line = f'<div class="rl-found-by">{_esc(found)}</div>' if found else ""
+        text = highlighted_html(str(citation.get("text", "")), citation.get("highlight"))
         cards.append(
             '<div class="rl-cite">'
             f'<div class="rl-cite-head"{title}>{_esc(citation_heading(citation))}</div>'
-            f'<div class="rl-cite-text">{_esc(str(citation.get("text", "")).strip())}</div>'
+            f'{found_line}<div class="rl-cite-text">{text}</div>'
             "</div>"
         )
     return f'<div class="rl-evidence">{"".join(cards)}</div>'
@@ -209,3 +254,20 @@ def sources_html(sources: Iterable[Mapping[str, Any]], index_name: str | None = 
     chunks = sum(int(s.get("chunks") or 0) for s in items if s.get("status") == "indexed")
     summary = f"{_plural(len(items), 'file')}, {indexed} indexed, {_plural(chunks, 'chunk')}"
     return f'<div class="rl-summary">{_esc(summary)}</div>{table}'
+
+
+def indices_html(indices: Iterable[Mapping[str, Any]]) -> str:
+    """The indices with their files, chunking, file types and visibility."""
+    rows = [
+        [
+            _esc(i.get("name")),
+            _esc(_plural(int(i.get("files") or 0), "file")),
+            _esc(i.get("chunk_size", "")),
+            _esc(i.get("chunk_overlap", "")),
+            _esc(" ".join(i.get("extensions") or [])),
+            _esc(i.get("visibility", "")),
+        ]
+        for i in indices
+    ]
+    headers = ["Index", "Files", "Chunk size", "Overlap", "File types", "Visibility"]
+    return _table(headers, rows, "There is no index yet.")

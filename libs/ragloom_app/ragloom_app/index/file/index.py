@@ -11,18 +11,41 @@ from typing import Any
 from sqlmodel import Session, delete, select
 
 from ragloom.indexing import FileIngestor
+from ragloom.llms.base import ChatLLM
 from ragloom.loaders import default_readers
-from ragloom.retrieval import FullTextRetriever, HybridRetriever, Retriever, VectorRetriever
+from ragloom.retrieval import (
+    FullTextRetriever,
+    HybridRetriever,
+    LLMReranker,
+    MMRReranker,
+    Reranker,
+    RerankingRetriever,
+    Retriever,
+    VectorRetriever,
+)
 from ragloom.retrieval.restricted import RestrictedRetriever
 from ragloom.splitters import TokenSplitter
 from ragloom.stores import BM25Store, ChromaVectorStore
-from ragloom_app.db.models import ChunkRecord, Source
-from ragloom_app.index.base import BaseIndex
+from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
+from ragloom_app.index.base import BaseIndex, CheckReport
+from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES
+from ragloom_app.index.file.consistency import FileIndexChecker
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
+from ragloom_app.index.file.recovery import recover_index
 
-__all__ = ["FileIndex"]
+__all__ = ["RETRIEVAL_MODES", "VISIBILITIES", "FileIndex"]
+
+RETRIEVAL_MODES = ("hybrid", "vector", "fulltext")
+"""Values of the ``retrieval_mode`` setting: both retrievers fused, or one alone."""
+
+VISIBILITIES = ("private", "shared")
 
 logger = logging.getLogger(__name__)
+
+
+def _file_types() -> list[str]:
+    """Extensions a file index can take: those a reader reads, and zip archives of them."""
+    return sorted({*default_readers(), *ARCHIVE_SUFFIXES})
 
 
 class FileIndex(BaseIndex):
@@ -44,11 +67,53 @@ class FileIndex(BaseIndex):
             },
             "extensions": {
                 "name": "File types",
-                "value": sorted(default_readers()),
+                "value": _file_types(),
                 "component": "dropdown",
-                "choices": sorted(default_readers()),
+                "choices": _file_types(),
                 "multiselect": True,
             },
+            "visibility": {
+                "name": "Visibility",
+                "value": "private",
+                "component": "dropdown",
+                "choices": list(VISIBILITIES),
+                "info": "Private: only its owner searches it; shared: every user does.",
+            },
+        }
+
+    @classmethod
+    def normalize_config(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+        """``config`` with every admin setting checked and typed; raises ``ValueError``.
+
+        Settings left out keep their defaults; unknown keys are refused, so a typo never
+        passes silently.
+        """
+        specs = cls.get_admin_settings()
+        unknown = sorted(set(config) - set(specs))
+        if unknown:
+            raise ValueError(f"unknown index settings: {', '.join(unknown)}")
+        values = {key: config.get(key, spec["value"]) for key, spec in specs.items()}
+        try:
+            size, overlap = int(values["chunk_size"]), int(values["chunk_overlap"])
+        except (TypeError, ValueError):
+            raise ValueError("chunk size and overlap must be whole numbers") from None
+        if size < 16:
+            raise ValueError(f"chunk size must be at least 16 tokens, got {size}")
+        if not 0 <= overlap < size:
+            raise ValueError(f"chunk overlap must be in [0, chunk size), got {overlap}")
+        extensions = [str(e).lower() for e in values["extensions"] or []]
+        known = set(_file_types())
+        if not extensions or not set(extensions) <= known:
+            raise ValueError(
+                f"file types must be some of {', '.join(sorted(known))}, got {extensions}"
+            )
+        if values["visibility"] not in VISIBILITIES:
+            raise ValueError(f"visibility must be private or shared, got {values['visibility']!r}")
+        return {
+            **values,
+            "chunk_size": size,
+            "chunk_overlap": overlap,
+            "extensions": sorted(set(extensions)),
         }
 
     def setting(self, key: str) -> Any:
@@ -71,6 +136,14 @@ class FileIndex(BaseIndex):
     def fulltext_store(self) -> BM25Store:
         """Chunk terms, in this index's folder."""
         return BM25Store(self.resources.data_dir / "bm25")
+
+    def on_start(self) -> None:
+        """Finish what a crashed process left half done (see ``recovery.recover_index``)."""
+        recover_index(self.get_indexing_pipeline({}))
+
+    def check(self, repair: bool = False) -> CheckReport:
+        """Compare the database, Chroma and the full-text store; ``repair`` fixes them."""
+        return FileIndexChecker(self.get_indexing_pipeline({}), self.name).check(repair=repair)
 
     def on_delete(self) -> None:
         self.vector_store.drop()
@@ -109,15 +182,78 @@ class FileIndex(BaseIndex):
     def get_retriever_pipelines(
         self, settings: Mapping[str, Any], selected: Collection[str] | None = None
     ) -> list[Retriever]:
-        top_k = int(settings.get("top_k", 5))
+        """One retriever over this index, as the request's settings say.
+
+        Settings (all optional): ``top_k``; ``retrieval_mode`` (one of
+        :data:`RETRIEVAL_MODES`, default hybrid); ``mmr`` and ``mmr_lambda``; ``rerank``,
+        which needs ``llm`` (a :class:`ChatLLM`, put there by the chat page, not the user).
+        ``selected`` limits the search to those source ids, unless it holds every indexed
+        source of this index: then no filter is passed, as Chroma's ``$in`` filter is slow.
+        """
+        top_k = int(settings.get("top_k") or 5)
+        mode = str(settings.get("retrieval_mode") or "hybrid")
+        if mode not in RETRIEVAL_MODES:
+            raise ValueError(f"retrieval_mode must be one of {', '.join(RETRIEVAL_MODES)}")
         vector = VectorRetriever(
             store=self.vector_store, embeddings=self.resources.embeddings(), top_k=top_k
         )
         fulltext = FullTextRetriever(store=self.fulltext_store, top_k=top_k)
-        hybrid = HybridRetriever(retrievers=[vector, fulltext], top_k=top_k)
-        if selected is not None:
-            return [RestrictedRetriever(inner=hybrid, source_ids=list(selected), top_k=top_k)]
-        return [hybrid]
+        retriever: Retriever
+        if mode == "vector":
+            retriever = vector
+        elif mode == "fulltext":
+            retriever = fulltext
+        else:
+            retriever = HybridRetriever(retrievers=[vector, fulltext], top_k=top_k)
+        rerankers = self._rerankers(settings)
+        if rerankers:
+            retriever = RerankingRetriever(inner=retriever, rerankers=rerankers, top_k=top_k)
+        sources = self.selection_filter(selected)
+        if sources is not None:
+            retriever = RestrictedRetriever(inner=retriever, source_ids=sources, top_k=top_k)
+        return [retriever]
+
+    def _rerankers(self, settings: Mapping[str, Any]) -> list[Reranker]:
+        """MMR first (it orders every candidate), then the LLM judge (it stops early)."""
+        rerankers: list[Reranker] = []
+        if settings.get("mmr"):
+            lambda_mult = float(settings.get("mmr_lambda", 0.5))
+            rerankers.append(
+                MMRReranker(
+                    vector_store=self.vector_store,
+                    embeddings=self.resources.embeddings(),
+                    lambda_mult=lambda_mult,
+                )
+            )
+        if settings.get("rerank"):
+            llm = settings.get("llm")
+            if not isinstance(llm, ChatLLM):
+                raise ValueError("rerank needs the LLM to judge with in settings['llm']")
+            rerankers.append(LLMReranker(llm=llm))
+        return rerankers
+
+    def indexed_source_ids(self) -> set[str]:
+        """The ids of this index's sources that are fully indexed (searchable)."""
+        with Session(self.resources.engine) as session:
+            rows = session.exec(
+                select(Source.id).where(
+                    Source.index_id == self.id, Source.status == SourceStatus.INDEXED
+                )
+            )
+            return set(rows)
+
+    def selection_filter(self, selected: Collection[str] | None) -> list[str] | None:
+        """The source ids to filter on for ``selected``, or ``None`` for no filter at all.
+
+        Selecting every indexed source is the same as selecting nothing in particular, and
+        without a filter Chroma searches its HNSW index directly.
+        """
+        if selected is None:
+            return None
+        chosen = set(selected)
+        if chosen and self.indexed_source_ids() <= chosen:
+            return None
+        return sorted(chosen)
 
     def list_sources(self) -> list[dict[str, Any]]:
         with Session(self.resources.engine) as session:

@@ -1,35 +1,61 @@
 """Add files to a file index: check, deduplicate, store, chunk, embed and record them.
 
-A file counts as indexed only once its chunks are in the database, Chroma and the
-full-text store; until then its source row says ``indexing``. A failure removes what the
-file had written and records the reason, and the next file goes on.
+Invariants (``ragloom index check`` verifies them; docs/cli.md):
+
+- A source counts as indexed only once its chunks are in Chroma, the full-text store and
+  the database. Writes go in that order: the source row (``indexing``), the stored copy,
+  Chroma, the full-text store, and last, in one database transaction, the chunk rows with
+  the flip to ``indexed``. The flip only happens if the row still says ``indexing``, so a
+  removal that started meanwhile wins.
+- Hence a chunk in a store whose source is not ``indexed`` exists only between the store
+  write and the flip, or after a crash there. A failure removes it at once; after a crash
+  the next start does (:mod:`ragloom_app.index.file.consistency`), because the row still
+  says ``indexing`` and no live process holds the source's :class:`WorkLock`.
+- The stored copy is named by content hash and written to a temporary name first, so it
+  is complete or absent; the recovery resumes an interrupted source from it.
+- A removal marks the row ``removing``, then empties the stores, then deletes the rows:
+  a removal cut short is finished at the next start.
+
+A ``.zip`` upload is expanded in a private folder and each member becomes a source of its
+own, named ``archive.zip/folder/member.md``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import shutil
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, delete, select
 
 from ragloom.indexing import FileIngestor
 from ragloom.loaders import LoaderError
+from ragloom.schema import Chunk
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 from ragloom_app.index.base import FileOutcome, IndexingPipeline, IndexingProgress
+from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, index_archive, shown_member_name
 from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
+from ragloom_app.index.file.worklock import WorkLock, is_busy
 
-__all__ = ["FileIndexingPipeline"]
+__all__ = ["INTERRUPTED_REASON", "FileIndexingPipeline", "sha256_of"]
 
 logger = logging.getLogger(__name__)
 
+#: Why a source is failed when a crash cut its indexing short and its copy is gone.
+INTERRUPTED_REASON = "interrupted while indexing; add the file again"
 
-def _sha256(path: Path) -> str:
+_Event = IndexingProgress | FileOutcome
+
+
+def sha256_of(path: Path) -> str:
+    """The hex sha256 of a file's content."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -37,8 +63,16 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 class FileIndexingPipeline(IndexingPipeline):
-    """Indexes files into one file index (see the module docstring)."""
+    """Indexes files into one file index (see the module docstring).
+
+    ``data_dir`` is the index's own folder (default: the parent of ``files_dir``); the
+    pipeline keeps its lock files and temporary folders there, never elsewhere.
+    """
 
     def __init__(
         self,
@@ -50,6 +84,7 @@ class FileIndexingPipeline(IndexingPipeline):
         extensions: Sequence[str],
         max_file_bytes: int,
         owner: str = "local",
+        data_dir: Path | None = None,
     ) -> None:
         self.index_id = index_id
         self.engine = engine
@@ -58,41 +93,81 @@ class FileIndexingPipeline(IndexingPipeline):
         self.extensions = tuple(e.lower() for e in extensions)
         self.max_file_bytes = max_file_bytes
         self.owner = owner
+        self.data_dir = data_dir if data_dir is not None else files_dir.parent
 
+    @property
+    def locks_dir(self) -> Path:
+        """Lock files of work in progress (see :mod:`.worklock`)."""
+        return self.data_dir / "locks"
+
+    @property
+    def tmp_dir(self) -> Path:
+        """Temporary folders (expanded archives), removed after use."""
+        return self.data_dir / "tmp"
+
+    # -- adding files ----------------------------------------------------------------------
     def stream(
         self, paths: Sequence[Path], *, reindex: bool = False, names: Sequence[str] | None = None
-    ) -> Iterator[IndexingProgress | FileOutcome]:
+    ) -> Iterator[_Event]:
         paths = [Path(p) for p in paths]
         shown = list(names) if names is not None else [p.name for p in paths]
         total = len(paths) or 1
         for position, (path, raw_name) in enumerate(zip(paths, shown, strict=True)):
-            yield IndexingProgress(raw_name, position / total, "reading")
-            outcome = self._index_one(path, raw_name, reindex)
-            logger.info("%s: %s %s", outcome.name, outcome.status, outcome.reason or "")
-            yield IndexingProgress(raw_name, (position + 1) / total, outcome.status)
-            yield outcome
+            start, end = position / total, (position + 1) / total
+            yield IndexingProgress(raw_name, start, "reading")
+            for event in self._index_upload(path, raw_name, reindex, start, end):
+                if isinstance(event, FileOutcome):
+                    logger.info("%s: %s %s", event.name, event.status, event.reason or "")
+                yield event
         # Build the full-text index now rather than on the first question after an upload.
         self.ingestor.fulltext_store.ensure_index()
 
-    def _index_one(self, path: Path, raw_name: str, reindex: bool) -> FileOutcome:
+    def _index_upload(
+        self, path: Path, raw_name: str, reindex: bool, start: float, end: float
+    ) -> Iterator[_Event]:
         try:
             name = safe_display_name(raw_name)
         except UnsafeNameError as exc:
-            return FileOutcome(raw_name[:120], "failed", reason=str(exc))
+            shown = shown_member_name(raw_name, 120)
+            yield IndexingProgress(shown, end, "failed")
+            yield FileOutcome(shown, "failed", reason=str(exc))
+            return
+        if Path(name).suffix.lower() in ARCHIVE_SUFFIXES and not self._check_file(path, name):
+            yield from index_archive(
+                path,
+                name,
+                lambda member, shown: self._index_file(member, shown, reindex),
+                tmp_root=self.tmp_dir,
+                locks_dir=self.locks_dir,
+                span=(start, end),
+            )
+        else:
+            outcome = self._index_file(path, name, reindex)
+            yield IndexingProgress(outcome.name, end, outcome.status)
+            yield outcome
+
+    def _index_file(self, path: Path, name: str, reindex: bool) -> FileOutcome:
         problem = self._check_file(path, name)
         if problem:
             return FileOutcome(name, "failed", reason=problem)
-        digest = _sha256(path)
+        digest = sha256_of(path)
         existing = self._find_by_hash(digest)
-        if existing is not None and not reindex and existing.status == SourceStatus.INDEXED:
-            return FileOutcome(
-                name,
-                "skipped",
-                chunks=existing.chunk_count,
-                reason=f"already indexed as {existing.name!r} (same content)",
-                source_id=existing.id,
-            )
         if existing is not None:
+            if existing.status == SourceStatus.INDEXED and not reindex:
+                return FileOutcome(
+                    name,
+                    "skipped",
+                    chunks=existing.chunk_count,
+                    reason=f"already indexed as {existing.name!r} (same content)",
+                    source_id=existing.id,
+                )
+            if is_busy(self.locks_dir, existing.id):
+                return FileOutcome(
+                    name,
+                    "skipped",
+                    reason=f"being indexed right now as {existing.name!r} (same content)",
+                    source_id=existing.id,
+                )
             self.remove(existing.id)
         return self._ingest(path, name, digest)
 
@@ -119,25 +194,53 @@ class FileIndexingPipeline(IndexingPipeline):
     def _ingest(self, path: Path, name: str, digest: str) -> FileOutcome:
         source_id = uuid.uuid4().hex
         stored = self.files_dir / f"{digest}{Path(name).suffix.lower()}"
+        # Held until the final status is committed: while it is held, no other process
+        # takes this source for one a crash left behind.
+        with WorkLock(self.locks_dir, source_id):
+            with Session(self.engine) as session:
+                session.add(
+                    Source(
+                        id=source_id,
+                        index_id=self.index_id,
+                        name=name,
+                        sha256=digest,
+                        size=path.stat().st_size,
+                        owner=self.owner,
+                        status=SourceStatus.INDEXING,
+                        stored_path=str(stored),
+                    )
+                )
+                session.commit()
+            try:
+                self._keep_copy(path, stored, source_id)
+            except OSError as exc:
+                reason = f"could not store the file: {exc.strerror or exc}"
+                self._fail(source_id, reason)
+                return FileOutcome(name, "failed", reason=reason, source_id=source_id)
+            return self._run_ingest(source_id, stored, name)
+
+    def _keep_copy(self, path: Path, stored: Path, source_id: str) -> None:
+        """Copy the upload to its content-addressed place, complete or not at all."""
+        if stored.is_file() and stored.stat().st_size == path.stat().st_size:
+            return
         self.files_dir.mkdir(parents=True, exist_ok=True)
-        if not stored.exists():
-            shutil.copyfile(path, stored)
-        source = Source(
-            id=source_id,
-            index_id=self.index_id,
-            name=name,
-            sha256=digest,
-            size=stored.stat().st_size,
-            owner=self.owner,
-            status=SourceStatus.INDEXING,
-            stored_path=str(stored),
-        )
-        with Session(self.engine) as session:
-            session.add(source)
-            session.commit()
+        partial = self.partial_path(source_id)
+        try:
+            shutil.copyfile(path, partial)
+            os.replace(partial, stored)
+        finally:
+            partial.unlink(missing_ok=True)
+
+    def partial_path(self, source_id: str) -> Path:
+        """Where the copy of ``source_id``'s file is written before it is renamed."""
+        return self.files_dir / f".{source_id}.partial"
+
+    def _run_ingest(self, source_id: str, stored: Path, name: str) -> FileOutcome:
+        """Chunk, embed and store a source whose row says ``indexing``, then flip it."""
         try:
             chunks = self.ingestor.chunk(stored, source_id, name)
             self.ingestor.store(chunks)
+            flipped = self._flip(source_id, chunks)
         except LoaderError as exc:
             self._fail(source_id, exc.reason)
             return FileOutcome(name, "failed", reason=exc.reason, source_id=source_id)
@@ -146,7 +249,29 @@ class FileIndexingPipeline(IndexingPipeline):
             reason = f"indexing failed: {type(exc).__name__}: {exc}"
             self._fail(source_id, reason)
             return FileOutcome(name, "failed", reason=reason, source_id=source_id)
+        if not flipped:
+            # Removed (or taken over) while we worked: what we wrote must not stay.
+            self._remove_from_stores(source_id)
+            reason = "removed while it was being indexed"
+            return FileOutcome(name, "failed", reason=reason, source_id=source_id)
+        return FileOutcome(name, "indexed", chunks=len(chunks), source_id=source_id)
+
+    def _flip(self, source_id: str, chunks: Sequence[Chunk]) -> bool:
+        """Record the chunks and mark the source indexed, in one transaction."""
         with Session(self.engine) as session:
+            result = session.exec(
+                update(Source)
+                .where(Source.id == source_id, Source.status == SourceStatus.INDEXING)
+                .values(
+                    status=SourceStatus.INDEXED,
+                    chunk_count=len(chunks),
+                    reason=None,
+                    updated_at=_now(),
+                )
+            )
+            if result.rowcount != 1:
+                session.rollback()
+                return False
             session.add_all(
                 ChunkRecord(
                     id=c.id,
@@ -159,37 +284,99 @@ class FileIndexingPipeline(IndexingPipeline):
                 )
                 for c in chunks
             )
-            record = session.get(Source, source_id)
-            assert record is not None
-            record.status = SourceStatus.INDEXED
-            record.chunk_count = len(chunks)
-            record.updated_at = datetime.now(UTC)
-            session.add(record)
             session.commit()
-        return FileOutcome(name, "indexed", chunks=len(chunks), source_id=source_id)
+        return True
 
     def _fail(self, source_id: str, reason: str) -> None:
         """Undo what a file wrote to the stores and record why it failed."""
         self._remove_from_stores(source_id)
+        self._set_status(source_id, SourceStatus.FAILED, reason, only_if=SourceStatus.INDEXING)
+
+    def _set_status(
+        self,
+        source_id: str,
+        status: SourceStatus,
+        reason: str | None,
+        *,
+        only_if: SourceStatus | None = None,
+    ) -> bool:
+        """Set a source's status (only from ``only_if`` if given); ``False`` if not set."""
+        query = update(Source).where(Source.id == source_id)
+        if only_if is not None:
+            query = query.where(Source.status == only_if)
+        values = {"status": status, "reason": reason, "updated_at": _now()}
+        if status != SourceStatus.INDEXED:
+            values["chunk_count"] = 0
         with Session(self.engine) as session:
-            record = session.get(Source, source_id)
-            if record is not None:
-                record.status = SourceStatus.FAILED
-                record.reason = reason
-                record.updated_at = datetime.now(UTC)
-                session.add(record)
-                session.commit()
+            changed = session.exec(query.values(**values)).rowcount == 1
+            session.commit()
+        return changed
 
     def _remove_from_stores(self, source_id: str) -> None:
         self.ingestor.vector_store.delete_source(source_id)
         self.ingestor.fulltext_store.delete_source(source_id)
 
-    def remove(self, source_id: str) -> None:
-        """Remove a source and its chunks from every store and the database."""
+    # -- recovery and repair (called by .consistency with the source's WorkLock held) ------
+    def reingest(self, source_id: str, *, lost_reason: str = INTERRUPTED_REASON) -> FileOutcome:
+        """Index a source again from its stored copy, or fail it with ``lost_reason``.
+
+        For a source a crash interrupted, or one the stores lost chunks of. Whatever it
+        had written is removed first. A source being removed is removed instead.
+        """
+        with Session(self.engine) as session:
+            source = session.get(Source, source_id)
+        if source is None:
+            return FileOutcome(source_id, "failed", reason="no such source")
+        if source.status == SourceStatus.REMOVING:
+            self.remove(source_id)
+            return FileOutcome(source.name, "failed", reason="removed", source_id=source_id)
+        # Not indexed from here on, so the chunks about to be deleted are never missed.
+        self._set_status(source_id, SourceStatus.INDEXING, None)
         self._remove_from_stores(source_id)
+        self._delete_chunk_rows(source_id)
+        self.partial_path(source_id).unlink(missing_ok=True)
+        stored = Path(source.stored_path) if source.stored_path else None
+        if stored is not None and stored.is_file() and sha256_of(stored) == source.sha256:
+            logger.info("indexing %s again from its stored copy", source.name)
+            return self._run_ingest(source_id, stored, source.name)
+        logger.warning("%s: no stored copy to index again from", source.name)
+        self._set_status(source_id, SourceStatus.FAILED, lost_reason)
+        return FileOutcome(source.name, "failed", reason=lost_reason, source_id=source_id)
+
+    def unindex(self, source_id: str, reason: str) -> None:
+        """Take a source out of every store and mark it failed with ``reason``."""
+        self._set_status(source_id, SourceStatus.FAILED, reason)
+        self._remove_from_stores(source_id)
+        self._delete_chunk_rows(source_id)
+
+    # -- removing --------------------------------------------------------------------------
+    def _delete_chunk_rows(self, source_id: str) -> None:
         with Session(self.engine) as session:
             session.exec(delete(ChunkRecord).where(ChunkRecord.source_id == source_id))
+            session.commit()
+
+    def remove(self, source_id: str) -> None:
+        """Remove a source and its chunks from every store and the database.
+
+        Its stored copy goes too, unless another source of the index has the same one.
+        """
+        if not self._set_status(source_id, SourceStatus.REMOVING, None):
+            return  # no such source (already removed)
+        self._remove_from_stores(source_id)
+        with Session(self.engine) as session:
             record = session.get(Source, source_id)
+            stored = record.stored_path if record is not None else None
+            session.exec(delete(ChunkRecord).where(ChunkRecord.source_id == source_id))
             if record is not None:
                 session.delete(record)
             session.commit()
+            shared = (
+                stored is not None
+                and session.exec(
+                    select(Source.id).where(
+                        Source.index_id == self.index_id, Source.stored_path == stored
+                    )
+                ).first()
+            )
+        if stored is not None and not shared:
+            Path(stored).unlink(missing_ok=True)

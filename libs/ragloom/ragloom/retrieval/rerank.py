@@ -1,0 +1,145 @@
+"""Reranking: re-order (or filter) a retriever's candidates after it has found them.
+
+A :class:`Reranker` takes the question and a ranked list of chunks and returns them in a
+new order, at most ``top_k``. :class:`RerankingRetriever` asks a retriever for more
+candidates than it will return (``fetch_k``), passes them through its rerankers in turn
+and keeps the ``top_k`` first. :class:`LLMReranker` asks an LLM, one chunk at a time,
+whether the chunk is relevant; :class:`~ragloom.retrieval.mmr.MMRReranker` re-orders by
+maximal marginal relevance.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Collection, Sequence
+
+from theflow import Param
+
+from ragloom.base import BaseComponent
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
+from ragloom.retrieval.base import Retriever
+from ragloom.schema import RetrievedChunk
+
+__all__ = [
+    "DEFAULT_RELEVANCE_PROMPT",
+    "YES_NO_GRAMMAR",
+    "LLMReranker",
+    "Reranker",
+    "RerankingRetriever",
+]
+
+logger = logging.getLogger(__name__)
+
+YES_NO_GRAMMAR = 'root ::= "Yes" | "No" | "yes" | "no"'
+"""GBNF that lets the model say only yes or no (one token each for Qwen).
+
+Both cases are allowed on purpose: Qwen2.5-0.5B answers "Yes" with a capital, and held to
+lower case alone it said "no" even to a passage that plainly answers the question.
+"""
+
+DEFAULT_RELEVANCE_PROMPT = (
+    "You decide whether a passage helps to answer a question. Reply with one word: yes or no."
+)
+
+
+class Reranker(BaseComponent):
+    """Re-orders retrieved chunks for a question; returns at most ``top_k``, best first."""
+
+    def run(self, query: str, hits: Sequence[RetrievedChunk], top_k: int) -> list[RetrievedChunk]:
+        """The chunks of ``hits`` in their new order, at most ``top_k`` of them."""
+        raise NotImplementedError(f"{type(self).__name__} must implement run()")
+
+
+class RerankingRetriever(Retriever):
+    """Fetches ``fetch_k`` candidates from ``inner``, reranks them, returns the ``top_k`` best.
+
+    Every reranker but the last orders the whole candidate list, so the last one (which
+    may stop early, as :class:`LLMReranker` does) sees every candidate in that order.
+    """
+
+    inner: Retriever = Param(help="The retriever whose candidates are reranked.")
+    rerankers: list[Reranker] = Param(
+        default_callback=lambda _: [], help="Applied in order to the candidates."
+    )
+    fetch_k: int | None = Param(None, help="Candidates asked of inner; None: 4 × top_k.")
+
+    @property
+    def name(self) -> str:
+        """The inner retriever's name: reranking finds nothing new."""
+        return self.label or self.inner.name
+
+    def run(
+        self,
+        query: str,
+        top_k: int | None = None,
+        source_ids: Collection[str] | None = None,
+    ) -> list[RetrievedChunk]:
+        """The ``top_k`` best candidates after reranking; scores and found_by unchanged."""
+        k = self.resolve_k(top_k)
+        if k == 0:
+            return []
+        fetch = max(k, self.fetch_k if self.fetch_k is not None else 4 * k)
+        hits = list(self.inner(query, top_k=fetch, source_ids=source_ids))
+        rerankers = list(self.rerankers)
+        for position, reranker in enumerate(rerankers):
+            if not hits:
+                break
+            last = position == len(rerankers) - 1
+            hits = list(reranker(query, hits, top_k=k if last else len(hits)))
+        return hits[:k]
+
+
+class LLMReranker(Reranker):
+    """Keeps the chunks an LLM judges relevant (yes/no, one call per chunk), in order.
+
+    The judgement is constrained to ``yes`` or ``no`` by a grammar. Chunks are judged in
+    their given order until ``top_k`` are kept or ``max_candidates`` have been judged; if
+    none is judged relevant, the first ``top_k`` are returned as they came, since an
+    answer from the best guesses beats no evidence at all. The question comes before the
+    passage in the prompt, so llama.cpp reuses the evaluated system prompt and question
+    from one chunk to the next.
+    """
+
+    llm: ChatLLM = Param(help="The model that judges each chunk.")
+    system_prompt: str = Param(DEFAULT_RELEVANCE_PROMPT, help="Instructions for the judge.")
+    max_candidates: int = Param(8, help="Most chunks judged per question (one call each).")
+
+    def messages(self, query: str, passage: str) -> list[ChatMessage]:
+        """The prompt that asks whether ``passage`` is relevant to ``query``."""
+        text = " ".join(passage.split())
+        user = (
+            f"Question: {query.strip()}\n\nPassage: {text}\n\n"
+            "Is this passage relevant to the question? Answer yes or no."
+        )
+        return [ChatMessage("system", self.system_prompt), ChatMessage("user", user)]
+
+    def is_relevant(self, query: str, hit: RetrievedChunk) -> bool:
+        """One LLM call: does the model say the chunk is relevant?"""
+        options = GenerationOptions(max_tokens=3, temperature=0.0, grammar=YES_NO_GRAMMAR)
+        reply = self.llm.run(self.messages(query, hit.chunk.text), options).text
+        # Models without grammar support may add punctuation or capitals: read the word.
+        return reply.strip().lower().lstrip("\"'*").startswith("yes")
+
+    def run(self, query: str, hits: Sequence[RetrievedChunk], top_k: int) -> list[RetrievedChunk]:
+        """The relevant chunks in their given order (or the first ``top_k`` if none is)."""
+        if top_k <= 0 or not hits:
+            return []
+        started = time.perf_counter()
+        kept: list[RetrievedChunk] = []
+        judged = 0
+        for hit in hits[: max(0, self.max_candidates)]:
+            judged += 1
+            if self.is_relevant(query, hit):
+                kept.append(hit)
+                if len(kept) >= top_k:
+                    break
+        logger.info(
+            "LLM rerank: %d of %d judged relevant in %.2f s",
+            len(kept),
+            judged,
+            time.perf_counter() - started,
+        )
+        if not kept:
+            return list(hits[:top_k])
+        return kept

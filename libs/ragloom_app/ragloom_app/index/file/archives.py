@@ -1,0 +1,141 @@
+"""Zip archives in an upload: expanded in a private folder of the index, then removed.
+
+The expansion itself (limits against zip bombs, refusing unsafe member paths and nested
+archives) is :func:`ragloom.loaders.archive.expand_zip`; this module gives it a folder
+inside the index's data folder, owned by a :class:`WorkLock` so that a crash leaves
+nothing another start cannot tell from work in progress and clean up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import unicodedata
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path, PurePosixPath
+
+from ragloom.loaders import LoaderError
+from ragloom.loaders.archive import ArchiveContents, expand_zip
+from ragloom_app.index.base import FileOutcome, IndexingProgress
+from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
+from ragloom_app.index.file.worklock import WorkLock, is_busy
+
+__all__ = [
+    "ARCHIVE_SUFFIXES",
+    "clean_stale_archives",
+    "expanded_archive",
+    "index_archive",
+    "member_display_name",
+    "shown_member_name",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Suffixes expanded into their members instead of being read as one document.
+ARCHIVE_SUFFIXES = frozenset({".zip"})
+
+_PREFIX = "archive-"
+
+
+@contextlib.contextmanager
+def expanded_archive(path: Path, tmp_root: Path, locks_dir: Path) -> Iterator[ArchiveContents]:
+    """Expand the zip ``path`` into a new folder under ``tmp_root``, removed on exit.
+
+    Raises :class:`ragloom.loaders.LoaderError` (``reason`` for the user) for a damaged
+    archive or a zip bomb.
+    """
+    key = f"{_PREFIX}{uuid.uuid4().hex}"
+    # Locked before the folder exists, so another process never sees it unowned.
+    with WorkLock(locks_dir, key):
+        dest = tmp_root / key
+        dest.mkdir(parents=True)
+        try:
+            yield expand_zip(path, dest)
+        finally:
+            shutil.rmtree(dest, ignore_errors=True)
+
+
+def index_archive(
+    path: Path,
+    name: str,
+    index_member: Callable[[Path, str], FileOutcome],
+    *,
+    tmp_root: Path,
+    locks_dir: Path,
+    span: tuple[float, float] = (0.0, 1.0),
+) -> Iterator[IndexingProgress | FileOutcome]:
+    """Index each member of the zip ``path`` (shown as ``name``) with ``index_member``.
+
+    ``index_member(member_path, display_name)`` indexes one file. One outcome per member:
+    a skipped member (unsafe path, nested archive, damaged) is ``failed`` with the reason,
+    and an archive that cannot be expanded at all is one ``failed`` outcome under
+    ``name``. Progress goes from ``span[0]`` to ``span[1]``.
+    """
+    start, end = span
+    with contextlib.ExitStack() as stack:
+        try:
+            contents = stack.enter_context(expanded_archive(path, tmp_root, locks_dir))
+        except LoaderError as exc:
+            yield IndexingProgress(name, end, "failed")
+            yield FileOutcome(name, "failed", reason=exc.reason)
+            return
+        except OSError as exc:
+            logger.exception("expanding %s failed", name)
+            yield IndexingProgress(name, end, "failed")
+            yield FileOutcome(name, "failed", reason=f"could not expand the archive: {exc}")
+            return
+        for member_name, why in contents.skipped:
+            yield FileOutcome(f"{name}/{shown_member_name(member_name)}", "failed", reason=why)
+        count = max(len(contents.members), 1)
+        for number, member in enumerate(contents.members):
+            try:
+                shown = member_display_name(name, member.name)
+            except UnsafeNameError as exc:
+                outcome = FileOutcome(
+                    f"{name}/{shown_member_name(member.name)}", "failed", reason=str(exc)
+                )
+            else:
+                yield IndexingProgress(shown, start + (end - start) * number / count, "reading")
+                outcome = index_member(member.path, shown)
+            done = start + (end - start) * (number + 1) / count
+            yield IndexingProgress(outcome.name, done, outcome.status)
+            yield outcome
+        if not contents.members:
+            yield IndexingProgress(name, end, "failed")
+
+
+def clean_stale_archives(tmp_root: Path, locks_dir: Path) -> int:
+    """Remove folders left by processes that died while expanding; returns how many."""
+    if not tmp_root.is_dir():
+        return 0
+    removed = 0
+    for child in tmp_root.iterdir():
+        if child.name.startswith(_PREFIX) and not is_busy(locks_dir, child.name):
+            shutil.rmtree(child, ignore_errors=True)
+            removed += 1
+    if removed:
+        logger.info("removed %d archive folders left by an interrupted upload", removed)
+    return removed
+
+
+def member_display_name(archive_name: str, member_name: str) -> str:
+    """``archive.zip/folder/file.md``: the name a member is listed and cited under.
+
+    Every part of the member's path must be a name :func:`safe_display_name` keeps as it
+    is; raises :class:`UnsafeNameError` otherwise.
+    """
+    parts = PurePosixPath(member_name).parts
+    if not parts:
+        raise UnsafeNameError("the archive member has no name")
+    for part in parts:
+        if part in {".", "..", "/"} or safe_display_name(part) != part:
+            raise UnsafeNameError(f"unsafe path in the archive: {shown_member_name(member_name)}")
+    return f"{archive_name}/{'/'.join(parts)}"
+
+
+def shown_member_name(member_name: str, limit: int = 200) -> str:
+    """A member's name fit to show whatever it holds: control characters become ``?``."""
+    cleaned = "".join("?" if unicodedata.category(ch) == "Cc" else ch for ch in member_name)
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"

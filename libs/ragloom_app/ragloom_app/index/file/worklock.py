@@ -1,0 +1,98 @@
+"""Mark work on disk (a file being indexed, a temporary folder) as owned by a live process.
+
+A source row in status ``indexing`` means either "a process is indexing it right now" or
+"the process indexing it died". Only the second may be cleaned up, and a UI indexing in
+one process must survive ``ragloom index list`` started in another. So the worker holds
+an exclusive ``flock`` on ``<folder>/<key>.lock`` for as long as it works: the kernel drops
+the lock when the process exits, however it exits (SIGKILL included), so "I can take the
+lock" reliably means "nobody is working on it".
+
+flock locks belong to an open file description, so two threads of one process that open
+the file separately exclude each other as two processes do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+from pathlib import Path
+from types import TracebackType
+
+__all__ = ["WorkLock", "is_busy"]
+
+logger = logging.getLogger(__name__)
+
+
+class WorkLock:
+    """An exclusive lock on one piece of work, named ``key`` inside ``folder``."""
+
+    def __init__(self, folder: Path, key: str) -> None:
+        self.path = folder / f"{key}.lock"
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the lock."""
+        return self._fd is not None
+
+    def acquire(self, *, blocking: bool = True) -> bool:
+        """Take the lock; without ``blocking``, return ``False`` at once if someone holds it."""
+        if self._fd is not None:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        """Drop the lock and remove its file (unless another lock file replaced it)."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            # Someone who opened the file before this unlink may still lock the old inode;
+            # that is harmless because every taker re-reads the work's state once it holds
+            # the lock. Only our own inode is unlinked, never a newer file at the same path.
+            with contextlib.suppress(FileNotFoundError):
+                if os.stat(self.path).st_ino == os.fstat(fd).st_ino:
+                    self.path.unlink()
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> WorkLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+def is_busy(folder: Path, key: str) -> bool:
+    """Whether a live process holds the lock ``key`` (creates nothing on disk)."""
+    path = folder / f"{key}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing also drops a lock taken just above
+    return False

@@ -1,0 +1,278 @@
+"""The Files tab's "Manage indices" section: list, create and delete indices.
+
+The creation form is built from the index type's ``get_admin_settings()``; a type with a
+``normalize_config`` classmethod (the file index has one) checks the values before the
+index is made. Deleting asks for a confirmation first. After either, every index
+selector of the page is refreshed: the Files tab's, the delete selector and the chat's
+file filter.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from ragloom_app.app import BaseApp
+from ragloom_app.ui import file_filter, render
+from ragloom_app.ui.settings_form import SettingsForm, build_settings_form
+
+__all__ = ["IndexAdminHandlers", "IndicesPanel", "build_indices_panel"]
+
+logger = logging.getLogger(__name__)
+
+# Files-tab index selector, file list, delete selector, index table, chat file filter,
+# status line, confirmation box.
+ChangeOutput = tuple[Any, Any, Any, Any, Any, Any, Any]
+
+
+class IndexAdminHandlers:
+    """What the section's events do; every method returns values for gradio outputs."""
+
+    def __init__(self, app: BaseApp, file_list: Callable[[str | None], str]) -> None:
+        self.app = app
+        self.file_list = file_list
+        self.form: SettingsForm | None = None  # set once the form is laid out
+
+    def names(self) -> list[str]:
+        """Every index name, oldest first."""
+        return [index.name for index in self.app.indices.indices]
+
+    def type_choices(self) -> list[tuple[str, str]]:
+        """``(class name, dotted path)`` of every registered index type."""
+        return [(path.rsplit(".", 1)[-1], path) for path in self.app.indices.index_types]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per index for the table: its settings and how many files it has."""
+        rows = []
+        for index in self.app.indices.indices:
+            defaults = {k: s.get("value") for k, s in type(index).get_admin_settings().items()}
+            try:
+                files = len(index.list_sources())
+            except Exception:
+                logger.exception("cannot list the files of %r", index.name)
+                files = 0
+            rows.append({**defaults, **index.config, "name": index.name, "files": files})
+        return rows
+
+    def table(self) -> str:
+        """The indices table."""
+        return render.indices_html(self.rows())
+
+    def _changed(
+        self, selected: str | None, filter_values: list[str] | None, status: str
+    ) -> ChangeOutput:
+        """Every selector refreshed after an index was created or deleted."""
+        names = self.names()
+        selected = selected if selected in names else (names[0] if names else None)
+        return (
+            gr.update(choices=names, value=selected),
+            self.file_list(selected) if selected else render.sources_html([]),
+            gr.update(choices=names, value=selected),
+            self.table(),
+            file_filter.filter_update(self.app, filter_values),
+            status,
+            gr.update(visible=False),
+        )
+
+    def create(
+        self,
+        name: str | None,
+        type_id: str | None,
+        filter_values: list[str] | None,
+        *values: Any,
+    ) -> ChangeOutput:
+        """Create an index from the form; it becomes the Files tab's selected index."""
+        name = (name or "").strip()
+        type_id = type_id or next(iter(self.app.indices.index_types), None)
+        skip = (gr.skip(),) * 7
+        if not name:
+            gr.Warning("Give the new index a name.")
+            return (*skip[:5], "The new index needs a name.", gr.skip())
+        if type_id is None or type_id not in self.app.indices.index_types:
+            gr.Warning("Choose an index type.")
+            return (*skip[:5], "Choose an index type.", gr.skip())
+        index_type = self.app.indices.index_types[type_id]
+        config = self.form.values_for(type_id, values) if self.form else {}
+        try:
+            normalize = getattr(index_type, "normalize_config", None)
+            if normalize is not None:
+                config = normalize(config)
+            self.app.indices.create(name, type_id, config)
+        except (ValueError, KeyError) as exc:
+            message = f"Could not create {name!r}: {exc}"
+            gr.Warning(html.escape(message))
+            return (*skip[:5], message, gr.skip())
+        logger.info("UI: created index %r", name)
+        return self._changed(name, filter_values, f"Created the index {name!r}.")
+
+    def ask_delete(self, name: str | None) -> tuple[Any, str]:
+        """Show the confirmation for deleting ``name``, saying what would be lost."""
+        if not name:
+            gr.Warning("Choose the index to delete.")
+            return gr.update(visible=False), ""
+        try:
+            files = len(self.app.indices.get(name).list_sources())
+        except KeyError:
+            gr.Warning(html.escape(f"There is no index {name!r} any more."))
+            return gr.update(visible=False), ""
+        plural = "file" if files == 1 else "files"
+        question = (
+            f"Delete the index **{name}** and its {files} {plural} from every store? "
+            "This cannot be undone."
+        )
+        return gr.update(visible=True), question
+
+    def on_load(self, selected: str | None) -> tuple[Any, str]:
+        """On page load: the delete selector's choices and the table, fresh."""
+        names = self.names()
+        value = selected if selected in names else (names[0] if names else None)
+        return gr.update(choices=names, value=value), self.table()
+
+    def cancel_delete(self) -> tuple[Any, str]:
+        """Hide the confirmation."""
+        return gr.update(visible=False), ""
+
+    def delete(
+        self, name: str | None, current: str | None, filter_values: list[str] | None
+    ) -> ChangeOutput:
+        """Delete ``name`` (confirmed) and everything it stored."""
+        if not name:
+            return (*(gr.skip(),) * 5, "Choose the index to delete.", gr.update(visible=False))
+        try:
+            self.app.indices.delete(name)
+        except KeyError as exc:
+            message = f"Could not delete {name!r}: {exc}"
+            gr.Warning(html.escape(message))
+            return (*(gr.skip(),) * 5, message, gr.update(visible=False))
+        logger.info("UI: deleted index %r", name)
+        return self._changed(current, filter_values, f"Deleted the index {name!r}.")
+
+
+@dataclass
+class IndicesPanel:
+    """The components of the section (for wiring and tests)."""
+
+    table: gr.HTML
+    name: gr.Textbox
+    index_type: gr.Dropdown
+    form: SettingsForm
+    create: gr.Button
+    delete_selector: gr.Dropdown
+    delete: gr.Button
+    confirm_box: gr.Group
+    confirm: gr.Button
+    status: gr.Markdown
+    handlers: IndexAdminHandlers
+
+
+def build_indices_panel(
+    demo: gr.Blocks,
+    app: BaseApp,
+    *,
+    index_selector: gr.Dropdown,
+    file_list: gr.HTML,
+    file_list_fn: Callable[[str | None], str],
+    chat_filter: gr.Dropdown,
+) -> IndicesPanel:
+    """Lay out the section (inside the current block) and wire its events."""
+    handlers = IndexAdminHandlers(app, file_list_fn)
+    types = handlers.type_choices()
+    first_type = types[0][1] if types else None
+    names = handlers.names()
+    with gr.Accordion("Manage indices", open=False, elem_id="manage-indices"):
+        table = gr.HTML(handlers.table(), elem_id="index-table")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3, min_width=320):
+                gr.Markdown("#### New index", elem_classes="rl-panel-title")
+                name = gr.Textbox(label="Name", elem_id="new-index-name", max_lines=1)
+                index_type = gr.Dropdown(
+                    choices=types,
+                    value=first_type,
+                    label="Type",
+                    visible=len(types) > 1,
+                    elem_id="new-index-type",
+                    filterable=False,
+                )
+                specs = {
+                    path: cls.get_admin_settings() for path, cls in app.indices.index_types.items()
+                }
+                form = build_settings_form(specs, first_type, "new-index")
+                handlers.form = form
+                create = gr.Button("Create index", variant="primary", elem_id="create-index")
+            with gr.Column(scale=2, min_width=260):
+                gr.Markdown("#### Delete an index", elem_classes="rl-panel-title")
+                delete_selector = gr.Dropdown(
+                    choices=names,
+                    value=names[0] if names else None,
+                    label="Index",
+                    elem_id="delete-index-selector",
+                    filterable=False,
+                )
+                delete = gr.Button("Delete index…", variant="stop", elem_id="delete-index")
+                with gr.Group(visible=False, elem_id="delete-index-confirm-box") as confirm_box:
+                    question = gr.Markdown("", elem_id="delete-index-question")
+                    with gr.Row():
+                        confirm = gr.Button(
+                            "Yes, delete it", variant="stop", elem_id="delete-index-confirm"
+                        )
+                        cancel = gr.Button("Cancel", elem_id="delete-index-cancel")
+        status = gr.Markdown("", elem_id="index-admin-status")
+
+    change_outputs = [index_selector, file_list, delete_selector, table, chat_filter]
+    change_outputs += [status, confirm_box]
+    # Creating and deleting queue with the uploads ("indexing"), so an index is never
+    # deleted while files are being written into it.
+    create.click(
+        handlers.create,
+        inputs=[name, index_type, chat_filter, *form.components],
+        outputs=change_outputs,
+        concurrency_limit=1,
+        concurrency_id="indexing",
+        api_visibility="private",
+    )
+    if len(form.groups) > 1:
+        index_type.change(
+            form.show,
+            inputs=index_type,
+            outputs=list(form.groups.values()),
+            api_visibility="private",
+        )
+    delete.click(
+        handlers.ask_delete,
+        inputs=delete_selector,
+        outputs=[confirm_box, question],
+        api_visibility="private",
+    )
+    cancel.click(handlers.cancel_delete, outputs=[confirm_box, question], api_visibility="private")
+    confirm.click(
+        handlers.delete,
+        inputs=[delete_selector, index_selector, chat_filter],
+        outputs=change_outputs,
+        concurrency_limit=1,
+        concurrency_id="indexing",
+        api_visibility="private",
+    )
+    demo.load(
+        handlers.on_load,
+        inputs=delete_selector,
+        outputs=[delete_selector, table],
+        api_visibility="private",
+    )
+    return IndicesPanel(
+        table,
+        name,
+        index_type,
+        form,
+        create,
+        delete_selector,
+        delete,
+        confirm_box,
+        confirm,
+        status,
+        handlers,
+    )

@@ -1,0 +1,120 @@
+"""Managing indices from the Files tab: the handlers behind the form, on a real app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from ragloom_app.app import BaseApp
+from ragloom_app.settings import AppSettings
+from ragloom_app.ui import file_filter, render
+from ragloom_app.ui.indices_panel import IndexAdminHandlers
+from ragloom_app.ui.settings_form import build_settings_form
+
+FILE_INDEX = "ragloom_app.index.file.FileIndex"
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> BaseApp:
+    return BaseApp(AppSettings(data_dir=tmp_path / "data")).start()
+
+
+@pytest.fixture
+def handlers(app: BaseApp) -> IndexAdminHandlers:
+    handlers = IndexAdminHandlers(app, lambda name: render.sources_html([], name))
+    with gr.Blocks():
+        specs = {FILE_INDEX: app.indices.index_types[FILE_INDEX].get_admin_settings()}
+        handlers.form = build_settings_form(specs, FILE_INDEX, "new-index")
+    return handlers
+
+
+CHOSEN = {
+    "chunk_size": 120.0,  # gradio numbers arrive as floats
+    "chunk_overlap": 10.0,
+    "extensions": [".md"],
+    "visibility": "shared",
+}
+
+
+def _form_values(handlers: IndexAdminHandlers, **changes: object) -> list[object]:
+    """The form's values in its own order: the defaults, then CHOSEN, then ``changes``."""
+    assert handlers.form is not None
+    values = {**CHOSEN, **changes}
+    specs = handlers.form.specs[FILE_INDEX]
+    return [values.get(key, specs[key]["value"]) for _, key in handlers.form.keys]
+
+
+def test_create_makes_the_index_and_refreshes_every_selector(
+    app: BaseApp, handlers: IndexAdminHandlers
+) -> None:
+    out = handlers.create(" Team ", FILE_INDEX, [], *_form_values(handlers))
+    selector, files, delete_selector, table, chat_filter, status, confirm = out
+    config = app.indices.get("Team").config
+    assert {key: config[key] for key in CHOSEN} == {
+        "chunk_size": 120,
+        "chunk_overlap": 10,
+        "extensions": [".md"],
+        "visibility": "shared",
+    }
+    assert selector == {"__type__": "update", "choices": ["My files", "Team"], "value": "Team"}
+    assert delete_selector["choices"] == ["My files", "Team"]
+    assert "No files in &#x27;Team&#x27; yet" in files
+    assert "Team" in table and "shared" in table and "120" in table
+    assert chat_filter["choices"] == [] and status == "Created the index 'Team'."
+    assert confirm == {"__type__": "update", "visible": False}
+
+
+@pytest.mark.parametrize(
+    ("name", "changes", "message"),
+    [
+        ("", {}, "needs a name"),
+        ("My files", {}, "exists already"),
+        ("Tiny", {"chunk_size": 8.0}, "at least 16 tokens"),
+        ("Wide", {"chunk_overlap": 500.0}, "chunk overlap must be in"),
+        ("None", {"extensions": []}, "file types must be some of"),
+    ],
+)
+def test_bad_input_creates_nothing_and_says_why(
+    app: BaseApp, handlers: IndexAdminHandlers, name: str, changes: dict, message: str
+) -> None:
+    with pytest.warns(UserWarning):
+        out = handlers.create(name, FILE_INDEX, [], *_form_values(handlers, **changes))
+    assert message in out[5]
+    assert all(value == gr.skip() for value in out[:5])
+    assert [i.name for i in app.indices.indices] == ["My files"]
+
+
+def test_delete_asks_first_then_removes_the_index(
+    app: BaseApp, handlers: IndexAdminHandlers
+) -> None:
+    handlers.create("Team", FILE_INDEX, [], *_form_values(handlers))
+    data_dir = app.indices.get("Team").resources.data_dir
+    box, question = handlers.ask_delete("Team")
+    assert box["visible"] is True
+    assert "Delete the index **Team** and its 0 files" in question
+    assert handlers.cancel_delete() == ({"__type__": "update", "visible": False}, "")
+    assert [i.name for i in app.indices.indices] == ["My files", "Team"]
+    out = handlers.delete("Team", "Team", [])
+    assert [i.name for i in app.indices.indices] == ["My files"]
+    # The Files tab showed the deleted index: it moves to the first one left.
+    assert out[0] == {"__type__": "update", "choices": ["My files"], "value": "My files"}
+    assert out[5] == "Deleted the index 'Team'." and out[6]["visible"] is False
+    assert not data_dir.exists()
+    with pytest.warns(UserWarning):
+        assert "no index named 'Team'" in handlers.delete("Team", "My files", [])[5]
+
+
+def test_file_filter_lists_indexed_files_across_indices(app: BaseApp, tmp_path: Path) -> None:
+    team = app.indices.create("Team", FILE_INDEX)
+    (tmp_path / "plan.md").write_text("# Plan\n\nShip the reactor in May.\n", encoding="utf-8")
+    (tmp_path / "empty.txt").write_bytes(b"")
+    team.get_indexing_pipeline({}).run([tmp_path / "plan.md", tmp_path / "empty.txt"])
+    (source,) = [s for s in team.list_sources() if s["status"] == "indexed"]
+    value = f"{team.id}/{source['id']}"
+    assert file_filter.file_choices(app) == [("Team / plan.md", value)]  # not the failed file
+    assert file_filter.selected_sources(app, []) is None
+    assert file_filter.selected_sources(app, [value]) == {"My files": [], "Team": [source["id"]]}
+    update = file_filter.filter_update(app, [value, "99/gone"])
+    assert update["value"] == [value]

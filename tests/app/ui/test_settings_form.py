@@ -1,0 +1,64 @@
+"""Forms built from setting specs, and the chat's settings reaching the request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+
+from ragloom_app.app import BaseApp
+from ragloom_app.pages.chat import ChatPage
+from ragloom_app.reasoning.fullqa import FullQAReasoning
+from ragloom_app.settings import AppSettings
+from ragloom_app.ui.chat_tab import ChatHandlers
+from ragloom_app.ui.settings_form import build_settings_form, coerce_value
+
+SPECS = {
+    "alpha": {
+        "k": {"name": "K", "value": 3, "component": "number", "minimum": 1},
+        "on": {"name": "On", "value": False, "component": "checkbox"},
+    },
+    "beta": {
+        "how": {"name": "How", "value": "x", "component": "dropdown", "choices": [("X", "x")]},
+        "weight": {"name": "W", "value": 0.5, "component": "number", "step": 0.1},
+        "note": {"name": "Note", "value": "", "component": "something new"},
+    },
+}
+
+
+def test_one_group_per_owner_only_the_selected_one_visible() -> None:
+    with gr.Blocks():
+        form = build_settings_form(SPECS, "alpha", "setting")
+    assert list(form.groups) == ["alpha", "beta"]
+    assert [g.visible for g in form.groups.values()] == [True, False]
+    kinds = [type(c).__name__ for c in form.components]
+    assert kinds == ["Number", "Checkbox", "Dropdown", "Number", "Textbox"]
+    assert [c.elem_id for c in form.components][:2] == ["setting-alpha-k", "setting-alpha-on"]
+    assert form.components[0].precision == 0 and form.components[3].precision is None
+    assert form.show("beta") == [
+        {"__type__": "update", "visible": False},
+        {"__type__": "update", "visible": True},
+    ]
+
+
+def test_values_are_typed_and_only_the_owners_are_kept() -> None:
+    with gr.Blocks():
+        form = build_settings_form(SPECS, "alpha", "setting")
+    values = (5.0, 1, "x", 1, None)
+    assert form.values_for("alpha", values) == {"k": 5, "on": True}
+    assert form.values_for("beta", values) == {"how": "x", "weight": 1.0, "note": ""}
+    assert coerce_value({"value": 2}, 2.7) == 2 and coerce_value({"value": "a"}, None) == "a"
+
+
+def test_the_chat_sends_the_selected_modes_settings(tmp_path: Path) -> None:
+    app = BaseApp(AppSettings(data_dir=tmp_path / "data")).start()
+    handlers = ChatHandlers(ChatPage(app))
+    assert handlers.request_settings("fullqa", ()) == {}
+    with gr.Blocks():
+        handlers.settings_form = build_settings_form(handlers.mode_settings(), "fullqa", "s")
+    specs = FullQAReasoning.get_user_settings()
+    given = {"top_k": 2.0, "retrieval_mode": "fulltext", "mmr": True}
+    values = tuple(given.get(key, spec["value"]) for key, spec in specs.items())
+    settings = handlers.request_settings("fullqa", values)
+    assert settings == {**FullQAReasoning.resolve_settings({}), **given, "top_k": 2}
+    assert isinstance(settings["top_k"], int)

@@ -1,0 +1,167 @@
+"""HtmlReader on pages written here: visible text only, paragraphs, declared charsets."""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+
+import pytest
+
+from ragloom.loaders import EmptyDocumentError, HtmlReader, UnreadableFileError
+from ragloom.schema import Page
+
+
+def _read(tmp_path: Path, data: bytes | str, name: str = "page.html") -> str:
+    path = tmp_path / name
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    pages = HtmlReader().read(path)
+    assert len(pages) == 1
+    assert pages[0].number is None
+    return pages[0].text
+
+
+def test_visible_text_in_paragraphs(tmp_path: Path) -> None:
+    page = """<!DOCTYPE html>
+<html><head>
+  <title>  Quarterly   report </title>
+  <meta name="description" content="meta text">
+  <style>p { color: red } .secret { display: none }</style>
+  <script>var secret = "script text";</script>
+</head>
+<body>
+  <!-- a comment -->
+  <script type="application/ld+json">{"also": "script text"}</script>
+  <h1>Results</h1>
+  <p>Sales   grew
+     by <b>12</b>%&nbsp;this&amp;that.</p>
+  <div>First block</div><div>Second <span>block</span></div>
+  <noscript>Please enable JavaScript</noscript>
+  <template><p>template text</p></template>
+  <p hidden>hidden text</p>
+  <p>Line one<br>Line two</p>
+</body></html>"""
+    text = _read(tmp_path, page)
+    assert text == (
+        "Quarterly report\n\n"
+        "Results\n\n"
+        "Sales grew by 12% this&that.\n\n"
+        "First block\n\n"
+        "Second block\n\n"
+        "Line one\nLine two"
+    )
+    for hidden in ("script text", "meta text", "color", "comment", "JavaScript", "template"):
+        assert hidden not in text
+
+
+def test_lists_and_tables_are_lines_of_one_paragraph(tmp_path: Path) -> None:
+    page = """<body><p>Before</p>
+<ul><li>apples</li><li>pears
+</li></ul>
+<table><thead><tr><th>Name</th><th>Age</th></tr></thead>
+<tbody><tr><td>Ann</td><td>30</td></tr><tr><td>Bo</td><td>41</td></tr></tbody></table>
+<p>After</p></body>"""
+    assert _read(tmp_path, page) == (
+        "Before\n\napples\npears\n\nName | Age\nAnn | 30\nBo | 41\n\nAfter"
+    )
+
+
+def test_preformatted_text_keeps_its_lines(tmp_path: Path) -> None:
+    page = "<body><p>Code:</p><pre>def f():\n    return 1\n</pre><p>End</p></body>"
+    assert _read(tmp_path, page) == "Code:\n\ndef f():\nreturn 1\n\nEnd"
+
+
+def test_declared_latin1_is_read_as_windows_1252(tmp_path: Path) -> None:
+    # Browsers read "iso-8859-1" pages as windows-1252: 0x80 is the euro sign there.
+    page = (
+        '<html><head><meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1">'
+        "<title>Caf\xe9</title></head><body><p>Un caf\xe9 co\xfbte 2 \x80 \x96 \xe0 Paris.</p>"
+        "</body></html>"
+    ).encode("latin-1")
+    assert _read(tmp_path, page) == "Café\n\nUn café coûte 2 € – à Paris."
+
+
+def test_declared_meta_charset(tmp_path: Path) -> None:
+    page = '<meta charset="windows-1252"><p>Grüße aus Köln, “quoted”</p>'.encode("cp1252")
+    assert _read(tmp_path, page) == "Grüße aus Köln, “quoted”"
+
+
+def test_declared_gbk_page(tmp_path: Path) -> None:
+    page = '<head><meta charset="gbk"><title>中文</title></head><p>你好，世界。</p>'
+    assert _read(tmp_path, page.encode("gbk")) == "中文\n\n你好，世界。"
+
+
+def test_undeclared_utf8(tmp_path: Path) -> None:
+    assert _read(tmp_path, "<p>日本語のテキスト</p><p>naïve</p>") == "日本語のテキスト\n\nnaïve"
+
+
+def test_wrong_declaration_falls_back_to_detection(tmp_path: Path) -> None:
+    # Saved as cp1252 although the page claims UTF-8: the bytes do not decode as UTF-8.
+    page = '<meta charset="utf-8"><p>Le café était très élégant.</p>'.encode("cp1252")
+    assert _read(tmp_path, page) == "Le café était très élégant."
+
+
+def test_byte_order_mark_wins_over_the_declaration(tmp_path: Path) -> None:
+    page = codecs.BOM_UTF8 + '<meta charset="iso-8859-1"><p>ünïcödé</p>'.encode()
+    assert _read(tmp_path, page) == "ünïcödé"
+
+
+def test_htm_extension(tmp_path: Path) -> None:
+    assert _read(tmp_path, "<p>old style</p>", name="OLD.HTM") == "old style"
+    assert ".htm" in HtmlReader.extensions
+
+
+def test_deeply_nested_page(tmp_path: Path) -> None:
+    depth = 5000  # well past Python's recursion limit
+    page = "<body>" + "<div>" * depth + "deep text" + "</div>" * depth + "<p>after</p></body>"
+    assert _read(tmp_path, page) == "deep text\n\nafter"
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "<html><head><title>Only a title</title></head><body></body></html>",
+        "<script>document.write('hi')</script><style>p {}</style>",
+        "<p>   </p><div>&nbsp;</div><!-- just a comment -->",
+    ],
+)
+def test_no_visible_text(tmp_path: Path, page: str) -> None:
+    path = tmp_path / "blank.html"
+    path.write_text(page)
+    with pytest.raises(EmptyDocumentError) as info:
+        HtmlReader().read(path)
+    assert info.value.reason == "the page has no visible text"
+    assert info.value.path == path
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.html"
+    path.write_bytes(b"")
+    with pytest.raises(EmptyDocumentError) as info:
+        HtmlReader().read(path)
+    assert info.value.reason == "the file is empty"
+
+
+def test_binary_file_named_html(tmp_path: Path) -> None:
+    path = tmp_path / "image.html"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
+    with pytest.raises(UnreadableFileError) as info:
+        HtmlReader().read(path)
+    assert info.value.reason == "binary content, not text"
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(UnreadableFileError) as info:
+        HtmlReader().read(tmp_path / "gone.html")
+    assert info.value.reason.startswith("cannot read the file:")
+
+
+def test_page_is_a_page(tmp_path: Path) -> None:
+    path = tmp_path / "p.html"
+    path.write_text("<p>text</p>")
+    assert HtmlReader().read(path) == [Page(text="text", number=None)]
+
+
+def test_only_the_head_title_is_the_page_title(tmp_path: Path) -> None:
+    page = "<body><svg><title>icon</title></svg><p>Body text</p></body>"
+    assert _read(tmp_path, page) == "Body text"
+    assert _read(tmp_path, "<title>Bare title</title><p>Body text</p>") == "Bare title\n\nBody text"
