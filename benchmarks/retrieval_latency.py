@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import logging
 import random
 import re
@@ -75,7 +76,12 @@ def stores_for(size: int, cache: Path, text: str) -> tuple[Path, dict[str, float
     """The folder holding a built Chroma + BM25 corpus of ``size`` chunks, and build times."""
     final = cache / f"corpus-v{CORPUS_VERSION}-{size}"
     if (final / "complete").is_file():
-        return final, {}
+        # The build times of the run that built it, so every run can show them.
+        try:
+            built = json.loads((final / "complete").read_text(encoding="utf-8"))
+        except ValueError:  # a marker from before build times were kept
+            built = {}
+        return final, {f"{name} (when built)": seconds for name, seconds in built.items()}
     # Built in place: Chroma's client keeps the folder open, so it cannot be renamed after.
     shutil.rmtree(final, ignore_errors=True)
     work = final
@@ -99,7 +105,7 @@ def stores_for(size: int, cache: Path, text: str) -> tuple[Path, dict[str, float
     bm25.ensure_index()
     times["BM25 index build + save"] = time.perf_counter() - started
     bm25.close()
-    (work / "complete").write_text("ok", encoding="utf-8")
+    (work / "complete").write_text(json.dumps(times), encoding="utf-8")
     return work, times
 
 
@@ -143,13 +149,21 @@ def main() -> None:
         queries = [row["question"] for row in csv.DictReader(handle)]
     embeddings = configured_embeddings(args.backend)
     embeddings.embed_query("warm up")
+    # The other backend's query embedding, timed in the same rounds for comparison.
+    other = configured_embeddings("torch" if describe(embeddings).startswith("onnx") else "onnx")
+    other.embed_query("warm up")
 
     for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
-        bench_size(size, args, text, queries, embeddings)
+        bench_size(size, args, text, queries, embeddings, other)
 
 
 def bench_size(
-    size: int, args: argparse.Namespace, text: str, queries: list[str], embeddings: Embeddings
+    size: int,
+    args: argparse.Namespace,
+    text: str,
+    queries: list[str],
+    embeddings: Embeddings,
+    other: Embeddings,
 ) -> None:
     """Build (or reuse) the corpus of ``size`` chunks, time every retriever, print."""
     folder, build = stores_for(size, args.cache, text)
@@ -169,6 +183,7 @@ def bench_size(
         "vector (embed + Chroma)": vector,
         "full-text (BM25)": fulltext,
         "  query embedding alone": embeddings.embed_query,
+        f"  ({describe(other)}: query embedding)": other.embed_query,
         "  Chroma alone (vector given)": lambda q: vector_store.query(fixed[q], 4 * k),
         "hybrid, 2 of 50 sources": lambda q: hybrid(q, source_ids=two),
     }

@@ -93,7 +93,7 @@ def recall(rankings: list[list[str]], relevant: list[set[str]], k: int) -> float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the sotu data folder")
-    parser.add_argument("--sizes", default="100,200,250,300", help="chunk sizes in tokens")
+    parser.add_argument("--sizes", default="100,200,240,300", help="chunk sizes in tokens")
     parser.add_argument("--overlap", type=float, default=0.15, help="overlap, share of size")
     parser.add_argument("--backend", choices=["torch", "onnx"], help="default: flowsettings")
     parser.add_argument("--keep-prefix", action="store_true", help="keep the question prefix")

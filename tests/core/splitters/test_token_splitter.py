@@ -243,7 +243,7 @@ def test_invalid_sizes(size: int, overlap: int) -> None:
 
 def test_defaults() -> None:
     splitter = TokenSplitter()
-    assert (splitter.chunk_size, splitter.chunk_overlap, splitter.tokenizer) == (200, 30, None)
+    assert (splitter.chunk_size, splitter.chunk_overlap, splitter.tokenizer) == (240, 36, None)
 
 
 def test_approximate_token_count() -> None:

@@ -57,9 +57,12 @@ class OnnxEncoder:
     max_tokens: int
     path: Path
     input_names: frozenset[str] = field(default_factory=frozenset)
+    lowercase: bool = False  # sentence_bert_config's do_lower_case, applied before tokenizing
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit-length float32 vectors of ``texts``, padded to the longest text of the batch."""
+        if self.lowercase:
+            texts = [t.lower() for t in texts]
         encodings = self.tokenizer.encode_batch(texts)
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(texts), width), dtype=np.int64)
@@ -92,8 +95,8 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise EmbeddingsError(f"cannot read {path}: {exc}") from exc
 
 
-def _check_pipeline(model_dir: Path) -> int:
-    """The model's max_seq_length, once its modules are known to be Transformer, mean, Normalize."""
+def _check_pipeline(model_dir: Path) -> tuple[int, bool]:
+    """``(max_seq_length, do_lower_case)`` of a Transformer, mean Pooling, Normalize model."""
     modules = model_dir / "modules.json"
     if modules.is_file():
         listed = _read_json(modules)
@@ -109,8 +112,10 @@ def _check_pipeline(model_dir: Path) -> int:
             raise EmbeddingsError(f"the onnx backend cannot run the modules {kinds}")
     config = model_dir / "sentence_bert_config.json"
     if config.is_file():
-        return int(_read_json(config).get("max_seq_length") or 512)
-    return int(_read_json(model_dir / "config.json").get("max_position_embeddings", 512))
+        values = _read_json(config)
+        return int(values.get("max_seq_length") or 512), bool(values.get("do_lower_case"))
+    hf_config = _read_json(model_dir / "config.json")
+    return int(hf_config.get("max_position_embeddings", 512)), False
 
 
 def _weights(model_dir: Path) -> Path:
@@ -294,7 +299,7 @@ def load_onnx(
     ``spinning`` lets idle worker threads spin: onnxruntime's default, but it burns the
     cores other work (the LLM, the UI) needs; it measured no faster on 2 shared cores.
     """
-    max_tokens = _check_pipeline(model_dir)
+    max_tokens, lowercase = _check_pipeline(model_dir)
     try:
         import onnxruntime
         import tokenizers
@@ -337,4 +342,5 @@ def load_onnx(
         max_tokens=max_tokens,
         path=target,
         input_names=frozenset(i.name for i in session.get_inputs()),
+        lowercase=lowercase,
     )

@@ -46,6 +46,10 @@ Precision = Literal["fp32", "bf16"]
 _PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
 Backend = Literal["torch", "onnx"]
 _BACKENDS: tuple[str, ...] = ("torch", "onnx")
+# Measured on ~240-token and mixed chunks (benchmarks/embedding_speed.py, 2 cores): torch is
+# slower with small batches, onnxruntime faster (4-8 texts: 1.1x on uniform, 1.5x on mixed
+# lengths, against 32), likely because a batch's activations then stay in the CPU caches.
+_DEFAULT_BATCH = {"torch": 32, "onnx": 8}
 
 
 @dataclass
@@ -202,7 +206,9 @@ class SentenceTransformerEmbeddings(Embeddings):
         None, help="Model directory; None for the bundled all-MiniLM-L6-v2."
     )
     device: str = Param("cpu", help="torch device, e.g. 'cpu'.")
-    batch_size: int = Param(32, help="Texts per forward pass.")
+    batch_size: int | None = Param(
+        None, help="Texts per forward pass; None: the backend's best measured (torch 32, onnx 8)."
+    )
     backend: Backend = Param(
         "torch", help="'torch' (sentence-transformers) or 'onnx' (onnxruntime, fp32, CPU)."
     )
@@ -250,7 +256,10 @@ class SentenceTransformerEmbeddings(Embeddings):
         loaded = self._loaded()
         if not items:
             return np.empty((0, loaded.dimension), dtype=np.float32)
-        batch_size = max(1, int(self.batch_size))
+        chosen = self.batch_size
+        if chosen is None:
+            chosen = _DEFAULT_BATCH[str(self.backend)]
+        batch_size = max(1, int(chosen))
         started = time.perf_counter()
         if self.sort_by_tokens:
             lengths = loaded.count_many(items)

@@ -56,13 +56,13 @@ class FileIndex(BaseIndex):
         return {
             "chunk_size": {
                 "name": "Chunk size (tokens)",
-                "value": 200,
+                "value": 240,
                 "component": "number",
                 "info": "Tokens of the embedding model per chunk.",
             },
             "chunk_overlap": {
                 "name": "Chunk overlap (tokens)",
-                "value": 30,
+                "value": 36,
                 "component": "number",
             },
             "extensions": {
