@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ragloom.loaders.base import EmptyDocumentError, UnreadableFileError
-from ragloom.loaders.text import decode_text
+from ragloom.loaders.text import read_text
 from ragloom.schema import Page
 
 __all__ = ["CsvReader", "JsonReader"]
@@ -31,20 +31,6 @@ _DELIMITERS = ",;\t|"
 
 # A JSON key written with a dot after its parent's path only when that is unambiguous.
 _PLAIN_KEY = re.compile(r"[^.\[\]\s\"]+")
-
-
-def _read_text(path: Path) -> str:
-    """The decoded text of ``path``; refuses an empty or blank file."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
-    if not data:
-        raise EmptyDocumentError("the file is empty", path)
-    text = decode_text(data, path)
-    if not text.strip():
-        raise EmptyDocumentError("the file has no text, only whitespace", path)
-    return text
 
 
 def _one_line(value: str) -> str:
@@ -64,7 +50,7 @@ class CsvReader:
 
     def read(self, path: Path) -> list[Page]:
         """The rows of ``path`` as one :class:`Page`; raises a ``LoaderError`` if none."""
-        text = _read_text(path)
+        text = read_text(path)
         dialect = _sniff(text, path)
         reader = csv.reader(io.StringIO(text, newline=""), dialect)
         lines: list[str] = []
@@ -125,7 +111,7 @@ class JsonReader:
 
     def read(self, path: Path) -> list[Page]:
         """The values of ``path`` as one :class:`Page`; raises a ``LoaderError`` if none."""
-        text = _read_text(path)
+        text = read_text(path)
         try:
             document = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -73,16 +73,21 @@ class TextReader:
 
     def read(self, path: Path) -> list[Page]:
         """The text of ``path`` as a single page; raises a ``LoaderError`` if there is none."""
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
-        if not data:
-            raise EmptyDocumentError("the file is empty", path)
-        text = decode_text(data, path)
-        if not text.strip():
-            raise EmptyDocumentError("the file has no text, only whitespace", path)
-        return [Page(text=text, number=None)]
+        return [Page(text=read_text(path), number=None)]
+
+
+def read_text(path: Path) -> str:
+    """The decoded text of ``path``; refuses an unreadable, empty or blank file."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
+    if not data:
+        raise EmptyDocumentError("the file is empty", path)
+    text = decode_text(data, path)
+    if not text.strip():
+        raise EmptyDocumentError("the file has no text, only whitespace", path)
+    return text
 
 
 def decode_text(data: bytes, path: Path | None = None, *, encoding: str | None = None) -> str:
