@@ -22,6 +22,9 @@ DATA_DIR = os.environ.get("RAGLOOM_DATA_DIR", "appdata")
 # Reasoning modes, by dotted path. The first selectable one by default is DEFAULT_REASONING.
 REASONINGS = [
     "ragloom_app.reasoning.fullqa.FullQAReasoning",
+    "ragloom_app.reasoning.decompose.DecomposeReasoning",
+    "ragloom_app.reasoning.react.ReActReasoning",
+    "ragloom_app.reasoning.rewoo.ReWOOReasoning",
 ]
 DEFAULT_REASONING = "fullqa"
 

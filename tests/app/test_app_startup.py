@@ -20,7 +20,7 @@ def test_nothing_is_created_before_start(tmp_path: Path) -> None:
     assert not (tmp_path / "data").exists()
     app.start()
     assert (tmp_path / "data" / "ragloom.db").is_file()
-    assert list(app.reasonings) == ["fullqa"]
+    assert list(app.reasonings) == ["fullqa", "decompose", "react", "rewoo"]
     assert [index.name for index in app.indices.indices] == ["My files"]
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "CitationsFound",
     "Event",
     "LLMCallFinished",
+    "PlanCreated",
     "StepFinished",
     "StepStarted",
 ]
@@ -93,7 +94,25 @@ class LLMCallFinished:
     usage: Usage
 
 
-Event = AnswerDelta | AnswerRevised | CitationsFound | StepStarted | StepFinished | LLMCallFinished
+@dataclass(frozen=True)
+class PlanCreated:
+    """An agent's plan, before it runs: its steps, the planner's text, and whether the
+    first plan failed validation and this one is the planner's repair."""
+
+    steps: list[dict[str, Any]]
+    raw: str
+    repaired: bool = False
+
+
+Event = (
+    AnswerDelta
+    | AnswerRevised
+    | CitationsFound
+    | StepStarted
+    | StepFinished
+    | LLMCallFinished
+    | PlanCreated
+)
 
 
 @dataclass
@@ -127,6 +146,16 @@ class AnswerCollector:
             else:
                 step["output"] = event.output
             self.steps.append(step)
+        elif isinstance(event, PlanCreated):
+            self.steps.append(
+                {
+                    "step": "plan",
+                    "event": "plan",
+                    "plan": event.steps,
+                    "raw": event.raw,
+                    "repaired": event.repaired,
+                }
+            )
         elif isinstance(event, LLMCallFinished):
             self.llm_usages.append(event.usage)
             self.steps.append(

@@ -8,13 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ragloom.agents.tools import ToolRegistry
 from ragloom.embeddings import Embeddings
 from ragloom.llms.base import ChatLLM
 from ragloom_app.db.engine import create_db_engine
 from ragloom_app.index.base import FileOutcome, IndexingProgress, IndexResources
 from ragloom_app.index.manager import IndexManager
 from ragloom_app.privacy import switch_off_telemetry
-from ragloom_app.reasoning.base import BaseReasoning
+from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
 from ragloom_app.registry import build_from_spec, import_subclass
 from ragloom_app.settings import AppSettings, SettingsError
 
@@ -34,6 +35,7 @@ class BaseApp:
     def __init__(self, settings: AppSettings | None = None) -> None:
         self.settings = settings or AppSettings.load()
         self.reasonings: dict[str, type[BaseReasoning]] = {}
+        self.tools = ToolRegistry()
         self.index_manager: IndexManager | None = None
         self._llms: dict[str, ChatLLM] = {}
         self._embeddings: Embeddings | None = None
@@ -127,6 +129,10 @@ class BaseApp:
                 self._embeddings = build_from_spec(f"EMBEDDINGS[{name!r}]", spec)
             return self._embeddings
 
+    def reasoning_state(self, **values: Any) -> ReasoningState:
+        """A request's state: the default LLM, the registered tools, LLMs by name."""
+        return ReasoningState(llm=self.llm(), tools=self.tools, llm_named=self.llm, **values)
+
     # -- first run ---------------------------------------------------------------------------
     def seed_first_run(self) -> Iterator[IndexingProgress | FileOutcome]:
         """On an empty app, index ``FIRST_RUN_DOCS`` so a new user can ask at once."""
@@ -152,6 +158,7 @@ class BaseApp:
             "settings": self.settings.source,
             "data_dir": str(self.settings.data_dir),
             "reasonings": {k: v.get_info().name for k, v in self.reasonings.items()},
+            "tools": self.tools.names(),
             "indices": [i.name for i in self.indices.indices],
             "llm": self.settings.default_llm,
         }

@@ -35,7 +35,12 @@ class AppSettings:
     data_dir: Path = Path("appdata")
     database_url: str | None = None
     reasonings: list[str] = field(
-        default_factory=lambda: ["ragloom_app.reasoning.fullqa.FullQAReasoning"]
+        default_factory=lambda: [
+            "ragloom_app.reasoning.fullqa.FullQAReasoning",
+            "ragloom_app.reasoning.decompose.DecomposeReasoning",
+            "ragloom_app.reasoning.react.ReActReasoning",
+            "ragloom_app.reasoning.rewoo.ReWOOReasoning",
+        ]
     )
     default_reasoning: str = "fullqa"
     index_types: list[str] = field(default_factory=lambda: ["ragloom_app.index.file.FileIndex"])

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ragloom.retrieval import FullTextRetriever, MMRReranker, RerankingRetriever
+from ragloom.retrieval import FullTextRetriever, MMRReranker, RerankingRetriever, retrieve_from_all
 from ragloom.schema import Chunk
 from ragloom.stores import BM25Store, ChromaVectorStore
-from ragloom_app.reasoning.fullqa import retrieve_from_all
 
 
 def _store(tmp_path: Path, name: str, texts: dict[str, str]) -> BM25Store:

@@ -56,9 +56,15 @@ def test_the_chat_sends_the_selected_modes_settings(tmp_path: Path) -> None:
     assert handlers.request_settings("fullqa", ()) == {}
     with gr.Blocks():
         handlers.settings_form = build_settings_form(handlers.mode_settings(), "fullqa", "s")
-    specs = FullQAReasoning.get_user_settings()
+    specs = handlers.mode_settings()
     given = {"top_k": 2.0, "retrieval_mode": "fulltext", "mmr": True}
-    values = tuple(given.get(key, spec["value"]) for key, spec in specs.items())
+    # One value per component of every mode's form; only FullQA's are changed.
+    values = tuple(
+        given.get(key, specs[owner][key]["value"])
+        if owner == "fullqa"
+        else specs[owner][key]["value"]
+        for owner, key in handlers.settings_form.keys
+    )
     settings = handlers.request_settings("fullqa", values)
     assert settings == {**FullQAReasoning.resolve_settings({}), **given, "top_k": 2}
     assert isinstance(settings["top_k"], int)

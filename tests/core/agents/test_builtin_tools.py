@@ -40,4 +40,4 @@ def test_llm_tool_asks_the_model_and_records_usage() -> None:
     result = tool.invoke("In which city was the reactor built? It was built in Lund.")
     assert result.content == "Lund"
     assert llm.prompts[0][-1].content.startswith("In which city")
-    assert len(tool.usages) == 1
+    assert result.usage is not None and result.usage.completion_tokens == 1

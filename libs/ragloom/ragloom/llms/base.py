@@ -145,6 +145,11 @@ class ChatLLM(BaseComponent):
         """A short human-readable name of the model (for logs and the UI)."""
         return type(self).__name__
 
+    @property
+    def supports_grammar(self) -> bool:
+        """Whether :class:`GenerationOptions` ``grammar`` (GBNF) is honoured."""
+        return False
+
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text``; the default estimates 4 characters a token."""
         return max(1, len(text) // 4)

@@ -192,6 +192,11 @@ class LlamaCppChat(ChatLLM):
         """The shared ``llama_cpp.Llama`` (loaded on first use); hold no reference across calls."""
         return self._model().llm
 
+    @property
+    def supports_grammar(self) -> bool:
+        """llama.cpp constrains sampling with GBNF grammars."""
+        return True
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by the model's own tokenizer (special tokens as plain text)."""
         # Tokenizing only reads the vocabulary, so it needs no lock and never waits for a

@@ -81,6 +81,15 @@ class OpenAIChat(ChatLLM):
         return f"openai-compatible/{self.model}"
 
     @property
+    def supports_grammar(self) -> bool:
+        """True for llama.cpp servers (asked once); False when the endpoint is unreachable."""
+        try:
+            return self._is_llama_cpp()
+        except LLMError as exc:
+            logger.warning("cannot tell whether %s takes grammars: %s", self.base_url, exc)
+            return False
+
+    @property
     def endpoint(self) -> str:
         """The base URL requests go to (for messages and logs)."""
         return str(self._client().base_url)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 
 from theflow import Param
 
@@ -11,6 +11,7 @@ from ragloom.base import BaseComponent
 from ragloom.events import (
     AnswerDelta,
     AnswerRevised,
+    Citation,
     CitationsFound,
     Event,
     LLMCallFinished,
@@ -18,10 +19,15 @@ from ragloom.events import (
     StepStarted,
 )
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
-from ragloom.qa.citations import attribute_uncited, build_evidence, citations_for
+from ragloom.qa.citations import (
+    EvidenceBlock,
+    attribute_uncited,
+    build_evidence,
+    citations_for,
+)
 from ragloom.schema import RetrievedChunk
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "CitedAnswerer"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "CitedAnswerer", "cite_answer", "stream_cited_answer"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "You answer questions using only the numbered sources the user gives. Write one to "
@@ -31,6 +37,51 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 NO_EVIDENCE_ANSWER = "I found nothing in the indexed documents about this question."
+
+
+def cite_answer(answer: str, evidence: EvidenceBlock) -> Generator[Event, None, list[Citation]]:
+    """Add the citations a small model left out; return the answer's citations.
+
+    Sentences left uncited that clearly restate one evidence item get its number
+    (:func:`~ragloom.qa.citations.attribute_uncited`), announced by
+    :class:`~ragloom.events.AnswerRevised`.
+    """
+    revised = attribute_uncited(answer, evidence)
+    if revised != answer:
+        answer = revised
+        yield AnswerRevised(answer)
+    return citations_for(answer, evidence)
+
+
+def stream_cited_answer(
+    llm: ChatLLM,
+    messages: Sequence[ChatMessage],
+    evidence: EvidenceBlock,
+    options: GenerationOptions,
+    step: str = "answer",
+) -> Iterator[Event]:
+    """Stream an answer that cites ``evidence`` as ``[n]``, then its citations and usage.
+
+    Uncited sentences are attributed by :func:`cite_answer`. Every mode that cites
+    evidence ends with this.
+    """
+    started = time.perf_counter()
+    yield StepStarted(step, {"evidence": len(evidence.items)})
+    answer = ""
+    result = None
+    for item in llm.stream(messages, options):
+        if item.text:
+            answer += item.text
+            yield AnswerDelta(item.text)
+        if item.result is not None:
+            result = item.result
+    citations = yield from cite_answer(answer, evidence)
+    yield StepFinished(
+        step, time.perf_counter() - started, output={"cited": [c.number for c in citations]}
+    )
+    if result is not None:
+        yield LLMCallFinished(step, result.usage)
+    yield CitationsFound(citations)
 
 
 class CitedAnswerer(BaseComponent):
@@ -68,30 +119,10 @@ class CitedAnswerer(BaseComponent):
             yield AnswerDelta(NO_EVIDENCE_ANSWER)
             yield CitationsFound([])
             return
-        started = time.perf_counter()
-        yield StepStarted("answer", {"evidence": len(evidence.items)})
         options = GenerationOptions(max_tokens=self.max_answer_tokens, temperature=0.0)
-        answer = ""
-        result = None
-        for item in self.llm.stream(self.messages(question, evidence.text), options):
-            if item.text:
-                answer += item.text
-                yield AnswerDelta(item.text)
-            if item.result is not None:
-                result = item.result
-        revised = attribute_uncited(answer, evidence)
-        if revised != answer:
-            answer = revised
-            yield AnswerRevised(answer)
-        citations = citations_for(answer, evidence)
-        yield StepFinished(
-            "answer",
-            time.perf_counter() - started,
-            output={"cited": [c.number for c in citations]},
+        yield from stream_cited_answer(
+            self.llm, self.messages(question, evidence.text), evidence, options
         )
-        if result is not None:
-            yield LLMCallFinished("answer", result.usage)
-        yield CitationsFound(citations)
 
     def run(self, question: str, retrieved: Sequence[RetrievedChunk]) -> list[Event]:
         """All events of :meth:`stream`, as a list."""

@@ -17,6 +17,7 @@ __all__ = [
     "citations_for",
     "cited_numbers",
     "citing_sentences",
+    "evidence_entry",
     "quoted_span",
 ]
 
@@ -88,6 +89,11 @@ def _label(item: RetrievedChunk) -> str:
     return where
 
 
+def evidence_entry(number: int, item: RetrievedChunk) -> str:
+    """One line of evidence as prompts show it: ``[n] (file, page p) text``."""
+    return f"[{number}] ({_label(item)}) {' '.join(item.chunk.text.split())}\n"
+
+
 def build_evidence(
     retrieved: Sequence[RetrievedChunk],
     count_tokens: Callable[[str], int],
@@ -105,8 +111,7 @@ def build_evidence(
     for item in retrieved:
         if item.chunk.id in seen:
             continue
-        text = " ".join(item.chunk.text.split())
-        entry = f"[{len(kept) + 1}] ({_label(item)}) {text}\n"
+        entry = evidence_entry(len(kept) + 1, item)
         cost = count_tokens(entry)
         if used + cost > max_tokens:
             continue

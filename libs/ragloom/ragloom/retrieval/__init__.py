@@ -2,6 +2,7 @@
 
 from ragloom.retrieval.base import FullTextRetriever, QueryEmbedder, Retriever, VectorRetriever
 from ragloom.retrieval.hybrid import HybridRetriever, reciprocal_rank_fusion
+from ragloom.retrieval.merge import retrieve_from_all
 from ragloom.retrieval.mmr import MMRReranker, mmr_order
 from ragloom.retrieval.rerank import LLMReranker, Reranker, RerankingRetriever
 
@@ -17,4 +18,5 @@ __all__ = [
     "VectorRetriever",
     "mmr_order",
     "reciprocal_rank_fusion",
+    "retrieve_from_all",
 ]

@@ -66,7 +66,7 @@ class ChatPage:
         """
         cls = self.reasoning_class(mode)
         values = cls.resolve_settings(settings)
-        state = state or ReasoningState(llm=self.app.llm())
+        state = state or self.app.reasoning_state()
         index_settings = {**values, "llm": state.llm}
         retrievers = []
         for index in self.app.indices.indices:
@@ -103,7 +103,7 @@ class ChatPage:
                 for m in self.conversations.messages(conversation_id)
             ]
             self.conversations.add_message(conversation_id, "user", question)
-        state = ReasoningState(llm=self.app.llm(), conversation_id=conversation_id, history=history)
+        state = self.app.reasoning_state(conversation_id=conversation_id, history=history)
         pipeline = self.create_pipeline(mode_id, settings, state, indices, selected_sources)
         collector = AnswerCollector(mode=mode_id)
         try:

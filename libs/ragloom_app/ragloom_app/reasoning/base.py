@@ -8,10 +8,11 @@ pipeline then streams typed events (:mod:`ragloom.events`) that the UI and CLI r
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragloom.agents.tools import ToolRegistry
 from ragloom.base import BaseComponent
 from ragloom.events import Event
 from ragloom.llms.base import ChatLLM, ChatMessage
@@ -36,11 +37,22 @@ class ReasoningInfo:
 
 @dataclass
 class ReasoningState:
-    """What the app knows of one request: the LLM to use and the conversation so far."""
+    """What the app knows of one request: its LLM, the conversation so far, the tools
+    agents may use, and ``llm_named`` to get another LLM of ``LLMS`` by name."""
 
     llm: ChatLLM
     conversation_id: str | None = None
     history: list[ChatMessage] = field(default_factory=list)
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    llm_named: Callable[[str], ChatLLM] | None = None
+
+    def llm_for(self, name: str | None) -> ChatLLM:
+        """The LLM named ``name`` (empty or None: the request's own)."""
+        if not name:
+            return self.llm
+        if self.llm_named is None:
+            raise ValueError(f"no LLM named {name!r} is available here")
+        return self.llm_named(name)
 
 
 class BaseReasoning(BaseComponent):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -11,34 +10,10 @@ from theflow import Param
 
 from ragloom.events import Event, StepFinished, StepStarted
 from ragloom.qa import CitedAnswerer
-from ragloom.retrieval import Retriever
-from ragloom.schema import RetrievedChunk
+from ragloom.retrieval import Retriever, retrieve_from_all
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
 
-__all__ = ["FullQAReasoning", "retrieve_from_all"]
-
-
-def retrieve_from_all(
-    retrievers: Sequence[Retriever], question: str, top_k: int
-) -> list[RetrievedChunk]:
-    """The best ``top_k`` chunks over every retriever, each chunk once.
-
-    Each retriever's list keeps its own order (MMR or reranking may have set it): the lists
-    are merged by always taking the head with the highest score (the earlier retriever on
-    a tie). Lists sorted by score merge into one sorted list, as before reranking existed.
-    """
-    queues = [deque(retriever(question, top_k=top_k)) for retriever in retrievers]
-    merged: list[RetrievedChunk] = []
-    seen: set[str] = set()
-    while len(merged) < top_k:
-        heads = [queue for queue in queues if queue]
-        if not heads:
-            break
-        item = max(heads, key=lambda queue: queue[0].score).popleft()
-        if item.chunk.id not in seen:
-            seen.add(item.chunk.id)
-            merged.append(item)
-    return merged
+__all__ = ["FullQAReasoning"]
 
 
 class FullQAReasoning(BaseReasoning):

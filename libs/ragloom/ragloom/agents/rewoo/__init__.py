@@ -1,5 +1,6 @@
 """ReWOO: plan every tool call first, run independent calls in parallel, solve once."""
 
+from ragloom.agents.rewoo.agent import ReWOOAgent
 from ragloom.agents.rewoo.plan import (
     Plan,
     PlanStep,
@@ -9,12 +10,22 @@ from ragloom.agents.rewoo.plan import (
     substitute_evidence,
     validate_plan,
 )
+from ragloom.agents.rewoo.planner import PlanningFailed, ReWOOPlanner, plan_grammar
+from ragloom.agents.rewoo.solver import ReWOOSolver
+from ragloom.agents.rewoo.worker import PlanWorker, StepOutcome
 
 __all__ = [
     "Plan",
     "PlanStep",
     "PlanValidationError",
+    "PlanWorker",
+    "PlanningFailed",
+    "ReWOOAgent",
+    "ReWOOPlanner",
+    "ReWOOSolver",
+    "StepOutcome",
     "parse_plan",
+    "plan_grammar",
     "plan_levels",
     "substitute_evidence",
     "validate_plan",

@@ -8,12 +8,31 @@ Tools are built per request (they may hold a request's retrievers); none is shar
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["BaseTool", "ToolError", "ToolResult"]
+from ragloom.llms.base import Usage
+
+if TYPE_CHECKING:
+    from ragloom.agents.evidence import EvidenceLedger
+    from ragloom.llms.base import ChatLLM
+    from ragloom.retrieval import Retriever
+
+__all__ = ["BaseTool", "ToolContext", "ToolError", "ToolResult"]
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What the tools of one request may use: its LLM, retrievers and evidence ledger."""
+
+    llm: ChatLLM
+    retrievers: Sequence[Retriever] = ()
+    ledger: EvidenceLedger | None = None
+    top_k: int = 3
+    observation_tokens: int = 600
 
 
 @dataclass(frozen=True)
@@ -27,11 +46,15 @@ class ToolError:
 
 @dataclass(frozen=True)
 class ToolResult:
-    """Either ``content`` (with the ``sources`` it came from, for citations) or an ``error``."""
+    """Either ``content`` (with the ``sources`` it came from, for citations) or an ``error``.
+
+    A tool that calls an LLM reports the call's ``usage``, so the request's totals count it.
+    """
 
     content: str = ""
     sources: list[Any] = field(default_factory=list)
     error: ToolError | None = None
+    usage: Usage | None = None  # tokens spent, when the tool called an LLM
 
     @property
     def ok(self) -> bool:
@@ -57,6 +80,11 @@ class BaseTool:
     name: ClassVar[str]
     description: ClassVar[str]
     Arguments: ClassVar[type[BaseModel]]
+
+    @classmethod
+    def from_context(cls, context: ToolContext) -> BaseTool:
+        """The tool for one request; override when it needs the LLM or the retrievers."""
+        return cls()
 
     def run(self, arguments: BaseModel) -> ToolResult:
         """Do the work for validated ``arguments``."""

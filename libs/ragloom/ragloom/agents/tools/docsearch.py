@@ -7,24 +7,20 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from ragloom.agents.tools.base import BaseTool, ToolResult
-from ragloom.retrieval import Retriever
+from ragloom.agents.evidence import EvidenceLedger
+from ragloom.agents.tools.base import BaseTool, ToolContext, ToolResult
+from ragloom.retrieval import Retriever, retrieve_from_all
 from ragloom.schema import RetrievedChunk
 
 __all__ = ["DocSearchTool"]
 
 
-def _merge(results: Sequence[Sequence[RetrievedChunk]], top_k: int) -> list[RetrievedChunk]:
-    best: dict[str, RetrievedChunk] = {}
-    for hits in results:
-        for hit in hits:
-            if hit.chunk.id not in best or hit.score > best[hit.chunk.id].score:
-                best[hit.chunk.id] = hit
-    return sorted(best.values(), key=lambda h: (-h.score, h.chunk.id))[:top_k]
-
-
 class DocSearchTool(BaseTool):
-    """Searches the selected indices; the result lists passages with source ids."""
+    """Searches the selected indices; the result lists passages with their sources.
+
+    With a ``ledger``, each passage is shown with its request-wide number (``[3] (file)
+    text``) so that an answer can cite it; without one, as ``(file) text``.
+    """
 
     class Arguments(BaseModel):
         """What to search for."""
@@ -44,27 +40,42 @@ class DocSearchTool(BaseTool):
         top_k: int = 3,
         count_tokens: Callable[[str], int] | None = None,
         max_tokens: int = 600,
+        ledger: EvidenceLedger | None = None,
     ) -> None:
         self.retrievers = list(retrievers)
         self.top_k = top_k
         self.count_tokens = count_tokens or (lambda text: max(1, len(text) // 4))
         self.max_tokens = max_tokens
+        self.ledger = ledger
+
+    @classmethod
+    def from_context(cls, context: ToolContext) -> DocSearchTool:
+        return cls(
+            context.retrievers,
+            top_k=context.top_k,
+            count_tokens=context.llm.count_tokens,
+            max_tokens=context.observation_tokens,
+            ledger=context.ledger,
+        )
 
     def run(self, arguments: BaseModel) -> ToolResult:
         assert isinstance(arguments, DocSearchTool.Arguments)
-        hits = _merge([r(arguments.query, top_k=self.top_k) for r in self.retrievers], self.top_k)
+        hits = retrieve_from_all(self.retrievers, arguments.query, self.top_k)
         if not hits:
             return ToolResult(content="No passage in the documents matches this query.")
-        lines: list[str] = []
         kept: list[RetrievedChunk] = []
+        lines: list[str] = []
         used = 0
         for hit in hits:
             where = hit.chunk.source_name + (f", page {hit.chunk.page}" if hit.chunk.page else "")
             line = f"({where}) {' '.join(hit.chunk.text.split())}"
-            cost = self.count_tokens(line)
+            cost = self.count_tokens(line) + 2
             if kept and used + cost > self.max_tokens:
                 break  # observations are trimmed to a token budget, best passages first
-            lines.append(line)
             kept.append(hit)
+            lines.append(line)
             used += cost
+        if self.ledger is not None:
+            numbers = self.ledger.add(kept)
+            lines = [f"[{n}] {line}" for n, line in zip(numbers, lines, strict=True)]
         return ToolResult(content="\n".join(lines), sources=kept)

@@ -6,8 +6,8 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from ragloom.agents.tools.base import BaseTool, ToolResult
-from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMError, Usage
+from ragloom.agents.tools.base import BaseTool, ToolContext, ToolResult
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMError
 
 __all__ = ["LLMTool"]
 
@@ -29,7 +29,10 @@ class LLMTool(BaseTool):
     def __init__(self, llm: ChatLLM, *, max_tokens: int = 200) -> None:
         self.llm = llm
         self.max_tokens = max_tokens
-        self.usages: list[Usage] = []
+
+    @classmethod
+    def from_context(cls, context: ToolContext) -> LLMTool:
+        return cls(context.llm)
 
     def run(self, arguments: BaseModel) -> ToolResult:
         assert isinstance(arguments, LLMTool.Arguments)
@@ -41,5 +44,4 @@ class LLMTool(BaseTool):
             result = self.llm.run(messages, GenerationOptions(max_tokens=self.max_tokens))
         except LLMError as exc:
             return ToolResult.failure("llm_failed", str(exc), retryable=True)
-        self.usages.append(result.usage)
-        return ToolResult(content=result.text.strip())
+        return ToolResult(content=result.text.strip(), usage=result.usage)

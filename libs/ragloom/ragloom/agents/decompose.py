@@ -1,0 +1,137 @@
+"""Question decomposition: split the question, answer each part from the documents, combine.
+
+One call splits the question into at most ``max_questions`` simpler ones (constrained by
+a grammar where the LLM takes one); each is answered from its own retrieval in one call,
+citing request-wide source numbers; a last call writes the answer from the sub-answers
+and the sources, citing them like FullQA.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Generator, Iterator
+
+from theflow import Param
+
+from ragloom.agents.evidence import EvidenceLedger
+from ragloom.base import BaseComponent
+from ragloom.events import Event, LLMCallFinished, PlanCreated, StepFinished, StepStarted
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
+from ragloom.qa.answer import DEFAULT_SYSTEM_PROMPT, stream_cited_answer
+from ragloom.retrieval import Retriever, retrieve_from_all
+
+__all__ = ["DecompositionAgent", "parse_subquestions"]
+
+SPLIT_PROMPT = (
+    "Split the user's question into at most {n} simpler questions that can each be answered "
+    "by one search of the documents. Write one per line, numbered 1., 2., ... A question "
+    "that is already simple is written once, as it is."
+)
+SUBANSWER_PROMPT = (
+    "Answer the question in one sentence using only the numbered sources, ending with the "
+    "number of the source you used in square brackets, like [2]. If they do not say, "
+    "answer: not found."
+)
+_NUMBERED = re.compile(r"^\s*(?:\d+\s*[.):]|[-*])\s*(?P<text>.+?)\s*$")
+
+
+def parse_subquestions(text: str, limit: int) -> list[str]:
+    """The numbered (or bulleted) questions in ``text``, each once, at most ``limit``."""
+    found: list[str] = []
+    for line in text.splitlines():
+        match = _NUMBERED.match(line)
+        question = (match["text"] if match else "").strip()
+        if question and question.lower() not in (q.lower() for q in found):
+            found.append(question)
+    return found[:limit]
+
+
+class DecompositionAgent(BaseComponent):
+    """Splits, answers the parts from retrieval, combines (see the module docstring)."""
+
+    llm: ChatLLM = Param(help="The chat model.")
+    retrievers: list[Retriever] = Param(default_callback=lambda _: [], help="Retrievers.")
+    ledger: EvidenceLedger = Param(
+        default_callback=lambda _: EvidenceLedger(), help="Numbers the documents found."
+    )
+    max_questions: int = Param(3, help="Most sub-questions.")
+    top_k: int = Param(2, help="Chunks retrieved per sub-question.")
+    max_answer_tokens: int = Param(320, help="Most tokens of the final answer.")
+    max_source_tokens: int = Param(2000, help="Most tokens of numbered sources in a prompt.")
+
+    def _split_options(self) -> GenerationOptions:
+        grammar = None
+        if self.llm.supports_grammar:
+            lines = " ".join(
+                f'"{n}. " line' + (" (" if n < self.max_questions else "")
+                for n in range(1, self.max_questions + 1)
+            ) + ")?" * (self.max_questions - 1)
+            grammar = f'root ::= {lines}\nline ::= [^\\n ] [^\\n]{{4,200}} "\\n"'
+        return GenerationOptions(max_tokens=80 * self.max_questions, grammar=grammar)
+
+    def _split(self, question: str) -> Generator[Event, None, list[str]]:
+        started = time.perf_counter()
+        yield StepStarted("split", {"question": question, "max": self.max_questions})
+        messages = [
+            ChatMessage("system", SPLIT_PROMPT.format(n=self.max_questions)),
+            ChatMessage("user", question.strip()),
+        ]
+        result = self.llm.run(messages, self._split_options())
+        yield LLMCallFinished("split", result.usage)
+        parts = parse_subquestions(result.text, self.max_questions) or [question.strip()]
+        yield StepFinished("split", time.perf_counter() - started, output={"questions": parts})
+        yield PlanCreated(
+            steps=[{"id": f"Q{n}", "question": q} for n, q in enumerate(parts, 1)],
+            raw=result.text,
+        )
+        return parts
+
+    def _answer_part(self, number: int, part: str) -> Generator[Event, None, str]:
+        started = time.perf_counter()
+        name = f"Q{number}"
+        yield StepStarted(name, {"question": part})
+        hits = retrieve_from_all(self.retrievers, part, self.top_k)
+        numbers = self.ledger.add(hits)
+        if not numbers:
+            yield StepFinished(name, time.perf_counter() - started, output={"answer": None})
+            return "not found"
+        block = self.ledger.block(self.llm.count_tokens, self.max_source_tokens, numbers)
+        messages = [
+            ChatMessage("system", SUBANSWER_PROMPT),
+            ChatMessage("user", f"Sources:\n{block.text}\nQuestion: {part}\nAnswer:"),
+        ]
+        result = self.llm.run(messages, GenerationOptions(max_tokens=120))
+        yield LLMCallFinished("subanswer", result.usage)
+        answer = " ".join(result.text.split()) or "not found"
+        yield StepFinished(
+            name,
+            time.perf_counter() - started,
+            output={"answer": answer, "sources": numbers},
+        )
+        return answer
+
+    def stream(self, question: str) -> Iterator[Event]:
+        """Split, answer each part, then stream the combined, cited answer."""
+        parts = yield from self._split(question)
+        notes: list[str] = []
+        for number, part in enumerate(parts, 1):
+            answer = yield from self._answer_part(number, part)
+            notes.append(f"- {part} {answer}")
+        notes_text = "\n".join(notes)
+        fixed = self.llm.count_tokens(DEFAULT_SYSTEM_PROMPT + notes_text + question)
+        room = self.llm.context_window - self.max_answer_tokens - fixed - 96
+        evidence = self.ledger.block(
+            self.llm.count_tokens, max(0, min(self.max_source_tokens, room))
+        )
+        user = (
+            f"Sources:\n{evidence.text or '(none)'}\nFindings so far:\n{notes_text}\n"
+            f"Question: {question.strip()}\nAnswer:"
+        )
+        messages = [ChatMessage("system", DEFAULT_SYSTEM_PROMPT), ChatMessage("user", user)]
+        options = GenerationOptions(max_tokens=self.max_answer_tokens)
+        yield from stream_cited_answer(self.llm, messages, evidence, options)
+
+    def run(self, question: str) -> list[Event]:
+        """Every event of :meth:`stream`, as a list."""
+        return list(self.stream(question))

@@ -1,0 +1,175 @@
+"""The ReAct agent: think, act, observe, repeat, then answer citing what it found.
+
+The scratchpad (``Thought / Action / Action Input / Observation`` lines) is continued
+inside the assistant's own turn, not resent as a user message: measured on the 0.5B
+model, the latter makes it repeat its action instead of answering. Generation stops at
+``Observation:``, so the model never invents a tool's result. Every observation is
+trimmed to a token budget, and the agent stops early when the next step would not fit
+the context. After ``max_steps`` without an answer it says so and answers from what it
+found.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Iterator
+
+from theflow import Param
+
+from ragloom.agents.budget import trim_to_tokens
+from ragloom.agents.evidence import EvidenceLedger
+from ragloom.agents.react.parser import ReActAction, ReActFormatError, parse_react_step
+from ragloom.agents.rewoo.agent import step_record
+from ragloom.agents.rewoo.plan import PlanStep
+from ragloom.agents.rewoo.worker import StepOutcome
+from ragloom.agents.tools.base import BaseTool, ToolResult
+from ragloom.agents.tools.runner import ToolRunner
+from ragloom.base import BaseComponent
+from ragloom.events import (
+    AnswerDelta,
+    CitationsFound,
+    Event,
+    LLMCallFinished,
+    StepFinished,
+    StepStarted,
+)
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMResult
+from ragloom.qa.answer import cite_answer
+
+__all__ = ["REACT_SYSTEM_PROMPT", "ReActAgent"]
+
+REACT_SYSTEM_PROMPT = """Answer the user's question from their documents. You have these tools:
+{tools}
+
+Use this format:
+Thought: what to do next
+Action: the tool to use, one of [{names}]
+Action Input: the input for the tool
+Observation: the tool's result
+... (Thought, Action, Action Input and Observation may repeat)
+Thought: I know the answer.
+Final Answer: the answer in one to three sentences, each ending with the number of the \
+passage it uses in square brackets, like [2]."""
+
+SEARCH_FIRST = "Thought: I should search the documents first.\nAction: docsearch\nAction Input:"
+STOP_SEQUENCES = ("\nObservation:", "Observation:")
+
+
+class ReActAgent(BaseComponent):
+    """Thought / Action / Observation loop over one request's tools."""
+
+    llm: ChatLLM = Param(help="The chat model that reasons and answers.")
+    tools: dict[str, BaseTool] = Param(help="This request's tools, by name.")
+    ledger: EvidenceLedger = Param(
+        default_callback=lambda _: EvidenceLedger(), help="Numbers the documents found."
+    )
+    max_steps: int = Param(5, help="Most LLM calls before the agent must answer.")
+    max_step_tokens: int = Param(200, help="Most tokens one step may write.")
+    observation_tokens: int = Param(500, help="Most tokens of one observation.")
+    search_first: bool = Param(
+        True, help="Start with a document search whose query the model writes."
+    )
+    tool_timeout: float = Param(60.0, help="Seconds a tool call may take.")
+    tool_retries: int = Param(2, help="Retries of a call whose error is worth retrying.")
+
+    def system_prompt(self) -> str:
+        """Instructions and tools (stable, so llama.cpp reuses the evaluated prefix)."""
+        tools = "\n".join(f"{t.name}: {t.description}" for t in self.tools.values())
+        return REACT_SYSTEM_PROMPT.format(tools=tools, names=", ".join(self.tools))
+
+    def _generate(self, question: str, scratchpad: str) -> LLMResult:
+        messages = [
+            ChatMessage("system", self.system_prompt()),
+            ChatMessage("user", question.strip()),
+            ChatMessage("assistant", scratchpad),
+        ]
+        options = GenerationOptions(
+            max_tokens=self.max_step_tokens,
+            temperature=0.0,
+            stop=STOP_SEQUENCES,
+            continue_assistant=True,
+        )
+        return self.llm.run(messages, options)
+
+    def _room_for_a_step(self, question: str, scratchpad: str) -> bool:
+        """Whether one more step, its observation and a final answer fit the context."""
+        used = self.llm.count_tokens(self.system_prompt() + question + scratchpad)
+        reserve = 2 * self.max_step_tokens + self.observation_tokens + 96
+        return used + reserve <= self.llm.context_window
+
+    def _act(
+        self, number: int, action: ReActAction, runner: ToolRunner
+    ) -> Generator[Event, None, str]:
+        """Run one action, yielding its events; return the observation the model sees."""
+        name = f"step{number}:{action.tool}"
+        yield StepStarted(name, {"input": action.tool_input})
+        tool = self.tools.get(action.tool)
+        step = PlanStep(number, action.tool, action.tool_input)
+        if tool is None:
+            available = ", ".join(self.tools)
+            result = ToolResult.failure(
+                "unknown_tool", f"there is no tool {action.tool!r}; available: {available}"
+            )
+            outcome = StepOutcome(step, action.tool_input, result, 0.0, 0)
+        else:
+            call = runner.call(tool, action.tool_input)
+            outcome = StepOutcome(step, action.tool_input, call.result, call.seconds, call.attempts)
+        record = step_record(outcome)
+        error = None if outcome.result.ok else outcome.evidence
+        yield StepFinished(name, outcome.seconds, output=record, error=error)
+        if outcome.result.usage is not None:
+            yield LLMCallFinished(f"tool:{action.tool}", outcome.result.usage)
+        return trim_to_tokens(
+            outcome.evidence.strip() or "(empty)", self.observation_tokens, self.llm.count_tokens
+        )
+
+    def stream(self, question: str) -> Iterator[Event]:
+        """Reason and act until a final answer; yield every step's events."""
+        runner = ToolRunner(timeout=self.tool_timeout, retries=self.tool_retries)
+        scratchpad = SEARCH_FIRST if self.search_first and "docsearch" in self.tools else "Thought:"
+        answer = None
+        calls = 0
+        while calls < self.max_steps and self._room_for_a_step(question, scratchpad):
+            calls += 1
+            started = time.perf_counter()
+            yield StepStarted(f"think{calls}", None)
+            result = self._generate(question, scratchpad)
+            yield LLMCallFinished("react", result.usage)
+            written = result.text.rstrip()
+            # The last line of the scratchpad may be an open "Action Input:" the model filled.
+            step_text = scratchpad[scratchpad.rfind("Thought:") :] + written
+            try:
+                parsed = parse_react_step(step_text)
+            except ReActFormatError as exc:
+                yield StepFinished(f"think{calls}", time.perf_counter() - started, error=str(exc))
+                scratchpad += f"{written}\nObservation: Invalid format: {exc}.\nThought:"
+                continue
+            yield StepFinished(
+                f"think{calls}", time.perf_counter() - started, output={"text": written.strip()}
+            )
+            if not isinstance(parsed, ReActAction):
+                answer = parsed.answer
+                break
+            observation = yield from self._act(calls, parsed, runner)
+            scratchpad += f"{written}\nObservation: {observation}\nThought:"
+        if answer is None:
+            answer = yield from self._give_up(question, scratchpad, calls)
+        yield AnswerDelta(answer)
+        citations = yield from cite_answer(answer, self.ledger.block())
+        yield CitationsFound(citations)
+
+    def _give_up(self, question: str, scratchpad: str, steps: int) -> Generator[Event, None, str]:
+        """Answer honestly that the agent could not finish, from what it found."""
+        started = time.perf_counter()
+        yield StepStarted("final", {"reason": f"no answer after {steps} steps"})
+        # The loop kept room for this call: the scratchpad always fits.
+        forced = scratchpad + " I must answer now with what I found.\nFinal Answer:"
+        result = self._generate(question, forced)
+        yield LLMCallFinished("react-final", result.usage)
+        found = result.text.split("\nAction", 1)[0].strip() or "nothing conclusive."
+        yield StepFinished("final", time.perf_counter() - started, output={"text": found})
+        return f"I could not finish within {steps} steps. From what I found: {found}"
+
+    def run(self, question: str) -> list[Event]:
+        """Every event of :meth:`stream`, as a list."""
+        return list(self.stream(question))

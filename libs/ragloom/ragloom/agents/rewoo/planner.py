@@ -1,0 +1,158 @@
+"""The ReWOO planner: one LLM call writes every tool call, before any of them runs.
+
+Where the LLM honours GBNF grammars (llama.cpp), the output is constrained to numbered
+``#PlanN:`` / ``#EN = tool[input]`` pairs with known tool names, at most ``max_steps`` of
+them and bounded line lengths: a small model then always writes a plan that parses, and
+a planner that would loop (kotaemon's reached #E10) simply has to stop. A plan that fails
+validation gets one repair call showing the problems; a second failure is reported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+
+from theflow import Param
+
+from ragloom.agents.rewoo.plan import Plan, PlanValidationError, parse_plan, validate_plan
+from ragloom.agents.tools.base import BaseTool
+from ragloom.base import BaseComponent
+from ragloom.events import Event, LLMCallFinished, StepFinished, StepStarted
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
+
+__all__ = ["PLANNER_SYSTEM_PROMPT", "PlanningFailed", "ReWOOPlanner", "plan_grammar"]
+
+PLANNER_SYSTEM_PROMPT = """You plan how to answer a question with tools; you do not answer it.
+Tools:
+{tools}
+Write each step as two lines:
+#Plan1: <what this step finds out>
+#E1 = <tool>[<input>]
+An input may use the result of an earlier step by its name, e.g. #E1. Use as few steps as
+the question needs (one docsearch is often enough), and search the documents for facts.
+
+Example question: How many years passed between the founding of Acme and its first product?
+#Plan1: Find the year Acme was founded.
+#E1 = docsearch[year Acme was founded]
+#Plan2: Find the year of Acme's first product.
+#E2 = docsearch[Acme first product year]
+#Plan3: Count the years between them.
+#E3 = llm[How many years passed between the founding (#E1) and the first product (#E2)?]"""
+
+REPAIR_PROMPT = (
+    "This plan cannot run: {problems}. Write the whole plan again, corrected, in the same format."
+)
+
+
+class PlanningFailed(Exception):
+    """The planner wrote no runnable plan, even after its repair attempt."""
+
+    def __init__(self, error: PlanValidationError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+@dataclass(frozen=True)
+class PlanningOutcome:
+    """A validated plan and whether it took the repair attempt."""
+
+    plan: Plan
+    repaired: bool
+    first_problems: list[str]
+
+
+def _gbnf_literal(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def plan_grammar(tool_names: Sequence[str], max_steps: int, max_chars: int = 160) -> str:
+    """A GBNF grammar of plans: steps 1..``max_steps`` in order, known tools, short lines."""
+    if not tool_names or max_steps < 1:
+        raise ValueError("a plan grammar needs at least one tool and one step")
+    rules = []
+    for n in range(1, max_steps + 1):
+        plan, step = _gbnf_literal(f"#Plan{n}: "), _gbnf_literal(f"\n#E{n} = ")
+        rules.append(f'step{n} ::= {plan} text {step} tool "[" input "]\\n"')
+    chain = f"step{max_steps}"
+    for n in range(max_steps - 1, 0, -1):
+        chain = f"step{n} ({chain})?"
+    tools = " | ".join(_gbnf_literal(name) for name in tool_names)
+    return "\n".join(
+        [
+            f"root ::= {chain}",
+            *rules,
+            f"tool ::= {tools}",
+            # Text may not be empty nor start with a space; inputs may not hold "]".
+            f"text ::= [^\\n ] [^\\n]{{0,{max_chars}}}",
+            f"input ::= [^\\]\\n ] [^\\]\\n]{{0,{max_chars}}}",
+        ]
+    )
+
+
+class ReWOOPlanner(BaseComponent):
+    """Writes and validates a plan for a question (see the module docstring)."""
+
+    llm: ChatLLM = Param(help="The planner's chat model.")
+    tools: list[type[BaseTool]] = Param(help="The tools a plan may call.")
+    max_steps: int = Param(4, help="Most steps a plan may have.")
+    max_tokens: int = Param(480, help="Most tokens the planner may write.")
+    use_grammar: bool | None = Param(
+        None, help="Constrain the output with a grammar (None: when the LLM supports one)."
+    )
+
+    def messages(self, question: str) -> list[ChatMessage]:
+        """The planner's prompt: tools and format first (stable, so cached), then the question."""
+        tools = "\n".join(f"{t.name}[input]: {t.description}" for t in self.tools)
+        return [
+            ChatMessage("system", PLANNER_SYSTEM_PROMPT.format(tools=tools)),
+            ChatMessage("user", f"Question: {question.strip()}"),
+        ]
+
+    def options(self) -> GenerationOptions:
+        """Generation options: greedy, bounded, grammar-constrained when possible."""
+        grammar_wanted = self.use_grammar
+        if grammar_wanted is None:
+            grammar_wanted = self.llm.supports_grammar
+        grammar = None
+        if grammar_wanted:
+            grammar = plan_grammar([t.name for t in self.tools], self.max_steps)
+        return GenerationOptions(max_tokens=self.max_tokens, temperature=0.0, grammar=grammar)
+
+    def stream(self, question: str) -> Generator[Event, None, PlanningOutcome]:
+        """Yield the planning step's events; return the validated plan.
+
+        Raises :class:`PlanningFailed` when the repaired plan is still invalid.
+        """
+        started = time.perf_counter()
+        yield StepStarted("plan", {"question": question, "tools": [t.name for t in self.tools]})
+        messages = self.messages(question)
+        names = [t.name for t in self.tools]
+        result = self.llm.run(messages, self.options())
+        yield LLMCallFinished("plan", result.usage)
+        plan = parse_plan(result.text)
+        try:
+            validate_plan(plan, names, self.max_steps)
+            yield StepFinished("plan", time.perf_counter() - started, output={"repaired": False})
+            return PlanningOutcome(plan, repaired=False, first_problems=[])
+        except PlanValidationError as first:
+            first_error = first
+        repair = [
+            *messages,
+            ChatMessage("assistant", result.text.strip() or "(nothing)"),
+            ChatMessage("user", REPAIR_PROMPT.format(problems="; ".join(first_error.problems))),
+        ]
+        result = self.llm.run(repair, self.options())
+        yield LLMCallFinished("plan-repair", result.usage)
+        plan = parse_plan(result.text)
+        try:
+            validate_plan(plan, names, self.max_steps)
+        except PlanValidationError as second:
+            yield StepFinished("plan", time.perf_counter() - started, error=str(second))
+            raise PlanningFailed(second) from None
+        yield StepFinished(
+            "plan",
+            time.perf_counter() - started,
+            output={"repaired": True, "first_problems": first_error.problems},
+        )
+        return PlanningOutcome(plan, repaired=True, first_problems=first_error.problems)

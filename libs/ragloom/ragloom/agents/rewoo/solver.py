@@ -1,0 +1,87 @@
+"""The ReWOO solver: one LLM call answers from the plan and all its evidence, citing it.
+
+Documents found by ``docsearch`` are shown once each as numbered sources (the request's
+:class:`~ragloom.agents.evidence.EvidenceLedger`), so the answer cites them as ``[n]``
+like FullQA's; other steps' results are shown after their step, trimmed. Everything is
+budgeted so that the prompt and the answer fit the model's context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from theflow import Param
+
+from ragloom.agents.budget import trim_to_tokens
+from ragloom.agents.evidence import EvidenceLedger
+from ragloom.agents.rewoo.plan import Plan
+from ragloom.agents.rewoo.worker import StepOutcome
+from ragloom.base import BaseComponent
+from ragloom.events import Event
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
+from ragloom.qa.answer import stream_cited_answer
+
+__all__ = ["SOLVER_SYSTEM_PROMPT", "ReWOOSolver"]
+
+SOLVER_SYSTEM_PROMPT = (
+    "You answer a question from the results of a plan that was run to answer it. Write one "
+    "to three sentences in your own words. End each sentence with the number of the source "
+    "it uses, in square brackets, like this: <sentence> [2]. If the results do not answer "
+    "the question, say that the documents do not say."
+)
+
+
+class ReWOOSolver(BaseComponent):
+    """Answers from a run plan (see the module docstring)."""
+
+    llm: ChatLLM = Param(help="The solver's chat model.")
+    system_prompt: str = Param(SOLVER_SYSTEM_PROMPT, help="Instructions for the solver.")
+    max_answer_tokens: int = Param(320, help="Most tokens the answer may take.")
+    max_result_tokens: int = Param(150, help="Most tokens shown of a non-document result.")
+    max_source_tokens: int = Param(2000, help="Most tokens of numbered sources.")
+
+    def _results(self, plan: Plan, outcomes: Sequence[StepOutcome], ledger: EvidenceLedger) -> str:
+        by_id = {outcome.step.id: outcome for outcome in outcomes}
+        lines = []
+        for step in plan.steps:
+            if step.description:
+                lines.append(f"#Plan{step.id}: {step.description}")
+            outcome = by_id.get(step.id)
+            call = (
+                f"#E{step.id} = {step.tool}[{outcome.tool_input if outcome else step.tool_input}]"
+            )
+            if outcome is None:
+                lines.append(f"{call} -> (not run)")
+            elif outcome.result.ok and outcome.result.sources:
+                numbers = ledger.add(outcome.result.sources)
+                lines.append(f"{call} -> sources {', '.join(f'[{n}]' for n in numbers)}")
+            else:
+                shown = trim_to_tokens(
+                    " ".join(outcome.evidence.split()),
+                    self.max_result_tokens,
+                    self.llm.count_tokens,
+                )
+                lines.append(f"{call} -> {shown}")
+        return "\n".join(lines)
+
+    def stream(
+        self,
+        question: str,
+        plan: Plan,
+        outcomes: Sequence[StepOutcome],
+        ledger: EvidenceLedger,
+    ) -> Iterator[Event]:
+        """Stream the answer, its citations and the call's usage."""
+        results = self._results(plan, outcomes, ledger)
+        fixed = self.llm.count_tokens(self.system_prompt + results + question)
+        room = self.llm.context_window - self.max_answer_tokens - fixed - 96
+        budget = max(0, min(self.max_source_tokens, room))
+        evidence = ledger.block(self.llm.count_tokens, budget)
+        user = (
+            f"Sources:\n{evidence.text or '(none)'}\n"
+            f"Plan and results:\n{results}\n"
+            f"Question: {question.strip()}\nAnswer:"
+        )
+        messages = [ChatMessage("system", self.system_prompt), ChatMessage("user", user)]
+        options = GenerationOptions(max_tokens=self.max_answer_tokens, temperature=0.0)
+        yield from stream_cited_answer(self.llm, messages, evidence, options, step="solve")

@@ -1,0 +1,75 @@
+"""Calling a tool the way agents do: with a timeout, and retries when they may help."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+
+from ragloom.agents.tools.base import BaseTool, ToolResult
+
+__all__ = ["ToolCall", "ToolRunner"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call's result, wall time (retries and waits included) and attempts."""
+
+    result: ToolResult
+    seconds: float
+    attempts: int
+
+
+class ToolRunner:
+    """Runs tool calls with a timeout each, retrying retryable errors with backoff.
+
+    A call that times out counts as a retryable ``timeout`` error. Its thread cannot be
+    stopped: it finishes in the background and its result is ignored.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 60.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self._sleep = sleep
+
+    def _once(self, pool: ThreadPoolExecutor, tool: BaseTool, tool_input: str) -> ToolResult:
+        future: Future[ToolResult] = pool.submit(tool.invoke, tool_input)
+        try:
+            return future.result(timeout=self.timeout)
+        except FutureTimeout:
+            return ToolResult.failure(
+                "timeout", f"{tool.name} did not answer within {self.timeout:g} s", retryable=True
+            )
+
+    def call(self, tool: BaseTool, tool_input: str) -> ToolCall:
+        """Call ``tool`` with ``tool_input``; never raises."""
+        started = time.perf_counter()
+        attempts = 0
+        # One thread per attempt, and no waiting for them at the end: a call that hangs
+        # must hold up neither its retry nor the agent.
+        pool = ThreadPoolExecutor(max_workers=self.retries + 1)
+        try:
+            while True:
+                attempts += 1
+                result = self._once(pool, tool, tool_input)
+                if result.ok or not result.error.retryable or attempts > self.retries:
+                    break
+                delay = self.backoff * 2 ** (attempts - 1)
+                logger.info("%s failed (%s); retry in %.2f s", tool.name, result.error.code, delay)
+                self._sleep(delay)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return ToolCall(result, time.perf_counter() - started, attempts)

@@ -1,0 +1,59 @@
+"""What the agent modes share: their tools for one request, and common settings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragloom.agents.evidence import EvidenceLedger
+from ragloom.agents.tools import BaseTool, ToolContext
+from ragloom.llms.base import ChatLLM
+from ragloom.retrieval import Retriever
+from ragloom_app.reasoning.base import ReasoningState, SettingSpec
+
+__all__ = ["docsearch_top_k_setting", "llm_name_setting", "request_tools", "steps_setting"]
+
+
+def request_tools(
+    state: ReasoningState,
+    retrievers: Sequence[Retriever],
+    llm: ChatLLM,
+    ledger: EvidenceLedger,
+    top_k: int,
+) -> dict[str, BaseTool]:
+    """Fresh tools for one request: every registered one, ``docsearch`` over ``retrievers``."""
+    context = ToolContext(llm=llm, retrievers=list(retrievers), ledger=ledger, top_k=top_k)
+    return state.tools.build(context)
+
+
+def docsearch_top_k_setting(default: int) -> SettingSpec:
+    """How many passages one docsearch call returns."""
+    return {
+        "name": "Passages per search",
+        "value": default,
+        "component": "number",
+        "minimum": 1,
+        "maximum": 10,
+        "info": "Passages one docsearch call returns to the agent.",
+    }
+
+
+def steps_setting(label: str, default: int, info: str, maximum: int = 10) -> SettingSpec:
+    """A bounded count of steps."""
+    return {
+        "name": label,
+        "value": default,
+        "component": "number",
+        "minimum": 1,
+        "maximum": maximum,
+        "info": info,
+    }
+
+
+def llm_name_setting(label: str, role: str) -> SettingSpec:
+    """The name of an LLM in ``LLMS`` for one role (empty: the chat's LLM)."""
+    return {
+        "name": label,
+        "value": "",
+        "component": "text",
+        "info": f"Name of an LLM in LLMS for the {role}; empty uses the chat's LLM.",
+    }

@@ -1,0 +1,59 @@
+"""Decomposition mode: split the question, answer each part from the documents, combine."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from theflow import Param
+
+from ragloom.agents.decompose import DecompositionAgent
+from ragloom.events import Event
+from ragloom.retrieval import Retriever
+from ragloom_app.reasoning.agent_settings import docsearch_top_k_setting, steps_setting
+from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
+
+__all__ = ["DecomposeReasoning"]
+
+
+class DecomposeReasoning(BaseReasoning):
+    """Question decomposition over the retrievers of every index."""
+
+    agent: DecompositionAgent = Param(help="The agent for this request.")
+
+    @classmethod
+    def get_info(cls) -> ReasoningInfo:
+        return ReasoningInfo(
+            id="decompose",
+            name="Decomposition",
+            description="Split the question into simpler ones, answer each from the "
+            "documents, then combine the answers, citing the sources.",
+        )
+
+    @classmethod
+    def get_user_settings(cls) -> dict[str, SettingSpec]:
+        return {
+            "max_questions": steps_setting(
+                "Most sub-questions", 3, "How many simpler questions the LLM may ask.", 6
+            ),
+            "top_k": docsearch_top_k_setting(2),
+        }
+
+    @classmethod
+    def get_pipeline(
+        cls,
+        settings: Mapping[str, Any],
+        state: ReasoningState,
+        retrievers: Sequence[Retriever],
+    ) -> DecomposeReasoning:
+        values = cls.resolve_settings(settings)
+        agent = DecompositionAgent(
+            llm=state.llm,
+            retrievers=list(retrievers),
+            max_questions=int(values["max_questions"]),
+            top_k=int(values["top_k"]),
+        )
+        return cls(agent=agent)
+
+    def stream(self, question: str) -> Iterator[Event]:
+        return self.agent.stream(question)

@@ -1,0 +1,74 @@
+"""ReAct mode: think, act, observe, repeat, then answer citing the documents found."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from theflow import Param
+
+from ragloom.agents.evidence import EvidenceLedger
+from ragloom.agents.react import ReActAgent
+from ragloom.events import Event
+from ragloom.retrieval import Retriever
+from ragloom_app.reasoning.agent_settings import (
+    docsearch_top_k_setting,
+    request_tools,
+    steps_setting,
+)
+from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
+
+__all__ = ["ReActReasoning"]
+
+
+class ReActReasoning(BaseReasoning):
+    """ReAct (Yao et al., 2022) over the request's tools."""
+
+    agent: ReActAgent = Param(help="The agent for this request.")
+
+    @classmethod
+    def get_info(cls) -> ReasoningInfo:
+        return ReasoningInfo(
+            id="react",
+            name="ReAct agent",
+            description="Think, call a tool, read its result, repeat until it can answer: "
+            "adapts to what it finds, at the cost of more LLM calls.",
+        )
+
+    @classmethod
+    def get_user_settings(cls) -> dict[str, SettingSpec]:
+        return {
+            "max_steps": steps_setting(
+                "Most steps", 5, "LLM calls before the agent must answer with what it found."
+            ),
+            "top_k": docsearch_top_k_setting(3),
+            "search_first": {
+                "name": "Search the documents first",
+                "value": True,
+                "component": "checkbox",
+                "info": "Begin with a document search whose query the model writes; small "
+                "models otherwise tend to answer from memory.",
+            },
+        }
+
+    @classmethod
+    def get_pipeline(
+        cls,
+        settings: Mapping[str, Any],
+        state: ReasoningState,
+        retrievers: Sequence[Retriever],
+    ) -> ReActReasoning:
+        values = cls.resolve_settings(settings)
+        ledger = EvidenceLedger()
+        tools = request_tools(state, retrievers, state.llm, ledger, int(values["top_k"]))
+        agent = ReActAgent(
+            llm=state.llm,
+            tools=tools,
+            ledger=ledger,
+            max_steps=int(values["max_steps"]),
+            search_first=bool(values["search_first"]),
+        )
+        return cls(agent=agent)
+
+    def stream(self, question: str) -> Iterator[Event]:
+        return self.agent.stream(question)
