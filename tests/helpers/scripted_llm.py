@@ -25,6 +25,14 @@ class ScriptedLLM(ChatLLM):
     prompts: list[list[ChatMessage]] = Param(
         default_callback=lambda _: [], help="Every prompt sent, in order."
     )
+    options_seen: list[GenerationOptions | None] = Param(
+        default_callback=lambda _: [], help="The options of every call, in order."
+    )
+    grammar: bool = Param(False, help="What supports_grammar reports.")
+
+    @property
+    def supports_grammar(self) -> bool:
+        return self.grammar
 
     @property
     def context_window(self) -> int:
@@ -38,6 +46,7 @@ class ScriptedLLM(ChatLLM):
     ) -> Iterator[LLMStreamItem]:
         timer = CallTimer()
         self.prompts.append(list(messages))
+        self.options_seen.append(options)
         if not self.replies:
             raise AssertionError("the scripted LLM ran out of replies")
         reply = self.replies.pop(0)

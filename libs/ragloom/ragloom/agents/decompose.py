@@ -63,11 +63,11 @@ class DecompositionAgent(BaseComponent):
     def _split_options(self) -> GenerationOptions:
         grammar = None
         if self.llm.supports_grammar:
-            lines = " ".join(
-                f'"{n}. " line' + (" (" if n < self.max_questions else "")
-                for n in range(1, self.max_questions + 1)
-            ) + ")?" * (self.max_questions - 1)
-            grammar = f'root ::= {lines}\nline ::= [^\\n ] [^\\n]{{4,200}} "\\n"'
+            # "1. " line ("2. " line (...)?)?: numbered lines, at most max_questions.
+            chain = f'"{self.max_questions}. " line'
+            for n in range(self.max_questions - 1, 0, -1):
+                chain = f'"{n}. " line ({chain})?'
+            grammar = f'root ::= {chain}\nline ::= [^\\n ] [^\\n]{{4,200}} "\\n"'
         return GenerationOptions(max_tokens=80 * self.max_questions, grammar=grammar)
 
     def _split(self, question: str) -> Generator[Event, None, list[str]]:

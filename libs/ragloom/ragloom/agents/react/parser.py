@@ -15,9 +15,10 @@ from dataclasses import dataclass
 __all__ = ["ReActAction", "ReActFinish", "ReActFormatError", "parse_react_step"]
 
 _FINAL = re.compile(r"final\s*answer\s*:", re.I)
-_ACTION = re.compile(r"^[ \t]*action\s*\d*\s*:[ \t]*(?P<value>.*)$", re.I | re.M)
-_ACTION_INPUT = re.compile(r"^[ \t]*action\s*\d*\s*input\s*\d*\s*:", re.I | re.M)
-_STOP = re.compile(r"^[ \t]*(observation|thought|action)\s*\d*\s*:", re.I | re.M)
+# "Action:" may start a line or follow "Thought:" on the same one ("Thought: Action: x").
+_ACTION = re.compile(r"(?:^|(?<=\s))action\s*\d*\s*:[ \t]*(?P<value>.*)$", re.I | re.M)
+_ACTION_INPUT = re.compile(r"(?:^|(?<=\s))action\s*\d*\s*input\s*\d*\s*:", re.I | re.M)
+_STOP = re.compile(r"^[ \t]*(observation|thought|action|final\s*answer)\s*\d*\s*:", re.I | re.M)
 _BRACKETED = re.compile(r"^(?P<tool>[\w.-]+)\s*\[(?P<input>.*)\]\s*$", re.S)
 
 

@@ -1,0 +1,68 @@
+"""Decomposition with a scripted LLM: split, answer each part from retrieval, combine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragloom.agents.decompose import DecompositionAgent, parse_subquestions
+from ragloom.events import AnswerCollector, PlanCreated
+from ragloom.retrieval import FullTextRetriever
+from ragloom.schema import Chunk
+from ragloom.stores import BM25Store
+from tests.helpers.scripted_llm import ScriptedLLM
+
+
+def test_sub_questions_are_read_from_numbered_or_bulleted_lines_once_each() -> None:
+    text = "1. Who runs the reactor?\n2) How hot is it?\n- how hot is it?\nnoise\n3: Where?"
+    assert parse_subquestions(text, 5) == ["Who runs the reactor?", "How hot is it?", "Where?"]
+    assert parse_subquestions(text, 2) == ["Who runs the reactor?", "How hot is it?"]
+    assert parse_subquestions("no list here", 3) == []
+
+
+def test_each_part_is_answered_from_its_own_search_and_the_answer_cites_them(
+    tmp_path: Path,
+) -> None:
+    store = BM25Store(tmp_path / "bm25")
+    store.add(
+        [
+            Chunk("a-0", "The Zorblax reactor runs at 451 kelvin.", "a", "reactor.md"),
+            Chunk("b-0", "Dr. Imre Vass is the director of the plant.", "b", "staff.md"),
+        ]
+    )
+    llm = ScriptedLLM(
+        replies=[
+            "1. Who is the director?\n2. How hot is the reactor in kelvin?\n",
+            "Dr. Imre Vass [1].",
+            "451 kelvin [2].",
+            "Dr. Imre Vass is the director [1]. The reactor runs at 451 kelvin [2].",
+        ],
+        grammar=True,
+    )
+    agent = DecompositionAgent(llm=llm, retrievers=[FullTextRetriever(store=store)], top_k=1)
+    events = agent.run("Who is the director and how hot is the reactor?")
+    record = AnswerCollector("decompose").extend(events).to_dict(0.0)
+
+    plan = next(e for e in events if isinstance(e, PlanCreated))
+    assert [s["question"] for s in plan.steps] == [
+        "Who is the director?",
+        "How hot is the reactor in kelvin?",
+    ]
+    assert 'root ::= "1. " line ("2. " line ("3. " line)?)?' in llm.options_seen[0].grammar
+    assert [c["chunk_id"] for c in record["citations"]] == ["b-0", "a-0"]
+    # Each sub-answer saw only its own passage, numbered request-wide.
+    assert "[2] (reactor.md)" in llm.prompts[2][-1].content
+    assert "staff.md" not in llm.prompts[2][-1].content
+    final = llm.prompts[3][-1].content
+    assert "- Who is the director? Dr. Imre Vass [1]." in final
+    assert record["usage"]["llm_calls"] == 4
+
+
+def test_a_question_the_model_does_not_split_is_asked_as_it_is(tmp_path: Path) -> None:
+    store = BM25Store(tmp_path / "bm25")
+    store.add([Chunk("a-0", "The reactor runs at 451 kelvin.", "a", "reactor.md")])
+    llm = ScriptedLLM(replies=["I cannot split this", "451 kelvin [1].", "It runs at 451 K [1]."])
+    agent = DecompositionAgent(llm=llm, retrievers=[FullTextRetriever(store=store)])
+    events = agent.run("How hot is the reactor?")
+    plan = next(e for e in events if isinstance(e, PlanCreated))
+    assert plan.steps == [{"id": "Q1", "question": "How hot is the reactor?"}]
+    assert llm.options_seen[0].grammar is None

@@ -1,0 +1,138 @@
+"""ReAct: the step parser's tolerance, and the agent's control flow with a scripted LLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragloom.agents.evidence import EvidenceLedger
+from ragloom.agents.react import (
+    ReActAction,
+    ReActAgent,
+    ReActFinish,
+    ReActFormatError,
+    parse_react_step,
+)
+from ragloom.agents.tools import ToolContext, ToolRegistry
+from ragloom.events import AnswerCollector
+from ragloom.retrieval import FullTextRetriever
+from ragloom.schema import Chunk
+from ragloom.stores import BM25Store
+from tests.helpers.scripted_llm import ScriptedLLM
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Thought: search\nAction: docsearch\nAction Input: reactor heat\n",
+            ReActAction("search", "docsearch", "reactor heat"),
+        ),
+        (
+            "  thought:   search  \n  ACTION 1:  Docsearch \n action input 1 :  'reactor'  ",
+            ReActAction("search", "docsearch", "reactor"),
+        ),
+        ("Action: docsearch[reactor heat]", ReActAction("", "docsearch", "reactor heat")),
+        (
+            '```\nAction: calculator\nAction Input: {"expression": "2+2"}\n```',
+            ReActAction("", "calculator", '{"expression": "2+2"}'),
+        ),
+        (
+            'Action: `docsearch`\nAction Input: "reactor"\nObservation: it is hot',
+            ReActAction("", "docsearch", "reactor"),
+        ),
+        (
+            "Thought: I know it.\nFinal Answer: It runs at 451 kelvin [1].",
+            ReActFinish("I know it.", "It runs at 451 kelvin [1]."),
+        ),
+        (
+            # An action written before an imagined answer waits for the real observation.
+            "Action: docsearch\nAction Input: reactor\nFinal Answer: 12",
+            ReActAction("", "docsearch", "reactor"),
+        ),
+    ],
+)
+def test_the_parser_reads_what_small_models_write(
+    text: str, expected: ReActAction | ReActFinish
+) -> None:
+    assert parse_react_step(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("Thought: hmm, let me think", "either 'Action:'"),
+        ("Action: docsearch\n", "no 'Action Input:'"),
+        ("Action: docsearch\nAction Input:   \n", "is empty"),
+        ("Final Answer:   ", "Final Answer is empty"),
+    ],
+)
+def test_what_cannot_be_read_gets_an_error_the_model_can_act_on(text: str, message: str) -> None:
+    with pytest.raises(ReActFormatError, match=message):
+        parse_react_step(text)
+
+
+def _agent(tmp_path: Path, llm: ScriptedLLM, **params: object) -> ReActAgent:
+    store = BM25Store(tmp_path / "bm25")
+    store.add([Chunk("a-0", "The Zorblax reactor runs at 451 kelvin.", "a", "reactor.md")])
+    ledger = EvidenceLedger()
+    context = ToolContext(llm=llm, retrievers=[FullTextRetriever(store=store)], ledger=ledger)
+    tools = ToolRegistry().build(context)
+    return ReActAgent(llm=llm, tools=tools, ledger=ledger, **params)
+
+
+def test_searches_first_continues_in_the_assistant_turn_and_cites(tmp_path: Path) -> None:
+    llm = ScriptedLLM(
+        replies=[" reactor temperature", " I know it.\nFinal Answer: It runs at 451 kelvin [1]."]
+    )
+    record = AnswerCollector("react").extend(_agent(tmp_path, llm).run("How hot?")).to_dict(0.0)
+    assert record["answer"] == "It runs at 451 kelvin [1]."
+    assert [c["chunk_id"] for c in record["citations"]] == ["a-0"]
+    first, second = llm.prompts
+    assert first[-1].role == "assistant" and first[-1].content.endswith("Action Input:")
+    assert second[-1].content.endswith(
+        "Action Input: reactor temperature\n"
+        "Observation: [1] (reactor.md) The Zorblax reactor runs at 451 kelvin.\nThought:"
+    )
+    assert all(o.continue_assistant and "Observation:" in o.stop[-1] for o in llm.options_seen)
+    search = next(s for s in record["steps"] if s["step"] == "step1:docsearch" and "output" in s)
+    assert search["output"]["input"] == "reactor temperature"
+
+
+def test_unknown_tools_and_bad_format_become_observations(tmp_path: Path) -> None:
+    llm = ScriptedLLM(
+        replies=[
+            " Action: teleport\nAction Input: reactor",
+            " I am not sure what to do",
+            " Final Answer: I do not know.",
+        ]
+    )
+    agent = _agent(tmp_path, llm, search_first=False)
+    record = AnswerCollector("react").extend(agent.run("How hot?")).to_dict(0.0)
+    assert record["answer"] == "I do not know."
+    second, third = llm.prompts[1][-1].content, llm.prompts[2][-1].content
+    assert "there is no tool 'teleport'; available: docsearch, calculator, llm" in second
+    assert "Observation: Invalid format: write either 'Action:'" in third
+
+
+def test_after_max_steps_it_says_it_could_not_finish(tmp_path: Path) -> None:
+    loop = " Action: calculator\nAction Input: 1 + 1"
+    llm = ScriptedLLM(replies=[loop, loop, " It is 2."])
+    agent = _agent(tmp_path, llm, search_first=False, max_steps=2)
+    record = AnswerCollector("react").extend(agent.run("What is 1 + 1?")).to_dict(0.0)
+    assert record["answer"] == "I could not finish within 2 steps. From what I found: It is 2."
+    assert llm.prompts[-1][-1].content.endswith(
+        "I must answer now with what I found.\nFinal Answer:"
+    )
+    assert record["usage"]["llm_calls"] == 3
+
+
+def test_it_stops_before_the_scratchpad_outgrows_the_context(tmp_path: Path) -> None:
+    long_search = " Action: docsearch\nAction Input: reactor"
+    llm = ScriptedLLM(replies=[long_search] * 5 + [" 451 kelvin [1]."], window=420)
+    agent = _agent(tmp_path, llm, search_first=False, observation_tokens=60, max_step_tokens=60)
+    record = AnswerCollector("react").extend(agent.run("How hot?")).to_dict(0.0)
+    assert record["answer"].startswith("I could not finish within")
+    for prompt in llm.prompts:
+        assert sum(llm.count_tokens(m.content) for m in prompt) + 60 <= 420

@@ -1,0 +1,188 @@
+"""The ReWOO agent end to end with a scripted LLM: plan, repair, work, solve, cite."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from pydantic import BaseModel
+
+from ragloom.agents.evidence import EvidenceLedger
+from ragloom.agents.rewoo import ReWOOAgent, ReWOOPlanner, ReWOOSolver, plan_grammar
+from ragloom.agents.tools import BaseTool, ToolContext, ToolRegistry, ToolResult
+from ragloom.events import (
+    AnswerCollector,
+    CitationsFound,
+    LLMCallFinished,
+    PlanCreated,
+    StepFinished,
+)
+from ragloom.retrieval import FullTextRetriever
+from ragloom.schema import Chunk
+from ragloom.stores import BM25Store
+from tests.helpers.scripted_llm import ScriptedLLM
+
+PLAN = """#Plan1: Find the reactor's temperature.
+#E1 = docsearch[reactor temperature]
+#Plan2: Convert it to Celsius.
+#E2 = calculator[451 - 273.15]
+"""
+
+
+@pytest.fixture
+def retriever(tmp_path: Path) -> FullTextRetriever:
+    store = BM25Store(tmp_path / "bm25")
+    store.add(
+        [
+            Chunk("a-0", "The Zorblax reactor runs at 451 kelvin.", "a", "reactor.md"),
+            Chunk("b-0", "The canteen opens at eight in the morning.", "b", "canteen.md"),
+        ]
+    )
+    return FullTextRetriever(store=store)
+
+
+def _agent(llm: ScriptedLLM, retriever: FullTextRetriever, **tools: type[BaseTool]) -> ReWOOAgent:
+    registry = ToolRegistry()
+    for tool in tools.values():
+        registry.register(tool)
+    ledger = EvidenceLedger()
+    built = registry.build(ToolContext(llm=llm, retrievers=[retriever], ledger=ledger))
+    planner = ReWOOPlanner(llm=llm, tools=[registry.get(n) for n in registry.names()])
+    return ReWOOAgent(
+        planner=planner,
+        solver=ReWOOSolver(llm=llm),
+        tools=built,
+        ledger=ledger,
+        tool_timeout=0.5,
+    )
+
+
+def test_plans_runs_and_answers_citing_the_documents_found(retriever: FullTextRetriever) -> None:
+    llm = ScriptedLLM(replies=[PLAN, "The reactor runs at 451 kelvin, 177.85 °C [1]."])
+    events = _agent(llm, retriever).run("How hot is the reactor in Celsius?")
+    record = AnswerCollector("rewoo").extend(events).to_dict(0.0)
+
+    plan = next(e for e in events if isinstance(e, PlanCreated))
+    assert [s["tool"] for s in plan.steps] == ["docsearch", "calculator"] and not plan.repaired
+    assert record["answer"] == "The reactor runs at 451 kelvin, 177.85 °C [1]."
+    assert [c["chunk_id"] for c in record["citations"]] == ["a-0"]
+    calculator = next(s for s in record["steps"] if s["step"] == "E2:calculator" and "output" in s)
+    assert calculator["output"]["output"] == "177.85"
+    assert record["usage"]["llm_calls"] == 2
+    # The solver saw the document as source [1] and the calculator's result after its step.
+    solver_prompt = llm.prompts[1][-1].content
+    assert "[1] (reactor.md) The Zorblax reactor runs at 451 kelvin." in solver_prompt
+    assert "#E2 = calculator[451 - 273.15] -> 177.85" in solver_prompt
+
+
+def test_an_invalid_plan_gets_one_repair_with_the_problems_shown(
+    retriever: FullTextRetriever,
+) -> None:
+    cyclic = "#E1 = docsearch[#E2]\n#E2 = docsearch[#E1]"
+    llm = ScriptedLLM(replies=[cyclic, PLAN, "It is 177.85 °C [1]."])
+    events = _agent(llm, retriever).run("How hot is the reactor in Celsius?")
+    assert next(e for e in events if isinstance(e, PlanCreated)).repaired
+    repair_request = llm.prompts[1][-1].content
+    assert "cycle" in repair_request and "#E1 -> #E2 -> #E1" in repair_request
+    assert llm.prompts[1][-2].content == cyclic  # the failed plan, as the model's turn
+    purposes = [e.purpose for e in events if isinstance(e, LLMCallFinished)]
+    assert purposes == ["plan", "plan-repair", "solve"]
+
+
+def test_a_plan_still_invalid_after_repair_is_reported_with_the_raw_plan(
+    retriever: FullTextRetriever,
+) -> None:
+    llm = ScriptedLLM(replies=["I would search.", "#E1 = teleport[the reactor]"])
+    record = AnswerCollector("rewoo").extend(_agent(llm, retriever).run("Q?")).to_dict(0.0)
+    assert "could not make a plan that runs" in record["answer"]
+    assert "unknown tool 'teleport'" in record["answer"]
+    assert "#E1 = teleport[the reactor]" in record["answer"]
+    plan_step = next(s for s in record["steps"] if s["step"] == "plan" and s["event"] == "finished")
+    assert "teleport" in plan_step["error"]
+    assert record["citations"] == []
+
+
+class _Hanging(BaseTool):
+    class Arguments(BaseModel):
+        what: str
+
+    name: ClassVar[str] = "hang"
+    description: ClassVar[str] = "Never answers."
+    release = threading.Event()
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        self.release.wait(5)
+        return ToolResult(content="too late")
+
+
+class _Broken(BaseTool):
+    class Arguments(BaseModel):
+        what: str
+
+    name: ClassVar[str] = "broken"
+    description: ClassVar[str] = "Raises."
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        raise RuntimeError("disk on fire")
+
+
+def test_failed_and_hanging_steps_become_error_evidence_and_the_rest_still_runs(
+    retriever: FullTextRetriever,
+) -> None:
+    plan = (
+        "#E1 = hang[x]\n#E2 = broken[y]\n#E3 = docsearch[reactor]\n"
+        "#E4 = llm[Summarise #E3 and #E1]\n"
+    )
+    llm = ScriptedLLM(replies=[plan, "451 kelvin", "It runs at 451 kelvin [1]."])
+    agent = _agent(llm, retriever, hang=_Hanging, broken=_Broken)
+    agent.tool_retries = 0
+    started = time.perf_counter()
+    try:
+        events = agent.run("How hot is the reactor?")
+    finally:
+        _Hanging.release.set()
+    assert time.perf_counter() - started < 4  # the hanging call was abandoned at its timeout
+    errors = {e.name: e.error for e in events if isinstance(e, StepFinished) and e.error}
+    assert errors["E1:hang"].startswith("timeout:")
+    assert errors["E2:broken"] == "tool_failed: RuntimeError: disk on fire"
+    # The llm step saw the error evidence of #E1 in place of its reference.
+    assert "Error [timeout]" in llm.prompts[1][-1].content
+    assert events[-1] == CitationsFound(events[-1].citations)
+    assert [c.chunk_id for c in events[-1].citations] == ["a-0"]
+    assert [e.purpose for e in events if isinstance(e, LLMCallFinished)] == [
+        "plan",
+        "tool:llm",
+        "solve",
+    ]
+
+
+def test_the_planner_is_constrained_by_a_grammar_when_the_llm_takes_one(
+    retriever: FullTextRetriever,
+) -> None:
+    llm = ScriptedLLM(replies=[PLAN, "177.85 °C [1]."], grammar=True)
+    _agent(llm, retriever).run("How hot is the reactor in Celsius?")
+    grammar = llm.options_seen[0].grammar
+    assert grammar == plan_grammar(["docsearch", "calculator", "llm"], 4)
+    assert llm.options_seen[1].grammar is None  # the solver writes free text
+
+
+def test_the_plan_grammar_numbers_steps_in_order_and_bounds_them() -> None:
+    grammar = plan_grammar(["docsearch", "calculator"], max_steps=3)
+    assert grammar.splitlines()[0] == "root ::= step1 (step2 (step3)?)?"
+    assert 'step3 ::= "#Plan3: " text "\\n#E3 = " tool "[" input "]\\n"' in grammar
+    assert 'tool ::= "docsearch" | "calculator"' in grammar
+    with pytest.raises(ValueError):
+        plan_grammar([], 3)
+
+
+def test_the_solver_keeps_its_prompt_inside_the_context(retriever: FullTextRetriever) -> None:
+    many = "\n".join(f"#E{n} = docsearch[reactor canteen {n}]" for n in range(1, 5))
+    llm = ScriptedLLM(replies=[many, "It runs hot [1]."], window=400)
+    agent = _agent(llm, retriever)
+    agent.solver.max_answer_tokens = 100
+    agent.run("How hot is the reactor?")
+    solver_prompt = sum(llm.count_tokens(m.content) for m in llm.prompts[-1])
+    assert solver_prompt + 100 <= 400

@@ -1,0 +1,101 @@
+"""The tool registry builds fresh tools per request; the ledger numbers evidence once."""
+
+from __future__ import annotations
+
+import logging
+from typing import ClassVar
+
+import pytest
+from pydantic import BaseModel
+
+from ragloom.agents.evidence import EvidenceLedger
+from ragloom.agents.tools import (
+    BaseTool,
+    CalculatorTool,
+    DocSearchTool,
+    ToolContext,
+    ToolRegistry,
+    ToolResult,
+)
+from ragloom.agents.tools.runner import ToolRunner
+from ragloom.schema import Chunk, RetrievedChunk
+from tests.helpers.scripted_llm import ScriptedLLM
+
+
+class EchoTool(BaseTool):
+    class Arguments(BaseModel):
+        text: str
+
+    name: ClassVar[str] = "echo"
+    description: ClassVar[str] = "Repeats its input."
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        assert isinstance(arguments, EchoTool.Arguments)
+        return ToolResult(content=arguments.text)
+
+
+def test_builtins_are_registered_and_each_request_gets_new_tools() -> None:
+    registry = ToolRegistry()
+    assert registry.names() == ["docsearch", "calculator", "llm"]
+    first = registry.build(ToolContext(llm=ScriptedLLM(), ledger=EvidenceLedger()))
+    second = registry.build(ToolContext(llm=ScriptedLLM(), ledger=EvidenceLedger()))
+    assert isinstance(first["docsearch"], DocSearchTool)
+    assert first["docsearch"] is not second["docsearch"]
+    assert first["docsearch"].ledger is not second["docsearch"].ledger
+
+
+def test_a_plugin_tool_is_added_and_a_taken_name_is_replaced_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = ToolRegistry()
+    registry.register(EchoTool)
+    assert (
+        registry.build(ToolContext(llm=ScriptedLLM()), ["echo"])["echo"].invoke("hi").content
+        == "hi"
+    )
+
+    class OtherCalculator(CalculatorTool):
+        pass
+
+    with caplog.at_level(logging.WARNING):
+        registry.register(OtherCalculator)
+    assert registry.get("calculator") is OtherCalculator
+    assert "registered twice" in caplog.text
+    with pytest.raises(KeyError, match="available: docsearch"):
+        registry.build(ToolContext(llm=ScriptedLLM()), ["teleport"])
+    with pytest.raises(TypeError):
+        registry.register(object)  # type: ignore[arg-type]
+
+
+def _hit(chunk_id: str) -> RetrievedChunk:
+    return RetrievedChunk(Chunk(chunk_id, f"text of {chunk_id}", "s", "doc.md"), 1.0)
+
+
+def test_the_ledger_numbers_each_chunk_once_and_keeps_numbers_when_trimming() -> None:
+    ledger = EvidenceLedger()
+    assert ledger.add([_hit("a"), _hit("b")]) == [1, 2]
+    assert ledger.add([_hit("b"), _hit("c")]) == [2, 3]
+    block = ledger.block(lambda text: len(text.split()), max_tokens=10, numbers=[3, 1])
+    assert block.text == "[1] (doc.md) text of a\n[3] (doc.md) text of c\n"
+    assert [item.chunk.id for item in block.items] == ["a", "b", "c"]
+
+
+def test_the_runner_retries_retryable_errors_with_exponential_backoff() -> None:
+    class Flaky(EchoTool):
+        failures = 2
+
+        def run(self, arguments: BaseModel) -> ToolResult:
+            if Flaky.failures:
+                Flaky.failures -= 1
+                return ToolResult.failure("busy", "try later", retryable=True)
+            return super().run(arguments)
+
+    waits: list[float] = []
+    call = ToolRunner(retries=2, backoff=0.1, sleep=waits.append).call(Flaky(), "hi")
+    assert call.result.content == "hi" and call.attempts == 3
+    assert waits == [0.1, 0.2]
+    gave_up = ToolRunner(retries=0, sleep=waits.append).call(Flaky(), "x")
+    assert gave_up.result.ok  # failures were used up above
+    Flaky.failures = 5
+    last = ToolRunner(retries=1, backoff=0, sleep=waits.append).call(Flaky(), "x")
+    assert last.result.error is not None and last.attempts == 2
