@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/reasoning.py                       # all 74 questions
     .venv/bin/python benchmarks/reasoning.py --limit 10 --modes rewoo,react
-    RAGLOOM_OPENAI_BASE_URL=http://host:8000/v1 .venv/bin/python benchmarks/reasoning.py --llm openai
+    RAGLOOM_OPENAI_BASE_URL=http://host:8000/v1 \
+        .venv/bin/python benchmarks/reasoning.py --llm openai
 
 The speech is indexed once into a throwaway app (the default FileIndex: hybrid search,
 240-token chunks); then each question is put to every mode in turn through
@@ -65,9 +66,9 @@ def searched(record: dict[str, Any]) -> bool:
     """Whether the documents were searched (a docsearch call, or retrieval of a mode)."""
     for step in record["steps"]:
         name = str(step.get("step", ""))
-        if step.get("event") == "finished" and not step.get("error"):
-            if name.endswith(":docsearch") or name == "retrieve" or re.fullmatch(r"Q\d+", name):
-                return True
+        search = name.endswith(":docsearch") or name == "retrieve" or re.fullmatch(r"Q\d+", name)
+        if search and step.get("event") == "finished" and not step.get("error"):
+            return True
     return False
 
 
@@ -115,6 +116,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the sotu data folder")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument("--offset", type=int, default=0, help="skip the first N questions")
     parser.add_argument("--modes", default=",".join(MODES), help="modes, comma-separated")
     parser.add_argument("--llm", default=None, help="a name in LLMS (default: DEFAULT_LLM)")
     parser.add_argument("--out", type=Path, default=None, help="JSON lines, one per answer")
@@ -125,6 +127,7 @@ def main() -> None:
         questions = [
             (PREFIX.sub("", r["question"]).strip(), r["answer"]) for r in csv.DictReader(handle)
         ]
+    questions = questions[args.offset :]
     questions = questions[: args.limit] if args.limit else questions
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
 

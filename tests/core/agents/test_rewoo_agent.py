@@ -75,7 +75,7 @@ def test_plans_runs_and_answers_citing_the_documents_found(retriever: FullTextRe
     # The solver saw the document as source [1] and the calculator's result after its step.
     solver_prompt = llm.prompts[1][-1].content
     assert "[1] (reactor.md) The Zorblax reactor runs at 451 kelvin." in solver_prompt
-    assert "#E2 = calculator[451 - 273.15] -> 177.85" in solver_prompt
+    assert "#E2 (Convert it to Celsius.) = calculator[451 - 273.15] -> 177.85" in solver_prompt
 
 
 def test_an_invalid_plan_gets_one_repair_with_the_problems_shown(
@@ -172,7 +172,10 @@ def test_the_planner_is_constrained_by_a_grammar_when_the_llm_takes_one(
 def test_the_plan_grammar_numbers_steps_in_order_and_bounds_them() -> None:
     grammar = plan_grammar(["docsearch", "calculator"], max_steps=3)
     assert grammar.splitlines()[0] == "root ::= step1 (step2 (step3)?)?"
-    assert 'step3 ::= "#Plan3: " text "\\n#E3 = " tool "[" input "]\\n"' in grammar
+    assert 'step3 ::= "#Plan3: " text "\\n#E3 = " tool "[" input3 "]\\n"' in grammar
+    # The first input may not refer to anything; later ones only to earlier steps.
+    assert "input1 ::= [^\\]\\n# ] [^\\]\\n#]{0,160}" in grammar
+    assert '"#E" [1-2]' in grammar.splitlines()[-1]
     assert 'tool ::= "docsearch" | "calculator"' in grammar
     with pytest.raises(ValueError):
         plan_grammar([], 3)

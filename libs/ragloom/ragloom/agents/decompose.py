@@ -18,7 +18,8 @@ from ragloom.agents.evidence import EvidenceLedger
 from ragloom.base import BaseComponent
 from ragloom.events import Event, LLMCallFinished, PlanCreated, StepFinished, StepStarted
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
-from ragloom.qa.answer import DEFAULT_SYSTEM_PROMPT, stream_cited_answer
+from ragloom.agents.rewoo.solver import SOLVER_SYSTEM_PROMPT
+from ragloom.qa.answer import stream_cited_answer
 from ragloom.retrieval import Retriever, retrieve_from_all
 
 __all__ = ["DecompositionAgent", "parse_subquestions"]
@@ -119,7 +120,7 @@ class DecompositionAgent(BaseComponent):
             answer = yield from self._answer_part(number, part)
             notes.append(f"- {part} {answer}")
         notes_text = "\n".join(notes)
-        fixed = self.llm.count_tokens(DEFAULT_SYSTEM_PROMPT + notes_text + question)
+        fixed = self.llm.count_tokens(SOLVER_SYSTEM_PROMPT + notes_text + question)
         room = self.llm.context_window - self.max_answer_tokens - fixed - 96
         evidence = self.ledger.block(
             self.llm.count_tokens, max(0, min(self.max_source_tokens, room))
@@ -128,7 +129,7 @@ class DecompositionAgent(BaseComponent):
             f"Sources:\n{evidence.text or '(none)'}\nFindings so far:\n{notes_text}\n"
             f"Question: {question.strip()}\nAnswer:"
         )
-        messages = [ChatMessage("system", DEFAULT_SYSTEM_PROMPT), ChatMessage("user", user)]
+        messages = [ChatMessage("system", SOLVER_SYSTEM_PROMPT), ChatMessage("user", user)]
         options = GenerationOptions(max_tokens=self.max_answer_tokens)
         yield from stream_cited_answer(self.llm, messages, evidence, options)
 

@@ -27,7 +27,13 @@ from ragloom.qa.citations import (
 )
 from ragloom.schema import RetrievedChunk
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "CitedAnswerer", "cite_answer", "stream_cited_answer"]
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "NO_EVIDENCE_ANSWER",
+    "CitedAnswerer",
+    "cite_answer",
+    "stream_cited_answer",
+]
 
 DEFAULT_SYSTEM_PROMPT = (
     "You answer questions using only the numbered sources the user gives. Write one to "

@@ -48,8 +48,8 @@ Action Input: the input for the tool
 Observation: the tool's result
 ... (Thought, Action, Action Input and Observation may repeat)
 Thought: I know the answer.
-Final Answer: the answer in one to three sentences, each ending with the number of the \
-passage it uses in square brackets, like [2]."""
+Final Answer: the answer in your own words, one to three sentences, each ending with the \
+number of the passage it uses, for example: The plant opened in 1990 [2]."""
 
 SEARCH_FIRST = "Thought: I should search the documents first.\nAction: docsearch\nAction Input:"
 STOP_SEQUENCES = ("\nObservation:", "Observation:")

@@ -9,7 +9,7 @@ from typing import Any
 from theflow import Param
 
 from ragloom.agents.evidence import EvidenceLedger
-from ragloom.agents.rewoo.plan import Plan
+from ragloom.agents.rewoo.plan import Plan, merge_duplicate_steps
 from ragloom.agents.rewoo.planner import PlanningFailed, ReWOOPlanner
 from ragloom.agents.rewoo.solver import ReWOOSolver
 from ragloom.agents.rewoo.worker import PlanWorker, StepOutcome
@@ -72,7 +72,7 @@ class ReWOOAgent(BaseComponent):
             )
             yield CitationsFound([])
             return
-        plan = planning.plan
+        plan = merge_duplicate_steps(planning.plan)
         yield PlanCreated(
             steps=[
                 {

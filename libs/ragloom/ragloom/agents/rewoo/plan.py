@@ -22,6 +22,7 @@ __all__ = [
     "Plan",
     "PlanStep",
     "PlanValidationError",
+    "merge_duplicate_steps",
     "parse_plan",
     "plan_levels",
     "substitute_evidence",
@@ -170,3 +171,25 @@ def plan_levels(plan: Plan) -> list[list[PlanStep]]:
 def substitute_evidence(text: str, evidence: Mapping[int, str]) -> str:
     """Replace each whole ``#En`` in ``text`` with step n's evidence (unknown ones stay)."""
     return _REFERENCE.sub(lambda m: evidence.get(int(m.group(1)), m.group(0)), text)
+
+
+def merge_duplicate_steps(plan: Plan) -> Plan:
+    """The plan with repeated calls (same tool, same input) run once.
+
+    Small models pad plans with the same search written again; a repeat is dropped and
+    references to it point at its first occurrence. The plan must be valid.
+    """
+    kept: list[PlanStep] = []
+    alias: dict[int, str] = {}
+    first: dict[tuple[str, str], int] = {}
+    for step in plan.steps:
+        tool_input = substitute_evidence(step.tool_input, alias) if alias else step.tool_input
+        key = (step.tool, " ".join(tool_input.lower().split()))
+        if key in first:
+            alias[step.id] = f"#E{first[key]}"
+            continue
+        first[key] = step.id
+        kept.append(PlanStep(step.id, step.tool, tool_input, step.description))
+    if len(kept) == len(plan.steps):
+        return plan
+    return Plan(steps=kept, raw=plan.raw, unparsed=plan.unparsed)

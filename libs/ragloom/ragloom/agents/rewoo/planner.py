@@ -29,16 +29,18 @@ Tools:
 Write each step as two lines:
 #Plan1: <what this step finds out>
 #E1 = <tool>[<input>]
-An input may use the result of an earlier step by its name, e.g. #E1. Use as few steps as
-the question needs (one docsearch is often enough), and search the documents for facts.
+An input may use the result of an earlier step by its name, e.g. #E1. Most questions need
+one docsearch only; add a step only for a different fact or a calculation.
 
-Example question: How many years passed between the founding of Acme and its first product?
-#Plan1: Find the year Acme was founded.
-#E1 = docsearch[year Acme was founded]
-#Plan2: Find the year of Acme's first product.
-#E2 = docsearch[Acme first product year]
-#Plan3: Count the years between them.
-#E3 = llm[How many years passed between the founding (#E1) and the first product (#E2)?]"""
+Example question: When did Acme open its first plant?
+#Plan1: Find when Acme opened its first plant.
+#E1 = docsearch[Acme first plant opened]
+
+Example question: What is Acme's revenue in euros?
+#Plan1: Find Acme's revenue in dollars.
+#E1 = docsearch[Acme revenue]
+#Plan2: Convert it to euros at 0.92 euros per dollar.
+#E2 = calculator[#E1 * 0.92]"""
 
 REPAIR_PROMPT = (
     "This plan cannot run: {problems}. Write the whole plan again, corrected, in the same format."
@@ -66,14 +68,30 @@ def _gbnf_literal(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+def _input_rule(n: int, max_chars: int) -> str:
+    """Step ``n``'s input: text in which ``#`` may only start a reference to an earlier step."""
+    plain = "[^\\]\\n#]"
+    if n == 1:
+        return f"input{n} ::= [^\\]\\n# ] {plain}{{0,{max_chars}}}"
+    if n <= 10:
+        earlier = "[1-9]" if n == 10 else f"[1-{n - 1}]"
+        reference = f'"#E" {earlier}'
+    else:  # two-digit references are left to validation
+        reference = '"#E" [0-9]+'
+    piece = f"({plain} | {reference})"
+    return f"input{n} ::= ([^\\]\\n# ] | {reference}) {piece}{{0,{max_chars}}}"
+
+
 def plan_grammar(tool_names: Sequence[str], max_steps: int, max_chars: int = 160) -> str:
-    """A GBNF grammar of plans: steps 1..``max_steps`` in order, known tools, short lines."""
+    """A GBNF grammar of plans: steps 1..``max_steps`` in order, known tools, short lines,
+    and references (``#En``) only to earlier steps, so neither a cycle nor a dangling
+    reference can be written."""
     if not tool_names or max_steps < 1:
         raise ValueError("a plan grammar needs at least one tool and one step")
     rules = []
     for n in range(1, max_steps + 1):
         plan, step = _gbnf_literal(f"#Plan{n}: "), _gbnf_literal(f"\n#E{n} = ")
-        rules.append(f'step{n} ::= {plan} text {step} tool "[" input "]\\n"')
+        rules.append(f'step{n} ::= {plan} text {step} tool "[" input{n} "]\\n"')
     chain = f"step{max_steps}"
     for n in range(max_steps - 1, 0, -1):
         chain = f"step{n} ({chain})?"
@@ -83,9 +101,9 @@ def plan_grammar(tool_names: Sequence[str], max_steps: int, max_chars: int = 160
             f"root ::= {chain}",
             *rules,
             f"tool ::= {tools}",
-            # Text may not be empty nor start with a space; inputs may not hold "]".
+            # Text may not be empty nor start with a space.
             f"text ::= [^\\n ] [^\\n]{{0,{max_chars}}}",
-            f"input ::= [^\\]\\n ] [^\\]\\n]{{0,{max_chars}}}",
+            *(_input_rule(n, max_chars) for n in range(1, max_steps + 1)),
         ]
     )
 

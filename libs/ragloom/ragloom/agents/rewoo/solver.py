@@ -17,17 +17,17 @@ from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.rewoo.plan import Plan
 from ragloom.agents.rewoo.worker import StepOutcome
 from ragloom.base import BaseComponent
-from ragloom.events import Event
+from ragloom.events import AnswerDelta, CitationsFound, Event
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
-from ragloom.qa.answer import stream_cited_answer
+from ragloom.qa.answer import NO_EVIDENCE_ANSWER, stream_cited_answer
 
 __all__ = ["SOLVER_SYSTEM_PROMPT", "ReWOOSolver"]
 
 SOLVER_SYSTEM_PROMPT = (
-    "You answer a question from the results of a plan that was run to answer it. Write one "
-    "to three sentences in your own words. End each sentence with the number of the source "
-    "it uses, in square brackets, like this: <sentence> [2]. If the results do not answer "
-    "the question, say that the documents do not say."
+    "You answer a question using only the numbered sources and results given. Write one to "
+    "three sentences in your own words, each ending with the number of the source it uses, "
+    "for example: The plant opened in 1990 [2]. If they do not answer the question, say "
+    "that the documents do not say."
 )
 
 
@@ -41,27 +41,22 @@ class ReWOOSolver(BaseComponent):
     max_source_tokens: int = Param(2000, help="Most tokens of numbered sources.")
 
     def _results(self, plan: Plan, outcomes: Sequence[StepOutcome], ledger: EvidenceLedger) -> str:
-        by_id = {outcome.step.id: outcome for outcome in outcomes}
+        """The steps that found no document, each with its result (trimmed).
+
+        Documents are numbered sources already; repeating the plan around them measurably
+        confused the small default model, so only the other results are listed.
+        """
         lines = []
-        for step in plan.steps:
-            if step.description:
-                lines.append(f"#Plan{step.id}: {step.description}")
-            outcome = by_id.get(step.id)
-            call = (
-                f"#E{step.id} = {step.tool}[{outcome.tool_input if outcome else step.tool_input}]"
+        for outcome in sorted(outcomes, key=lambda o: o.step.id):
+            if outcome.result.ok and outcome.result.sources:
+                ledger.add(outcome.result.sources)
+                continue
+            step = outcome.step
+            shown = trim_to_tokens(
+                " ".join(outcome.evidence.split()), self.max_result_tokens, self.llm.count_tokens
             )
-            if outcome is None:
-                lines.append(f"{call} -> (not run)")
-            elif outcome.result.ok and outcome.result.sources:
-                numbers = ledger.add(outcome.result.sources)
-                lines.append(f"{call} -> sources {', '.join(f'[{n}]' for n in numbers)}")
-            else:
-                shown = trim_to_tokens(
-                    " ".join(outcome.evidence.split()),
-                    self.max_result_tokens,
-                    self.llm.count_tokens,
-                )
-                lines.append(f"{call} -> {shown}")
+            about = f" ({step.description})" if step.description else ""
+            lines.append(f"#E{step.id}{about} = {step.tool}[{outcome.tool_input}] -> {shown}")
         return "\n".join(lines)
 
     def stream(
@@ -73,14 +68,17 @@ class ReWOOSolver(BaseComponent):
     ) -> Iterator[Event]:
         """Stream the answer, its citations and the call's usage."""
         results = self._results(plan, outcomes, ledger)
+        if not results and not len(ledger):
+            yield AnswerDelta(NO_EVIDENCE_ANSWER)
+            yield CitationsFound([])
+            return
         fixed = self.llm.count_tokens(self.system_prompt + results + question)
         room = self.llm.context_window - self.max_answer_tokens - fixed - 96
         budget = max(0, min(self.max_source_tokens, room))
         evidence = ledger.block(self.llm.count_tokens, budget)
+        other = f"Other results:\n{results}\n" if results else ""
         user = (
-            f"Sources:\n{evidence.text or '(none)'}\n"
-            f"Plan and results:\n{results}\n"
-            f"Question: {question.strip()}\nAnswer:"
+            f"Sources:\n{evidence.text or '(none)'}\n{other}Question: {question.strip()}\nAnswer:"
         )
         messages = [ChatMessage("system", self.system_prompt), ChatMessage("user", user)]
         options = GenerationOptions(max_tokens=self.max_answer_tokens, temperature=0.0)
