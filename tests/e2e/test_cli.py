@@ -94,6 +94,28 @@ def test_ask_json_answers_with_a_citation(data_dir: Path) -> None:
     assert next(s["step"] for s in record["steps"]) == "retrieve"
 
 
+def test_ask_rewoo_json_shows_the_plan_each_tool_call_and_usage(data_dir: Path) -> None:
+    question = "At what temperature does the Zorblax reactor run?"
+    run = ragloom(data_dir, "ask", question, "--mode", "rewoo", "--json")
+    assert run.returncode == 0, run.stderr
+    record = json.loads(run.stdout)
+    assert record["mode"] == "rewoo"
+    plan = next(s for s in record["steps"] if s["event"] == "plan")
+    assert plan["plan"][0]["tool"] == "docsearch" and plan["repaired"] is False
+    call = next(
+        s for s in record["steps"] if s["step"] == "E1:docsearch" and s["event"] == "finished"
+    )
+    assert call["output"]["input"] and "451 kelvin" in call["output"]["output"]
+    assert call["seconds"] >= 0
+    assert record["usage"]["llm_calls"] >= 2  # the planner and the solver, at least
+    purposes = [s["step"] for s in record["steps"] if s["event"] == "usage"]
+    assert purposes[0] == "llm:plan" and purposes[-1] == "llm:solve"
+    assert record["usage"]["prompt_tokens"] == sum(
+        s["prompt_tokens"] for s in record["steps"] if s["event"] == "usage"
+    )
+    assert [c["source"] for c in record["citations"]] == ["reactor.md"]
+
+
 def test_unknown_mode_is_a_clear_error(data_dir: Path) -> None:
     run = ragloom(data_dir, "ask", "Anything?", "--mode", "telepathy")
     assert run.returncode == 2

@@ -13,7 +13,7 @@ from tests.helpers.scripted_llm import ScriptedLLM
 
 
 def test_sub_questions_are_read_from_numbered_or_bulleted_lines_once_each() -> None:
-    text = "1. Who runs the reactor?\n2) How hot is it?\n- how hot is it?\nnoise\n3: Where?"
+    text = "1. Who runs the reactor?\n2) How hot is it? Very.\n- how hot is it?\nnoise\n3: Where?"
     assert parse_subquestions(text, 5) == ["Who runs the reactor?", "How hot is it?", "Where?"]
     assert parse_subquestions(text, 2) == ["Who runs the reactor?", "How hot is it?"]
     assert parse_subquestions("no list here", 3) == []
@@ -48,6 +48,7 @@ def test_each_part_is_answered_from_its_own_search_and_the_answer_cites_them(
         "How hot is the reactor in kelvin?",
     ]
     assert 'root ::= "1. " line ("2. " line ("3. " line)?)?' in llm.options_seen[0].grammar
+    assert llm.options_seen[0].grammar.endswith('"?\\n"')
     assert [c["chunk_id"] for c in record["citations"]] == ["b-0", "a-0"]
     # Each sub-answer saw only its own passage, numbered request-wide.
     assert "[2] (reactor.md)" in llm.prompts[2][-1].content

@@ -15,10 +15,10 @@ from collections.abc import Generator, Iterator
 from theflow import Param
 
 from ragloom.agents.evidence import EvidenceLedger
+from ragloom.agents.rewoo.solver import SOLVER_SYSTEM_PROMPT
 from ragloom.base import BaseComponent
 from ragloom.events import Event, LLMCallFinished, PlanCreated, StepFinished, StepStarted
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
-from ragloom.agents.rewoo.solver import SOLVER_SYSTEM_PROMPT
 from ragloom.qa.answer import stream_cited_answer
 from ragloom.retrieval import Retriever, retrieve_from_all
 
@@ -43,6 +43,8 @@ def parse_subquestions(text: str, limit: int) -> list[str]:
     for line in text.splitlines():
         match = _NUMBERED.match(line)
         question = (match["text"] if match else "").strip()
+        if "?" in question:  # what follows the question mark is not part of it
+            question = question[: question.index("?") + 1]
         if question and question.lower() not in (q.lower() for q in found):
             found.append(question)
     return found[:limit]
@@ -68,7 +70,9 @@ class DecompositionAgent(BaseComponent):
             chain = f'"{self.max_questions}. " line'
             for n in range(self.max_questions - 1, 0, -1):
                 chain = f'"{n}. " line ({chain})?'
-            grammar = f'root ::= {chain}\nline ::= [^\\n ] [^\\n]{{4,200}} "\\n"'
+            # Each line is one question, ending at its "?": a small model otherwise goes
+            # on to answer it from memory on the same line.
+            grammar = f'root ::= {chain}\nline ::= [^\\n? ] [^\\n?]{{4,200}} "?\\n"'
         return GenerationOptions(max_tokens=80 * self.max_questions, grammar=grammar)
 
     def _split(self, question: str) -> Generator[Event, None, list[str]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -234,10 +235,32 @@ def _bot(content: str) -> Message:
     return {"role": "assistant", "content": content}
 
 
+_STEP_LABELS = {
+    "retrieve": "Searching the documents",
+    "answer": "Writing the answer",
+    "solve": "Writing the answer",
+    "plan": "Planning the tool calls",
+    "work": "Running the plan",
+    "split": "Splitting the question",
+    "final": "Writing what was found",
+}
+_NUMBERED_STEP = re.compile(r"^(?:E(\d+)|step(\d+)|think(\d+)|Q(\d+))(?::(\w+))?$")
+
+
 def _step_label(name: str) -> str:
-    """A readable status for a step name such as ``retrieve`` or ``llm:answer``."""
-    labels = {"retrieve": "Searching the documents", "answer": "Writing the answer"}
-    return labels.get(name, name.replace("_", " ").replace(":", ": ").capitalize())
+    """A readable status for a step name such as ``retrieve``, ``E2:docsearch`` or ``Q1``."""
+    if name in _STEP_LABELS:
+        return _STEP_LABELS[name]
+    if match := _NUMBERED_STEP.match(name):
+        planned, acted, thought, part, tool = match.groups()
+        if planned:
+            return f"Running #E{planned} ({tool})"
+        if acted:
+            return f"Step {acted}: calling {tool}"
+        if thought:
+            return f"Thinking (step {thought})"
+        return f"Answering sub-question {part}"
+    return name.replace("_", " ").replace(":", ": ").capitalize()
 
 
 @dataclass

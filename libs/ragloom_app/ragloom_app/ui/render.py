@@ -23,6 +23,7 @@ __all__ = [
     "indices_html",
     "last_citations",
     "outcomes_html",
+    "plugins_html",
     "sources_html",
     "usage_markdown",
 ]
@@ -147,6 +148,9 @@ def usage_markdown(record: Mapping[str, Any]) -> str:
     line += f", {completion:,} generated; mode `{record.get('mode', '?')}`"
     lines = [line, ""]
     for step in record.get("steps") or []:
+        if step.get("event") == "plan":
+            lines.extend(_plan_lines(step))
+            continue
         if step.get("event") != "finished":
             continue
         name = str(step.get("step", "?"))
@@ -157,6 +161,19 @@ def usage_markdown(record: Mapping[str, Any]) -> str:
         else:
             lines.append(f"- `{name}` {step.get('seconds', 0):.2f} s")
     return "\n".join(lines).strip()
+
+
+def _plan_lines(step: Mapping[str, Any]) -> list[str]:
+    """The plan of an agent as list items (ReWOO's tool calls, decomposition's questions)."""
+    repaired = " (repaired once)" if step.get("repaired") else ""
+    lines = [f"- **Plan**{repaired}:"]
+    for item in step.get("plan") or []:
+        if "tool" in item:
+            call = f"{item['tool']}[{item.get('input', '')}]"
+            lines.append(f"  - `{_esc(item.get('id', '?'))}` {_esc(call)}")
+        else:
+            lines.append(f"  - `{_esc(item.get('id', '?'))}` {_esc(item.get('question', ''))}")
+    return lines
 
 
 def chat_history(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
@@ -271,3 +288,37 @@ def indices_html(indices: Iterable[Mapping[str, Any]]) -> str:
     ]
     headers = ["Index", "Files", "Chunk size", "Overlap", "File types", "Visibility"]
     return _table(headers, rows, "There is no index yet.")
+
+
+def plugins_html(
+    plugins: Iterable[Mapping[str, Any]], unavailable: Mapping[str, str] | None = None
+) -> str:
+    """The plugins (``PluginInfo.to_dict()`` shapes): version, what each adds, errors."""
+    rows = []
+    for plugin in plugins:
+        added = [
+            f"{kind.replace('_', ' ')}: {', '.join(ids)}"
+            for kind, ids in (plugin.get("registered") or {}).items()
+            if ids
+        ]
+        status = (
+            "disabled" if plugin.get("disabled") else "failed" if plugin.get("error") else "loaded"
+        )
+        notes = [plugin.get("error") or "", *(plugin.get("warnings") or [])]
+        rows.append(
+            [
+                _esc(plugin.get("name")),
+                _esc(plugin.get("version") or ""),
+                "<br>".join(_esc(line) for line in added) or "—",
+                _badge(status),
+                "<br>".join(_esc(note) for note in notes if note),
+            ]
+        )
+    headers = ["Plugin", "Version", "Registers", "Status", "Details"]
+    table = _table(headers, rows, "No plugins installed.")
+    missing = "".join(
+        f"<li>{_esc(name)}: {_esc(reason)}</li>" for name, reason in (unavailable or {}).items()
+    )
+    if missing:
+        table += f'<div class="rl-summary">Indices left out</div><ul>{missing}</ul>'
+    return table

@@ -46,7 +46,7 @@ class PlanWorker:
         timeout: float = 60.0,
         retries: int = 2,
         backoff: float = 0.5,
-        max_parallel: int = 4,
+        max_parallel: int = 16,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.tools = dict(tools)

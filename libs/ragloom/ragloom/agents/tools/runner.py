@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 from ragloom.agents.tools.base import BaseTool, ToolResult
@@ -29,7 +28,8 @@ class ToolRunner:
     """Runs tool calls with a timeout each, retrying retryable errors with backoff.
 
     A call that times out counts as a retryable ``timeout`` error. Its thread cannot be
-    stopped: it finishes in the background and its result is ignored.
+    stopped: it finishes in the background and its result is ignored. ``tool.invoke``
+    turns exceptions into failed results, so nothing escapes the thread.
     """
 
     def __init__(
@@ -45,31 +45,31 @@ class ToolRunner:
         self.backoff = backoff
         self._sleep = sleep
 
-    def _once(self, pool: ThreadPoolExecutor, tool: BaseTool, tool_input: str) -> ToolResult:
-        future: Future[ToolResult] = pool.submit(tool.invoke, tool_input)
-        try:
-            return future.result(timeout=self.timeout)
-        except FutureTimeout:
-            return ToolResult.failure(
-                "timeout", f"{tool.name} did not answer within {self.timeout:g} s", retryable=True
-            )
+    def _once(self, tool: BaseTool, tool_input: str) -> ToolResult:
+        box: list[ToolResult] = []
+        # A daemon thread per attempt: a call that hangs can be abandoned (it cannot be
+        # stopped) without holding up its retry, the agent, or the interpreter's exit.
+        thread = threading.Thread(
+            target=lambda: box.append(tool.invoke(tool_input)), daemon=True, name=tool.name
+        )
+        thread.start()
+        thread.join(self.timeout)
+        if box:
+            return box[0]
+        return ToolResult.failure(
+            "timeout", f"{tool.name} did not answer within {self.timeout:g} s", retryable=True
+        )
 
     def call(self, tool: BaseTool, tool_input: str) -> ToolCall:
         """Call ``tool`` with ``tool_input``; never raises."""
         started = time.perf_counter()
         attempts = 0
-        # One thread per attempt, and no waiting for them at the end: a call that hangs
-        # must hold up neither its retry nor the agent.
-        pool = ThreadPoolExecutor(max_workers=self.retries + 1)
-        try:
-            while True:
-                attempts += 1
-                result = self._once(pool, tool, tool_input)
-                if result.ok or not result.error.retryable or attempts > self.retries:
-                    break
-                delay = self.backoff * 2 ** (attempts - 1)
-                logger.info("%s failed (%s); retry in %.2f s", tool.name, result.error.code, delay)
-                self._sleep(delay)
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+        while True:
+            attempts += 1
+            result = self._once(tool, tool_input)
+            if result.ok or not result.error.retryable or attempts > self.retries:
+                break
+            delay = self.backoff * 2 ** (attempts - 1)
+            logger.info("%s failed (%s); retry in %.2f s", tool.name, result.error.code, delay)
+            self._sleep(delay)
         return ToolCall(result, time.perf_counter() - started, attempts)
