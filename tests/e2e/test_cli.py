@@ -119,7 +119,7 @@ def test_ask_rewoo_json_shows_the_plan_each_tool_call_and_usage(data_dir: Path) 
 def test_unknown_mode_is_a_clear_error(data_dir: Path) -> None:
     run = ragloom(data_dir, "ask", "Anything?", "--mode", "telepathy")
     assert run.returncode == 2
-    assert "unknown mode 'telepathy' (available: fullqa)" in run.stderr
+    assert "unknown mode 'telepathy' (available: fullqa, decompose, react, rewoo)" in run.stderr
 
 
 def test_remove_takes_the_file_out_of_every_store(data_dir: Path) -> None:
