@@ -18,7 +18,11 @@ from ragloom.llms.base import (
 
 
 class ScriptedLLM(ChatLLM):
-    """Replies with the given texts in turn and records every prompt it was sent."""
+    """Replies with the given texts in turn and records every prompt it was sent.
+
+    A reply that is a tuple of :class:`~ragloom.llms.base.ToolCallRequest` is returned as
+    native tool calls (with ``native=True``, the LLM says it supports them).
+    """
 
     replies: list[str] = Param(default_callback=lambda _: [], help="Replies, in order.")
     window: int = Param(4096, help="The context window to report.")
@@ -29,10 +33,15 @@ class ScriptedLLM(ChatLLM):
         default_callback=lambda _: [], help="The options of every call, in order."
     )
     grammar: bool = Param(False, help="What supports_grammar reports.")
+    native: bool = Param(False, help="What supports_tool_calls reports.")
 
     @property
     def supports_grammar(self) -> bool:
         return self.grammar
+
+    @property
+    def supports_tool_calls(self) -> bool:
+        return self.native
 
     @property
     def context_window(self) -> int:
@@ -50,6 +59,10 @@ class ScriptedLLM(ChatLLM):
         if not self.replies:
             raise AssertionError("the scripted LLM ran out of replies")
         reply = self.replies.pop(0)
+        if isinstance(reply, tuple):  # native tool calls, no text
+            usage = Usage(1, 1, 1, timer.elapsed(), None)
+            yield LLMStreamItem("", LLMResult("", usage, "tool_calls", reply))
+            return
         words = reply.split(" ")
         for position, word in enumerate(words):
             timer.mark()

@@ -7,7 +7,6 @@ cites the file it came from, and no prompt went past the model's context.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest

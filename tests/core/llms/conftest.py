@@ -6,13 +6,6 @@ once per test run (the module-level model cache of ``LlamaCppChat`` is shared an
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,15 +13,8 @@ import pytest
 
 from ragloom.llms.llamacpp import LlamaCppChat
 from ragloom.models.bundled_llm import bundled_model_path
-
-SERVER_START_SECONDS = 120
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on (bound once, then released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.helpers.llama_server import free_port
+from tests.helpers.llama_server import llama_server as serve
 
 
 @pytest.fixture
@@ -54,49 +40,5 @@ def llama_chat(bundled_gguf: Path) -> LlamaCppChat:
 @pytest.fixture(scope="session")
 def llama_server(bundled_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``python -m llama_cpp.server`` on a free loopback port; yields its /v1 base URL."""
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
-    command = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(bundled_gguf),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "4096",
-        "--n_threads",
-        str(os.cpu_count() or 1),
-    ]
-    base_url = f"http://127.0.0.1:{port}/v1"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        _wait_until_serving(process, f"{base_url}/models", log_path)
+    with serve(bundled_gguf, tmp_path_factory.mktemp("llama_server")) as base_url:
         yield base_url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
-
-
-def _wait_until_serving(process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = log_path.read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"llama_cpp.server exited with {process.returncode}:\n{tail}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.25)
-    raise RuntimeError(f"llama_cpp.server did not answer {url} within {SERVER_START_SECONDS} s")

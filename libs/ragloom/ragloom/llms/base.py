@@ -22,10 +22,12 @@ __all__ = [
     "LLMError",
     "LLMResult",
     "LLMStreamItem",
+    "ToolCallRequest",
+    "ToolSpec",
     "Usage",
 ]
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
 
 
 class LLMError(RuntimeError):
@@ -33,15 +35,51 @@ class LLMError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class ToolSpec:
+    """A function a model may call natively: its name, description and argument schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """A call the model asked for: the endpoint's call id, the tool, its JSON arguments."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class ChatMessage:
-    """One turn of a conversation."""
+    """One turn of a conversation.
+
+    An assistant turn may carry the ``tool_calls`` it asked for; a ``tool`` turn answers
+    one of them (``tool_call_id``), as in OpenAI's native tool calling.
+    """
 
     role: Role
     content: str
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    tool_call_id: str | None = None
 
-    def to_dict(self) -> dict[str, str]:
-        """The OpenAI-style ``{"role", "content"}`` mapping."""
-        return {"role": self.role, "content": self.content}
+    def to_dict(self) -> dict[str, Any]:
+        """The OpenAI-style mapping (``{"role", "content"}`` plus tool-call fields if any)."""
+        data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            data["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
+        return data
 
 
 @dataclass(frozen=True)
@@ -50,6 +88,8 @@ class GenerationOptions:
 
     ``continue_assistant``: the last message is an unfinished assistant turn that the model
     continues, instead of starting a new turn (ReAct keeps its scratchpad there).
+    ``tools``: functions the model may call natively (where :attr:`ChatLLM.supports_tool_calls`);
+    ``tool_choice`` is ``"auto"`` (default), ``"none"``, ``"required"`` or a tool's name.
     """
 
     max_tokens: int = 512
@@ -58,6 +98,8 @@ class GenerationOptions:
     grammar: str | None = None
     json_schema: dict[str, Any] | None = None
     continue_assistant: bool = False
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: str | None = None
 
     def __post_init__(self) -> None:
         if self.grammar is not None and self.json_schema is not None:
@@ -100,6 +142,7 @@ class LLMResult:
     text: str
     usage: Usage
     finish_reason: str = "stop"
+    tool_calls: tuple[ToolCallRequest, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,6 +191,11 @@ class ChatLLM(BaseComponent):
     @property
     def supports_grammar(self) -> bool:
         """Whether :class:`GenerationOptions` ``grammar`` (GBNF) is honoured."""
+        return False
+
+    @property
+    def supports_tool_calls(self) -> bool:
+        """Whether :class:`GenerationOptions` ``tools`` are offered to the model natively."""
         return False
 
     def count_tokens(self, text: str) -> int:

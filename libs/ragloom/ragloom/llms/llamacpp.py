@@ -215,6 +215,10 @@ class LlamaCppChat(ChatLLM):
             raise LLMError("no messages to answer")
         if options.continue_assistant and messages[-1].role != "assistant":
             raise LLMError("continue_assistant needs an assistant message last")
+        if options.tools:
+            raise LLMError(
+                "LlamaCppChat has no native tool calling: describe the tools in the prompt"
+            )
         timer = CallTimer()
         model = self._model()
         with model.lock:

@@ -36,6 +36,7 @@ from ragloom.llms.base import (
     LLMError,
     LLMResult,
     LLMStreamItem,
+    ToolCallRequest,
     Usage,
 )
 
@@ -71,6 +72,11 @@ class OpenAIChat(ChatLLM):
     timeout: float = Param(120.0, help="Seconds before a request is abandoned.")
     context_window: int = Param(4096, help="Tokens of prompt plus answer the model accepts.")
     max_retries: int = Param(2, help="Retries on connection errors and 429/5xx answers.")
+    native_tools: bool = Param(
+        False,
+        help="Offer tools through OpenAI tool calling (OpenAI, vLLM with a tool parser, "
+        "Ollama, llama.cpp servers with a function-calling chat format).",
+    )
     server_kind: str = Param(
         "auto", help="'openai', 'llama.cpp', or 'auto' (ask /models once when it matters)."
     )
@@ -79,6 +85,11 @@ class OpenAIChat(ChatLLM):
     def name(self) -> str:
         """``openai-compatible/<model>``."""
         return f"openai-compatible/{self.model}"
+
+    @property
+    def supports_tool_calls(self) -> bool:
+        """As configured by ``native_tools`` (endpoints do not say whether they can)."""
+        return bool(self.native_tools)
 
     @property
     def supports_grammar(self) -> bool:
@@ -109,6 +120,11 @@ class OpenAIChat(ChatLLM):
         if not messages:
             raise LLMError("no messages to answer")
         request = self._request(messages, options)
+        if options.tools:
+            # Not streamed: several servers (llama.cpp's function-calling formats among
+            # them) cannot stream a reply whose tool calls the model chooses itself.
+            yield self._complete(request, messages)
+            return
         timer = CallTimer()
         pieces: list[str] = []
         finish_reason = "stop"
@@ -131,6 +147,24 @@ class OpenAIChat(ChatLLM):
         usage = self._usage(messages, pieces, reported, timer)
         yield LLMStreamItem("", LLMResult("".join(pieces), usage, finish_reason))
 
+    def _complete(self, request: dict[str, Any], messages: Sequence[ChatMessage]) -> LLMStreamItem:
+        """One non-streamed request, as the single (last) item of a stream."""
+        request = {k: v for k, v in request.items() if k not in ("stream", "stream_options")}
+        timer = CallTimer()
+        with self._translated_errors():
+            response = self._client().chat.completions.create(**request)
+        timer.mark()
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        calls = tuple(
+            ToolCallRequest(
+                call.id or f"call_{i}", call.function.name, call.function.arguments or "{}"
+            )
+            for i, call in enumerate(choice.message.tool_calls or [])
+        )
+        usage = self._usage(messages, [text] if text else [], response.usage, timer)
+        return LLMStreamItem(text, LLMResult(text, usage, choice.finish_reason or "stop", calls))
+
     def _request(
         self, messages: Sequence[ChatMessage], options: GenerationOptions
     ) -> dict[str, Any]:
@@ -145,6 +179,24 @@ class OpenAIChat(ChatLLM):
         }
         if options.stop:
             request["stop"] = list(options.stop)
+        if options.tools:
+            if not self.native_tools:
+                raise LLMError(f"{self.name}: native tool calling is off (native_tools=False)")
+            request["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in options.tools
+            ]
+            choice = options.tool_choice or "auto"
+            if choice not in ("auto", "none", "required"):
+                choice = {"type": "function", "function": {"name": choice}}
+            request["tool_choice"] = choice
         if options.grammar is not None:
             if not self._is_llama_cpp():
                 raise LLMError(

@@ -33,7 +33,7 @@ from ragloom.events import (
     StepFinished,
     StepStarted,
 )
-from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMResult
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMResult, ToolSpec
 from ragloom.qa.answer import cite_answer
 
 __all__ = ["REACT_SYSTEM_PROMPT", "ReActAgent"]
@@ -51,6 +51,11 @@ Thought: I know the answer.
 Final Answer: the answer in your own words, one to three sentences, each ending with the \
 number of the passage it uses, for example: The plant opened in 1990 [2]."""
 
+NATIVE_SYSTEM_PROMPT = (
+    "Answer the user's question from their documents: search them with the tools, then "
+    "answer in your own words, one to three sentences, each ending with the number of the "
+    "passage it uses in square brackets, like this: <sentence> [2]."
+)
 SEARCH_FIRST = "Thought: I should search the documents first.\nAction: docsearch\nAction Input:"
 STOP_SEQUENCES = ("\nObservation:", "Observation:")
 
@@ -68,6 +73,9 @@ class ReActAgent(BaseComponent):
     observation_tokens: int = Param(500, help="Most tokens of one observation.")
     search_first: bool = Param(
         True, help="Start with a document search whose query the model writes."
+    )
+    native_tools: bool | None = Param(
+        None, help="Use the endpoint's native tool calling (None: where the LLM has it)."
     )
     tool_timeout: float = Param(60.0, help="Seconds a tool call may take.")
     tool_retries: int = Param(2, help="Retries of a call whose error is worth retrying.")
@@ -125,6 +133,12 @@ class ReActAgent(BaseComponent):
 
     def stream(self, question: str) -> Iterator[Event]:
         """Reason and act until a final answer; yield every step's events."""
+        native = self.native_tools
+        if native is None:
+            native = self.llm.supports_tool_calls
+        if native:
+            yield from self._stream_native(question)
+            return
         runner = ToolRunner(timeout=self.tool_timeout, retries=self.tool_retries)
         scratchpad = SEARCH_FIRST if self.search_first and "docsearch" in self.tools else "Thought:"
         answer = None
@@ -154,6 +168,65 @@ class ReActAgent(BaseComponent):
             scratchpad += f"{written}\nObservation: {observation}\nThought:"
         if answer is None:
             answer = yield from self._give_up(question, scratchpad, calls)
+        yield AnswerDelta(answer)
+        citations = yield from cite_answer(answer, self.ledger.block())
+        yield CitationsFound(citations)
+
+    def _stream_native(self, question: str) -> Iterator[Event]:
+        """The same loop through the endpoint's tool calling: no text format to parse."""
+        runner = ToolRunner(timeout=self.tool_timeout, retries=self.tool_retries)
+        specs = tuple(
+            ToolSpec(t.name, t.description, t.parameters_schema()) for t in self.tools.values()
+        )
+        messages = [
+            ChatMessage("system", NATIVE_SYSTEM_PROMPT),
+            ChatMessage("user", question.strip()),
+        ]
+        answer = None
+        calls = 0
+        stopped_calling = False
+        while calls < self.max_steps and self._room_for_a_step(
+            question, "".join(m.content for m in messages)
+        ):
+            calls += 1
+            first = calls == 1 and self.search_first and "docsearch" in self.tools
+            options = GenerationOptions(
+                max_tokens=self.max_step_tokens,
+                tools=specs,
+                tool_choice="docsearch" if first else "auto",
+            )
+            started = time.perf_counter()
+            yield StepStarted(f"think{calls}", None)
+            result = self.llm.run(messages, options)
+            yield LLMCallFinished("react", result.usage)
+            requested = [{"tool": c.name, "arguments": c.arguments} for c in result.tool_calls]
+            yield StepFinished(
+                f"think{calls}",
+                time.perf_counter() - started,
+                output={"text": result.text.strip(), "tool_calls": requested},
+            )
+            if not result.tool_calls:
+                answer = result.text.strip()
+                stopped_calling = True
+                break
+            messages.append(ChatMessage("assistant", result.text, tool_calls=result.tool_calls))
+            for call in result.tool_calls:
+                action = ReActAction("", call.name, call.arguments)
+                observation = yield from self._act(calls, action, runner)
+                messages.append(ChatMessage("tool", observation, tool_call_id=call.id))
+        if not answer:
+            result = self.llm.run(
+                messages,
+                GenerationOptions(max_tokens=self.max_step_tokens, tools=specs, tool_choice="none"),
+            )
+            yield LLMCallFinished("react-final", result.usage)
+            found = result.text.strip() or "nothing conclusive."
+            # A model that stopped calling tools with nothing to say just gets asked again.
+            answer = (
+                found
+                if stopped_calling
+                else f"I could not finish within {calls} steps. From what I found: {found}"
+            )
         yield AnswerDelta(answer)
         citations = yield from cite_answer(answer, self.ledger.block())
         yield CitationsFound(citations)
