@@ -2,9 +2,9 @@
 
 Every upper-case name here is a setting; names left out keep their defaults
 (``ragloom_app.settings.AppSettings``). Environment variables override some of them:
-RAGLOOM_DATA_DIR, RAGLOOM_DATABASE_URL, RAGLOOM_LLM, RAGLOOM_REASONING, and the
-RAGLOOM_LLM_* / RAGLOOM_OPENAI_* variables read below. Point RAGLOOM_SETTINGS at another
-file to use it instead of this one.
+RAGLOOM_DATA_DIR, RAGLOOM_DATABASE_URL, RAGLOOM_LLM, RAGLOOM_REASONING,
+RAGLOOM_DISABLED_PLUGINS, and the RAGLOOM_LLM_* / RAGLOOM_OPENAI_* variables read below.
+Point RAGLOOM_SETTINGS at another file to use it instead of this one.
 """
 
 import os
@@ -71,3 +71,9 @@ EMBEDDINGS = {
     },
 }
 DEFAULT_EMBEDDING = "local"
+
+# Plugins: installed pip packages with a "ragloom" entry point add modes, index types,
+# tools, file readers and models after what this file lists; on a shared id the later
+# registration wins, with a warning (docs/plugins.md). Plugins named here (distribution or
+# entry-point name) are not loaded; RAGLOOM_DISABLED_PLUGINS="a,b" overrides this list.
+DISABLED_PLUGINS: list[str] = []

@@ -1,4 +1,10 @@
-"""BaseApp: reads the settings, registers reasoning modes and index types, holds models."""
+"""BaseApp: reads the settings, registers reasoning modes and index types, holds models.
+
+Registration order at :meth:`BaseApp.start`: what the settings list (``REASONINGS``,
+``INDEX_TYPES``, ``LLMS``, ``EMBEDDINGS``, the built-in tools and readers), then each
+plugin in order of distribution name. On a shared id the later registration wins, with
+a warning naming both (docs/plugins.md).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ragloom.agents.tools import ToolRegistry
+import pluggy
+
+from ragloom.agents.tools import BaseTool, ToolRegistry
 from ragloom.embeddings import Embeddings
 from ragloom.llms.base import ChatLLM
+from ragloom.loaders import FileReader, default_readers
+from ragloom_app import __version__
 from ragloom_app.db.engine import create_db_engine
-from ragloom_app.index.base import FileOutcome, IndexingProgress, IndexResources
+from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress, IndexResources
 from ragloom_app.index.manager import IndexManager
+from ragloom_app.plugins.manager import (
+    KINDS,
+    LoadedPlugin,
+    PluginInfo,
+    collect_plugins,
+    create_plugin_manager,
+    load_entry_point_plugins,
+)
 from ragloom_app.privacy import switch_off_telemetry
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
 from ragloom_app.registry import build_from_spec, import_subclass
@@ -23,19 +41,42 @@ __all__ = ["BaseApp"]
 
 logger = logging.getLogger(__name__)
 
+# Who registered what before any plugin, as duplicate warnings name them.
+_BUILT_IN_OWNERS = {
+    "reasonings": "REASONINGS",
+    "tools": "the built-in tools",
+    "readers": "the built-in readers",
+    "llms": "LLMS",
+    "embeddings": "EMBEDDINGS",
+}
+
 
 class BaseApp:
     """The app without its UI: settings, database, registries, indices and models.
 
     Nothing happens at construction; :meth:`start` creates the data folder and the
     database, imports what the settings name (a wrong dotted path stops it with an error
-    naming the setting), and creates the indices of ``INDICES``.
+    naming the setting), registers the plugins (a failing plugin is left out and listed
+    in :attr:`plugins` with its error), and creates the indices of ``INDICES``.
+
+    ``plugin_manager``: the plugins to use, as registered there; by default the plugins
+    of the installed distributions' ``ragloom`` entry points.
     """
 
-    def __init__(self, settings: AppSettings | None = None) -> None:
+    def __init__(
+        self,
+        settings: AppSettings | None = None,
+        plugin_manager: pluggy.PluginManager | None = None,
+    ) -> None:
         self.settings = settings or AppSettings.load()
+        self.plugin_manager = plugin_manager
+        self.plugins: list[PluginInfo] = []
         self.reasonings: dict[str, type[BaseReasoning]] = {}
         self.tools = ToolRegistry()
+        self.readers: dict[str, FileReader] = default_readers()
+        self.llm_specs: dict[str, dict[str, Any]] = dict(self.settings.llms)
+        self.embedding_specs: dict[str, dict[str, Any]] = dict(self.settings.embeddings)
+        self._owners: dict[tuple[str, str], str] = {}  # (kind, id) -> who registered it
         self.index_manager: IndexManager | None = None
         self._llms: dict[str, ChatLLM] = {}
         self._embeddings: Embeddings | None = None
@@ -52,18 +93,23 @@ class BaseApp:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.engine = create_db_engine(self.settings.database)
         self._register_reasonings()
+        for type_id in self.settings.index_types:
+            self._owners["index_types", type_id] = "INDEX_TYPES"
+        plugin_index_types = self._register_plugins()
         if self.settings.default_reasoning not in self.reasonings:
             raise SettingsError(
                 f"DEFAULT_REASONING: {self.settings.default_reasoning!r} is not a registered "
                 f"mode ({', '.join(self.reasonings)})"
             )
-        if self.settings.default_llm not in self.settings.llms:
+        if self.settings.default_llm not in self.llm_specs:
             raise SettingsError(
                 f"DEFAULT_LLM: {self.settings.default_llm!r} is not in LLMS "
-                f"({', '.join(self.settings.llms)})"
+                f"({', '.join(self.llm_specs)})"
             )
-        manager = IndexManager(self.engine, self._index_resources)
+        manager = IndexManager(self.engine, self._index_resources, self.readers)
         manager.load_types(self.settings.index_types)
+        for type_id, index_type in plugin_index_types.items():
+            manager.register_type(type_id, index_type)
         manager.start(self.settings.indices)
         self.index_manager = manager
         self.started = True
@@ -78,19 +124,96 @@ class BaseApp:
     def _register_reasonings(self) -> None:
         for position, path in enumerate(self.settings.reasonings):
             cls = import_subclass(f"REASONINGS[{position}]", path, BaseReasoning)
-            self.register_reasoning(cls)
+            self.register_reasoning(cls, owner="REASONINGS")
 
-    def register_reasoning(self, cls: type[BaseReasoning]) -> None:
+    def register_reasoning(self, cls: type[BaseReasoning], owner: str = "the app") -> None:
         """Make a reasoning mode selectable under its id (a later one with the same id wins)."""
-        mode_id = cls.get_info().id
-        if mode_id in self.reasonings and self.reasonings[mode_id] is not cls:
-            logger.warning(
-                "reasoning id %r registered twice (%s, then %s); the later one wins",
-                mode_id,
-                self.reasonings[mode_id].__qualname__,
-                cls.__qualname__,
+        self._claim("reasonings", cls.get_info().id, cls, self.reasonings, owner)
+
+    def _claim(
+        self, kind: str, key: str, value: Any, table: dict[str, Any], owner: str
+    ) -> str | None:
+        """Put ``value`` in ``table``; returns the warning if it replaced another's entry."""
+        previous, before = table.get(key), self._owners.get((kind, key), "the settings")
+        table[key] = value
+        self._owners[kind, key] = owner
+        if previous is None or previous is value or previous == value:
+            return None
+        shown = kind.rstrip("s").replace("_", " ")
+        warning = (
+            f"{shown} {key!r} is registered by {before} and again by {owner}: "
+            f"the later one ({owner}) wins"
+        )
+        logger.warning("%s", warning)
+        return warning
+
+    def _register_plugins(self) -> dict[str, type[BaseIndex]]:
+        """Register what each plugin adds, after the settings; returns its index types."""
+        self.llm_specs = dict(self.settings.llms)
+        self.embedding_specs = dict(self.settings.embeddings)
+        for kind, table in self._tables(self.tools_by_name()).items():
+            for key in table:
+                self._owners.setdefault((kind, key), _BUILT_IN_OWNERS[kind])
+        disabled = self.settings.disabled_plugins
+        infos: list[PluginInfo] = []
+        if self.plugin_manager is None:
+            self.plugin_manager = create_plugin_manager()
+            infos = load_entry_point_plugins(self.plugin_manager, disabled)
+        loaded = collect_plugins(self.plugin_manager, infos, disabled)
+        self.plugins = [plugin.info for plugin in loaded]
+        tools = self.tools_by_name()
+        index_types: dict[str, type[BaseIndex]] = {}
+        for plugin in loaded:
+            index_types.update(plugin.contributions.index_types)
+            plugin.info.warnings = self._register_plugin(plugin, tools)
+        # A fresh registry: registering a duplicate into the old one would warn a second time.
+        self.tools = ToolRegistry(tools.values())
+        if self.plugins:
+            logger.info(
+                "plugins: %s",
+                ", ".join(f"{p.name} {p.version or ''}".strip() for p in self.plugins),
             )
-        self.reasonings[mode_id] = cls
+        return index_types
+
+    def _tables(self, tools: dict[str, type[BaseTool]]) -> dict[str, dict[str, Any]]:
+        return {
+            "reasonings": self.reasonings,
+            "tools": tools,
+            "readers": self.readers,
+            "llms": self.llm_specs,
+            "embeddings": self.embedding_specs,
+        }
+
+    def _register_plugin(self, plugin: LoadedPlugin, tools: dict[str, type[BaseTool]]) -> list[str]:
+        """Register one plugin's contributions; returns the warnings of what it replaced."""
+        owner = f"plugin {plugin.info.name}"
+        found = plugin.contributions
+        tables = self._tables(tools)
+        entries: list[tuple[str, str, Any]] = [
+            *(("reasonings", cls.get_info().id, cls) for cls in found.reasonings),
+            *(("tools", tool.name, tool) for tool in found.tools),
+            *(("readers", ext, reader) for ext, reader in found.readers.items()),
+            *(("llms", name, spec) for name, spec in found.llms.items()),
+            *(("embeddings", name, spec) for name, spec in found.embeddings.items()),
+        ]
+        warnings = [
+            self._claim(kind, key, value, tables[kind], owner) for kind, key, value in entries
+        ]
+        for type_id in found.index_types:
+            self._owners["index_types", type_id] = owner
+        return [w for w in warnings if w]
+
+    def tools_by_name(self) -> dict[str, type[BaseTool]]:
+        """The registered tool classes by name."""
+        return {name: self.tools.get(name) for name in self.tools.names()}
+
+    def builtin_info(self) -> PluginInfo:
+        """What the settings and Ragloom itself registered, listed like a plugin."""
+        info = PluginInfo("ragloom (built-in)", __version__)
+        for (kind, key), owner in self._owners.items():
+            if not owner.startswith("plugin ") and kind in KINDS:
+                info.registered[kind].append(key)
+        return info
 
     def _index_resources(self, index_id: int) -> IndexResources:
         return IndexResources(
@@ -98,6 +221,7 @@ class BaseApp:
             data_dir=self.settings.data_dir / "indices" / str(index_id),
             shared_dir=self.settings.data_dir,
             embeddings=self.embeddings,
+            readers=self.readers,
         )
 
     @property
@@ -113,9 +237,9 @@ class BaseApp:
         name = name or self.settings.default_llm
         with self._lock:
             if name not in self._llms:
-                if name not in self.settings.llms:
+                if name not in self.llm_specs:
                     raise SettingsError(f"no LLM named {name!r} in LLMS")
-                self._llms[name] = build_from_spec(f"LLMS[{name!r}]", self.settings.llms[name])
+                self._llms[name] = build_from_spec(f"LLMS[{name!r}]", self.llm_specs[name])
             return self._llms[name]
 
     def embeddings(self) -> Embeddings:
@@ -123,7 +247,7 @@ class BaseApp:
         with self._lock:
             if self._embeddings is None:
                 name = self.settings.default_embedding
-                spec = self.settings.embeddings.get(name)
+                spec = self.embedding_specs.get(name)
                 if spec is None:
                     raise SettingsError(f"DEFAULT_EMBEDDING: no embedding named {name!r}")
                 self._embeddings = build_from_spec(f"EMBEDDINGS[{name!r}]", spec)
@@ -161,4 +285,5 @@ class BaseApp:
             "tools": self.tools.names(),
             "indices": [i.name for i in self.indices.indices],
             "llm": self.settings.default_llm,
+            "plugins": [plugin.to_dict() for plugin in self.plugins],
         }

@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print one JSON object")
 
     commands.add_parser("modes", help="list the reasoning modes")
+    plugins = commands.add_parser(
+        "plugins", help="list the installed plugins and what each registered"
+    )
+    plugins.add_argument("--json", action="store_true", help="print one JSON list")
+    plugins.add_argument(
+        "--all", action="store_true", help="also list what Ragloom itself registers"
+    )
     commands.add_parser(
         "models", help="prepare the bundled models (join and verify) and show where they are"
     )
@@ -134,8 +141,10 @@ def _cmd_index_remove(app: Any, args: argparse.Namespace) -> int:
     return 1 if missing else 0
 
 
-def _create_config(index_type: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """The config of a new index from the options given, checked by its type."""
+def _create_config(
+    index_type: Any, args: argparse.Namespace, readers: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The config of a new index from the options given, checked by its type and readers."""
     config: dict[str, Any] = {}
     if args.chunk_size is not None:
         config["chunk_size"] = args.chunk_size
@@ -144,14 +153,13 @@ def _create_config(index_type: Any, args: argparse.Namespace) -> dict[str, Any]:
     if args.extensions is not None:
         parts = [e.strip().lower() for e in args.extensions.split(",") if e.strip()]
         config["extensions"] = [e if e.startswith(".") else f".{e}" for e in parts]
-    known = index_type.get_admin_settings()
+    known = index_type.admin_settings_for(readers)
     for key in config:
         if key not in known:
             option = "--" + key.replace("_", "-")
             raise ValueError(f"{option}: index type {index_type.__name__} has no such setting")
-    # The type's own check (the file index has one), so a bad value fails here, not later.
-    normalize = getattr(index_type, "normalize_config", None)
-    return dict(normalize(config)) if normalize is not None else config
+    # The type's own check, so a bad value fails here, not later.
+    return dict(index_type.normalize_config(config, readers=readers))
 
 
 def _cmd_index_create(app: Any, args: argparse.Namespace) -> int:
@@ -162,7 +170,8 @@ def _cmd_index_create(app: Any, args: argparse.Namespace) -> int:
     if index_type is None:
         known = ", ".join(app.indices.index_types)
         raise SettingsError(f"unknown index type {type_id!r} (known: {known})")
-    index = app.indices.create(args.name, type_id, _create_config(index_type, args))
+    config = _create_config(index_type, args, app.indices.readers)
+    index = app.indices.create(args.name, type_id, config)
     shown = ", ".join(
         f"{key}={','.join(map(str, v)) if isinstance(v, list) else v}"
         for key, v in index.config.items()
@@ -227,6 +236,26 @@ def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_plugins(app: Any, args: argparse.Namespace) -> int:
+    infos = ([app.builtin_info()] if args.all else []) + list(app.plugins)
+    if args.json:
+        print(json.dumps([info.to_dict() for info in infos]))
+        return 0
+    if not infos:
+        print("No plugins installed (see docs/plugins.md).")
+    for info in infos:
+        state = " (disabled)" if info.disabled else ""
+        print(f"{info.name} {info.version or ''}{state}".rstrip())
+        for kind, ids in info.registered.items():
+            if ids:
+                print(f"  {kind.replace('_', ' ')}: {', '.join(ids)}")
+        if info.error:
+            print(f"  error: {info.error}")
+        for warning in info.warnings:
+            print(f"  warning: {warning}")
+    return 0
+
+
 def _cmd_serve(app: Any, args: argparse.Namespace) -> int:
     from ragloom_app.ui.server import serve
 
@@ -266,6 +295,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for mode_id, cls in app.reasonings.items():
                 print(f"{mode_id:12} {cls.get_info().description}")
             return 0
+        if args.command == "plugins":
+            return _cmd_plugins(app, args)
         if args.command == "serve":
             return _cmd_serve(app, args)
         if args.command == "ask":

@@ -41,12 +41,17 @@ def import_subclass(setting: str, dotted_path: str, base: type[T]) -> type[T]:
 
 
 def build_from_spec(setting: str, spec: Mapping[str, Any]) -> Any:
-    """Build an object from ``{"class": "dotted.Path", **keyword_arguments}``."""
+    """Build an object from ``{"class": "dotted.Path", **keyword_arguments}``.
+
+    ``class`` may also be the class itself (plugins give classes, settings give paths).
+    """
     if "class" not in spec:
         raise SettingsError(f"{setting}: a spec needs a 'class' key, got {dict(spec)!r}")
     kwargs = {k: v for k, v in spec.items() if k != "class"}
-    factory = import_object(f"{setting}.class", spec["class"])
+    target = spec["class"]
+    factory = target if callable(target) else import_object(f"{setting}.class", target)
+    shown = getattr(target, "__qualname__", target)
     try:
         return factory(**kwargs)
     except Exception as exc:
-        raise SettingsError(f"{setting}: cannot build {spec['class']}: {exc}") from exc
+        raise SettingsError(f"{setting}: cannot build {shown}: {exc}") from exc

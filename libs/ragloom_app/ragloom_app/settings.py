@@ -54,6 +54,7 @@ class AppSettings:
     embeddings: dict[str, dict[str, Any]] = field(default_factory=_default_embeddings)
     default_embedding: str = "local"
     first_run_docs: dict[str, Any] | None = None
+    disabled_plugins: list[str] = field(default_factory=list)
     source: str = "defaults"
 
     def __post_init__(self) -> None:
@@ -82,6 +83,9 @@ class AppSettings:
                 continue
             if attr == "data_dir":
                 value = Path(value)
+            if attr == "disabled_plugins" and isinstance(value, str):
+                # From the environment: "a,b" (no list syntax in an environment variable).
+                value = [name.strip() for name in value.split(",") if name.strip()]
             setattr(self, attr, value)
 
     def _apply_environment(self) -> None:
@@ -98,6 +102,7 @@ ENV_OVERRIDES = {
     "RAGLOOM_DATABASE_URL": "DATABASE_URL",
     "RAGLOOM_LLM": "DEFAULT_LLM",
     "RAGLOOM_REASONING": "DEFAULT_REASONING",
+    "RAGLOOM_DISABLED_PLUGINS": "DISABLED_PLUGINS",
 }
 """Environment variables that override a setting of the same meaning."""
 

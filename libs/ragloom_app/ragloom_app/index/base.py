@@ -15,6 +15,7 @@ from typing import Any, Literal
 from sqlalchemy.engine import Engine
 
 from ragloom.embeddings import Embeddings
+from ragloom.loaders import FileReader, default_readers
 from ragloom.retrieval import Retriever
 
 __all__ = [
@@ -30,10 +31,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class IndexResources:
-    """What the app lends an index: the database, folders, the embeddings.
+    """What the app lends an index: the database, folders, the embeddings, the readers.
 
     ``data_dir`` belongs to the index alone; ``shared_dir`` is the app's data folder, for
     stores that hold every index (Chroma keeps one collection per index there).
+    ``readers`` maps extensions to file readers: the built-ins and those of plugins.
     """
 
     engine: Engine
@@ -41,6 +43,7 @@ class IndexResources:
     shared_dir: Path
     embeddings: Callable[[], Embeddings]
     max_file_bytes: int = 200 * 1024 * 1024
+    readers: Mapping[str, FileReader] = field(default_factory=default_readers)
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,28 @@ class BaseIndex:
     def get_admin_settings(cls) -> dict[str, dict[str, Any]]:
         """Settings an index of this type is created with (same shape as user settings)."""
         return {}
+
+    @classmethod
+    def admin_settings_for(cls, readers: Mapping[str, FileReader]) -> dict[str, dict[str, Any]]:
+        """The admin settings in an app with these file ``readers`` (default: as above).
+
+        Override it when a setting depends on the file types the app reads.
+        """
+        return cls.get_admin_settings()
+
+    @classmethod
+    def normalize_config(
+        cls, config: Mapping[str, Any], readers: Mapping[str, FileReader] | None = None
+    ) -> dict[str, Any]:
+        """A new index's ``config`` checked and typed; raises ``ValueError`` if it is wrong.
+
+        The default refuses keys that are not admin settings and changes nothing else.
+        """
+        known = cls.admin_settings_for(default_readers() if readers is None else readers)
+        unknown = sorted(set(config) - set(known))
+        if unknown:
+            raise ValueError(f"unknown index settings: {', '.join(unknown)}")
+        return dict(config)
 
     def on_create(self) -> None:
         """Called once when the index is created."""

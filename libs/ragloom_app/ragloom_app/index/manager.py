@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from ragloom.loaders import FileReader, default_readers
 from ragloom_app.db.models import IndexRecord
 from ragloom_app.index.base import BaseIndex, IndexResources
 from ragloom_app.registry import import_subclass
@@ -27,12 +28,25 @@ class UnknownIndexError(KeyError):
 
 
 class IndexManager:
-    """Holds the index types and one live object per index in the database."""
+    """Holds the index types and one live object per index in the database.
 
-    def __init__(self, engine: Engine, resources_for: Callable[[int], IndexResources]) -> None:
+    ``readers`` are the app's file readers by extension (built-in and plugins'): index
+    types whose settings depend on them (the file types of a file index) get them.
+    An index whose type is not registered (its plugin was uninstalled, or failed to
+    load) is left out with a warning and listed in :attr:`unavailable`.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        resources_for: Callable[[int], IndexResources],
+        readers: Mapping[str, FileReader] | None = None,
+    ) -> None:
         self._engine = engine
         self._resources_for = resources_for
+        self.readers: Mapping[str, FileReader] = dict(readers or default_readers())
         self.index_types: dict[str, type[BaseIndex]] = {}
+        self.unavailable: dict[str, str] = {}
         self._indices: dict[int, BaseIndex] = {}
 
     def register_type(self, type_id: str, index_type: type[BaseIndex]) -> None:
@@ -46,6 +60,14 @@ class IndexManager:
         for position, path in enumerate(dotted_paths):
             self.register_type(path, import_subclass(f"INDEX_TYPES[{position}]", path, BaseIndex))
 
+    def admin_settings(self, type_id: str) -> dict[str, dict[str, Any]]:
+        """The creation settings of a registered index type, given the app's readers."""
+        return self.index_types[type_id].admin_settings_for(self.readers)
+
+    def normalize_config(self, type_id: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        """A new index's config checked by its type; raises ``ValueError`` if it is wrong."""
+        return self.index_types[type_id].normalize_config(config, readers=self.readers)
+
     def start(self, wanted: list[Mapping[str, Any]]) -> None:
         """Create the indices of ``INDICES`` that do not exist yet, then start them all."""
         with Session(self._engine) as session:
@@ -58,9 +80,15 @@ class IndexManager:
         with Session(self._engine) as session:
             records = list(session.exec(select(IndexRecord).order_by(IndexRecord.id)))
         for record in records:
-            if record.id not in self._indices:
-                self._indices[record.id] = self._instantiate(record)
-                self._indices[record.id].on_start()
+            if record.id in self._indices:
+                continue
+            if record.index_type not in self.index_types:
+                reason = f"its type {record.index_type} is not registered"
+                logger.warning("index %r left out: %s (a plugin missing?)", record.name, reason)
+                self.unavailable[record.name] = reason
+                continue
+            self._indices[record.id] = self._instantiate(record)
+            self._indices[record.id].on_start()
 
     def _instantiate(self, record: IndexRecord) -> BaseIndex:
         index_type = self.index_types.get(record.index_type)
@@ -84,7 +112,7 @@ class IndexManager:
         name = name.strip()
         if not name:
             raise ValueError("an index needs a name")
-        if any(index.name == name for index in self._indices.values()):
+        if name in self.unavailable or any(i.name == name for i in self._indices.values()):
             raise ValueError(f"an index named {name!r} exists already")
         record = IndexRecord(name=name, index_type=type_id, config=config or {})
         with Session(self._engine) as session:

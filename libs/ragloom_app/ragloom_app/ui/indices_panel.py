@@ -1,10 +1,10 @@
 """The Files tab's "Manage indices" section: list, create and delete indices.
 
-The creation form is built from the index type's ``get_admin_settings()``; a type with a
-``normalize_config`` classmethod (the file index has one) checks the values before the
-index is made. Deleting asks for a confirmation first. After either, every index
-selector of the page is refreshed: the Files tab's, the delete selector and the chat's
-file filter.
+The creation form is built from the index type's admin settings for the app's file
+readers (so a plugin's file types are offered); the type's ``normalize_config`` checks
+the values before the index is made. Deleting asks for a confirmation first. After
+either, every index selector of the page is refreshed: the Files tab's, the delete
+selector and the chat's file filter.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ class IndexAdminHandlers:
         """One row per index for the table: its settings and how many files it has."""
         rows = []
         for index in self.app.indices.indices:
-            defaults = {k: s.get("value") for k, s in type(index).get_admin_settings().items()}
+            specs = type(index).admin_settings_for(self.app.indices.readers)
+            defaults = {k: s.get("value") for k, s in specs.items()}
             try:
                 files = len(index.list_sources())
             except Exception:
@@ -96,12 +97,9 @@ class IndexAdminHandlers:
         if type_id is None or type_id not in self.app.indices.index_types:
             gr.Warning("Choose an index type.")
             return (*skip[:5], "Choose an index type.", gr.skip())
-        index_type = self.app.indices.index_types[type_id]
         config = self.form.values_for(type_id, values) if self.form else {}
         try:
-            normalize = getattr(index_type, "normalize_config", None)
-            if normalize is not None:
-                config = normalize(config)
+            config = self.app.indices.normalize_config(type_id, config)
             self.app.indices.create(name, type_id, config)
         except (ValueError, KeyError) as exc:
             message = f"Could not create {name!r}: {exc}"
@@ -198,9 +196,7 @@ def build_indices_panel(
                     elem_id="new-index-type",
                     filterable=False,
                 )
-                specs = {
-                    path: cls.get_admin_settings() for path, cls in app.indices.index_types.items()
-                }
+                specs = {path: app.indices.admin_settings(path) for path in app.indices.index_types}
                 form = build_settings_form(specs, first_type, "new-index")
                 handlers.form = form
                 create = gr.Button("Create index", variant="primary", elem_id="create-index")

@@ -1,4 +1,4 @@
-"""The whole page: a header and the Chat and Files tabs, plus the theme and CSS.
+"""The whole page: a header and the Chat, Files and Plugins tabs, plus the theme and CSS.
 
 In gradio 6 the theme and CSS are arguments of ``launch()``, not of ``gr.Blocks()``:
 :func:`launch_styling` returns them for :func:`ragloom_app.ui.server.serve`.
@@ -14,6 +14,7 @@ from ragloom_app.app import BaseApp
 from ragloom_app.pages.chat import ChatPage
 from ragloom_app.ui.chat_tab import build_chat_tab
 from ragloom_app.ui.files_tab import build_files_tab
+from ragloom_app.ui.plugins_tab import build_plugins_tab
 
 __all__ = ["CSS", "build_ui", "launch_styling"]
 
@@ -59,6 +60,8 @@ CSS = """
 .rl-skipped { background: #e5e7eb; color: #374151; }
 .rl-failed { background: #fee2e2; color: #991b1b; }
 .rl-indexing, .rl-queued { background: #fef9c3; color: #854d0e; }
+.rl-loaded { background: #dcfce7; color: #166534; }
+.rl-disabled { background: #e5e7eb; color: #374151; }
 """
 
 _HEADER = (
@@ -89,4 +92,6 @@ def build_ui(app: BaseApp) -> gr.Blocks:
                 chat = build_chat_tab(demo, page)
             with gr.Tab("Files", id="files", elem_id="tab-files"):
                 build_files_tab(demo, app, chat.file_filter)
+            with gr.Tab("Plugins", id="plugins", elem_id="tab-plugins"):
+                build_plugins_tab(app)
     return demo

@@ -12,7 +12,7 @@ from sqlmodel import Session, delete, select
 
 from ragloom.indexing import FileIngestor
 from ragloom.llms.base import ChatLLM
-from ragloom.loaders import default_readers
+from ragloom.loaders import FileReader, default_readers
 from ragloom.retrieval import (
     FullTextRetriever,
     HybridRetriever,
@@ -43,9 +43,9 @@ VISIBILITIES = ("private", "shared")
 logger = logging.getLogger(__name__)
 
 
-def _file_types() -> list[str]:
+def _file_types(readers: Mapping[str, FileReader]) -> list[str]:
     """Extensions a file index can take: those a reader reads, and zip archives of them."""
-    return sorted({*default_readers(), *ARCHIVE_SUFFIXES})
+    return sorted({*readers, *ARCHIVE_SUFFIXES})
 
 
 class FileIndex(BaseIndex):
@@ -53,6 +53,12 @@ class FileIndex(BaseIndex):
 
     @classmethod
     def get_admin_settings(cls) -> dict[str, dict[str, Any]]:
+        return cls.admin_settings_for(default_readers())
+
+    @classmethod
+    def admin_settings_for(cls, readers: Mapping[str, FileReader]) -> dict[str, dict[str, Any]]:
+        """The settings, with every file type of ``readers`` (plugins' too) offered."""
+        file_types = _file_types(readers)
         return {
             "chunk_size": {
                 "name": "Chunk size (tokens)",
@@ -67,9 +73,9 @@ class FileIndex(BaseIndex):
             },
             "extensions": {
                 "name": "File types",
-                "value": _file_types(),
+                "value": file_types,
                 "component": "dropdown",
-                "choices": _file_types(),
+                "choices": file_types,
                 "multiselect": True,
             },
             "visibility": {
@@ -82,13 +88,17 @@ class FileIndex(BaseIndex):
         }
 
     @classmethod
-    def normalize_config(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+    def normalize_config(
+        cls, config: Mapping[str, Any], readers: Mapping[str, FileReader] | None = None
+    ) -> dict[str, Any]:
         """``config`` with every admin setting checked and typed; raises ``ValueError``.
 
         Settings left out keep their defaults; unknown keys are refused, so a typo never
-        passes silently.
+        passes silently. File types must be read by one of ``readers`` (default: the
+        built-in readers).
         """
-        specs = cls.get_admin_settings()
+        readers = default_readers() if readers is None else readers
+        specs = cls.admin_settings_for(readers)
         unknown = sorted(set(config) - set(specs))
         if unknown:
             raise ValueError(f"unknown index settings: {', '.join(unknown)}")
@@ -102,7 +112,7 @@ class FileIndex(BaseIndex):
         if not 0 <= overlap < size:
             raise ValueError(f"chunk overlap must be in [0, chunk size), got {overlap}")
         extensions = [str(e).lower() for e in values["extensions"] or []]
-        known = set(_file_types())
+        known = set(_file_types(readers))
         if not extensions or not set(extensions) <= known:
             raise ValueError(
                 f"file types must be some of {', '.join(sorted(known))}, got {extensions}"
@@ -117,10 +127,14 @@ class FileIndex(BaseIndex):
         }
 
     def setting(self, key: str) -> Any:
-        """A setting of this index: its config, else the type's default."""
+        """A setting of this index: its config, else the type's default.
+
+        An index created without a list of file types takes every type the app reads,
+        including those of plugins installed later.
+        """
         if key in self.config:
             return self.config[key]
-        return self.get_admin_settings()[key]["value"]
+        return self.admin_settings_for(self.resources.readers)[key]["value"]
 
     @property
     def collection_name(self) -> str:
@@ -166,6 +180,7 @@ class FileIndex(BaseIndex):
             embeddings=embeddings,
             vector_store=self.vector_store,
             fulltext_store=self.fulltext_store,
+            readers=self.resources.readers,
         )
 
     def get_indexing_pipeline(self, settings: Mapping[str, Any]) -> FileIndexingPipeline:

@@ -1,0 +1,12 @@
+"""Ragloom's plugin hooks: a pip package adds reasoning modes, index types, tools, readers.
+
+A plugin author writes ``from ragloom_app.plugins import hookimpl`` and implements the
+hooks of :mod:`ragloom_app.plugins.hookspecs`; docs/plugins.md has the tutorial.
+"""
+
+import pluggy
+
+__all__ = ["hookimpl"]
+
+hookimpl = pluggy.HookimplMarker("ragloom")
+"""Marks a plugin's function as the implementation of the Ragloom hook of its name."""

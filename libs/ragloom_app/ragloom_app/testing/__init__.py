@@ -1,0 +1,80 @@
+"""Contract tests for plugin authors: check a reasoning, index type, tool or reader.
+
+Run these in your plugin's own tests; each raises ``AssertionError`` naming what breaks
+Ragloom's expectations::
+
+    from ragloom_app.testing import check_plugin, check_reader, check_reasoning, check_tool
+
+    check_plugin(my_plugin_module)          # its hooks return what Ragloom can register
+    check_reasoning(MyReasoning)            # settings, events, answer, citations
+    check_tool(MyTool, {"x": 1}, bad_input={"x": "?"})
+    check_reader(MyReader(), "tests/sample.rst")
+
+Nothing here loads a model: :class:`ReplayLLM`, :class:`HashEmbeddings` and
+:class:`StaticRetriever` stand in for the LLM, the embeddings and the indices.
+"""
+
+from __future__ import annotations
+
+from ragloom_app.plugins.manager import (
+    LoadedPlugin,
+    PluginError,
+    check_hooks,
+    collect_plugins,
+    create_plugin_manager,
+)
+from ragloom_app.testing.contracts import (
+    COMPONENTS,
+    SAMPLE_PASSAGES,
+    check_index_type,
+    check_reader,
+    check_reasoning,
+    check_settings_schema,
+    check_tool,
+)
+from ragloom_app.testing.fakes import HashEmbeddings, ReplayLLM, StaticRetriever
+
+__all__ = [
+    "COMPONENTS",
+    "SAMPLE_PASSAGES",
+    "HashEmbeddings",
+    "ReplayLLM",
+    "StaticRetriever",
+    "check_index_type",
+    "check_plugin",
+    "check_reader",
+    "check_reasoning",
+    "check_settings_schema",
+    "check_tool",
+]
+
+
+def check_plugin(plugin: object, name: str = "plugin-under-test") -> LoadedPlugin:
+    """Register ``plugin`` alone, call its hooks, and check what they return.
+
+    Fails on an unknown hook, a hook that raises or returns the wrong kind of thing, a
+    reasoning's info or settings, a tool's metadata or an index type's settings. Returns
+    what the plugin contributes, for further checks with the other ``check_*``.
+    """
+    manager = create_plugin_manager()
+    manager.register(plugin, name=name)
+    try:
+        check_hooks(manager, plugin)
+    except PluginError as exc:
+        raise AssertionError(f"{name}: {exc}") from None
+    (loaded,) = collect_plugins(manager)
+    if loaded.info.error:
+        raise AssertionError(f"{name}: {loaded.info.error}")
+    found = loaded.contributions
+    for reasoning in found.reasonings:
+        check_settings_schema(
+            reasoning.get_user_settings(), f"{reasoning.__qualname__}.get_user_settings()"
+        )
+    for index_type in found.index_types.values():
+        check_settings_schema(
+            index_type.get_admin_settings(), f"{index_type.__qualname__}.get_admin_settings()"
+        )
+    for tool in found.tools:
+        if not tool.description or tool.parameters_schema().get("type") != "object":
+            raise AssertionError(f"{tool.__qualname__}: needs a description and object arguments")
+    return loaded

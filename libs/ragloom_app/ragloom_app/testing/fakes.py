@@ -1,0 +1,128 @@
+"""Small stand-ins for the heavy parts, so a plugin's contract tests run in a second.
+
+:class:`ReplayLLM` replies with given texts, :class:`HashEmbeddings` embeds by hashing
+words, :class:`StaticRetriever` searches a few given passages by shared words. None of
+them downloads or loads a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Collection, Iterator, Sequence
+
+import numpy as np
+from theflow import Param
+
+from ragloom.embeddings import Embeddings
+from ragloom.llms.base import (
+    CallTimer,
+    ChatLLM,
+    ChatMessage,
+    GenerationOptions,
+    LLMResult,
+    LLMStreamItem,
+    Usage,
+)
+from ragloom.retrieval import Retriever
+from ragloom.schema import Chunk, RetrievedChunk
+
+__all__ = ["HashEmbeddings", "ReplayLLM", "StaticRetriever"]
+
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+class ReplayLLM(ChatLLM):
+    """Replies with ``replies`` in turn, then repeats the last one; records every prompt."""
+
+    replies: list[str] = Param(
+        default_callback=lambda _: ["The documents say so [1]."], help="Replies, in order."
+    )
+    window: int = Param(4096, help="The context window to report.")
+    prompts: list[list[ChatMessage]] = Param(
+        default_callback=lambda _: [], help="Every prompt sent, in order."
+    )
+
+    @property
+    def context_window(self) -> int:
+        return self.window
+
+    def count_tokens(self, text: str) -> int:
+        return max(1, len(text.split()))
+
+    def stream(
+        self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
+    ) -> Iterator[LLMStreamItem]:
+        timer = CallTimer()
+        position = min(len(self.prompts), len(self.replies) - 1)
+        self.prompts.append(list(messages))
+        reply = self.replies[position] if self.replies else ""
+        words = reply.split(" ")
+        for index, word in enumerate(words):
+            timer.mark()
+            yield LLMStreamItem(word if index == 0 else " " + word)
+        prompt = sum(self.count_tokens(m.content) for m in messages)
+        usage = Usage(prompt, prompt, len(words), timer.elapsed(), timer.first_token)
+        yield LLMStreamItem("", LLMResult(reply, usage))
+
+
+class HashEmbeddings(Embeddings):
+    """Bag-of-words vectors by hashing each word into one of ``size`` dimensions."""
+
+    size: int = Param(64, help="Length of every vector.")
+
+    @property
+    def dimension(self) -> int:
+        return self.size
+
+    @property
+    def max_tokens(self) -> int:
+        return 512
+
+    def count_tokens(self, text: str) -> int:
+        return len(_words(text))
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = np.zeros((len(texts), self.size), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in _words(text):
+                digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+                vectors[row, int.from_bytes(digest, "little") % self.size] += 1.0
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0  # an empty text stays the zero vector
+        return vectors / norms
+
+
+class StaticRetriever(Retriever):
+    """Searches the given ``passages`` (of a source named ``source``) by shared words."""
+
+    passages: list[str] = Param(default_callback=lambda _: [], help="The passages to search.")
+    source: str = Param("sample.md", help="The source file name of every passage.")
+
+    default_name = "static"
+
+    def run(
+        self,
+        query: str,
+        top_k: int | None = None,
+        source_ids: Collection[str] | None = None,
+    ) -> list[RetrievedChunk]:
+        wanted = set(_words(query))
+        found = []
+        offset = 0
+        for position, text in enumerate(self.passages):
+            chunk = Chunk(
+                f"static-{position}", text, "static", self.source, None, offset, offset + len(text)
+            )
+            offset += len(text) + 1
+            if source_ids is not None and chunk.source_id not in source_ids:
+                continue
+            score = len(wanted & set(_words(text))) / (len(wanted) or 1)
+            if score > 0:
+                found.append(RetrievedChunk(chunk, score, {self.name: score}))
+        found.sort(key=lambda hit: -hit.score)
+        return found[: self.resolve_k(top_k)]

@@ -1,0 +1,178 @@
+"""ragloom_app.testing: the built-ins pass their own contracts, and breaches are named."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import docx
+import pytest
+from pydantic import BaseModel
+
+from ragloom.agents.evidence import EvidenceLedger
+from ragloom.agents.tools import (
+    CalculatorTool,
+    DocSearchTool,
+    LLMTool,
+    ToolContext,
+    ToolResult,
+)
+from ragloom.events import AnswerDelta, Event, StepStarted
+from ragloom.loaders import TextReader, default_readers
+from ragloom.schema import Page
+from ragloom_app.index.file import FileIndex
+from ragloom_app.plugins import hookimpl
+from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo
+from ragloom_app.reasoning.decompose import DecomposeReasoning
+from ragloom_app.reasoning.fullqa import FullQAReasoning
+from ragloom_app.reasoning.react import ReActReasoning
+from ragloom_app.reasoning.rewoo import ReWOOReasoning
+from ragloom_app.testing import (
+    SAMPLE_PASSAGES,
+    ReplayLLM,
+    StaticRetriever,
+    check_index_type,
+    check_plugin,
+    check_reader,
+    check_reasoning,
+    check_settings_schema,
+    check_tool,
+)
+from tests.helpers.pdfs import make_pdf
+
+SAMPLES: dict[str, bytes] = {
+    ".txt": b"The reactor runs hot.\n",
+    ".md": b"# Reactor\n\nThe reactor runs hot.\n",
+    ".markdown": b"The reactor runs hot.\n",
+    ".html": b"<html><body><p>The reactor runs hot.</p></body></html>",
+    ".htm": b"<p>The reactor runs hot.</p>",
+    ".csv": b"part,temperature\nreactor,hot\n",
+    ".json": b'{"reactor": "runs hot"}',
+    ".pdf": make_pdf(["The reactor runs hot."]),
+}
+
+
+@pytest.mark.parametrize("extension", sorted(default_readers()))
+def test_every_builtin_reader_meets_the_reader_contract(extension: str, tmp_path: Path) -> None:
+    sample = tmp_path / f"sample{extension}"
+    if extension == ".docx":
+        document = docx.Document()
+        document.add_paragraph("The reactor runs hot.")
+        document.save(str(sample))
+    else:
+        sample.write_bytes(SAMPLES[extension])
+    check_reader(default_readers()[extension], sample, expect="reactor")
+
+
+@pytest.mark.parametrize(
+    "mode", [FullQAReasoning, DecomposeReasoning, ReActReasoning, ReWOOReasoning]
+)
+def test_every_builtin_mode_meets_the_reasoning_contract(mode: type[BaseReasoning]) -> None:
+    record = check_reasoning(mode)
+    assert record["answer"] and record["mode"] == mode.get_info().id
+
+
+def test_fullqa_cites_the_sample_passages() -> None:
+    record = check_reasoning(FullQAReasoning, llm=ReplayLLM(replies=["451 kelvin [1]."]))
+    assert [c["text"] for c in record["citations"]] == [SAMPLE_PASSAGES[0]]
+
+
+def test_the_builtin_tools_meet_the_tool_contract() -> None:
+    llm = ReplayLLM(replies=["Hello."])
+    context = ToolContext(
+        llm=llm, retrievers=[StaticRetriever(passages=SAMPLE_PASSAGES)], ledger=EvidenceLedger()
+    )
+    check_tool(CalculatorTool, "451 - 273", expect="178", bad_input="451 -")
+    check_tool(DocSearchTool, "reactor kelvin", context=context, expect="451 kelvin")
+    check_tool(LLMTool, "Say hello", context=context, expect="Hello.")
+
+
+def test_the_file_index_meets_the_index_contract(tmp_path: Path) -> None:
+    sample = tmp_path / "zorblax_reactor.md"
+    sample.write_text("The Zorblax reactor runs at 451 kelvin.\n")
+    (hit, *_) = check_index_type(FileIndex, [sample])
+    assert hit.chunk.source_name == "zorblax_reactor.md"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"value": 1, "component": "number"}, "needs a 'name'"),
+        ({"name": "K", "component": "number"}, "needs a 'value'"),
+        ({"name": "K", "value": 1, "component": "slider"}, "'component' must be one of"),
+        ({"name": "K", "value": 30, "component": "number", "maximum": 20}, "outside"),
+        ({"name": "K", "value": "x", "component": "dropdown", "choices": ["a"]}, "not among"),
+        ({"name": "K", "value": 1, "component": "checkbox"}, "True or False"),
+    ],
+)
+def test_a_bad_setting_is_named(spec: dict[str, Any], message: str) -> None:
+    with pytest.raises(AssertionError, match=rf"Mode\['k'\]: .*{message}"):
+        check_settings_schema({"k": spec}, "Mode")
+
+
+class Chatty(BaseReasoning):
+    """Breaks the event contract: a bare string, a step never finished."""
+
+    @classmethod
+    def get_info(cls) -> ReasoningInfo:
+        return ReasoningInfo("chatty", "Chatty", "Says things.")
+
+    @classmethod
+    def get_pipeline(cls, settings: Any, state: Any, retrievers: Any) -> Chatty:
+        return cls()
+
+    def stream(self, question: str) -> Iterator[Event]:
+        yield StepStarted("think")
+        yield AnswerDelta("Hello")
+        yield "and a bare string"  # type: ignore[misc]
+
+
+def test_a_reasoning_that_streams_a_non_event_fails_the_contract() -> None:
+    with pytest.raises(AssertionError, match=r"event 2 \(str\) is not one of ragloom.events"):
+        check_reasoning(Chatty)
+
+
+class Crashing(CalculatorTool):
+    def invoke(self, raw: str | dict[str, Any]) -> ToolResult:
+        if raw == "":
+            raise ValueError("empty")
+        return super().invoke(raw)
+
+
+def test_a_tool_that_raises_fails_the_contract() -> None:
+    with pytest.raises(AssertionError, match=r"invoke\(''\) raised ValueError"):
+        check_tool(Crashing, "1 + 1")
+
+
+class Strict(TextReader):
+    def read(self, path: Path) -> list[Page]:
+        if not path.exists() or not path.stat().st_size:
+            raise ValueError("no")
+        return super().read(path)
+
+
+def test_a_reader_that_raises_a_plain_error_fails_the_contract(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("text")
+    with pytest.raises(AssertionError, match="an empty file raised ValueError: no; raise a"):
+        check_reader(Strict(), tmp_path / "a.txt")
+
+
+def test_check_plugin_names_a_misspelt_hook_and_a_bad_return() -> None:
+    class Typo:
+        @hookimpl
+        def ragloom_tool(self) -> list[type]:
+            return []
+
+    with pytest.raises(AssertionError, match="unknown hook ragloom_tool"):
+        check_plugin(Typo())
+
+    class Wrong:
+        name: ClassVar[str] = "wrong"
+
+        @hookimpl
+        def ragloom_tools(self) -> list[Any]:
+            return [BaseModel]
+
+    with pytest.raises(AssertionError, match="not a BaseTool subclass"):
+        check_plugin(Wrong())
