@@ -165,7 +165,9 @@ def test_the_planner_is_constrained_by_a_grammar_when_the_llm_takes_one(
     llm = ScriptedLLM(replies=[PLAN, "177.85 °C [1]."], grammar=True)
     _agent(llm, retriever).run("How hot is the reactor in Celsius?")
     grammar = llm.options_seen[0].grammar
-    assert grammar == plan_grammar(["docsearch", "calculator", "llm"], 4)
+    assert grammar == plan_grammar(["docsearch", "calculator", "llm"], 4, first_tool="docsearch")
+    # A document assistant's plan starts with a search of the documents.
+    assert 'step1 ::= "#Plan1: " text "\\n#E1 = " "docsearch" "[" input1 "]\\n"' in grammar
     assert llm.options_seen[1].grammar is None  # the solver writes free text
 
 

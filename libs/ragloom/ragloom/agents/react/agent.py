@@ -48,13 +48,13 @@ Action Input: the input for the tool
 Observation: the tool's result
 ... (Thought, Action, Action Input and Observation may repeat)
 Thought: I know the answer.
-Final Answer: the answer in your own words, one to three sentences, each ending with the \
-number of the passage it uses, for example: The plant opened in 1990 [2]."""
+Final Answer: the answer in your own words, one to three sentences; cite a passage by \
+putting its number in square brackets at the end of the sentence that uses it."""
 
 NATIVE_SYSTEM_PROMPT = (
     "Answer the user's question from their documents: search them with the tools, then "
-    "answer in your own words, one to three sentences, each ending with the number of the "
-    "passage it uses in square brackets, like this: <sentence> [2]."
+    "answer in your own words, one to three sentences; cite a passage by putting its number "
+    "in square brackets at the end of the sentence that uses it."
 )
 SEARCH_FIRST = "Thought: I should search the documents first.\nAction: docsearch\nAction Input:"
 STOP_SEQUENCES = ("\nObservation:", "Observation:")

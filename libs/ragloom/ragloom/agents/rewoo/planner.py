@@ -82,16 +82,22 @@ def _input_rule(n: int, max_chars: int) -> str:
     return f"input{n} ::= ([^\\]\\n# ] | {reference}) {piece}{{0,{max_chars}}}"
 
 
-def plan_grammar(tool_names: Sequence[str], max_steps: int, max_chars: int = 160) -> str:
+def plan_grammar(
+    tool_names: Sequence[str],
+    max_steps: int,
+    max_chars: int = 160,
+    first_tool: str | None = None,
+) -> str:
     """A GBNF grammar of plans: steps 1..``max_steps`` in order, known tools, short lines,
     and references (``#En``) only to earlier steps, so neither a cycle nor a dangling
-    reference can be written."""
+    reference can be written. ``first_tool`` fixes the tool of step 1."""
     if not tool_names or max_steps < 1:
         raise ValueError("a plan grammar needs at least one tool and one step")
     rules = []
     for n in range(1, max_steps + 1):
         plan, step = _gbnf_literal(f"#Plan{n}: "), _gbnf_literal(f"\n#E{n} = ")
-        rules.append(f'step{n} ::= {plan} text {step} tool "[" input{n} "]\\n"')
+        tool = _gbnf_literal(first_tool) if n == 1 and first_tool else "tool"
+        rules.append(f'step{n} ::= {plan} text {step} {tool} "[" input{n} "]\\n"')
     chain = f"step{max_steps}"
     for n in range(max_steps - 1, 0, -1):
         chain = f"step{n} ({chain})?"
@@ -118,6 +124,9 @@ class ReWOOPlanner(BaseComponent):
     use_grammar: bool | None = Param(
         None, help="Constrain the output with a grammar (None: when the LLM supports one)."
     )
+    search_first: bool = Param(
+        True, help="With a grammar, step 1 is always a docsearch (when that tool exists)."
+    )
 
     def messages(self, question: str) -> list[ChatMessage]:
         """The planner's prompt: tools and format first (stable, so cached), then the question."""
@@ -134,7 +143,9 @@ class ReWOOPlanner(BaseComponent):
             grammar_wanted = self.llm.supports_grammar
         grammar = None
         if grammar_wanted:
-            grammar = plan_grammar([t.name for t in self.tools], self.max_steps)
+            names = [t.name for t in self.tools]
+            first = "docsearch" if self.search_first and "docsearch" in names else None
+            grammar = plan_grammar(names, self.max_steps, first_tool=first)
         return GenerationOptions(max_tokens=self.max_tokens, temperature=0.0, grammar=grammar)
 
     def stream(self, question: str) -> Generator[Event, None, PlanningOutcome]:

@@ -25,9 +25,9 @@ __all__ = ["SOLVER_SYSTEM_PROMPT", "ReWOOSolver"]
 
 SOLVER_SYSTEM_PROMPT = (
     "You answer a question using only the numbered sources and results given. Write one to "
-    "three sentences in your own words, each ending with the number of the source it uses, "
-    "for example: The plant opened in 1990 [2]. If they do not answer the question, say "
-    "that the documents do not say."
+    "three sentences in your own words. Cite a source by putting its number in square "
+    "brackets at the end of the sentence that uses it. If the sources do not answer the "
+    "question, say that the documents do not say."
 )
 
 
