@@ -136,3 +136,10 @@ def test_it_stops_before_the_scratchpad_outgrows_the_context(tmp_path: Path) -> 
     assert record["answer"].startswith("I could not finish within")
     for prompt in llm.prompts:
         assert sum(llm.count_tokens(m.content) for m in prompt) + 60 <= 420
+
+
+def test_a_copy_of_the_prompts_example_is_never_given_as_the_answer(tmp_path: Path) -> None:
+    llm = ScriptedLLM(replies=[" x", " Final Answer: The plant opened in 1990 [2]."])
+    record = AnswerCollector("react").extend(_agent(tmp_path, llm).run("How hot?")).to_dict(0.0)
+    assert record["answer"] == "The documents I searched do not say."
+    assert record["citations"] == []
