@@ -27,103 +27,61 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import re
 import shutil
 import sqlite3
 import threading
 import time
-import unicodedata
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import bm25s.stopwords
 import numpy as np
 
 from ragloom.schema import Chunk
 from ragloom.stores.base import FullTextStore
 from ragloom.stores.bm25_index import DocTerms, SegmentedBM25
+from ragloom.stores.bm25_schema import (
+    BATCH as _BATCH,
+)
+from ragloom.stores.bm25_schema import (
+    BUMP as _BUMP,
+)
+from ragloom.stores.bm25_schema import (
+    DB_NAME as _DB_NAME,
+)
+from ragloom.stores.bm25_schema import (
+    INT32 as _INT32,
+)
+from ragloom.stores.bm25_schema import (
+    OLD_INDEX_PREFIX as _OLD_INDEX_PREFIX,
+)
+from ragloom.stores.bm25_schema import (
+    SCHEMA as _SCHEMA,
+)
+from ragloom.stores.bm25_schema import (
+    Version,
+)
+from ragloom.stores.bm25_schema import (
+    blob as _blob,
+)
+from ragloom.stores.bm25_schema import (
+    decoded as _decoded,
+)
+from ragloom.stores.bm25_schema import (
+    is_current as _is_current,
+)
+from ragloom.stores.bm25_schema import (
+    transaction as _transaction,
+)
+from ragloom.stores.bm25_schema import (
+    version_of as _version,
+)
+from ragloom.stores.bm25_tokenize import TOKENIZER_VERSION, tokenize
 
 __all__ = ["TOKENIZER_VERSION", "BM25Store", "tokenize"]
 
 logger = logging.getLogger(__name__)
-
-#: Stored with the term ids; change it whenever :func:`tokenize` changes, so stores re-tokenize.
-TOKENIZER_VERSION = 1
-
-# Scripts written without spaces between words: Han, Hiragana, Katakana (with its
-# extensions and halfwidth forms), Hangul, and the ideographic marks 々 and 〇.
-_CJK = (
-    "\u1100-\u11ff\u3005\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff"
-    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
-    "\U00020000-\U0003134f"
-)
-_HAS_CJK = re.compile(f"[{_CJK}]")
-_WORD = re.compile(f"[^\\W{_CJK}]+")
-_WORD_OR_CJK_RUN = re.compile(f"([{_CJK}]+)|[^\\W{_CJK}]+")
-# bm25s's copy of Lucene's English list (33 words). These occur in nearly every chunk, so
-# they add almost nothing to a score but make every query touch every chunk, and a
-# question ("what is the ... of the ...") is full of them. The list is kept small on
-# purpose: longer lists (NLTK's) drop words such as "how", "most" or "after" that matter.
-_STOPWORDS = frozenset(bm25s.stopwords.STOPWORDS_EN)
-
-
-def tokenize(text: str) -> list[str]:
-    """Split ``text`` into BM25 terms.
-
-    NFKC-normalised (full-width Latin becomes ASCII) and case-folded; words are runs of
-    Unicode word characters minus English stopwords. CJK runs have no spaces to split on,
-    so they become overlapping character bigrams ("加速器" -> "加速", "速器"), a lone CJK
-    character a unigram: the usual choice of Lucene's CJK analyser, needing no dictionary.
-    """
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
-    text = text.casefold()
-    if _HAS_CJK.search(text) is None:  # fast path: one regex pass
-        return [w for w in _WORD.findall(text) if w not in _STOPWORDS]
-    terms: list[str] = []
-    for match in _WORD_OR_CJK_RUN.finditer(text):
-        run = match.group(1)
-        if run is None:
-            if match.group(0) not in _STOPWORDS:
-                terms.append(match.group(0))
-        elif len(run) == 1:
-            terms.append(run)
-        else:
-            terms.extend(run[i : i + 2] for i in range(len(run) - 1))
-    return terms
-
-
-_DB_NAME = "chunks.sqlite3"
-# Folders of bm25s indexes saved by the older format of this store: removed on upgrade.
-_OLD_INDEX_PREFIX = "index-"
-_INT32 = np.dtype("<i4")  # term ids and counts as stored (fixed byte order: portable files)
-# SQLite's limit on ``?`` parameters is 32766 (3.32+); stay far below it.
-_BATCH = 500
-
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS chunks (
-        id TEXT PRIMARY KEY,
-        source_id TEXT NOT NULL,
-        text TEXT NOT NULL,
-        metadata TEXT NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS chunks_source_id ON chunks(source_id)",
-    """CREATE TABLE IF NOT EXISTS chunk_terms (
-        id TEXT PRIMARY KEY,
-        source_id TEXT NOT NULL,
-        term_ids BLOB NOT NULL,
-        term_freqs BLOB NOT NULL
-    )""",
-    "CREATE TABLE IF NOT EXISTS terms (term TEXT PRIMARY KEY, id INTEGER UNIQUE NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-    "INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', 0)",
-    "INSERT OR IGNORE INTO meta(key, value) VALUES ('store', random() & 9223372036854775807)",
-)
-_BUMP = "UPDATE meta SET value = value + 1 WHERE key = 'generation'"
-
-Version = tuple[int, int]  # (store, generation) of the database
 
 
 class BM25Store(FullTextStore):
@@ -160,7 +118,7 @@ class BM25Store(FullTextStore):
                 self.path / _DB_NAME, check_same_thread=False, isolation_level=None
             )
             try:
-                if not _is_current(conn):
+                if not _is_current(conn, TOKENIZER_VERSION):
                     with self._writing(conn):
                         upgraded = self._upgrade(conn)
                     if upgraded:
@@ -555,41 +513,3 @@ class BM25Store(FullTextStore):
             meta: dict[str, Any] = json.loads(metadata)
             found[chunk_id] = Chunk.from_metadata(chunk_id, text, meta)
         return found
-
-
-@contextlib.contextmanager
-def _transaction(conn: sqlite3.Connection, *, write: bool) -> Iterator[None]:
-    """BEGIN ... COMMIT, or ROLLBACK on error. A write transaction takes the database's
-    write lock at once (IMMEDIATE), so what it reads stays true until it commits."""
-    conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-    try:
-        yield
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def _is_current(conn: sqlite3.Connection) -> bool:
-    """Whether the database exists in this format and tokenizer version (a cheap read)."""
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
-    except sqlite3.OperationalError:  # no meta table: a new (or foreign) file
-        return False
-    return row is not None and row[0] == TOKENIZER_VERSION
-
-
-def _version(conn: sqlite3.Connection) -> Version:
-    """(store, generation): random per database, and bumped by every change."""
-    meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('store', 'generation')"))
-    return int(meta["store"]), int(meta["generation"])
-
-
-def _blob(values: np.ndarray) -> bytes:
-    return values.astype(_INT32, copy=False).tobytes()
-
-
-def _decoded(rows: Iterable[tuple[str, bytes]]) -> dict[str, np.ndarray]:
-    """``{id: term ids}`` from ``(id, term_ids blob)`` rows."""
-    return {chunk_id: np.frombuffer(blob, dtype=_INT32) for chunk_id, blob in rows}
