@@ -129,6 +129,19 @@ class _Broken(BaseTool):
         raise RuntimeError("disk on fire")
 
 
+def test_the_solver_shows_a_step_as_planned_not_with_earlier_evidence_pasted_in(
+    retriever: FullTextRetriever,
+) -> None:
+    plan = "#E1 = docsearch[reactor]\n#Plan2: Ask about it.\n#E2 = llm[Is #E1 hot?]\n"
+    llm = ScriptedLLM(replies=[plan, "Yes, quite hot.", "It runs at 451 kelvin [1]."])
+    _agent(llm, retriever).run("Is the reactor hot?")
+    # The llm tool got the passage in place of #E1; the solver sees the passage once, as [1].
+    assert "The Zorblax reactor runs at 451 kelvin." in llm.prompts[1][-1].content
+    solver_prompt = llm.prompts[2][-1].content
+    assert "#E2 (Ask about it.) = llm[Is #E1 hot?] -> Yes, quite hot." in solver_prompt
+    assert solver_prompt.count("runs at 451 kelvin") == 1
+
+
 def test_failed_and_hanging_steps_become_error_evidence_and_the_rest_still_runs(
     retriever: FullTextRetriever,
 ) -> None:

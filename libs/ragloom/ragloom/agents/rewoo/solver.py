@@ -44,7 +44,9 @@ class ReWOOSolver(BaseComponent):
         """The steps that found no document, each with its result (trimmed).
 
         Documents are numbered sources already; repeating the plan around them measurably
-        confused the small default model, so only the other results are listed.
+        confused the small default model, so only the other results are listed. A step is
+        shown as the plan wrote it (``calculator[#E1 * 2]``): with earlier evidence pasted
+        into its input, one step repeated a whole passage in the prompt.
         """
         lines = []
         for outcome in sorted(outcomes, key=lambda o: o.step.id):
@@ -56,7 +58,7 @@ class ReWOOSolver(BaseComponent):
                 " ".join(outcome.evidence.split()), self.max_result_tokens, self.llm.count_tokens
             )
             about = f" ({step.description})" if step.description else ""
-            lines.append(f"#E{step.id}{about} = {step.tool}[{outcome.tool_input}] -> {shown}")
+            lines.append(f"#E{step.id}{about} = {step.tool}[{step.tool_input}] -> {shown}")
         return "\n".join(lines)
 
     def stream(
