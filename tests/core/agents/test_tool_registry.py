@@ -17,7 +17,7 @@ from ragloom.agents.tools import (
     ToolRegistry,
     ToolResult,
 )
-from ragloom.agents.tools.runner import ToolRunner
+from ragloom.agents.tools.runner import ToolRunner, call_record
 from ragloom.schema import Chunk, RetrievedChunk
 from tests.helpers.scripted_llm import ScriptedLLM
 
@@ -99,3 +99,19 @@ def test_the_runner_retries_retryable_errors_with_exponential_backoff() -> None:
     Flaky.failures = 5
     last = ToolRunner(retries=1, backoff=0, sleep=waits.append).call(Flaky(), "x")
     assert last.result.error is not None and last.attempts == 2
+
+
+def test_a_call_record_shows_the_output_or_the_error_as_ask_json_does() -> None:
+    call = ToolRunner().call(EchoTool(), "hi")
+    assert call_record("hi", call.result, call.attempts) == {
+        "input": "hi",
+        "attempts": 1,
+        "output": "hi",
+    }
+    failed = ToolResult.failure("busy", "try later", retryable=True)
+    assert call_record("x", failed, 3)["error"] == {
+        "code": "busy",
+        "message": "try later",
+        "retryable": True,
+    }
+    assert len(call_record("x", ToolResult("a" * 5000), 1)["output"]) == 2000

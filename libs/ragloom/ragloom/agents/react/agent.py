@@ -19,11 +19,8 @@ from theflow import Param
 from ragloom.agents.budget import trim_to_tokens
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.react.parser import ReActAction, ReActFormatError, parse_react_step
-from ragloom.agents.rewoo.agent import step_record
-from ragloom.agents.rewoo.plan import PlanStep
-from ragloom.agents.rewoo.worker import StepOutcome
 from ragloom.agents.tools.base import BaseTool, ToolResult
-from ragloom.agents.tools.runner import ToolRunner
+from ragloom.agents.tools.runner import ToolCall, ToolRunner, call_record
 from ragloom.base import BaseComponent
 from ragloom.events import (
     AnswerDelta,
@@ -122,23 +119,22 @@ class ReActAgent(BaseComponent):
         name = f"step{number}:{action.tool}"
         yield StepStarted(name, {"input": action.tool_input})
         tool = self.tools.get(action.tool)
-        step = PlanStep(number, action.tool, action.tool_input)
         if tool is None:
             available = ", ".join(self.tools)
-            result = ToolResult.failure(
-                "unknown_tool", f"there is no tool {action.tool!r}; available: {available}"
-            )
-            outcome = StepOutcome(step, action.tool_input, result, 0.0, 0)
+            message = f"there is no tool {action.tool!r}; available: {available}"
+            call = ToolCall(ToolResult.failure("unknown_tool", message), 0.0, 0)
         else:
             call = runner.call(tool, action.tool_input)
-            outcome = StepOutcome(step, action.tool_input, call.result, call.seconds, call.attempts)
-        record = step_record(outcome)
-        error = None if outcome.result.ok else outcome.evidence
-        yield StepFinished(name, outcome.seconds, output=record, error=error)
-        if outcome.result.usage is not None:
-            yield LLMCallFinished(f"tool:{action.tool}", outcome.result.usage)
+        result = call.result
+        record = call_record(action.tool_input, result, call.attempts)
+        error = None if result.ok else result.as_observation()
+        yield StepFinished(name, call.seconds, output=record, error=error)
+        if result.usage is not None:
+            yield LLMCallFinished(f"tool:{action.tool}", result.usage)
         return trim_to_tokens(
-            outcome.evidence.strip() or "(empty)", self.observation_tokens, self.llm.count_tokens
+            result.as_observation().strip() or "(empty)",
+            self.observation_tokens,
+            self.llm.count_tokens,
         )
 
     def stream(self, question: str) -> Iterator[Event]:

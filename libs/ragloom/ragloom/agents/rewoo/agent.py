@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator, Iterator
-from typing import Any
 
 from theflow import Param
 
@@ -14,6 +13,7 @@ from ragloom.agents.rewoo.planner import PlanningFailed, ReWOOPlanner
 from ragloom.agents.rewoo.solver import ReWOOSolver
 from ragloom.agents.rewoo.worker import PlanWorker, StepOutcome
 from ragloom.agents.tools.base import BaseTool
+from ragloom.agents.tools.runner import call_record
 from ragloom.base import BaseComponent
 from ragloom.events import (
     AnswerDelta,
@@ -25,28 +25,7 @@ from ragloom.events import (
     StepStarted,
 )
 
-__all__ = ["ReWOOAgent", "step_record"]
-
-
-def step_record(outcome: StepOutcome, max_chars: int = 2000) -> dict[str, Any]:
-    """What ``ask --json`` shows of one tool call: input, output or error, attempts."""
-    record: dict[str, Any] = {"input": outcome.tool_input, "attempts": outcome.attempts}
-    result = outcome.result
-    if result.ok:
-        record["output"] = result.content[:max_chars]
-        if result.sources:
-            record["sources"] = [
-                {"source": s.chunk.source_name, "page": s.chunk.page, "chunk_id": s.chunk.id}
-                for s in result.sources
-            ]
-    else:
-        assert result.error is not None
-        record["error"] = {
-            "code": result.error.code,
-            "message": result.error.message,
-            "retryable": result.error.retryable,
-        }
-    return record
+__all__ = ["ReWOOAgent"]
 
 
 class ReWOOAgent(BaseComponent):
@@ -103,7 +82,7 @@ class ReWOOAgent(BaseComponent):
             assert isinstance(item, StepOutcome)
             outcomes.append(item)
             name = f"E{item.step.id}:{item.step.tool}"
-            record = step_record(item)
+            record = call_record(item.tool_input, item.result, item.attempts)
             error = None
             if not item.result.ok:
                 error = f"{record['error']['code']}: {record['error']['message']}"

@@ -7,10 +7,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ragloom.agents.tools.base import BaseTool, ToolResult
 
-__all__ = ["ToolCall", "ToolRunner"]
+__all__ = ["ToolCall", "ToolRunner", "call_record"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,3 +74,25 @@ class ToolRunner:
             logger.info("%s failed (%s); retry in %.2f s", tool.name, result.error.code, delay)
             self._sleep(delay)
         return ToolCall(result, time.perf_counter() - started, attempts)
+
+
+def call_record(
+    tool_input: str, result: ToolResult, attempts: int, max_chars: int = 2000
+) -> dict[str, Any]:
+    """What ``ask --json`` shows of one tool call: input, output or error, attempts."""
+    record: dict[str, Any] = {"input": tool_input, "attempts": attempts}
+    if result.ok:
+        record["output"] = result.content[:max_chars]
+        if result.sources:
+            record["sources"] = [
+                {"source": s.chunk.source_name, "page": s.chunk.page, "chunk_id": s.chunk.id}
+                for s in result.sources
+            ]
+    else:
+        assert result.error is not None
+        record["error"] = {
+            "code": result.error.code,
+            "message": result.error.message,
+            "retryable": result.error.retryable,
+        }
+    return record
