@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from theflow import Param
-
 from ragloom.agents.decompose import DecompositionAgent
-from ragloom.events import Event
 from ragloom.retrieval import Retriever
-from ragloom_app.reasoning.agent_settings import docsearch_top_k_setting, steps_setting
-from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
+from ragloom_app.reasoning.agent_base import (
+    AgentReasoning,
+    docsearch_top_k_setting,
+    steps_setting,
+)
+from ragloom_app.reasoning.base import ReasoningInfo, ReasoningState, SettingSpec
 
 __all__ = ["DecomposeReasoning"]
 
 
-class DecomposeReasoning(BaseReasoning):
+class DecomposeReasoning(AgentReasoning):
     """Question decomposition over the retrievers of every index."""
-
-    agent: DecompositionAgent = Param(help="The agent for this request.")
 
     @classmethod
     def get_info(cls) -> ReasoningInfo:
@@ -54,6 +53,3 @@ class DecomposeReasoning(BaseReasoning):
             top_k=int(values["top_k"]),
         )
         return cls(agent=agent)
-
-    def stream(self, question: str) -> Iterator[Event]:
-        return self.agent.stream(question)

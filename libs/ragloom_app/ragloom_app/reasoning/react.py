@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
-
-from theflow import Param
 
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.react import ReActAgent
-from ragloom.events import Event
 from ragloom.retrieval import Retriever
-from ragloom_app.reasoning.agent_settings import (
+from ragloom_app.reasoning.agent_base import (
+    AgentReasoning,
     docsearch_top_k_setting,
     request_tools,
     steps_setting,
 )
-from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
+from ragloom_app.reasoning.base import ReasoningInfo, ReasoningState, SettingSpec
 
 __all__ = ["ReActReasoning"]
 
 
-class ReActReasoning(BaseReasoning):
+class ReActReasoning(AgentReasoning):
     """ReAct (Yao et al., 2022) over the request's tools."""
-
-    agent: ReActAgent = Param(help="The agent for this request.")
 
     @classmethod
     def get_info(cls) -> ReasoningInfo:
@@ -69,6 +65,3 @@ class ReActReasoning(BaseReasoning):
             search_first=bool(values["search_first"]),
         )
         return cls(agent=agent)
-
-    def stream(self, question: str) -> Iterator[Event]:
-        return self.agent.stream(question)

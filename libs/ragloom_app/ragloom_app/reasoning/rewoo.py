@@ -2,30 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
-
-from theflow import Param
 
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.rewoo import ReWOOAgent, ReWOOPlanner, ReWOOSolver
-from ragloom.events import Event
 from ragloom.retrieval import Retriever
-from ragloom_app.reasoning.agent_settings import (
+from ragloom_app.reasoning.agent_base import (
+    AgentReasoning,
     docsearch_top_k_setting,
     llm_name_setting,
     request_tools,
     steps_setting,
 )
-from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
+from ragloom_app.reasoning.base import ReasoningInfo, ReasoningState, SettingSpec
 
 __all__ = ["ReWOOReasoning"]
 
 
-class ReWOOReasoning(BaseReasoning):
+class ReWOOReasoning(AgentReasoning):
     """Reasoning WithOut Observation (Xu et al., 2023) over the request's tools."""
-
-    agent: ReWOOAgent = Param(help="Planner, worker and solver for this request.")
 
     @classmethod
     def get_info(cls) -> ReasoningInfo:
@@ -69,6 +65,3 @@ class ReWOOReasoning(BaseReasoning):
             planner=planner, solver=ReWOOSolver(llm=solver_llm), tools=tools, ledger=ledger
         )
         return cls(agent=agent)
-
-    def stream(self, question: str) -> Iterator[Event]:
-        return self.agent.stream(question)

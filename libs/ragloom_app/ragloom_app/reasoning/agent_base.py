@@ -1,16 +1,38 @@
-"""What the agent modes share: their tools for one request, and common settings."""
+"""What the agent modes share: a base class, their tools for one request, common settings."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from theflow import Param
 
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.tools import BaseTool, ToolContext
+from ragloom.events import Event
 from ragloom.llms.base import ChatLLM
 from ragloom.retrieval import Retriever
-from ragloom_app.reasoning.base import ReasoningState, SettingSpec
+from ragloom_app.reasoning.base import BaseReasoning, ReasoningState, SettingSpec
 
-__all__ = ["docsearch_top_k_setting", "llm_name_setting", "request_tools", "steps_setting"]
+__all__ = [
+    "AgentReasoning",
+    "docsearch_top_k_setting",
+    "llm_name_setting",
+    "request_tools",
+    "steps_setting",
+]
+
+
+class AgentReasoning(BaseReasoning):
+    """A mode whose work is done by one agent of :mod:`ragloom.agents`, built per request.
+
+    Subclasses build the agent in ``get_pipeline``; answering is streaming its events.
+    """
+
+    agent: Any = Param(help="The agent that answers this request (anything with stream).")
+
+    def stream(self, question: str) -> Iterator[Event]:
+        return self.agent.stream(question)
 
 
 def request_tools(
