@@ -18,6 +18,7 @@ __all__ = [
     "cited_numbers",
     "citing_sentences",
     "evidence_entry",
+    "passage_text",
     "quoted_span",
 ]
 
@@ -83,15 +84,16 @@ class EvidenceBlock:
     items: list[RetrievedChunk]
 
 
-def _label(item: RetrievedChunk) -> str:
+def passage_text(item: RetrievedChunk) -> str:
+    """A passage as prompts show it, on one line: ``(file, page p) text``."""
     chunk = item.chunk
     where = chunk.source_name + (f", page {chunk.page}" if chunk.page else "")
-    return where
+    return f"({where}) {' '.join(chunk.text.split())}"
 
 
 def evidence_entry(number: int, item: RetrievedChunk) -> str:
     """One line of evidence as prompts show it: ``[n] (file, page p) text``."""
-    return f"[{number}] ({_label(item)}) {' '.join(item.chunk.text.split())}\n"
+    return f"[{number}] {passage_text(item)}\n"
 
 
 def build_evidence(

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.tools.base import BaseTool, ToolContext, ToolResult
+from ragloom.qa.citations import passage_text
 from ragloom.retrieval import Retriever, retrieve_from_all
 from ragloom.schema import RetrievedChunk
 
@@ -67,8 +68,7 @@ class DocSearchTool(BaseTool):
         lines: list[str] = []
         used = 0
         for hit in hits:
-            where = hit.chunk.source_name + (f", page {hit.chunk.page}" if hit.chunk.page else "")
-            line = f"({where}) {' '.join(hit.chunk.text.split())}"
+            line = passage_text(hit)
             cost = self.count_tokens(line) + 2
             if kept and used + cost > self.max_tokens:
                 break  # observations are trimmed to a token budget, best passages first
