@@ -1,29 +1,21 @@
 """Small stand-ins for the heavy parts, so a plugin's contract tests run in a second.
 
-:class:`ReplayLLM` replies with given texts, :class:`HashEmbeddings` embeds by hashing
-words, :class:`StaticRetriever` searches a few given passages by shared words. None of
-them downloads or loads a model.
+:class:`ReplayLLM` (from :mod:`ragloom.llms.replay`) replies with given texts,
+:class:`HashEmbeddings` embeds by hashing words, :class:`StaticRetriever` searches a few
+given passages by shared words. None of them downloads or loads a model.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 from theflow import Param
 
 from ragloom.embeddings import Embeddings
-from ragloom.llms.base import (
-    CallTimer,
-    ChatLLM,
-    ChatMessage,
-    GenerationOptions,
-    LLMResult,
-    LLMStreamItem,
-    Usage,
-)
+from ragloom.llms.replay import ReplayLLM
 from ragloom.retrieval import Retriever
 from ragloom.schema import Chunk, RetrievedChunk
 
@@ -34,40 +26,6 @@ _WORD = re.compile(r"\w+")
 
 def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
-
-
-class ReplayLLM(ChatLLM):
-    """Replies with ``replies`` in turn, then repeats the last one; records every prompt."""
-
-    replies: list[str] = Param(
-        default_callback=lambda _: ["The documents say so [1]."], help="Replies, in order."
-    )
-    window: int = Param(4096, help="The context window to report.")
-    prompts: list[list[ChatMessage]] = Param(
-        default_callback=lambda _: [], help="Every prompt sent, in order."
-    )
-
-    @property
-    def context_window(self) -> int:
-        return self.window
-
-    def count_tokens(self, text: str) -> int:
-        return max(1, len(text.split()))
-
-    def stream(
-        self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
-    ) -> Iterator[LLMStreamItem]:
-        timer = CallTimer()
-        position = min(len(self.prompts), len(self.replies) - 1)
-        self.prompts.append(list(messages))
-        reply = self.replies[position] if self.replies else ""
-        words = reply.split(" ")
-        for index, word in enumerate(words):
-            timer.mark()
-            yield LLMStreamItem(word if index == 0 else " " + word)
-        prompt = sum(self.count_tokens(m.content) for m in messages)
-        usage = Usage(prompt, prompt, len(words), timer.elapsed(), timer.first_token)
-        yield LLMStreamItem("", LLMResult(reply, usage))
 
 
 class HashEmbeddings(Embeddings):
