@@ -7,14 +7,13 @@ import json
 import random
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from ragloom.schema import Chunk
 from ragloom.stores import BM25Store, tokenize
-from ragloom.stores import bm25 as bm25_module
+from tests.helpers.bm25_probes import LoadCounter
 
 
 def chunk(chunk_id: str, text: str, source_id: str = "src-a", page: int | None = None) -> Chunk:
@@ -53,37 +52,6 @@ def filled(store: BM25Store) -> BM25Store:
 
 def ids_of(hits: list[tuple[Chunk, float]]) -> list[str]:
     return [c.id for c, _ in hits]
-
-
-class LoadCounter:
-    """Counts BM25Store._load calls (reading the whole index from SQLite), keeping them working."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls = 0
-        original = BM25Store._load
-
-        def counting(store: BM25Store, *args: Any, **kwargs: Any) -> None:
-            self.calls += 1
-            original(store, *args, **kwargs)
-
-        monkeypatch.setattr(BM25Store, "_load", counting)
-
-
-class TokenizeCounter:
-    """Counts the texts the store tokenizes (chunks and questions alike)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.texts: list[str] = []
-
-        def counting(text: str) -> list[str]:
-            self.texts.append(text)
-            return tokenize(text)
-
-        monkeypatch.setattr(bm25_module, "tokenize", counting)
-
-    @property
-    def calls(self) -> int:
-        return len(self.texts)
 
 
 # --- tokenizer ------------------------------------------------------------------------------

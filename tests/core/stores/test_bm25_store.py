@@ -5,14 +5,12 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ragloom.schema import Chunk
-from ragloom.stores import BM25Store, FullTextStore, tokenize
-from ragloom.stores import bm25 as bm25_module
-from ragloom.stores.bm25 import TOKENIZER_VERSION
+from ragloom.stores import BM25Store, FullTextStore
+from tests.helpers.bm25_probes import LoadCounter, TokenizeCounter, bump_tokenizer_version
 
 
 def chunk(chunk_id: str, text: str, source_id: str = "src-a", page: int | None = None) -> Chunk:
@@ -51,37 +49,6 @@ def filled(store: BM25Store) -> BM25Store:
 
 def ids_of(hits: list[tuple[Chunk, float]]) -> list[str]:
     return [c.id for c, _ in hits]
-
-
-class LoadCounter:
-    """Counts BM25Store._load calls (reading the whole index from SQLite), keeping them working."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls = 0
-        original = BM25Store._load
-
-        def counting(store: BM25Store, *args: Any, **kwargs: Any) -> None:
-            self.calls += 1
-            original(store, *args, **kwargs)
-
-        monkeypatch.setattr(BM25Store, "_load", counting)
-
-
-class TokenizeCounter:
-    """Counts the texts the store tokenizes (chunks and questions alike)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.texts: list[str] = []
-
-        def counting(text: str) -> list[str]:
-            self.texts.append(text)
-            return tokenize(text)
-
-        monkeypatch.setattr(bm25_module, "tokenize", counting)
-
-    @property
-    def calls(self) -> int:
-        return len(self.texts)
 
 
 # --- tokenizer ------------------------------------------------------------------------------
@@ -230,7 +197,7 @@ def test_a_new_tokenizer_version_tokenizes_every_chunk_again(
     # Replaces the old "missing or stale index is rebuilt": terms are now in the database.
     expected = filled.query("cat revenue", k=5)
     filled.close()
-    monkeypatch.setattr(bm25_module, "TOKENIZER_VERSION", TOKENIZER_VERSION + 1)
+    newer = bump_tokenizer_version(monkeypatch)
     tokenized = TokenizeCounter(monkeypatch)
     reopened = BM25Store(tmp_path / "bm25")
     assert reopened.query("cat revenue", k=5) == expected
@@ -238,7 +205,7 @@ def test_a_new_tokenizer_version_tokenizes_every_chunk_again(
     reopened.close()
     with sqlite3.connect(tmp_path / "bm25" / "chunks.sqlite3") as conn:
         (version,) = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
-    assert version == TOKENIZER_VERSION + 1
+    assert version == newer
     # Once is enough.
     assert BM25Store(tmp_path / "bm25").query("cat revenue", k=5) == expected
     assert len(tokenized.texts) == len(CORPUS) + 2

@@ -39,45 +39,13 @@ from typing import Any
 import numpy as np
 
 from ragloom.schema import Chunk
+from ragloom.stores import bm25_schema as schema
 from ragloom.stores.base import FullTextStore
 from ragloom.stores.bm25_index import DocTerms, SegmentedBM25
-from ragloom.stores.bm25_schema import (
-    BATCH as _BATCH,
-)
-from ragloom.stores.bm25_schema import (
-    BUMP as _BUMP,
-)
-from ragloom.stores.bm25_schema import (
-    DB_NAME as _DB_NAME,
-)
-from ragloom.stores.bm25_schema import (
-    INT32 as _INT32,
-)
-from ragloom.stores.bm25_schema import (
-    OLD_INDEX_PREFIX as _OLD_INDEX_PREFIX,
-)
-from ragloom.stores.bm25_schema import (
-    SCHEMA as _SCHEMA,
-)
-from ragloom.stores.bm25_schema import (
-    Version,
-)
-from ragloom.stores.bm25_schema import (
-    blob as _blob,
-)
-from ragloom.stores.bm25_schema import (
-    decoded as _decoded,
-)
-from ragloom.stores.bm25_schema import (
-    is_current as _is_current,
-)
-from ragloom.stores.bm25_schema import (
-    transaction as _transaction,
-)
-from ragloom.stores.bm25_schema import (
-    version_of as _version,
-)
+from ragloom.stores.bm25_schema import Version
 from ragloom.stores.bm25_tokenize import TOKENIZER_VERSION, tokenize
+from ragloom.stores.bm25_upgrade import repair_terms, upgrade
+from ragloom.stores.bm25_vocab import TermVocabulary
 
 __all__ = ["TOKENIZER_VERSION", "BM25Store", "tokenize"]
 
@@ -102,8 +70,7 @@ class BM25Store(FullTextStore):
 
     def _forget(self) -> None:
         """Drop the vocabulary and index; both are read again from the database when needed."""
-        self._vocab: dict[str, int] = {}  # a prefix of the database's terms table
-        self._vocab_store: int | None = None  # the 'store' key _vocab was read from
+        self._vocab = TermVocabulary()
         self._index: SegmentedBM25 | None = None
         self._index_version: Version | None = None  # the database state _index reflects
 
@@ -115,14 +82,14 @@ class BM25Store(FullTextStore):
             # One connection shared by all threads, serialised by self._lock; autocommit,
             # with explicit transactions (see _transaction).
             conn = sqlite3.connect(
-                self.path / _DB_NAME, check_same_thread=False, isolation_level=None
+                self.path / schema.DB_NAME, check_same_thread=False, isolation_level=None
             )
             try:
-                if not _is_current(conn, TOKENIZER_VERSION):
+                if not schema.is_current(conn, TOKENIZER_VERSION):
                     with self._writing(conn):
-                        upgraded = self._upgrade(conn)
+                        upgraded = upgrade(conn, self._vocab, self.path)
                     if upgraded:
-                        for child in self.path.glob(f"*{_OLD_INDEX_PREFIX}*"):
+                        for child in self.path.glob(f"*{schema.OLD_INDEX_PREFIX}*"):
                             shutil.rmtree(child, ignore_errors=True)
             except BaseException:
                 conn.close()
@@ -135,113 +102,17 @@ class BM25Store(FullTextStore):
         """A write transaction. If it fails, the vocabulary and index are forgotten, as
         they may hold terms or documents that were rolled back."""
         try:
-            with _transaction(conn, write=True):
+            with schema.transaction(conn, write=True):
                 yield
         except BaseException:
             self._forget()
             raise
 
-    def _upgrade(self, conn: sqlite3.Connection) -> bool:
-        """Create the tables, or bring an older database to this format and tokenizer.
-
-        Runs in a write transaction, so of two processes opening an old database the second
-        finds it done. Returns whether anything had to change.
-        """
-        for statement in _SCHEMA:
-            conn.execute(statement)
-        stored = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
-        if stored is not None and stored[0] == TOKENIZER_VERSION:
-            return False
-        # Term ids of another tokenizer version, or none yet (the older format).
-        conn.execute("DELETE FROM chunk_terms")
-        conn.execute("DELETE FROM terms")
-        # Term ids are numbered again from 0: a new store key tells every process holding
-        # a vocabulary or an index of this database (this one included) to drop them.
-        conn.execute("UPDATE meta SET value = random() & 9223372036854775807 WHERE key = 'store'")
-        conn.execute(
-            "INSERT OR REPLACE INTO meta(key, value) VALUES ('tokenizer', ?)",
-            (TOKENIZER_VERSION,),
-        )
-        self._repair_terms(conn)
-        return True
-
-    def _repair_terms(self, conn: sqlite3.Connection) -> None:
-        """Tokenize the chunks that have no ``chunk_terms`` row and drop rows whose chunk
-        is gone (in a write transaction).
-
-        Only an upgrade leaves any, or an older Ragloom writing to this file since.
-        """
-        # NOT EXISTS: one primary-key lookup per row (NOT IN would copy the other table).
-        orphans = conn.execute(
-            "DELETE FROM chunk_terms WHERE NOT EXISTS "
-            "(SELECT 1 FROM chunks WHERE chunks.id = chunk_terms.id)"
-        ).rowcount
-        without_terms = "NOT EXISTS (SELECT 1 FROM chunk_terms t WHERE t.id = chunks.id)"
-        missing = conn.execute(f"SELECT COUNT(*) FROM chunks WHERE {without_terms}").fetchone()[0]
-        if missing:
-            logger.info("tokenizing %d chunks of %s, once", missing, self.path)
-        started = time.perf_counter()
-        self._sync_vocab(conn, _version(conn)[0])
-        new_terms: list[tuple[str, int]] = []
-        last = -(2**63)
-        while missing:  # in batches by rowid: never hold every text at once
-            rows = conn.execute(
-                "SELECT rowid, id, source_id, text FROM chunks "
-                f"WHERE rowid > ? AND {without_terms} ORDER BY rowid LIMIT 1000",
-                (last,),
-            ).fetchall()
-            if not rows:
-                break
-            inserts = []
-            for _, chunk_id, source_id, text in rows:
-                term_ids, freqs = self._term_ids(Counter(tokenize(text)), new_terms)
-                inserts.append((chunk_id, source_id, _blob(term_ids), _blob(freqs)))
-            conn.executemany(
-                "INSERT INTO chunk_terms(id, source_id, term_ids, term_freqs) VALUES (?, ?, ?, ?)",
-                inserts,
-            )
-            last = rows[-1][0]
-        conn.executemany("INSERT INTO terms(term, id) VALUES (?, ?)", new_terms)
-        if missing or orphans:
-            conn.execute(_BUMP)
-            logger.info(
-                "tokenized %d chunks (and dropped %d stale term rows) of %s in %.1f s",
-                missing,
-                orphans,
-                self.path,
-                time.perf_counter() - started,
-            )
-
     def _sync_vocab(self, conn: sqlite3.Connection, store: int) -> None:
-        """Read the terms other processes added since we last looked (in a transaction).
-
-        Term ids are given in order under the database's write lock, so our vocabulary is
-        always a prefix of the table: only ids from ``len(self._vocab)`` on can be new.
-        """
-        if self._vocab_store != store:  # another database, or term ids renumbered
-            self._forget()
-            self._vocab_store = store
-        vocab = self._vocab
-        for term, term_id in conn.execute(
-            "SELECT term, id FROM terms WHERE id >= ? ORDER BY id", (len(vocab),)
-        ):
-            vocab[term] = term_id
-
-    def _term_ids(
-        self, counts: Counter[str], new_terms: list[tuple[str, int]]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """A chunk's distinct term ids and their counts; unknown terms get the next ids
-        (appended to ``new_terms``, to be inserted in the same transaction)."""
-        vocab = self._vocab
-        ids = []
-        for term in counts:
-            term_id = vocab.get(term)
-            if term_id is None:
-                term_id = vocab[term] = len(vocab)
-                new_terms.append((term, term_id))
-            ids.append(term_id)
-        freqs = np.fromiter(counts.values(), dtype=np.int32, count=len(counts))
-        return np.asarray(ids, dtype=np.int32), freqs
+        """Bring the vocabulary up to date (in a transaction); renumbered term ids also
+        invalidate the index."""
+        if self._vocab.sync(conn, store):
+            self._index = self._index_version = None
 
     def _live_index(self, version: Version) -> SegmentedBM25 | None:
         """The index, if it reflects ``version`` exactly: then a write may update it."""
@@ -268,7 +139,7 @@ class BM25Store(FullTextStore):
         with self._lock:
             conn = self._db()
             with self._writing(conn):
-                version = _version(conn)
+                version = schema.version_of(conn)
                 self._sync_vocab(conn, version[0])
                 index = self._live_index(version)
                 replaced: dict[str, np.ndarray] | None = {}
@@ -279,10 +150,12 @@ class BM25Store(FullTextStore):
                 term_rows = []
                 docs = []
                 for chunk, metadata, counts in prepared:
-                    term_ids, freqs = self._term_ids(counts, new_terms)
+                    term_ids, freqs = self._vocab.assign(counts, new_terms)
                     docs.append((term_ids, freqs))
                     rows.append((chunk.id, chunk.source_id, chunk.text, metadata))
-                    term_rows.append((chunk.id, chunk.source_id, _blob(term_ids), _blob(freqs)))
+                    term_rows.append(
+                        (chunk.id, chunk.source_id, schema.blob(term_ids), schema.blob(freqs))
+                    )
                 conn.executemany("INSERT INTO terms(term, id) VALUES (?, ?)", new_terms)
                 conn.executemany(
                     "INSERT OR REPLACE INTO chunks(id, source_id, text, metadata) "
@@ -294,7 +167,7 @@ class BM25Store(FullTextStore):
                     "VALUES (?, ?, ?, ?)",
                     term_rows,
                 )
-                conn.execute(_BUMP)
+                conn.execute(schema.BUMP)
             if index is not None:
                 ids = [c.id for c, _, _ in prepared]
                 sources = [c.source_id for c, _, _ in prepared]
@@ -309,20 +182,20 @@ class BM25Store(FullTextStore):
         with self._lock:
             conn = self._db()
             with self._writing(conn):
-                version = _version(conn)
+                version = schema.version_of(conn)
                 index = self._live_index(version)
                 gone: dict[str, np.ndarray] | None = {}
                 if index is not None:
                     gone = self._stored_term_ids(conn, [i for i in unique if i in index])
                 removed = 0
-                for first in range(0, len(unique), _BATCH):
-                    part = unique[first : first + _BATCH]
+                for first in range(0, len(unique), schema.BATCH):
+                    part = unique[first : first + schema.BATCH]
                     marks = ",".join("?" * len(part))
                     conn.execute(f"DELETE FROM chunk_terms WHERE id IN ({marks})", part)
                     sql = f"DELETE FROM chunks WHERE id IN ({marks})"
                     removed += conn.execute(sql, part).rowcount
                 if removed:  # nothing removed: the index stays valid
-                    conn.execute(_BUMP)
+                    conn.execute(schema.BUMP)
             if index is not None and removed:
                 self._update_index(version, gone)
 
@@ -331,7 +204,7 @@ class BM25Store(FullTextStore):
         with self._lock:
             conn = self._db()
             with self._writing(conn):
-                version = _version(conn)
+                version = schema.version_of(conn)
                 index = self._live_index(version)
                 gone: dict[str, np.ndarray] | None = {}
                 # Through chunks' index on source_id (chunk_terms has none: not worth it).
@@ -340,13 +213,13 @@ class BM25Store(FullTextStore):
                     rows = conn.execute(
                         f"SELECT id, term_ids FROM chunk_terms WHERE {of_source}", (source_id,)
                     )
-                    gone = _decoded(rows)
+                    gone = schema.decoded(rows)
                 conn.execute(f"DELETE FROM chunk_terms WHERE {of_source}", (source_id,))
                 removed = conn.execute(
                     "DELETE FROM chunks WHERE source_id = ?", (source_id,)
                 ).rowcount
                 if removed:
-                    conn.execute(_BUMP)
+                    conn.execute(schema.BUMP)
                 if gone is not None and len(gone) != removed:  # see _stored_term_ids
                     gone = None
             if index is not None and removed:
@@ -358,11 +231,11 @@ class BM25Store(FullTextStore):
         """The stored term ids of these chunks, which the index needs to forget them; None
         if one has none (written by an older Ragloom: the index is then reloaded)."""
         found: dict[str, np.ndarray] = {}
-        for first in range(0, len(ids), _BATCH):
-            part = ids[first : first + _BATCH]
+        for first in range(0, len(ids), schema.BATCH):
+            part = ids[first : first + schema.BATCH]
             marks = ",".join("?" * len(part))
             sql = f"SELECT id, term_ids FROM chunk_terms WHERE id IN ({marks})"
-            found.update(_decoded(conn.execute(sql, part)))
+            found.update(schema.decoded(conn.execute(sql, part)))
         return found if len(found) == len(ids) else None
 
     def _update_index(
@@ -407,9 +280,14 @@ class BM25Store(FullTextStore):
             self._forget()
             if not self.path.exists():
                 return
-            for name in (_DB_NAME, f"{_DB_NAME}-journal", f"{_DB_NAME}-wal", f"{_DB_NAME}-shm"):
+            for name in (
+                schema.DB_NAME,
+                f"{schema.DB_NAME}-journal",
+                f"{schema.DB_NAME}-wal",
+                f"{schema.DB_NAME}-shm",
+            ):
                 (self.path / name).unlink(missing_ok=True)
-            for child in self.path.glob(f"*{_OLD_INDEX_PREFIX}*"):  # with temporary folders
+            for child in self.path.glob(f"*{schema.OLD_INDEX_PREFIX}*"):  # with temporary folders
                 shutil.rmtree(child, ignore_errors=True)
             # The folder may hold files that are not ours: then it stays.
             with contextlib.suppress(OSError):
@@ -427,7 +305,7 @@ class BM25Store(FullTextStore):
 
     def _current_index(self) -> SegmentedBM25:
         conn = self._db()
-        version = _version(conn)
+        version = schema.version_of(conn)
         if self._index is None or self._index_version != version:
             self._load(conn)
         assert self._index is not None
@@ -441,8 +319,8 @@ class BM25Store(FullTextStore):
         counts: list[int] = []
         term_bytes = bytearray()
         freq_bytes = bytearray()
-        with _transaction(conn, write=False):
-            version = _version(conn)
+        with schema.transaction(conn, write=False):
+            version = schema.version_of(conn)
             chunks, with_terms = conn.execute(
                 "SELECT (SELECT COUNT(*) FROM chunks), (SELECT COUNT(*) FROM chunk_terms)"
             ).fetchone()
@@ -461,13 +339,13 @@ class BM25Store(FullTextStore):
             if not repair:
                 raise RuntimeError(f"{self.path}: chunks and their terms still differ")
             with self._writing(conn):
-                self._repair_terms(conn)
+                repair_terms(conn, self._vocab, self.path)
             self._load(conn, repair=False)
             return
         terms = DocTerms(
-            counts=np.asarray(counts, dtype=np.int64) // _INT32.itemsize,
-            term_ids=np.frombuffer(term_bytes, dtype=_INT32),
-            freqs=np.frombuffer(freq_bytes, dtype=_INT32),
+            counts=np.asarray(counts, dtype=np.int64) // schema.INT32.itemsize,
+            term_ids=np.frombuffer(term_bytes, dtype=schema.INT32),
+            freqs=np.frombuffer(freq_bytes, dtype=schema.INT32),
         )
         index = SegmentedBM25()
         index.add(ids, sources, terms)
@@ -493,8 +371,7 @@ class BM25Store(FullTextStore):
             return []
         with self._lock:
             index = self._current_index()
-            vocab = self._vocab
-            term_ids = [vocab[t] for t in terms if t in vocab]
+            term_ids = self._vocab.known(terms)
             # Scoring only the allowed chunks (the rest get weight 0) is exact, where
             # over-fetching then filtering could miss them.
             hits = index.search(term_ids, k, source_ids)
