@@ -15,6 +15,8 @@ The speech is indexed once into a throwaway app (the default FileIndex: hybrid s
   kotaemon figures in the issue were measured with;
 - tokens: prompt plus completion tokens over every LLM call of the question (tokens a
   llama.cpp cache spared are still counted: the rule of the ReWOO paper);
+- s/q and p50 s: mean and median wall time of a question (the median shrugs off the
+  questions slowed by other work on a shared machine);
 - searched: the share of questions on which the documents were searched;
 - crashed: questions whose mode raised (the app turns that into an error step);
 - plans parsed: for ReWOO, the share of first plans that validated without repair.
@@ -81,6 +83,7 @@ def summarize(mode: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "tokens": statistics.mean(r["tokens"] for r in rows),
         "calls": statistics.mean(r["llm_calls"] for r in rows),
         "seconds": statistics.mean(r["seconds"] for r in rows),
+        "seconds_p50": statistics.median(r["seconds"] for r in rows),
         "searched": 100.0 * sum(r["searched"] for r in rows) / n,
         "crashed": sum(r["crashed"] for r in rows),
         "plans_parsed": None,
@@ -95,7 +98,7 @@ def print_table(summaries: list[dict[str, Any]], llm: str) -> None:
     print(f"\nReasoning modes on the State of the Union set, LLM {llm!r}")
     header = (
         f"{'mode':<10} {'n':>3} {'accuracy':>9} {'tokens/q':>9} {'calls/q':>8} "
-        f"{'s/q':>6} {'searched':>9} {'crashed':>8} {'plans parsed':>13}"
+        f"{'s/q':>6} {'p50 s':>6} {'searched':>9} {'crashed':>8} {'plans parsed':>13}"
     )
     print(header)
     print("-" * len(header))
@@ -103,8 +106,8 @@ def print_table(summaries: list[dict[str, Any]], llm: str) -> None:
         plans = "" if s["plans_parsed"] is None else f"{s['plans_parsed']:.1f}%"
         print(
             f"{s['mode']:<10} {s['questions']:>3} {s['accuracy']:>8.1f}% {s['tokens']:>9.0f} "
-            f"{s['calls']:>8.2f} {s['seconds']:>6.1f} {s['searched']:>8.1f}% "
-            f"{s['crashed']:>8} {plans:>13}"
+            f"{s['calls']:>8.2f} {s['seconds']:>6.1f} {s['seconds_p50']:>6.1f} "
+            f"{s['searched']:>8.1f}% {s['crashed']:>8} {plans:>13}"
         )
     by_mode = {s["mode"]: s for s in summaries}
     if "react" in by_mode and "rewoo" in by_mode and by_mode["rewoo"]["tokens"]:
@@ -181,7 +184,7 @@ def main() -> None:
                 out.flush()
         elapsed = time.perf_counter() - started
         print(f"[{number}/{len(questions)}] {elapsed:.0f} s", file=sys.stderr, flush=True)
-    print_table([summarize(m, rows[m]) for m in modes if rows[m]], settings.default_llm)
+    print_table([summarize(m, rows[m]) for m in modes if rows[m]], app.llm().name)
 
 
 if __name__ == "__main__":
