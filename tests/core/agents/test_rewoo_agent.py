@@ -11,7 +11,13 @@ import pytest
 from pydantic import BaseModel
 
 from ragloom.agents.evidence import EvidenceLedger
-from ragloom.agents.rewoo import ReWOOAgent, ReWOOPlanner, ReWOOSolver, plan_grammar
+from ragloom.agents.rewoo import (
+    ReWOOAgent,
+    ReWOOPlanner,
+    ReWOOSolver,
+    plan_grammar,
+    plan_schema,
+)
 from ragloom.agents.tools import BaseTool, ToolContext, ToolRegistry, ToolResult
 from ragloom.events import (
     AnswerCollector,
@@ -194,6 +200,50 @@ def test_the_plan_grammar_numbers_steps_in_order_and_bounds_them() -> None:
     assert 'tool ::= "docsearch" | "calculator"' in grammar
     with pytest.raises(ValueError):
         plan_grammar([], 3)
+
+
+def test_an_endpoint_without_grammars_gets_a_json_schema_of_plans(
+    retriever: FullTextRetriever,
+) -> None:
+    json_plan = (
+        '{"steps": [{"plan": "Find the temperature.", "tool": "docsearch", "input": "reactor"},'
+        ' {"plan": "Convert it.", "tool": "calculator", "input": "451 - 273.15"}]}'
+    )
+    llm = ScriptedLLM(replies=[json_plan, "177.85 °C [1]."], structured=True)
+    events = _agent(llm, retriever).run("How hot is the reactor in Celsius?")
+    schema = llm.options_seen[0].json_schema
+    assert schema == plan_schema(["docsearch", "calculator", "llm"], 4)
+    assert schema["properties"]["steps"]["maxItems"] == 4
+    assert llm.options_seen[0].grammar is None
+    assert '{"steps": [{"plan":' in llm.prompts[0][0].content  # the format is explained
+    plan = next(e for e in events if isinstance(e, PlanCreated))
+    assert [(s["tool"], s["input"]) for s in plan.steps] == [
+        ("docsearch", "reactor"),
+        ("calculator", "451 - 273.15"),
+    ]
+    assert "#E2 (Convert it.) = calculator[451 - 273.15] -> 177.85" in llm.prompts[1][-1].content
+
+
+def test_a_plan_in_lines_is_still_read_when_the_endpoint_ignored_the_schema(
+    retriever: FullTextRetriever,
+) -> None:
+    llm = ScriptedLLM(replies=[PLAN, "177.85 °C [1]."], structured=True)
+    events = _agent(llm, retriever).run("How hot is the reactor in Celsius?")
+    plan = next(e for e in events if isinstance(e, PlanCreated))
+    assert [s["tool"] for s in plan.steps] == ["docsearch", "calculator"] and not plan.repaired
+
+
+def test_the_plan_constraint_can_be_chosen_or_switched_off(retriever: FullTextRetriever) -> None:
+    llm = ScriptedLLM(replies=[], grammar=True, structured=True)
+    planner = _agent(llm, retriever).planner
+    assert planner.constraint_used() == "grammar"
+    planner.constraint = "json_schema"
+    assert planner.options().json_schema is not None and planner.options().grammar is None
+    planner.constraint = "none"
+    assert planner.options().json_schema is None and planner.options().grammar is None
+    planner.constraint = "regex"
+    with pytest.raises(ValueError, match="unknown plan constraint 'regex'"):
+        planner.options()
 
 
 def test_the_solver_keeps_its_prompt_inside_the_context(retriever: FullTextRetriever) -> None:

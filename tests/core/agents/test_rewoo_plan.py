@@ -1,10 +1,11 @@
-"""ReWOO plans: parsing both syntaxes, validation, DAG levels and evidence substitution."""
+"""ReWOO plans: parsing every syntax, validation, DAG levels and evidence substitution."""
 
 import pytest
 
 from ragloom.agents.rewoo import (
     PlanValidationError,
     parse_plan,
+    parse_plan_json,
     plan_levels,
     substitute_evidence,
     validate_plan,
@@ -29,6 +30,23 @@ def test_parses_hash_plan_and_equals_forms() -> None:
     assert plan.steps[1].depends_on == {1}
     assert plan.unparsed == ["Some chatter the model added."]
     validate_plan(plan, TOOLS)
+
+
+def test_parses_the_json_a_schema_constrained_planner_writes() -> None:
+    plan = parse_plan_json(
+        '```json\n{"steps": [{"plan": "Find it.", "tool": "DocSearch", "input": " reactor "},'
+        ' {"plan": "Convert it.", "tool": "calculator", "input": "#E1 - 273.15"},'
+        ' {"tool": 3, "input": "x"}]}\n```'
+    )
+    assert plan is not None
+    assert [(s.id, s.tool, s.tool_input, s.description) for s in plan.steps] == [
+        (1, "docsearch", "reactor", "Find it."),
+        (2, "calculator", "#E1 - 273.15", "Convert it."),
+    ]
+    assert plan.unparsed == ['{"tool": 3, "input": "x"}']
+    # Anything else is not a JSON plan: the line format is tried instead.
+    assert parse_plan_json("#E1 = docsearch[reactor]") is None
+    assert parse_plan_json('{"answer": 42}') is None
 
 
 def test_references_are_whole_tokens_up_to_e10_and_beyond() -> None:

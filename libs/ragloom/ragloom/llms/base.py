@@ -194,6 +194,11 @@ class ChatLLM(BaseComponent):
         return False
 
     @property
+    def supports_json_schema(self) -> bool:
+        """Whether :class:`GenerationOptions` ``json_schema`` constrains the output."""
+        return False
+
+    @property
     def supports_tool_calls(self) -> bool:
         """Whether :class:`GenerationOptions` ``tools`` are offered to the model natively."""
         return False

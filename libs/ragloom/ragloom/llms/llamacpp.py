@@ -197,6 +197,11 @@ class LlamaCppChat(ChatLLM):
         """llama.cpp constrains sampling with GBNF grammars."""
         return True
 
+    @property
+    def supports_json_schema(self) -> bool:
+        """A JSON schema is turned into a grammar."""
+        return True
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by the model's own tokenizer (special tokens as plain text)."""
         # Tokenizing only reads the vocabulary, so it needs no lock and never waits for a

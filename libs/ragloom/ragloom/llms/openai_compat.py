@@ -92,6 +92,11 @@ class OpenAIChat(ChatLLM):
         return bool(self.native_tools)
 
     @property
+    def supports_json_schema(self) -> bool:
+        """OpenAI, vLLM, Ollama and llama.cpp servers take a schema in ``response_format``."""
+        return True
+
+    @property
     def supports_grammar(self) -> bool:
         """True for llama.cpp servers (asked once); False when the endpoint is unreachable."""
         try:

@@ -41,6 +41,7 @@ class ReplayLLM(ChatLLM):
     window: int = Param(4096, help="The context window to report.")
     grammar: bool = Param(False, help="What supports_grammar reports.")
     native: bool = Param(False, help="What supports_tool_calls reports.")
+    structured: bool = Param(False, help="What supports_json_schema reports.")
     prompts: list[list[ChatMessage]] = Param(
         default_callback=lambda _: [], help="Every prompt sent, in order."
     )
@@ -51,6 +52,10 @@ class ReplayLLM(ChatLLM):
     @property
     def supports_grammar(self) -> bool:
         return self.grammar
+
+    @property
+    def supports_json_schema(self) -> bool:
+        return self.structured
 
     @property
     def supports_tool_calls(self) -> bool:

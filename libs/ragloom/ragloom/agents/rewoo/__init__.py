@@ -7,11 +7,12 @@ from ragloom.agents.rewoo.plan import (
     PlanValidationError,
     merge_duplicate_steps,
     parse_plan,
+    parse_plan_json,
     plan_levels,
     substitute_evidence,
     validate_plan,
 )
-from ragloom.agents.rewoo.planner import PlanningFailed, ReWOOPlanner, plan_grammar
+from ragloom.agents.rewoo.planner import PlanningFailed, ReWOOPlanner, plan_grammar, plan_schema
 from ragloom.agents.rewoo.solver import ReWOOSolver
 from ragloom.agents.rewoo.worker import PlanWorker, StepOutcome
 
@@ -27,8 +28,10 @@ __all__ = [
     "StepOutcome",
     "merge_duplicate_steps",
     "parse_plan",
+    "parse_plan_json",
     "plan_grammar",
     "plan_levels",
+    "plan_schema",
     "substitute_evidence",
     "validate_plan",
 ]

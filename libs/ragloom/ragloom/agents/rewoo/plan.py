@@ -7,13 +7,15 @@ A plan is lines like::
     #Plan2: Convert it to Celsius.
     #E2 = calculator[#E1 - 273.15]
 
-``Plan:`` without a number and ``#E1: tool[input]`` are accepted too. A step may use the
-evidence of earlier steps as ``#En``; references are whole tokens, so ``#E1`` never
-matches inside ``#E10``.
+``Plan:`` without a number and ``#E1: tool[input]`` are accepted too, and so is JSON
+(``{"steps": [{"plan": ..., "tool": ..., "input": ...}]}``, what a planner constrained by
+a JSON schema writes). A step may use the evidence of earlier steps as ``#En``;
+references are whole tokens, so ``#E1`` never matches inside ``#E10``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ __all__ = [
     "PlanValidationError",
     "merge_duplicate_steps",
     "parse_plan",
+    "parse_plan_json",
     "plan_levels",
     "substitute_evidence",
     "validate_plan",
@@ -95,6 +98,37 @@ def parse_plan(text: str) -> Plan:
             description = match["text"].strip()
         else:
             unparsed.append(line.strip())
+    return Plan(steps=steps, raw=text, unparsed=unparsed)
+
+
+def parse_plan_json(text: str) -> Plan | None:
+    """The plan in a planner's JSON output; None when the text is not a JSON plan.
+
+    Steps are numbered in order from 1; fields of the wrong type make a step unparsed.
+    """
+    try:
+        data = json.loads(text.strip().removeprefix("```json").strip("`").strip())
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
+        return None
+    steps: list[PlanStep] = []
+    unparsed: list[str] = []
+    for item in data["steps"]:
+        fields = item if isinstance(item, dict) else {}
+        tool, tool_input = fields.get("tool"), fields.get("input")
+        if not isinstance(tool, str) or not isinstance(tool_input, str):
+            unparsed.append(json.dumps(item))
+            continue
+        description = fields.get("plan")
+        steps.append(
+            PlanStep(
+                id=len(steps) + 1,
+                tool=tool.strip().lower(),
+                tool_input=tool_input.strip(),
+                description=description.strip() if isinstance(description, str) else "",
+            )
+        )
     return Plan(steps=steps, raw=text, unparsed=unparsed)
 
 

@@ -3,8 +3,10 @@
 Where the LLM honours GBNF grammars (llama.cpp), the output is constrained to numbered
 ``#PlanN:`` / ``#EN = tool[input]`` pairs with known tool names, at most ``max_steps`` of
 them and bounded line lengths: a small model then always writes a plan that parses, and
-a planner that would loop (kotaemon's reached #E10) simply has to stop. A plan that fails
-validation gets one repair call showing the problems; a second failure is reported.
+a planner that would loop (kotaemon's reached #E10) simply has to stop. Endpoints that
+take a JSON schema but no grammar (OpenAI, vLLM, Ollama) get the same bounds as a schema
+(known tools, at most ``max_steps`` steps). A plan that fails validation gets one repair
+call showing the problems; a second failure is reported.
 """
 
 from __future__ import annotations
@@ -15,13 +17,25 @@ from dataclasses import dataclass
 
 from theflow import Param
 
-from ragloom.agents.rewoo.plan import Plan, PlanValidationError, parse_plan, validate_plan
+from ragloom.agents.rewoo.plan import (
+    Plan,
+    PlanValidationError,
+    parse_plan,
+    parse_plan_json,
+    validate_plan,
+)
 from ragloom.agents.tools.base import BaseTool
 from ragloom.base import BaseComponent
 from ragloom.events import Event, LLMCallFinished, StepFinished, StepStarted
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
 
-__all__ = ["PLANNER_SYSTEM_PROMPT", "PlanningFailed", "ReWOOPlanner", "plan_grammar"]
+__all__ = [
+    "PLANNER_SYSTEM_PROMPT",
+    "PlanningFailed",
+    "ReWOOPlanner",
+    "plan_grammar",
+    "plan_schema",
+]
 
 PLANNER_SYSTEM_PROMPT = """You plan how to answer a question with tools; you do not answer it.
 Tools:
@@ -41,6 +55,11 @@ Example question: What is Acme's revenue in euros?
 #E1 = docsearch[Acme revenue]
 #Plan2: Convert it to euros at 0.92 euros per dollar.
 #E2 = calculator[#E1 * 0.92]"""
+
+JSON_FORMAT = """
+Write the plan as JSON instead of lines:
+{"steps": [{"plan": "<what this step finds out>", "tool": "<tool>", "input": "<input>"}]}
+The result of step n is #En."""
 
 REPAIR_PROMPT = (
     "This plan cannot run: {problems}. Write the whole plan again, corrected, in the same format."
@@ -114,6 +133,32 @@ def plan_grammar(
     )
 
 
+def plan_schema(tool_names: Sequence[str], max_steps: int, max_chars: int = 160) -> dict:
+    """A JSON schema of plans: 1..``max_steps`` steps, each a known tool with an input.
+
+    References between steps are left to validation (a schema cannot order them)."""
+    if not tool_names or max_steps < 1:
+        raise ValueError("a plan schema needs at least one tool and one step")
+    step = {
+        "type": "object",
+        "properties": {
+            "plan": {"type": "string", "maxLength": max_chars},
+            "tool": {"type": "string", "enum": list(tool_names)},
+            "input": {"type": "string", "minLength": 1, "maxLength": max_chars},
+        },
+        "required": ["plan", "tool", "input"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "steps": {"type": "array", "items": step, "minItems": 1, "maxItems": max_steps}
+        },
+        "required": ["steps"],
+        "additionalProperties": False,
+    }
+
+
 class ReWOOPlanner(BaseComponent):
     """Writes and validates a plan for a question (see the module docstring)."""
 
@@ -121,32 +166,50 @@ class ReWOOPlanner(BaseComponent):
     tools: list[type[BaseTool]] = Param(help="The tools a plan may call.")
     max_steps: int = Param(4, help="Most steps a plan may have.")
     max_tokens: int = Param(480, help="Most tokens the planner may write.")
-    use_grammar: bool | None = Param(
-        None, help="Constrain the output with a grammar (None: when the LLM supports one)."
+    constraint: str | None = Param(
+        None,
+        help="How the output is constrained: 'grammar' (GBNF), 'json_schema' or 'none'; "
+        "None: a grammar if the LLM takes one, else a JSON schema if it takes one.",
     )
     search_first: bool = Param(
         True, help="With a grammar, step 1 is always a docsearch (when that tool exists)."
     )
 
+    def constraint_used(self) -> str:
+        """``grammar``, ``json_schema`` or ``none``: what this planner's LLM will get."""
+        if self.constraint is not None:
+            if self.constraint not in ("grammar", "json_schema", "none"):
+                raise ValueError(f"unknown plan constraint {self.constraint!r}")
+            return self.constraint
+        if self.llm.supports_grammar:
+            return "grammar"
+        return "json_schema" if self.llm.supports_json_schema else "none"
+
     def messages(self, question: str) -> list[ChatMessage]:
         """The planner's prompt: tools and format first (stable, so cached), then the question."""
         tools = "\n".join(f"{t.name}[input]: {t.description}" for t in self.tools)
-        return [
-            ChatMessage("system", PLANNER_SYSTEM_PROMPT.format(tools=tools)),
-            ChatMessage("user", f"Question: {question.strip()}"),
-        ]
+        system = PLANNER_SYSTEM_PROMPT.format(tools=tools)
+        if self.constraint_used() == "json_schema":
+            system += "\n" + JSON_FORMAT
+        return [ChatMessage("system", system), ChatMessage("user", f"Question: {question.strip()}")]
 
     def options(self) -> GenerationOptions:
-        """Generation options: greedy, bounded, grammar-constrained when possible."""
-        grammar_wanted = self.use_grammar
-        if grammar_wanted is None:
-            grammar_wanted = self.llm.supports_grammar
-        grammar = None
-        if grammar_wanted:
-            names = [t.name for t in self.tools]
+        """Generation options: greedy, bounded, constrained as :meth:`constraint_used` says."""
+        names = [t.name for t in self.tools]
+        constraint = self.constraint_used()
+        grammar = schema = None
+        if constraint == "grammar":
             first = "docsearch" if self.search_first and "docsearch" in names else None
             grammar = plan_grammar(names, self.max_steps, first_tool=first)
-        return GenerationOptions(max_tokens=self.max_tokens, temperature=0.0, grammar=grammar)
+        elif constraint == "json_schema":
+            schema = plan_schema(names, self.max_steps)
+        return GenerationOptions(
+            max_tokens=self.max_tokens, temperature=0.0, grammar=grammar, json_schema=schema
+        )
+
+    def parse(self, text: str) -> Plan:
+        """The plan in the planner's output: JSON when it is JSON, else the line format."""
+        return parse_plan_json(text) or parse_plan(text)
 
     def stream(self, question: str) -> Generator[Event, None, PlanningOutcome]:
         """Yield the planning step's events; return the validated plan.
@@ -159,7 +222,7 @@ class ReWOOPlanner(BaseComponent):
         names = [t.name for t in self.tools]
         result = self.llm.run(messages, self.options())
         yield LLMCallFinished("plan", result.usage)
-        plan = parse_plan(result.text)
+        plan = self.parse(result.text)
         try:
             validate_plan(plan, names, self.max_steps)
             yield StepFinished("plan", time.perf_counter() - started, output={"repaired": False})
@@ -173,7 +236,7 @@ class ReWOOPlanner(BaseComponent):
         ]
         result = self.llm.run(repair, self.options())
         yield LLMCallFinished("plan-repair", result.usage)
-        plan = parse_plan(result.text)
+        plan = self.parse(result.text)
         try:
             validate_plan(plan, names, self.max_steps)
         except PlanValidationError as second:
@@ -185,3 +248,12 @@ class ReWOOPlanner(BaseComponent):
             output={"repaired": True, "first_problems": first_error.problems},
         )
         return PlanningOutcome(plan, repaired=True, first_problems=first_error.problems)
+
+    def plan(self, question: str) -> PlanningOutcome:
+        """:meth:`stream` without its events: the validated plan (or :class:`PlanningFailed`)."""
+        events = self.stream(question)
+        while True:
+            try:
+                next(events)
+            except StopIteration as finished:
+                return finished.value
