@@ -24,6 +24,7 @@ from ragloom.events import (
     StepFinished,
     StepStarted,
 )
+from ragloom.qa.citations import content_words
 from ragloom.retrieval import Retriever
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
 from ragloom_app.reasoning.fullqa import FullQAReasoning
@@ -35,53 +36,6 @@ UNSUPPORTED = " (unsupported)"
 
 _SENTENCE = re.compile(r".+?(?:[.!?]+(?=\s|$)|\n|$)", re.S)
 _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-_WORD = re.compile(r"\w+")
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "for",
-        "from",
-        "has",
-        "have",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "were",
-        "will",
-        "with",
-        "which",
-        "who",
-        "what",
-        "when",
-        "where",
-        "how",
-        "does",
-        "do",
-        "did",
-        "not",
-        "no",
-    ]
-)
-
-
-def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
 
 
 def _mark(sentence: str) -> str:
@@ -100,14 +54,14 @@ def verify_answer(
     every cited passage. An answer that cites nothing is left as it is: it claims
     nothing from the documents.
     """
-    passages = {c.number: _content_words(c.text) for c in citations}
+    passages = {c.number: content_words(c.text) for c in citations}
     if not passages:
         return answer, []
     everything = set().union(*passages.values())
     pieces, checks = [], []
     for match in _SENTENCE.finditer(answer):
         sentence = match.group(0)
-        words = _content_words(_CITATION.sub(" ", sentence))
+        words = content_words(_CITATION.sub(" ", sentence))
         if not words:
             pieces.append(sentence)
             continue

@@ -17,6 +17,7 @@ __all__ = [
     "citations_for",
     "cited_numbers",
     "citing_sentences",
+    "content_words",
     "evidence_entry",
     "passage_text",
     "quoted_span",
@@ -211,7 +212,8 @@ def quoted_span(
     return chunk_tokens[best_start][1], chunk_tokens[best_start + best_size - 1][2]
 
 
-def _content_words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
+    """The lowercased words of ``text`` that carry meaning (no stopwords, no single letters)."""
     return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
 
 
@@ -222,11 +224,11 @@ def attribute_uncited(answer: str, evidence: EvidenceBlock, min_overlap: float =
     citation gets the evidence item that holds the largest share of its content words, if
     that share is at least ``min_overlap``; other sentences are left as they are.
     """
-    item_words = [_content_words(item.chunk.text) for item in evidence.items]
+    item_words = [content_words(item.chunk.text) for item in evidence.items]
     pieces: list[str] = []
     for match in _SENTENCE.finditer(answer):
         sentence = match.group(0)
-        words = _content_words(sentence)
+        words = content_words(sentence)
         if _CITATION.search(sentence) or not words or not item_words:
             pieces.append(sentence)
             continue
