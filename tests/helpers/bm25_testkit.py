@@ -1,4 +1,5 @@
-"""Watching the BM25 store work: what it tokenizes, and how often it loads its index."""
+"""What the BM25 store's tests share: a small corpus in three scripts, and probes of what
+the store tokenizes and how often it loads its index."""
 
 from __future__ import annotations
 
@@ -6,8 +7,36 @@ from typing import Any
 
 import pytest
 
+from ragloom.schema import Chunk
 from ragloom.stores import BM25Store, bm25, bm25_upgrade
 from ragloom.stores.bm25_tokenize import tokenize
+
+
+def chunk(chunk_id: str, text: str, source_id: str = "src-a", page: int | None = None) -> Chunk:
+    return Chunk(
+        id=chunk_id,
+        text=text,
+        source_id=source_id,
+        source_name=f"{source_id}.txt",
+        page=page,
+        start=3,
+        end=3 + len(text),
+    )
+
+
+CORPUS = [
+    chunk("en-1", "The cat sat on the warm mat near the window.", page=1),
+    chunk("en-2", "Dogs chase cats; a cat runs up the tree.", page=2),
+    chunk("en-3", "Quarterly revenue grew eight percent on strong cloud sales."),
+    chunk("en-4", "The invoice lists revenue and tax for the cloud contract.", "src-b"),
+    chunk("zh-1", "向量数据库支持相似度检索，适合语义搜索。", "src-zh"),
+    chunk("zh-2", "今天的天气很好，我们去公园散步。", "src-zh"),
+    chunk("ja-1", "東京の天気は晴れです。テストを実行します。", "src-ja"),
+]
+
+
+def ids_of(hits: list[tuple[Chunk, float]]) -> list[str]:
+    return [c.id for c, _ in hits]
 
 
 class LoadCounter:
