@@ -84,3 +84,16 @@ def test_a_real_endpoint_calls_docsearch_natively(
     assert "451 kelvin" in search["output"]["output"]
     # The 0.5B model is weak at this chat format's answers; the loop must still end cleanly.
     assert record.answer.strip()
+
+
+def test_native_calls_stop_before_the_messages_outgrow_the_context(tmp_path: Path) -> None:
+    search = ToolCallRequest("c", "docsearch", '{"query": "reactor"}')
+    llm = ScriptedLLM(replies=[(search,)] * 5 + ["It runs at 451 kelvin [1]."], native=True)
+    llm.window = 330
+    agent = _agent(tmp_path, llm, observation_tokens=60, max_step_tokens=60)
+    record = AnswerCollector("react").extend(agent.run("How hot?")).to_dict(0.0)
+    # Fewer than max_steps calls: the loop stopped for room, then answered.
+    assert 1 < len(llm.prompts) <= 5
+    assert record["answer"].startswith("I could not finish within")
+    for prompt in llm.prompts:
+        assert sum(llm.count_tokens(m.content) for m in prompt) + 60 <= 330

@@ -92,9 +92,9 @@ class ReActAgent(BaseComponent):
             tools=tools, names=", ".join(self.tools), example=EXAMPLE_ANSWER
         )
 
-    def _generate(self, question: str, scratchpad: str) -> LLMResult:
+    def _generate(self, system: str, question: str, scratchpad: str) -> LLMResult:
         messages = [
-            ChatMessage("system", self.system_prompt()),
+            ChatMessage("system", system),
             ChatMessage("user", question.strip()),
             ChatMessage("assistant", scratchpad),
         ]
@@ -106,11 +106,11 @@ class ReActAgent(BaseComponent):
         )
         return self.llm.run(messages, options)
 
-    def _room_for_a_step(self, question: str, scratchpad: str) -> bool:
-        """Whether one more step, its observation and a final answer fit the context."""
-        used = self.llm.count_tokens(self.system_prompt() + question + scratchpad)
+    def _room_for_a_step(self, prompt_tokens: int) -> bool:
+        """Whether one more step, its observation and a final answer fit the context
+        after a prompt of ``prompt_tokens``."""
         reserve = 2 * self.max_step_tokens + self.observation_tokens + 96
-        return used + reserve <= self.llm.context_window
+        return prompt_tokens + reserve <= self.llm.context_window
 
     def _act(
         self, number: int, action: ReActAction, runner: ToolRunner
@@ -126,15 +126,14 @@ class ReActAgent(BaseComponent):
         else:
             call = runner.call(tool, action.tool_input)
         result = call.result
+        observation = result.as_observation()
         record = call_record(action.tool_input, result, call.attempts)
-        error = None if result.ok else result.as_observation()
+        error = None if result.ok else observation
         yield StepFinished(name, call.seconds, output=record, error=error)
         if result.usage is not None:
             yield LLMCallFinished(f"tool:{action.tool}", result.usage)
         return trim_to_tokens(
-            result.as_observation().strip() or "(empty)",
-            self.observation_tokens,
-            self.llm.count_tokens,
+            observation.strip() or "(empty)", self.observation_tokens, self.llm.count_tokens
         )
 
     def stream(self, question: str) -> Iterator[Event]:
@@ -146,14 +145,18 @@ class ReActAgent(BaseComponent):
             yield from self._stream_native(question)
             return
         runner = ToolRunner(timeout=self.tool_timeout, retries=self.tool_retries)
+        system = self.system_prompt()
+        fixed = self.llm.count_tokens(system + question)  # counted once: it never changes
         scratchpad = SEARCH_FIRST if self.search_first and "docsearch" in self.tools else "Thought:"
         answer = None
         calls = 0
-        while calls < self.max_steps and self._room_for_a_step(question, scratchpad):
+        while calls < self.max_steps and self._room_for_a_step(
+            fixed + self.llm.count_tokens(scratchpad)
+        ):
             calls += 1
             started = time.perf_counter()
             yield StepStarted(f"think{calls}", None)
-            result = self._generate(question, scratchpad)
+            result = self._generate(system, question, scratchpad)
             yield LLMCallFinished("react", result.usage)
             written = result.text.rstrip()
             # The last line of the scratchpad may be an open "Action Input:" the model filled.
@@ -173,7 +176,7 @@ class ReActAgent(BaseComponent):
             observation = yield from self._act(calls, parsed, runner)
             scratchpad += f"{written}\nObservation: {observation}\nThought:"
         if answer is None:
-            answer = yield from self._give_up(question, scratchpad, calls)
+            answer = yield from self._give_up(system, question, scratchpad, calls)
         answer = without_example(answer) or "The documents I searched do not say."
         yield AnswerDelta(answer)
         citations = yield from cite_answer(answer, self.ledger.block())
@@ -192,9 +195,9 @@ class ReActAgent(BaseComponent):
         answer = None
         calls = 0
         stopped_calling = False
-        while calls < self.max_steps and self._room_for_a_step(
-            question, "".join(m.content for m in messages)
-        ):
+        # Its own prompt, not the text loop's; tool results add to it as they come.
+        used = self.llm.count_tokens("".join(m.content for m in messages))
+        while calls < self.max_steps and self._room_for_a_step(used):
             calls += 1
             first = calls == 1 and self.search_first and "docsearch" in self.tools
             options = GenerationOptions(
@@ -217,10 +220,12 @@ class ReActAgent(BaseComponent):
                 stopped_calling = True
                 break
             messages.append(ChatMessage("assistant", result.text, tool_calls=result.tool_calls))
+            used += self.llm.count_tokens(result.text)
             for call in result.tool_calls:
                 action = ReActAction("", call.name, call.arguments)
                 observation = yield from self._act(calls, action, runner)
                 messages.append(ChatMessage("tool", observation, tool_call_id=call.id))
+                used += self.llm.count_tokens(observation + call.arguments)
         if not answer:
             result = self.llm.run(
                 messages,
@@ -238,13 +243,15 @@ class ReActAgent(BaseComponent):
         citations = yield from cite_answer(answer, self.ledger.block())
         yield CitationsFound(citations)
 
-    def _give_up(self, question: str, scratchpad: str, steps: int) -> Generator[Event, None, str]:
+    def _give_up(
+        self, system: str, question: str, scratchpad: str, steps: int
+    ) -> Generator[Event, None, str]:
         """Answer honestly that the agent could not finish, from what it found."""
         started = time.perf_counter()
         yield StepStarted("final", {"reason": f"no answer after {steps} steps"})
         # The loop kept room for this call: the scratchpad always fits.
         forced = scratchpad + " I must answer now with what I found.\nFinal Answer:"
-        result = self._generate(question, forced)
+        result = self._generate(system, question, forced)
         yield LLMCallFinished("react-final", result.usage)
         found = without_example(result.text.split("\nAction", 1)[0]) or "nothing conclusive."
         yield StepFinished("final", time.perf_counter() - started, output={"text": found})
