@@ -149,8 +149,6 @@ class BaseApp:
 
     def _register_plugins(self) -> dict[str, type[BaseIndex]]:
         """Register what each plugin adds, after the settings; returns its index types."""
-        self.llm_specs = dict(self.settings.llms)
-        self.embedding_specs = dict(self.settings.embeddings)
         for kind, table in self._tables(self.tools_by_name()).items():
             for key in table:
                 self._owners.setdefault((kind, key), _BUILT_IN_OWNERS[kind])
