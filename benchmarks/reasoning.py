@@ -123,6 +123,13 @@ def main() -> None:
     parser.add_argument("--modes", default=",".join(MODES), help="modes, comma-separated")
     parser.add_argument("--llm", default=None, help="a name in LLMS (default: DEFAULT_LLM)")
     parser.add_argument("--out", type=Path, default=None, help="JSON lines, one per answer")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=INT",
+        help="a mode setting for every mode that has it, e.g. focus_sentences=0 (repeatable)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -133,6 +140,7 @@ def main() -> None:
     questions = questions[args.offset :]
     questions = questions[: args.limit] if args.limit else questions
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    mode_settings = {key: int(value) for key, value in (s.split("=", 1) for s in args.set)}
 
     workdir = Path(tempfile.mkdtemp(prefix="ragloom-reasoning-bench-"))
     settings = dataclasses.replace(
@@ -159,7 +167,9 @@ def main() -> None:
     for number, (question, gold) in enumerate(questions, 1):
         for mode in modes:
             record = next(
-                e.record for e in page.ask(question, mode=mode) if isinstance(e, AnswerFinished)
+                e.record
+                for e in page.ask(question, mode=mode, settings=mode_settings)
+                if isinstance(e, AnswerFinished)
             )
             usage = record["usage"]
             plan = [s for s in record["steps"] if s.get("event") == "plan" and "repaired" in s]

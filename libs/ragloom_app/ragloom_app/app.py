@@ -253,7 +253,13 @@ class BaseApp:
 
     def reasoning_state(self, **values: Any) -> ReasoningState:
         """A request's state: the default LLM, the registered tools, LLMs by name."""
-        return ReasoningState(llm=self.llm(), tools=self.tools, llm_named=self.llm, **values)
+        return ReasoningState(
+            llm=self.llm(),
+            tools=self.tools,
+            llm_named=self.llm,
+            get_embeddings=self.embeddings,
+            **values,
+        )
 
     # -- first run ---------------------------------------------------------------------------
     def seed_first_run(self) -> Iterator[IndexingProgress | FileOutcome]:

@@ -2,8 +2,10 @@
 
 from pathlib import Path
 
+from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.tools import DocSearchTool, LLMTool
-from ragloom.retrieval import FullTextRetriever
+from ragloom.embeddings import SentenceTransformerEmbeddings
+from ragloom.retrieval import FullTextRetriever, SentenceFocus
 from ragloom.schema import Chunk
 from ragloom.stores import BM25Store
 from tests.helpers.scripted_llm import ScriptedLLM
@@ -32,6 +34,25 @@ def test_docsearch_trims_to_its_token_budget_and_says_when_nothing_matches(tmp_p
     assert len(tool.invoke("reactor canteen").sources) == 1
     assert tool.invoke("xylophone").content.startswith("No passage")
     assert tool.invoke('{"query": ""}').error.code == "invalid_arguments"
+
+
+def test_docsearch_with_a_focus_shows_the_sentences_nearest_its_query(tmp_path: Path) -> None:
+    store = BM25Store(tmp_path / "bm25")
+    plant = (
+        "The plant opened in 1990. The Zorblax reactor runs at 451 kelvin. "
+        "Its canteen serves soup. Visitors wear a badge."
+    )
+    store.add(
+        [Chunk("p-0", plant, "p", "plant.md"), Chunk("g-0", "The reactor garden.", "g", "g.md")]
+    )
+    focus = SentenceFocus(embeddings=SentenceTransformerEmbeddings(), sentences=1, neighbours=0)
+    ledger = EvidenceLedger()
+    tool = DocSearchTool([FullTextRetriever(store=store)], top_k=2, ledger=ledger, focus=focus)
+    result = tool.invoke("How hot does the Zorblax reactor run?")
+    # The garden passage had no sentence near enough: it is left out, not numbered.
+    assert result.content == "[1] (plant.md) … The Zorblax reactor runs at 451 kelvin. …"
+    assert [hit.chunk.text for hit in result.sources] == [plant]
+    assert ledger.block().text == "[1] (plant.md) … The Zorblax reactor runs at 451 kelvin. …\n"
 
 
 def test_llm_tool_asks_the_model_and_records_usage() -> None:

@@ -115,3 +115,15 @@ def test_a_call_record_shows_the_output_or_the_error_as_ask_json_does() -> None:
         "retryable": True,
     }
     assert len(call_record("x", ToolResult("a" * 5000), 1)["output"]) == 2000
+
+
+def test_the_ledger_shows_the_union_of_the_sentences_each_search_kept() -> None:
+    ledger = EvidenceLedger()
+    hit = RetrievedChunk(Chunk("a", "One. Two. Three.", "s", "doc.md"), 1.0)
+    assert ledger.add([hit], [((0, 4),)]) == [1]
+    assert ledger.block().text == "[1] (doc.md) One. …\n"
+    ledger.add([hit], [((10, 16),)])  # another search kept another sentence
+    assert ledger.block().text == "[1] (doc.md) One. … Three.\n"
+    ledger.add([hit], [None])  # a search without focus showed all of it
+    assert ledger.block().text == "[1] (doc.md) One. Two. Three.\n"
+    assert ledger.items[0].chunk.text == "One. Two. Three."  # citations keep the chunk

@@ -2,15 +2,18 @@
 
 Tools may find the same chunk several times (ReAct searching twice, ReWOO steps in
 parallel): the ledger gives each chunk one number for the whole request, so the final
-answer's ``[n]`` maps to exactly one chunk, as in FullQA.
+answer's ``[n]`` maps to exactly one chunk, as in FullQA. With a sentence focus, the
+ledger also remembers which sentences of each chunk were shown (the union over searches),
+so the final prompt shows them and not the whole chunk.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from ragloom.qa.citations import EvidenceBlock, evidence_entry
+from ragloom.retrieval.focus import Spans, focused_text, merge_spans
 from ragloom.schema import RetrievedChunk
 
 __all__ = ["EvidenceLedger"]
@@ -22,22 +25,40 @@ class EvidenceLedger:
     def __init__(self) -> None:
         self._items: list[RetrievedChunk] = []
         self._numbers: dict[str, int] = {}
+        self._spans: dict[int, Spans | None] = {}  # None: the whole chunk is shown
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def add(self, hits: Iterable[RetrievedChunk]) -> list[int]:
-        """The number of each hit, giving new chunks the next free numbers."""
+    def add(
+        self, hits: Iterable[RetrievedChunk], spans: Sequence[Spans | None] | None = None
+    ) -> list[int]:
+        """The number of each hit, giving new chunks the next free numbers.
+
+        ``spans``: per hit, the sentences shown of it (``None``: all of it)."""
+        hits = list(hits)
+        shown = list(spans) if spans is not None else [None] * len(hits)
         numbers = []
         with self._lock:
-            for hit in hits:
+            for hit, hit_spans in zip(hits, shown, strict=True):
                 number = self._numbers.get(hit.chunk.id)
                 if number is None:
                     self._items.append(hit)
                     number = self._numbers[hit.chunk.id] = len(self._items)
+                    self._spans[number] = hit_spans
+                else:
+                    before = self._spans[number]
+                    whole = before is None or hit_spans is None
+                    self._spans[number] = None if whole else merge_spans(before, hit_spans)
                 numbers.append(number)
         return numbers
+
+    def shown_text(self, number: int) -> str:
+        """What prompts show of chunk ``[number]``: its focused sentences, or all of it."""
+        with self._lock:
+            item, spans = self._items[number - 1], self._spans[number]
+        return item.chunk.text if spans is None else focused_text(item.chunk.text, spans)
 
     @property
     def items(self) -> list[RetrievedChunk]:
@@ -63,7 +84,7 @@ class EvidenceLedger:
         for number in wanted:
             if not 1 <= number <= len(items):
                 continue
-            entry = evidence_entry(number, items[number - 1])
+            entry = evidence_entry(number, items[number - 1], self.shown_text(number))
             cost = count_tokens(entry) if count_tokens else 0
             if max_tokens is not None and used + cost > max_tokens:
                 continue

@@ -85,16 +85,18 @@ class EvidenceBlock:
     items: list[RetrievedChunk]
 
 
-def passage_text(item: RetrievedChunk) -> str:
-    """A passage as prompts show it, on one line: ``(file, page p) text``."""
+def passage_text(item: RetrievedChunk, text: str | None = None) -> str:
+    """A passage as prompts show it, on one line: ``(file, page p) text``.
+
+    ``text``: what to show instead of the chunk's whole text (a focused excerpt)."""
     chunk = item.chunk
     where = chunk.source_name + (f", page {chunk.page}" if chunk.page else "")
-    return f"({where}) {' '.join(chunk.text.split())}"
+    return f"({where}) {' '.join((chunk.text if text is None else text).split())}"
 
 
-def evidence_entry(number: int, item: RetrievedChunk) -> str:
+def evidence_entry(number: int, item: RetrievedChunk, text: str | None = None) -> str:
     """One line of evidence as prompts show it: ``[n] (file, page p) text``."""
-    return f"[{number}] {passage_text(item)}\n"
+    return f"[{number}] {passage_text(item, text)}\n"
 
 
 def build_evidence(

@@ -1,6 +1,7 @@
 """Retrieval: vector, full-text and hybrid (reciprocal-rank fusion) retrievers, rerankers."""
 
 from ragloom.retrieval.base import FullTextRetriever, QueryEmbedder, Retriever, VectorRetriever
+from ragloom.retrieval.focus import SentenceFocus
 from ragloom.retrieval.hybrid import HybridRetriever, reciprocal_rank_fusion
 from ragloom.retrieval.merge import retrieve_from_all
 from ragloom.retrieval.mmr import MMRReranker, mmr_order
@@ -15,6 +16,7 @@ __all__ = [
     "Reranker",
     "RerankingRetriever",
     "Retriever",
+    "SentenceFocus",
     "VectorRetriever",
     "mmr_order",
     "reciprocal_rank_fusion",

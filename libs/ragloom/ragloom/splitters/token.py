@@ -33,7 +33,7 @@ from theflow import Param
 from ragloom.base import BaseComponent
 from ragloom.schema import Chunk, Page
 
-__all__ = ["TokenCounter", "TokenSplitter", "approximate_token_count"]
+__all__ = ["TokenCounter", "TokenSplitter", "approximate_token_count", "sentence_spans"]
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +144,11 @@ def _paragraphs(text: str) -> Iterator[tuple[int, int]]:
     span = _trim(text, start, len(text))
     if span[0] < span[1]:
         yield span
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence of ``text``, by the rule the splitter uses."""
+    return list(_sentences(text, 0, len(text)))
 
 
 def _sentences(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:

@@ -11,12 +11,13 @@ from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.tools import BaseTool, ToolContext
 from ragloom.events import Event
 from ragloom.llms.base import ChatLLM
-from ragloom.retrieval import Retriever
+from ragloom.retrieval import Retriever, SentenceFocus
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningState, SettingSpec
 
 __all__ = [
     "AgentReasoning",
     "docsearch_top_k_setting",
+    "focus_setting",
     "llm_name_setting",
     "request_tools",
     "steps_setting",
@@ -41,9 +42,18 @@ def request_tools(
     llm: ChatLLM,
     ledger: EvidenceLedger,
     top_k: int,
+    focus_sentences: int = 0,
 ) -> dict[str, BaseTool]:
-    """Fresh tools for one request: every registered one, ``docsearch`` over ``retrievers``."""
-    context = ToolContext(llm=llm, retrievers=list(retrievers), ledger=ledger, top_k=top_k)
+    """Fresh tools for one request: every registered one, ``docsearch`` over ``retrievers``.
+
+    ``focus_sentences`` > 0: docsearch shows that many sentences nearest its query (with
+    their neighbours) instead of whole passages, if the app has an embedding model."""
+    focus = None
+    if focus_sentences > 0 and state.get_embeddings is not None:
+        focus = SentenceFocus(embeddings=state.get_embeddings(), sentences=focus_sentences)
+    context = ToolContext(
+        llm=llm, retrievers=list(retrievers), ledger=ledger, top_k=top_k, focus=focus
+    )
     return state.tools.build(context)
 
 
@@ -56,6 +66,19 @@ def docsearch_top_k_setting(default: int) -> SettingSpec:
         "minimum": 1,
         "maximum": 10,
         "info": "Passages one docsearch call returns to the agent.",
+    }
+
+
+def focus_setting(default: int) -> SettingSpec:
+    """How many sentences of the found passages docsearch shows (0: whole passages)."""
+    return {
+        "name": "Sentences shown per search",
+        "value": default,
+        "component": "number",
+        "minimum": 0,
+        "maximum": 30,
+        "info": "Docsearch shows the sentences of its passages nearest the query, each with "
+        "its neighbours: shorter prompts. 0 shows whole passages.",
     }
 
 

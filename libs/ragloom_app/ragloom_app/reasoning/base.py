@@ -14,6 +14,7 @@ from typing import Any
 
 from ragloom.agents.tools import ToolRegistry
 from ragloom.base import BaseComponent
+from ragloom.embeddings.base import Embeddings
 from ragloom.events import Event
 from ragloom.llms.base import ChatLLM, ChatMessage
 from ragloom.retrieval import Retriever
@@ -38,13 +39,15 @@ class ReasoningInfo:
 @dataclass
 class ReasoningState:
     """What the app knows of one request: its LLM, the conversation so far, the tools
-    agents may use, and ``llm_named`` to get another LLM of ``LLMS`` by name."""
+    agents may use, ``llm_named`` to get another LLM of ``LLMS`` by name, and
+    ``get_embeddings`` to get the app's embedding model."""
 
     llm: ChatLLM
     conversation_id: str | None = None
     history: list[ChatMessage] = field(default_factory=list)
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     llm_named: Callable[[str], ChatLLM] | None = None
+    get_embeddings: Callable[[], Embeddings] | None = None  # the app's, loaded on first use
 
     def llm_for(self, name: str | None) -> ChatLLM:
         """The LLM named ``name`` (empty or None: the request's own)."""

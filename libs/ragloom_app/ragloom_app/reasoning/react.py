@@ -11,6 +11,7 @@ from ragloom.retrieval import Retriever
 from ragloom_app.reasoning.agent_base import (
     AgentReasoning,
     docsearch_top_k_setting,
+    focus_setting,
     request_tools,
     steps_setting,
 )
@@ -38,6 +39,7 @@ class ReActReasoning(AgentReasoning):
                 "Most steps", 5, "LLM calls before the agent must answer with what it found."
             ),
             "top_k": docsearch_top_k_setting(3),
+            "focus_sentences": focus_setting(4),
             "search_first": {
                 "name": "Search the documents first",
                 "value": True,
@@ -56,7 +58,14 @@ class ReActReasoning(AgentReasoning):
     ) -> ReActReasoning:
         values = cls.resolve_settings(settings)
         ledger = EvidenceLedger()
-        tools = request_tools(state, retrievers, state.llm, ledger, int(values["top_k"]))
+        tools = request_tools(
+            state,
+            retrievers,
+            state.llm,
+            ledger,
+            int(values["top_k"]),
+            int(values["focus_sentences"]),
+        )
         agent = ReActAgent(
             llm=state.llm,
             tools=tools,

@@ -11,6 +11,7 @@ from ragloom.retrieval import Retriever
 from ragloom_app.reasoning.agent_base import (
     AgentReasoning,
     docsearch_top_k_setting,
+    focus_setting,
     llm_name_setting,
     request_tools,
     steps_setting,
@@ -39,6 +40,7 @@ class ReWOOReasoning(AgentReasoning):
                 "Most plan steps", 3, "Tool calls the planner may write.", maximum=12
             ),
             "top_k": docsearch_top_k_setting(3),
+            "focus_sentences": focus_setting(4),
             "planner_llm": llm_name_setting("Planner LLM", "planner"),
             "solver_llm": llm_name_setting("Solver LLM", "solver"),
         }
@@ -55,7 +57,14 @@ class ReWOOReasoning(AgentReasoning):
         solver_llm = state.llm_for(values["solver_llm"])
         ledger = EvidenceLedger()
         # Tools that call an LLM (the llm tool) use the solver's: both reason over evidence.
-        tools = request_tools(state, retrievers, solver_llm, ledger, int(values["top_k"]))
+        tools = request_tools(
+            state,
+            retrievers,
+            solver_llm,
+            ledger,
+            int(values["top_k"]),
+            int(values["focus_sentences"]),
+        )
         planner = ReWOOPlanner(
             llm=planner_llm,
             tools=[type(tool) for tool in tools.values()],

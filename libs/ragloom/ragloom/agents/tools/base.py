@@ -19,7 +19,7 @@ from ragloom.llms.base import Usage
 if TYPE_CHECKING:
     from ragloom.agents.evidence import EvidenceLedger
     from ragloom.llms.base import ChatLLM
-    from ragloom.retrieval import Retriever
+    from ragloom.retrieval import Retriever, SentenceFocus
 
 __all__ = ["BaseTool", "ToolContext", "ToolError", "ToolResult"]
 
@@ -33,6 +33,7 @@ class ToolContext:
     ledger: EvidenceLedger | None = None
     top_k: int = 3
     observation_tokens: int = 600
+    focus: SentenceFocus | None = None  # docsearch shows the sentences nearest its query
 
 
 @dataclass(frozen=True)

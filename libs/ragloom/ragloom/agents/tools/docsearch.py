@@ -10,7 +10,8 @@ from pydantic import BaseModel, Field
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.tools.base import BaseTool, ToolContext, ToolResult
 from ragloom.qa.citations import passage_text
-from ragloom.retrieval import Retriever, retrieve_from_all
+from ragloom.retrieval import Retriever, SentenceFocus, retrieve_from_all
+from ragloom.retrieval.focus import Spans, focused_text
 from ragloom.schema import RetrievedChunk
 
 __all__ = ["DocSearchTool"]
@@ -20,7 +21,9 @@ class DocSearchTool(BaseTool):
     """Searches the selected indices; the result lists passages with their sources.
 
     With a ``ledger``, each passage is shown with its request-wide number (``[3] (file)
-    text``) so that an answer can cite it; without one, as ``(file) text``.
+    text``) so that an answer can cite it; without one, as ``(file) text``. With a
+    ``focus``, a passage shows only its sentences nearest the query (a passage with none
+    of them is left out).
     """
 
     class Arguments(BaseModel):
@@ -42,12 +45,14 @@ class DocSearchTool(BaseTool):
         count_tokens: Callable[[str], int] | None = None,
         max_tokens: int = 600,
         ledger: EvidenceLedger | None = None,
+        focus: SentenceFocus | None = None,
     ) -> None:
         self.retrievers = list(retrievers)
         self.top_k = top_k
         self.count_tokens = count_tokens or (lambda text: max(1, len(text) // 4))
         self.max_tokens = max_tokens
         self.ledger = ledger
+        self.focus = focus
 
     @classmethod
     def from_context(cls, context: ToolContext) -> DocSearchTool:
@@ -57,6 +62,7 @@ class DocSearchTool(BaseTool):
             count_tokens=context.llm.count_tokens,
             max_tokens=context.observation_tokens,
             ledger=context.ledger,
+            focus=context.focus,
         )
 
     def run(self, arguments: BaseModel) -> ToolResult:
@@ -64,18 +70,24 @@ class DocSearchTool(BaseTool):
         hits = retrieve_from_all(self.retrievers, arguments.query, self.top_k)
         if not hits:
             return ToolResult(content="No passage in the documents matches this query.")
+        shown = self.focus.run(arguments.query, hits) if self.focus else [None] * len(hits)
         kept: list[RetrievedChunk] = []
+        kept_spans: list[Spans | None] = []
         lines: list[str] = []
         used = 0
-        for hit in hits:
-            line = passage_text(hit)
+        for hit, spans in zip(hits, shown, strict=True):
+            if spans == ():
+                continue  # the focus kept no sentence of it
+            text = None if spans is None else focused_text(hit.chunk.text, spans)
+            line = passage_text(hit, text)
             cost = self.count_tokens(line) + 2
             if kept and used + cost > self.max_tokens:
                 break  # observations are trimmed to a token budget, best passages first
             kept.append(hit)
+            kept_spans.append(spans)
             lines.append(line)
             used += cost
         if self.ledger is not None:
-            numbers = self.ledger.add(kept)
+            numbers = self.ledger.add(kept, kept_spans)
             lines = [f"[{n}] {line}" for n, line in zip(numbers, lines, strict=True)]
         return ToolResult(content="\n".join(lines), sources=kept)

@@ -1,0 +1,78 @@
+"""Sentence focus: retrieved passages cut down to the sentences nearest a query.
+
+A small model reads a short prompt better and faster than a long one. The focus embeds
+every sentence of the passages found for a query, keeps the ``sentences`` nearest the
+query over all of them, each with ``neighbours`` sentences on either side for context,
+and shows each passage as its kept sentences in order, ``…`` marking what was left out.
+The passages themselves are not changed: citations still point at whole chunks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from theflow import Param
+
+from ragloom.base import BaseComponent
+from ragloom.embeddings.base import Embeddings
+from ragloom.schema import RetrievedChunk
+from ragloom.splitters import sentence_spans
+
+__all__ = ["SentenceFocus", "Spans", "focused_text", "merge_spans"]
+
+logger = logging.getLogger(__name__)
+
+Spans = tuple[tuple[int, int], ...]
+"""``(start, end)`` character spans of a chunk's text, sorted and not overlapping."""
+
+
+def merge_spans(*spans: Iterable[tuple[int, int]]) -> Spans:
+    """The union of span sets of one text (sentence spans never overlap partly)."""
+    return tuple(sorted(set().union(*spans)))
+
+
+def focused_text(text: str, spans: Spans) -> str:
+    """``text`` shown as its ``spans`` in order, with ``…`` wherever text was left out."""
+    parts: list[str] = []
+    cursor = 0
+    for start, end in spans:
+        if text[cursor:start].strip():
+            parts.append("…")
+        parts.append(text[start:end])
+        cursor = end
+    if text[cursor:].strip():
+        parts.append("…")
+    return " ".join(parts)
+
+
+class SentenceFocus(BaseComponent):
+    """Chooses the sentences of retrieved passages to show for a query (see the module)."""
+
+    embeddings: Embeddings = Param(help="Embeds the query and the sentences.")
+    sentences: int = Param(4, help="Sentences kept over all passages: the nearest the query.")
+    neighbours: int = Param(1, help="Sentences kept on each side of a chosen one.")
+
+    def run(self, query: str, hits: Sequence[RetrievedChunk]) -> list[Spans | None]:
+        """The spans to show of each hit; ``()``: none of it; ``None``: all of it.
+
+        If embedding fails, every hit is shown whole: focus saves tokens, it must not
+        cost an answer.
+        """
+        per_hit = [sentence_spans(hit.chunk.text) for hit in hits]
+        flat = [(h, s) for h, spans in enumerate(per_hit) for s in range(len(spans))]
+        if not flat:
+            return [None] * len(hits)
+        texts = [hits[h].chunk.text[slice(*per_hit[h][s])] for h, s in flat]
+        try:
+            scores = self.embeddings.embed_documents(texts) @ self.embeddings.embed_query(query)
+        except Exception as exc:  # any backend failure: fall back to whole passages
+            logger.warning("sentence focus failed, showing whole passages: %s", exc)
+            return [None] * len(hits)
+        kept: list[set[int]] = [set() for _ in hits]
+        for best in np.argsort(-scores, kind="stable")[: self.sentences]:
+            h, s = flat[best]
+            low, high = max(0, s - self.neighbours), min(len(per_hit[h]), s + self.neighbours + 1)
+            kept[h].update(range(low, high))
+        return [tuple(per_hit[h][s] for s in sorted(kept[h])) for h in range(len(hits))]
