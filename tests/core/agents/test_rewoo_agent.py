@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ from ragloom.agents.rewoo import (
     plan_schema,
 )
 from ragloom.agents.tools import BaseTool, ToolContext, ToolRegistry, ToolResult
+from ragloom.embeddings import SentenceTransformerEmbeddings
 from ragloom.events import (
     AnswerCollector,
     CitationsFound,
@@ -26,7 +28,7 @@ from ragloom.events import (
     PlanCreated,
     StepFinished,
 )
-from ragloom.retrieval import FullTextRetriever
+from ragloom.retrieval import FullTextRetriever, SentenceFocus
 from ragloom.schema import Chunk
 from ragloom.stores import BM25Store
 from tests.helpers.scripted_llm import ScriptedLLM
@@ -146,6 +148,26 @@ def test_the_solver_shows_a_step_as_planned_not_with_earlier_evidence_pasted_in(
     solver_prompt = llm.prompts[2][-1].content
     assert "#E2 (Ask about it.) = llm[Is #E1 hot?] -> Yes, quite hot." in solver_prompt
     assert solver_prompt.count("runs at 451 kelvin") == 1
+
+
+def test_with_a_sentence_focus_the_solver_sees_the_sentences_docsearch_kept(
+    tmp_path: Path,
+) -> None:
+    store = BM25Store(tmp_path / "bm25")
+    plant = "The plant opened in 1990. The Zorblax reactor runs at 451 kelvin. Soup on Fridays."
+    store.add([Chunk("p-0", plant, "p", "plant.md")])
+    focus = SentenceFocus(embeddings=SentenceTransformerEmbeddings(), sentences=1, neighbours=0)
+    llm = ScriptedLLM(replies=["#E1 = docsearch[reactor temperature]\n", "451 kelvin [1]."])
+    ledger = EvidenceLedger()
+    context = ToolContext(llm=llm, retrievers=[FullTextRetriever(store=store)], ledger=ledger)
+    tools = ToolRegistry().build(dataclasses.replace(context, focus=focus))
+    planner = ReWOOPlanner(llm=llm, tools=[type(tool) for tool in tools.values()])
+    agent = ReWOOAgent(planner=planner, solver=ReWOOSolver(llm=llm), tools=tools, ledger=ledger)
+    record = AnswerCollector("rewoo").extend(agent.run("How hot is the reactor?")).to_dict(0.0)
+    assert (
+        "[1] (plant.md) … The Zorblax reactor runs at 451 kelvin. …" in llm.prompts[1][-1].content
+    )
+    assert [c["chunk_id"] for c in record["citations"]] == ["p-0"]  # the whole chunk is cited
 
 
 def test_failed_and_hanging_steps_become_error_evidence_and_the_rest_still_runs(

@@ -124,6 +124,8 @@ def test_the_ledger_shows_the_union_of_the_sentences_each_search_kept() -> None:
     assert ledger.block().text == "[1] (doc.md) One. …\n"
     ledger.add([hit], [((10, 16),)])  # another search kept another sentence
     assert ledger.block().text == "[1] (doc.md) One. … Three.\n"
+    ledger.add([hit])  # numbering it again (the ReWOO solver does) changes nothing
+    assert ledger.block().text == "[1] (doc.md) One. … Three.\n"
     ledger.add([hit], [None])  # a search without focus showed all of it
     assert ledger.block().text == "[1] (doc.md) One. Two. Three.\n"
     assert ledger.items[0].chunk.text == "One. Two. Three."  # citations keep the chunk

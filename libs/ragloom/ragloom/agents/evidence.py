@@ -36,7 +36,8 @@ class EvidenceLedger:
     ) -> list[int]:
         """The number of each hit, giving new chunks the next free numbers.
 
-        ``spans``: per hit, the sentences shown of it (``None``: all of it)."""
+        ``spans``: per hit, the sentences shown of it (``None``: all of it). Without
+        ``spans``, a new chunk is shown whole and a known one as it was."""
         hits = list(hits)
         shown = list(spans) if spans is not None else [None] * len(hits)
         numbers = []
@@ -47,7 +48,7 @@ class EvidenceLedger:
                     self._items.append(hit)
                     number = self._numbers[hit.chunk.id] = len(self._items)
                     self._spans[number] = hit_spans
-                else:
+                elif spans is not None:
                     before = self._spans[number]
                     whole = before is None or hit_spans is None
                     self._spans[number] = None if whole else merge_spans(before, hit_spans)
