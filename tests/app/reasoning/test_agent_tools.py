@@ -14,16 +14,24 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> BaseApp:
     return BaseApp(AppSettings(data_dir=tmp_path_factory.mktemp("data"))).start()
 
 
-@pytest.mark.parametrize("mode", [ReActReasoning, ReWOOReasoning])
-def test_docsearch_focuses_on_sentences_unless_the_setting_is_zero(
-    app: BaseApp, mode: type[ReActReasoning] | type[ReWOOReasoning]
-) -> None:
-    default = mode.resolve_settings()["focus_sentences"]
-    assert default > 0
-    focused = mode.get_pipeline({}, app.reasoning_state(), []).agent.tools["docsearch"]
-    assert isinstance(focused, DocSearchTool)
-    assert focused.focus is not None and focused.focus.sentences == default
+def _docsearch(app: BaseApp, mode: type, settings: dict[str, int]) -> DocSearchTool:
+    tool = mode.get_pipeline(settings, app.reasoning_state(), []).agent.tools["docsearch"]
+    assert isinstance(tool, DocSearchTool)
+    return tool
+
+
+def test_rewoo_shows_focused_sentences_by_default(app: BaseApp) -> None:
+    focused = _docsearch(app, ReWOOReasoning, {})
+    assert focused.focus is not None
+    assert focused.focus.sentences == ReWOOReasoning.resolve_settings()["focus_sentences"] > 0
     assert focused.focus.embeddings is app.embeddings()
-    whole = mode.get_pipeline({"focus_sentences": 0}, app.reasoning_state(), []).agent.tools
-    assert whole["docsearch"].focus is None
-    assert whole["docsearch"] is not focused  # tools are built per request
+    assert _docsearch(app, ReWOOReasoning, {"focus_sentences": 0}).focus is None
+
+
+def test_react_shows_whole_passages_unless_asked(app: BaseApp) -> None:
+    # Measured: with cut passages the small model searched again instead of answering.
+    whole = _docsearch(app, ReActReasoning, {})
+    assert whole.focus is None
+    focused = _docsearch(app, ReActReasoning, {"focus_sentences": 6})
+    assert focused.focus is not None and focused.focus.sentences == 6
+    assert focused is not _docsearch(app, ReActReasoning, {"focus_sentences": 6})  # per request

@@ -39,7 +39,7 @@ class ReActReasoning(AgentReasoning):
                 "Most steps", 5, "LLM calls before the agent must answer with what it found."
             ),
             "top_k": docsearch_top_k_setting(3),
-            "focus_sentences": focus_setting(4),
+            "focus_sentences": focus_setting(0),
             "search_first": {
                 "name": "Search the documents first",
                 "value": True,
