@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from ragloom_app.app import BaseApp
+from ragloom_app.plugins.manager import create_plugin_manager
 from ragloom_app.settings import AppSettings, SettingsError
 
 
@@ -16,7 +17,8 @@ def _settings(tmp_path: Path, **changes: object) -> AppSettings:
 
 
 def test_nothing_is_created_before_start(tmp_path: Path) -> None:
-    app = BaseApp(_settings(tmp_path))
+    # No entry-point plugins: a plugin installed in the environment would add its modes.
+    app = BaseApp(_settings(tmp_path), plugin_manager=create_plugin_manager())
     assert not (tmp_path / "data").exists()
     app.start()
     assert (tmp_path / "data" / "ragloom.db").is_file()

@@ -252,7 +252,7 @@ class BaseApp:
             return self._embeddings
 
     def reasoning_state(self, **values: Any) -> ReasoningState:
-        """A request's state: the default LLM, the registered tools, LLMs by name."""
+        """A request's state: the default LLM, the registered tools, LLMs by name, embeddings."""
         return ReasoningState(
             llm=self.llm(),
             tools=self.tools,
