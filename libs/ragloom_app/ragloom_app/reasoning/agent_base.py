@@ -16,6 +16,7 @@ from ragloom_app.reasoning.base import BaseReasoning, ReasoningState, SettingSpe
 
 __all__ = [
     "AgentReasoning",
+    "count_setting",
     "docsearch_top_k_setting",
     "focus_setting",
     "llm_name_setting",
@@ -57,41 +58,40 @@ def request_tools(
     return state.tools.build(context)
 
 
-def docsearch_top_k_setting(default: int) -> SettingSpec:
-    """How many passages one docsearch call returns."""
-    return {
-        "name": "Passages per search",
-        "value": default,
-        "component": "number",
-        "minimum": 1,
-        "maximum": 10,
-        "info": "Passages one docsearch call returns to the agent.",
-    }
-
-
-def focus_setting(default: int) -> SettingSpec:
-    """How many sentences of the found passages docsearch shows (0: whole passages)."""
-    return {
-        "name": "Sentences shown per search",
-        "value": default,
-        "component": "number",
-        "minimum": 0,
-        "maximum": 30,
-        "info": "Docsearch shows the sentences of its passages nearest the query, each with "
-        "its neighbours: shorter prompts. 0 shows whole passages.",
-    }
-
-
-def steps_setting(label: str, default: int, info: str, maximum: int = 10) -> SettingSpec:
-    """A bounded count of steps."""
+def count_setting(label: str, default: int, minimum: int, maximum: int, info: str) -> SettingSpec:
+    """A whole number between ``minimum`` and ``maximum``."""
     return {
         "name": label,
         "value": default,
         "component": "number",
-        "minimum": 1,
+        "minimum": minimum,
         "maximum": maximum,
         "info": info,
     }
+
+
+def docsearch_top_k_setting(default: int) -> SettingSpec:
+    """How many passages one docsearch call returns."""
+    return count_setting(
+        "Passages per search", default, 1, 10, "Passages one docsearch call returns to the agent."
+    )
+
+
+def focus_setting(default: int) -> SettingSpec:
+    """How many sentences of the found passages docsearch shows (0: whole passages)."""
+    return count_setting(
+        "Sentences shown per search",
+        default,
+        0,
+        30,
+        "Docsearch shows the sentences of its passages nearest the query, each with its "
+        "neighbours: shorter prompts. 0 shows whole passages.",
+    )
+
+
+def steps_setting(label: str, default: int, info: str, maximum: int = 10) -> SettingSpec:
+    """A bounded count of steps."""
+    return count_setting(label, default, 1, maximum, info)
 
 
 def llm_name_setting(label: str, role: str) -> SettingSpec:
