@@ -120,7 +120,10 @@ def test_react_calls_the_plugin_tool(app: BaseApp) -> None:
 
 
 def test_rewoo_plans_with_the_plugin_tool(app: BaseApp) -> None:
-    plan = "#Plan1: Count the days.\n#E1 = date_calc[2024-01-01 to 2024-03-01]\n"
+    plan = (
+        "#Plan1: Look for the dates.\n#E1 = docsearch[trip dates]\n"  # plans search first
+        "#Plan2: Count the days.\n#E2 = date_calc[2024-01-01 to 2024-03-01]\n"
+    )
     llm = ScriptedLLM(replies=[plan, "There are 60 days."])
     state = ReasoningState(llm=llm, tools=app.tools)
     pipeline = ChatPage(app).create_pipeline("rewoo", {}, state)

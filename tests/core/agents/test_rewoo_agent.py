@@ -174,8 +174,8 @@ def test_failed_and_hanging_steps_become_error_evidence_and_the_rest_still_runs(
     retriever: FullTextRetriever,
 ) -> None:
     plan = (
-        "#E1 = hang[x]\n#E2 = broken[y]\n#E3 = docsearch[reactor]\n"
-        "#E4 = llm[Summarise #E3 and #E1]\n"
+        "#E1 = docsearch[reactor]\n#E2 = hang[x]\n#E3 = broken[y]\n"
+        "#E4 = llm[Summarise #E1 and #E2]\n"
     )
     llm = ScriptedLLM(replies=[plan, "451 kelvin", "It runs at 451 kelvin [1]."])
     agent = _agent(llm, retriever, hang=_Hanging, broken=_Broken)
@@ -187,9 +187,9 @@ def test_failed_and_hanging_steps_become_error_evidence_and_the_rest_still_runs(
         _Hanging.release.set()
     assert time.perf_counter() - started < 4  # the hanging call was abandoned at its timeout
     errors = {e.name: e.error for e in events if isinstance(e, StepFinished) and e.error}
-    assert errors["E1:hang"].startswith("timeout:")
-    assert errors["E2:broken"] == "tool_failed: RuntimeError: disk on fire"
-    # The llm step saw the error evidence of #E1 in place of its reference.
+    assert errors["E2:hang"].startswith("timeout:")
+    assert errors["E3:broken"] == "tool_failed: RuntimeError: disk on fire"
+    # The llm step saw the error evidence of #E2 in place of its reference.
     assert "Error [timeout]" in llm.prompts[1][-1].content
     assert events[-1] == CitationsFound(events[-1].citations)
     assert [c.chunk_id for c in events[-1].citations] == ["a-0"]
@@ -244,6 +244,21 @@ def test_an_endpoint_without_grammars_gets_a_json_schema_of_plans(
         ("calculator", "451 - 273.15"),
     ]
     assert "#E2 (Convert it.) = calculator[451 - 273.15] -> 177.85" in llm.prompts[1][-1].content
+
+
+def test_without_a_grammar_a_plan_that_does_not_search_first_is_repaired(
+    retriever: FullTextRetriever,
+) -> None:
+    no_search = '{"steps": [{"plan": "Guess.", "tool": "llm", "input": "How hot is it?"}]}'
+    search = '{"steps": [{"plan": "Find it.", "tool": "docsearch", "input": "reactor"}]}'
+    llm = ScriptedLLM(replies=[no_search, search, "451 kelvin [1]."], structured=True)
+    events = _agent(llm, retriever).run("How hot is the reactor?")
+    assert "#E1 must use docsearch: search the documents first" in llm.prompts[1][-1].content
+    plan = next(e for e in events if isinstance(e, PlanCreated))
+    assert [s["tool"] for s in plan.steps] == ["docsearch"] and plan.repaired
+    planner = _agent(ScriptedLLM(replies=[no_search], structured=True), retriever).planner
+    planner.search_first = False
+    assert planner.plan("How hot is it?").plan.steps[0].tool == "llm"
 
 
 def test_a_plan_in_lines_is_still_read_when_the_endpoint_ignored_the_schema(

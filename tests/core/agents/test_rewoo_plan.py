@@ -91,3 +91,10 @@ def test_levels_group_independent_steps() -> None:
         "#E1 = docsearch[a]\n#E2 = docsearch[b]\n#E3 = llm[#E1 #E2]\n#E4 = calculator[1+1]\n"
     )
     assert [[s.id for s in level] for level in plan_levels(plan)] == [[1, 2, 4], [3]]
+
+
+def test_a_first_tool_can_be_required() -> None:
+    searches = parse_plan("#E1 = docsearch[reactor]\n#E2 = llm[#E1]")
+    validate_plan(searches, TOOLS, first_tool="docsearch")
+    with pytest.raises(PlanValidationError, match="#E1 must use docsearch"):
+        validate_plan(parse_plan("#E1 = llm[How hot?]"), TOOLS, first_tool="docsearch")

@@ -155,11 +155,17 @@ def _cycle(steps: dict[int, PlanStep]) -> list[int] | None:
     return None
 
 
-def validate_plan(plan: Plan, tools: Collection[str], max_steps: int = 12) -> None:
-    """Raise :class:`PlanValidationError` listing every reason the plan cannot run."""
+def validate_plan(
+    plan: Plan, tools: Collection[str], max_steps: int = 12, first_tool: str | None = None
+) -> None:
+    """Raise :class:`PlanValidationError` listing every reason the plan cannot run.
+
+    ``first_tool``: the tool the first step must use (e.g. ``docsearch``)."""
     problems: list[str] = []
     if not plan.steps:
         problems.append("the plan has no step of the form '#E1 = tool[input]'")
+    elif first_tool and (first := min(plan.steps, key=lambda s: s.id)).tool != first_tool:
+        problems.append(f"#E{first.id} must use {first_tool}: search the documents first")
     if len(plan.steps) > max_steps:
         problems.append(f"the plan has {len(plan.steps)} steps; at most {max_steps} are allowed")
     by_id: dict[int, PlanStep] = {}

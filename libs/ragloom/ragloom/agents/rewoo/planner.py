@@ -172,7 +172,9 @@ class ReWOOPlanner(BaseComponent):
         "None: a grammar if the LLM takes one, else a JSON schema if it takes one.",
     )
     search_first: bool = Param(
-        True, help="With a grammar, step 1 is always a docsearch (when that tool exists)."
+        True,
+        help="Step 1 is a docsearch (when that tool exists): the grammar writes it; "
+        "other plans are checked, and repaired once if they do not start with one.",
     )
 
     def constraint_used(self) -> str:
@@ -199,13 +201,16 @@ class ReWOOPlanner(BaseComponent):
         constraint = self.constraint_used()
         grammar = schema = None
         if constraint == "grammar":
-            first = "docsearch" if self.search_first and "docsearch" in names else None
-            grammar = plan_grammar(names, self.max_steps, first_tool=first)
+            grammar = plan_grammar(names, self.max_steps, first_tool=self._first_tool())
         elif constraint == "json_schema":
             schema = plan_schema(names, self.max_steps)
         return GenerationOptions(
             max_tokens=self.max_tokens, temperature=0.0, grammar=grammar, json_schema=schema
         )
+
+    def _first_tool(self) -> str | None:
+        names = [t.name for t in self.tools]
+        return "docsearch" if self.search_first and "docsearch" in names else None
 
     def parse(self, text: str) -> Plan:
         """The plan in the planner's output: JSON when it is JSON, else the line format."""
@@ -224,7 +229,7 @@ class ReWOOPlanner(BaseComponent):
         yield LLMCallFinished("plan", result.usage)
         plan = self.parse(result.text)
         try:
-            validate_plan(plan, names, self.max_steps)
+            validate_plan(plan, names, self.max_steps, self._first_tool())
             yield StepFinished("plan", time.perf_counter() - started, output={"repaired": False})
             return PlanningOutcome(plan, repaired=False, first_problems=[])
         except PlanValidationError as first:
@@ -238,7 +243,7 @@ class ReWOOPlanner(BaseComponent):
         yield LLMCallFinished("plan-repair", result.usage)
         plan = self.parse(result.text)
         try:
-            validate_plan(plan, names, self.max_steps)
+            validate_plan(plan, names, self.max_steps, self._first_tool())
         except PlanValidationError as second:
             yield StepFinished("plan", time.perf_counter() - started, error=str(second))
             raise PlanningFailed(second) from None
