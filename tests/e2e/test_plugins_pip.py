@@ -109,20 +109,28 @@ def test_the_app_runs_despite_the_broken_plugin(plugin_env: PluginEnv) -> None:
     assert "ragloom-broken-plugin 0.1.0\n  error: ImportError" in text
 
 
-def test_the_plugin_reader_indexes_rst_files(plugin_env: PluginEnv) -> None:
-    run = plugin_env.ragloom("index", "add", str(SAMPLE), "--json")
-    assert run.returncode == 0, run.stderr
-    (outcome,) = json.loads(run.stdout)["files"]
+@pytest.fixture(scope="module")
+def indexed_sample(plugin_env: PluginEnv) -> subprocess.CompletedProcess[str]:
+    """``ragloom index add sample.rst --json``, run once for the tests that need it."""
+    return plugin_env.ragloom("index", "add", str(SAMPLE), "--json")
+
+
+def test_the_plugin_reader_indexes_rst_files(
+    indexed_sample: subprocess.CompletedProcess[str],
+) -> None:
+    assert indexed_sample.returncode == 0, indexed_sample.stderr
+    (outcome,) = json.loads(indexed_sample.stdout)["files"]
     assert outcome["file"] == "sample.rst" and outcome["status"] == "indexed"
 
 
 @pytest.mark.llm
+@pytest.mark.usefixtures("indexed_sample")
 def test_the_plugin_mode_answers_through_ask(plugin_env: PluginEnv) -> None:
     run = plugin_env.ragloom("ask", QUESTION, "--mode", "verified", "--json")
     assert run.returncode == 0, run.stderr
     record = json.loads(run.stdout)
     assert record["mode"] == "verified"
-    assert "451" in record["answer"]
+    assert "451" in record["answer"], record
     assert any(c["source"] == "sample.rst" for c in record["citations"])
     verify = next(s for s in record["steps"] if s["step"] == "verify" and "output" in s)
     assert verify["output"]["sentences"], verify
