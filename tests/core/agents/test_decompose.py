@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragloom.agents.decompose import DecompositionAgent, parse_subquestions
+from ragloom.embeddings import SentenceTransformerEmbeddings
 from ragloom.events import AnswerCollector, PlanCreated
-from ragloom.retrieval import FullTextRetriever
+from ragloom.retrieval import FullTextRetriever, SentenceFocus
 from ragloom.schema import Chunk
 from ragloom.stores import BM25Store
 from tests.helpers.scripted_llm import ScriptedLLM
@@ -67,3 +68,20 @@ def test_a_question_the_model_does_not_split_is_asked_as_it_is(tmp_path: Path) -
     plan = next(e for e in events if isinstance(e, PlanCreated))
     assert plan.steps == [{"id": "Q1", "question": "How hot is the reactor?"}]
     assert llm.options_seen[0].grammar is None
+
+
+def test_with_a_sentence_focus_each_part_sees_the_sentences_nearest_it(tmp_path: Path) -> None:
+    store = BM25Store(tmp_path / "bm25")
+    text = (
+        "The canteen serves soup on Fridays. The car park has forty spaces. Tours start at "
+        "noon. The Zorblax reactor runs at 451 kelvin. Visitors must wear a badge."
+    )
+    store.add([Chunk("a-0", text, "a", "plant.md")])
+    llm = ScriptedLLM(replies=["1. How hot is the reactor?\n", "451 kelvin [1].", "451 K [1]."])
+    focus = SentenceFocus(embeddings=SentenceTransformerEmbeddings(), sentences=1, neighbours=0)
+    agent = DecompositionAgent(llm=llm, retrievers=[FullTextRetriever(store=store)], focus=focus)
+    record = AnswerCollector("decompose").extend(agent.run("How hot is the reactor?"))
+    shown = "[1] (plant.md) … The Zorblax reactor runs at 451 kelvin. …\n"
+    assert shown in llm.prompts[1][-1].content  # the part's answer
+    assert shown in llm.prompts[2][-1].content  # the final answer
+    assert record.citations[0].text == text

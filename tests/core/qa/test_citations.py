@@ -73,3 +73,12 @@ def test_attribution_keeps_dotted_names_whole() -> None:
     assert attribute_uncited(answer, block) == (
         "Subclass ragloom_app.reasoning.BaseReasoning and edit flowsettings.py [1]. 好的。"
     )
+
+
+def test_focused_evidence_shows_the_chosen_sentences_and_skips_empty_ones() -> None:
+    text = "One fact. Two facts. Three facts."
+    hits = [_hit("a", text), _hit("b", "Nothing near."), _hit("c", "Whole passage.")]
+    block = build_evidence(hits, words, 100, spans=[((10, 20),), (), None])
+    assert block.text == "[1] (notes.pdf) … Two facts. …\n[2] (notes.pdf) Whole passage.\n"
+    assert [item.chunk.id for item in block.items] == ["a", "c"]
+    assert block.items[0].chunk.text == text  # citations still point at the whole chunk

@@ -1,8 +1,10 @@
 """CitedAnswerer: prompt layout, streaming and citations, with a scripted LLM."""
 
+from ragloom.embeddings import SentenceTransformerEmbeddings
 from ragloom.events import AnswerCollector, AnswerDelta, CitationsFound, LLMCallFinished
 from ragloom.qa import CitedAnswerer
 from ragloom.qa.answer import NO_EVIDENCE_ANSWER
+from ragloom.retrieval import SentenceFocus
 from ragloom.schema import Chunk, RetrievedChunk
 from tests.helpers.scripted_llm import ScriptedLLM
 
@@ -50,3 +52,32 @@ def test_evidence_is_trimmed_to_the_context_window() -> None:
     list(answerer.stream("Q?", big))
     prompt_tokens = sum(llm.count_tokens(m.content) for m in llm.prompts[0])
     assert prompt_tokens + 256 <= 2048
+
+
+def test_a_sentence_focus_shows_only_the_sentences_nearest_the_question() -> None:
+    hits = [
+        RetrievedChunk(
+            Chunk(
+                "c1",
+                "The canteen serves soup. The reactor runs at 451 kelvin. Visitors wear "
+                "badges. The car park has 40 spaces. Tours start at noon.",
+                "s",
+                "reactor.md",
+            ),
+            0.9,
+        ),
+        RetrievedChunk(Chunk("c2", "Roses grow in the garden.", "s", "garden.md"), 0.5),
+    ]
+    focus = SentenceFocus(embeddings=SentenceTransformerEmbeddings(), sentences=1, neighbours=1)
+    llm = ScriptedLLM(replies=["It runs at 451 kelvin."])
+    events = list(CitedAnswerer(llm=llm, focus=focus).stream("How hot is the reactor?", hits))
+    user = llm.prompts[0][1].content
+    assert (
+        "[1] (reactor.md) The canteen serves soup. The reactor runs at 451 kelvin. "
+        "Visitors wear badges. …\n" in user
+    )
+    assert "car park" not in user and "garden" not in user
+    (found,) = [e for e in events if isinstance(e, CitationsFound)]
+    # The uncited sentence is attributed to the whole chunk, which the citation carries.
+    assert [(c.number, c.chunk_id) for c in found.citations] == [(1, "c1")]
+    assert "car park" in found.citations[0].text

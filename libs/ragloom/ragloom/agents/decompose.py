@@ -20,7 +20,7 @@ from ragloom.base import BaseComponent
 from ragloom.events import Event, LLMCallFinished, PlanCreated, StepFinished, StepStarted
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
 from ragloom.qa.answer import stream_cited_answer
-from ragloom.retrieval import Retriever, retrieve_from_all
+from ragloom.retrieval import Retriever, SentenceFocus, retrieve_from_all
 
 __all__ = ["DecompositionAgent", "parse_subquestions"]
 
@@ -62,6 +62,9 @@ class DecompositionAgent(BaseComponent):
     top_k: int = Param(2, help="Chunks retrieved per sub-question.")
     max_answer_tokens: int = Param(320, help="Most tokens of the final answer.")
     max_source_tokens: int = Param(2000, help="Most tokens of numbered sources in a prompt.")
+    focus: SentenceFocus | None = Param(
+        None, help="Shows only the sentences nearest each sub-question (None: whole passages)."
+    )
 
     def _split_options(self) -> GenerationOptions:
         grammar = None
@@ -97,7 +100,8 @@ class DecompositionAgent(BaseComponent):
         name = f"Q{number}"
         yield StepStarted(name, {"question": part})
         hits = retrieve_from_all(self.retrievers, part, self.top_k)
-        numbers = self.ledger.add(hits)
+        spans = self.focus.run(part, hits) if self.focus is not None else None
+        numbers = self.ledger.add(hits, spans)
         if not numbers:
             yield StepFinished(name, time.perf_counter() - started, output={"answer": None})
             return "not found"

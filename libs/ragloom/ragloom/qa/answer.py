@@ -25,6 +25,7 @@ from ragloom.qa.citations import (
     build_evidence,
     citations_for,
 )
+from ragloom.retrieval.focus import SentenceFocus
 from ragloom.schema import RetrievedChunk
 
 __all__ = [
@@ -103,6 +104,9 @@ class CitedAnswerer(BaseComponent):
     max_evidence_tokens: int = Param(
         2400, help="Most tokens of evidence in the prompt (also capped by the context)."
     )
+    focus: SentenceFocus | None = Param(
+        None, help="Shows only the sentences nearest the question (None: whole passages)."
+    )
 
     def evidence_budget(self, question: str) -> int:
         """Tokens left for evidence once the instructions, question and answer fit."""
@@ -120,7 +124,10 @@ class CitedAnswerer(BaseComponent):
 
     def stream(self, question: str, retrieved: Sequence[RetrievedChunk]) -> Iterator[Event]:
         """Yield the answer as it is generated, then its citations and the call's usage."""
-        evidence = build_evidence(retrieved, self.llm.count_tokens, self.evidence_budget(question))
+        spans = self.focus.run(question, retrieved) if self.focus is not None else None
+        evidence = build_evidence(
+            retrieved, self.llm.count_tokens, self.evidence_budget(question), spans
+        )
         if not evidence.items:
             yield AnswerDelta(NO_EVIDENCE_ANSWER)
             yield CitationsFound([])

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from ragloom.events import Citation
+from ragloom.retrieval.focus import Spans, focused_text
 from ragloom.schema import RetrievedChunk
 
 __all__ = [
@@ -103,20 +104,25 @@ def build_evidence(
     retrieved: Sequence[RetrievedChunk],
     count_tokens: Callable[[str], int],
     max_tokens: int,
+    spans: Sequence[Spans | None] | None = None,
 ) -> EvidenceBlock:
     """Number the evidence in retrieval order, keeping what fits in ``max_tokens``.
 
-    The text depends only on the chunks and their order, so the same evidence gives a
-    byte-identical prompt prefix that llama.cpp can reuse from its cache.
+    ``spans``: per retrieved chunk, the sentences to show of it (a sentence focus):
+    ``None`` shows all of it, ``()`` leaves it out. Citations still point at whole chunks.
+    The text depends only on the chunks, their spans and their order, so the same evidence
+    gives a byte-identical prompt prefix that llama.cpp can reuse from its cache.
     """
+    shown = list(spans) if spans is not None else [None] * len(retrieved)
     parts: list[str] = []
     kept: list[RetrievedChunk] = []
     used = 0
     seen: set[str] = set()
-    for item in retrieved:
-        if item.chunk.id in seen:
+    for item, item_spans in zip(retrieved, shown, strict=True):
+        if item.chunk.id in seen or item_spans == ():
             continue
-        entry = evidence_entry(len(kept) + 1, item)
+        text = None if item_spans is None else focused_text(item.chunk.text, item_spans)
+        entry = evidence_entry(len(kept) + 1, item, text)
         cost = count_tokens(entry)
         if used + cost > max_tokens:
             continue

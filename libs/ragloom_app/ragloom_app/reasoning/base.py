@@ -17,7 +17,7 @@ from ragloom.base import BaseComponent
 from ragloom.embeddings.base import Embeddings
 from ragloom.events import Event
 from ragloom.llms.base import ChatLLM, ChatMessage
-from ragloom.retrieval import Retriever
+from ragloom.retrieval import Retriever, SentenceFocus
 
 __all__ = ["BaseReasoning", "ReasoningInfo", "ReasoningState", "SettingSpec"]
 
@@ -56,6 +56,13 @@ class ReasoningState:
         if self.llm_named is None:
             raise ValueError(f"no LLM named {name!r} is available here")
         return self.llm_named(name)
+
+    def sentence_focus(self, sentences: int) -> SentenceFocus | None:
+        """A focus on the ``sentences`` nearest a query, by the app's embedding model;
+        ``None`` (whole passages) for 0 or when the app has no embedding model."""
+        if sentences <= 0 or self.get_embeddings is None:
+            return None
+        return SentenceFocus(embeddings=self.get_embeddings(), sentences=sentences)
 
 
 class BaseReasoning(BaseComponent):

@@ -7,12 +7,13 @@ from typing import Any
 
 from ragloom.agents.decompose import DecompositionAgent
 from ragloom.retrieval import Retriever
-from ragloom_app.reasoning.agent_base import (
-    AgentReasoning,
+from ragloom_app.reasoning.agent_base import AgentReasoning
+from ragloom_app.reasoning.base import ReasoningInfo, ReasoningState, SettingSpec
+from ragloom_app.reasoning.settings import (
     docsearch_top_k_setting,
+    focus_setting,
     steps_setting,
 )
-from ragloom_app.reasoning.base import ReasoningInfo, ReasoningState, SettingSpec
 
 __all__ = ["DecomposeReasoning"]
 
@@ -36,6 +37,7 @@ class DecomposeReasoning(AgentReasoning):
                 "Most sub-questions", 3, "How many simpler questions the LLM may ask.", 6
             ),
             "top_k": docsearch_top_k_setting(2),
+            "focus_sentences": focus_setting(0),
         }
 
     @classmethod
@@ -51,5 +53,6 @@ class DecomposeReasoning(AgentReasoning):
             retrievers=list(retrievers),
             max_questions=int(values["max_questions"]),
             top_k=int(values["top_k"]),
+            focus=state.sentence_focus(int(values["focus_sentences"])),
         )
         return cls(agent=agent)

@@ -8,15 +8,14 @@ from typing import Any
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.rewoo import ReWOOAgent, ReWOOPlanner, ReWOOSolver
 from ragloom.retrieval import Retriever
-from ragloom_app.reasoning.agent_base import (
-    AgentReasoning,
+from ragloom_app.reasoning.agent_base import AgentReasoning, request_tools
+from ragloom_app.reasoning.base import ReasoningInfo, ReasoningState, SettingSpec
+from ragloom_app.reasoning.settings import (
     docsearch_top_k_setting,
     focus_setting,
     llm_name_setting,
-    request_tools,
     steps_setting,
 )
-from ragloom_app.reasoning.base import ReasoningInfo, ReasoningState, SettingSpec
 
 __all__ = ["ReWOOReasoning"]
 

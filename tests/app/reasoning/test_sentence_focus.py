@@ -1,9 +1,11 @@
-"""The agent modes build fresh tools per request; docsearch's sentence focus is a setting."""
+"""Every mode's sentence focus is a setting ("Sentences shown per search"), built per request."""
 
 import pytest
 
 from ragloom.agents.tools import DocSearchTool
 from ragloom_app.app import BaseApp
+from ragloom_app.reasoning.decompose import DecomposeReasoning
+from ragloom_app.reasoning.fullqa import FullQAReasoning
 from ragloom_app.reasoning.react import ReActReasoning
 from ragloom_app.reasoning.rewoo import ReWOOReasoning
 from ragloom_app.settings import AppSettings
@@ -35,3 +37,18 @@ def test_react_shows_whole_passages_unless_asked(app: BaseApp) -> None:
     focused = _docsearch(app, ReActReasoning, {"focus_sentences": 6})
     assert focused.focus is not None and focused.focus.sentences == 6
     assert focused is not _docsearch(app, ReActReasoning, {"focus_sentences": 6})  # per request
+
+
+def test_fullqa_and_decomposition_focus_when_asked(app: BaseApp) -> None:
+    state = app.reasoning_state()
+    for mode, focus_of in [
+        (FullQAReasoning, lambda pipeline: pipeline.answerer.focus),
+        (DecomposeReasoning, lambda pipeline: pipeline.agent.focus),
+    ]:
+        default = mode.resolve_settings()["focus_sentences"]
+        focus = focus_of(mode.get_pipeline({}, state, []))
+        assert (focus.sentences if focus else 0) == default
+        focus = focus_of(mode.get_pipeline({"focus_sentences": 5}, state, []))
+        assert focus is not None and focus.sentences == 5
+        assert focus.embeddings is app.embeddings()
+        assert focus_of(mode.get_pipeline({"focus_sentences": 0}, state, [])) is None
