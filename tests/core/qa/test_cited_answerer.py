@@ -30,7 +30,7 @@ def test_prompt_is_system_then_evidence_then_question() -> None:
     llm = ScriptedLLM(replies=["ok"])
     list(CitedAnswerer(llm=llm).stream("How hot?", _hits()))
     system, user = llm.prompts[0]
-    assert system.role == "system" and "[2]" in system.content
+    assert system.role == "system" and "square brackets" in system.content
     assert user.content.index("451 kelvin") < user.content.index("Question: How hot?")
     assert user.content.endswith("Question: How hot?\nAnswer:")
 

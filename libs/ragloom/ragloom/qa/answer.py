@@ -37,10 +37,10 @@ __all__ = [
 ]
 
 DEFAULT_SYSTEM_PROMPT = (
-    "You answer questions using only the numbered sources the user gives. Write one to "
-    "three sentences in your own words. End each sentence with the number of the source it "
-    "uses, in square brackets, like this: <sentence> [2]. If the sources do not answer the "
-    "question, say that the documents do not say."
+    "You answer a question using only the numbered sources given. Write one to three "
+    "sentences in your own words. Cite a source by putting its number in square brackets "
+    "at the end of the sentence that uses it. If the sources do not answer the question, "
+    "say that the documents do not say."
 )
 
 NO_EVIDENCE_ANSWER = "I found nothing in the indexed documents about this question."
