@@ -77,6 +77,7 @@ def test_the_modes_offered_to_users_are_the_ones_the_index_knows() -> None:
     assert [value for _, value in spec["choices"]] == list(RETRIEVAL_MODES)
     assert FullQAReasoning.resolve_settings({}) == {
         "top_k": 3,
+        "focus_sentences": 4,
         "retrieval_mode": "hybrid",
         "mmr": False,
         "mmr_lambda": 0.5,
