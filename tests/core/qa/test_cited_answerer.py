@@ -3,7 +3,7 @@
 from ragloom.embeddings import SentenceTransformerEmbeddings
 from ragloom.events import AnswerCollector, AnswerDelta, CitationsFound, LLMCallFinished
 from ragloom.qa import CitedAnswerer
-from ragloom.qa.answer import NO_EVIDENCE_ANSWER
+from ragloom.qa.answer import NO_EVIDENCE_ANSWER, bare_answer_notice
 from ragloom.retrieval import SentenceFocus
 from ragloom.schema import Chunk, RetrievedChunk
 from tests.helpers.scripted_llm import ScriptedLLM
@@ -81,3 +81,19 @@ def test_a_sentence_focus_shows_only_the_sentences_nearest_the_question() -> Non
     # The uncited sentence is attributed to the whole chunk, which the citation carries.
     assert [(c.number, c.chunk_id) for c in found.citations] == [(1, "c1")]
     assert "car park" in found.citations[0].text
+
+
+def test_an_answer_of_bare_source_numbers_is_replaced_by_a_notice_keeping_the_sources() -> None:
+    llm = ScriptedLLM(replies=["[1]. [2]."])
+    record = AnswerCollector("fullqa").extend(CitedAnswerer(llm=llm).stream("How hot?", _hits()))
+    assert record.answer == bare_answer_notice("[1]. [2].")
+    assert record.answer.startswith("The model answered with source numbers only")
+    assert [c.chunk_id for c in record.citations] == ["c1", "c2"]
+
+
+def test_an_empty_answer_says_so() -> None:
+    llm = ScriptedLLM(replies=["  \n"])
+    record = AnswerCollector("fullqa").extend(CitedAnswerer(llm=llm).stream("How hot?", _hits()))
+    assert record.answer.startswith("The model returned no answer text.")
+    assert record.citations == []
+    assert bare_answer_notice("No [1].") is None  # a short answer with a word is an answer

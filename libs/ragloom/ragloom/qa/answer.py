@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Generator, Iterator, Sequence
 
@@ -24,6 +25,7 @@ from ragloom.qa.citations import (
     attribute_uncited,
     build_evidence,
     citations_for,
+    strip_citations,
 )
 from ragloom.retrieval.focus import SentenceFocus
 from ragloom.schema import RetrievedChunk
@@ -32,9 +34,12 @@ __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
     "NO_EVIDENCE_ANSWER",
     "CitedAnswerer",
+    "bare_answer_notice",
     "cite_answer",
     "stream_cited_answer",
 ]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_SYSTEM_PROMPT = (
     "You answer a question using only the numbered sources given. Write one to three "
@@ -46,13 +51,35 @@ DEFAULT_SYSTEM_PROMPT = (
 NO_EVIDENCE_ANSWER = "I found nothing in the indexed documents about this question."
 
 
+def bare_answer_notice(answer: str) -> str | None:
+    """What to tell the user when ``answer`` holds no words: nothing, or only ``[n]`` marks.
+
+    ``None`` for an answer with words. A small model sometimes answers a citing prompt
+    with its source numbers alone; shown as they are, they look like a rendering fault.
+    """
+    if any(ch.isalnum() for ch in strip_citations(answer)):
+        return None
+    if not answer.strip():
+        return "The model returned no answer text. Try again, or another model or mode."
+    return (
+        "The model answered with source numbers only, no text. The sources it pointed to "
+        "are listed below."
+    )
+
+
 def cite_answer(answer: str, evidence: EvidenceBlock) -> Generator[Event, None, list[Citation]]:
     """Add the citations a small model left out; return the answer's citations.
 
     Sentences left uncited that clearly restate one evidence item get its number
     (:func:`~ragloom.qa.citations.attribute_uncited`), announced by
-    :class:`~ragloom.events.AnswerRevised`.
+    :class:`~ragloom.events.AnswerRevised`. An answer without words is replaced by
+    :func:`bare_answer_notice`, keeping the sources it pointed to.
     """
+    notice = bare_answer_notice(answer)
+    if notice is not None:
+        logger.warning("the LLM answered without words: %r", answer)
+        yield AnswerRevised(notice)
+        return citations_for(answer, evidence)
     revised = attribute_uncited(answer, evidence)
     if revised != answer:
         answer = revised

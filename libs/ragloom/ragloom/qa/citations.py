@@ -22,6 +22,7 @@ __all__ = [
     "evidence_entry",
     "passage_text",
     "quoted_span",
+    "strip_citations",
 ]
 
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
@@ -218,6 +219,11 @@ def quoted_span(
     if not run or sum(word not in _STOPWORDS for word in run) < max(1, min_words):
         return None
     return chunk_tokens[best_start][1], chunk_tokens[best_start + best_size - 1][2]
+
+
+def strip_citations(text: str) -> str:
+    """``text`` with its ``[n]`` citation marks removed."""
+    return _CITATION.sub(" ", text)
 
 
 def content_words(text: str) -> set[str]:
