@@ -141,7 +141,11 @@ def test_visibility_is_an_admin_setting_and_configs_are_checked() -> None:
         "visibility": "shared",
     }
     defaults = FileIndex.normalize_config({})
-    assert defaults["visibility"] == "private" and defaults["extensions"]
+    assert defaults["visibility"] == "private"
+    # Every file type is no list at all: the index takes later plugins' types too.
+    assert "extensions" not in defaults
+    every = FileIndex.get_admin_settings()["extensions"]["choices"]
+    assert "extensions" not in FileIndex.normalize_config({"extensions": every})
     bad = [
         ({"chunk_size": 100, "chunk_overlap": 100}, "chunk overlap must be in"),
         ({"chunk_size": 4}, "at least 16 tokens"),

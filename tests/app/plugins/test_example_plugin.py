@@ -79,6 +79,25 @@ def test_the_index_form_offers_the_plugin_file_types(app: BaseApp) -> None:
     assert refused.status == "failed" and "supported: .rst" in str(refused.reason)
 
 
+def test_an_index_made_with_every_file_type_takes_a_plugin_installed_later(
+    tmp_path: Path, example: ModuleType
+) -> None:
+    settings = AppSettings(data_dir=tmp_path / "data")
+    before = BaseApp(settings, create_plugin_manager()).start()
+    every = before.indices.admin_settings(FILE_INDEX)["extensions"]["choices"]
+    # What the UI's form sends when the preselected file types are left as they are:
+    before.indices.create(
+        "Docs", FILE_INDEX, before.indices.normalize_config(FILE_INDEX, {"extensions": every})
+    )
+    manager = create_plugin_manager()
+    manager.register(example, name="example")
+    after = BaseApp(settings, plugin_manager=manager).start()
+    (outcome,) = (
+        after.indices.get("Docs").get_indexing_pipeline({}).run([EXAMPLE / "tests" / "sample.rst"])
+    )
+    assert outcome.status == "indexed", outcome.reason
+
+
 def test_without_the_plugin_rst_is_not_a_file_type(tmp_path: Path) -> None:
     app = BaseApp(AppSettings(data_dir=tmp_path / "data"), create_plugin_manager()).start()
     with pytest.raises(ValueError, match="file types must be some of"):

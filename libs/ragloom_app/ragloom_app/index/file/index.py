@@ -95,7 +95,8 @@ class FileIndex(BaseIndex):
 
         Settings left out keep their defaults; unknown keys are refused, so a typo never
         passes silently. File types must be read by one of ``readers`` (default: the
-        built-in readers).
+        built-in readers); a list of all of them is left out of the result, so that the
+        index also takes the file types of plugins installed later (see :meth:`setting`).
         """
         readers = default_readers() if readers is None else readers
         specs = cls.admin_settings_for(readers)
@@ -119,12 +120,12 @@ class FileIndex(BaseIndex):
             )
         if values["visibility"] not in VISIBILITIES:
             raise ValueError(f"visibility must be private or shared, got {values['visibility']!r}")
-        return {
-            **values,
-            "chunk_size": size,
-            "chunk_overlap": overlap,
-            "extensions": sorted(set(extensions)),
-        }
+        normalized = {**values, "chunk_size": size, "chunk_overlap": overlap}
+        if set(extensions) == known:
+            del normalized["extensions"]
+        else:
+            normalized["extensions"] = sorted(set(extensions))
+        return normalized
 
     def setting(self, key: str) -> Any:
         """A setting of this index: its config, else the type's default.
