@@ -143,3 +143,22 @@ def test_a_copy_of_the_prompts_example_is_never_given_as_the_answer(tmp_path: Pa
     record = AnswerCollector("react").extend(_agent(tmp_path, llm).run("How hot?")).to_dict(0.0)
     assert record["answer"] == "The documents I searched do not say."
     assert record["citations"] == []
+
+
+def test_a_copied_example_after_a_search_that_found_passages_is_answered_from_them(
+    tmp_path: Path,
+) -> None:
+    llm = ScriptedLLM(
+        replies=[
+            " reactor",
+            " I know the answer.\nFinal Answer: The plant opened in 1990 [2].",
+            "It runs at 451 kelvin [1].",
+        ]
+    )
+    record = AnswerCollector("react").extend(_agent(tmp_path, llm).run("How hot?")).to_dict(0.0)
+    assert record["answer"] == "It runs at 451 kelvin [1]."
+    assert [c["chunk_id"] for c in record["citations"]] == ["a-0"]
+    system, user = llm.prompts[2]
+    assert "Final Answer" not in system.content  # the answer call has no example to copy
+    assert user.content.startswith("Sources:\n[1] (reactor.md) The Zorblax reactor runs at 451")
+    assert record["usage"]["llm_calls"] == 3
