@@ -85,3 +85,12 @@ def test_with_a_sentence_focus_each_part_sees_the_sentences_nearest_it(tmp_path:
     assert shown in llm.prompts[1][-1].content  # the part's answer
     assert shown in llm.prompts[2][-1].content  # the final answer
     assert record.citations[0].text == text
+
+
+def test_a_sub_answer_of_a_bare_source_number_counts_as_not_found(tmp_path: Path) -> None:
+    store = BM25Store(tmp_path / "bm25")
+    store.add([Chunk("a-0", "The Zorblax reactor runs at 451 kelvin.", "a", "reactor.md")])
+    llm = ScriptedLLM(replies=["1. How hot is the reactor?\n", "[1]", "It runs at 451 K [1]."])
+    agent = DecompositionAgent(llm=llm, retrievers=[FullTextRetriever(store=store)])
+    agent.run("How hot is the reactor?")
+    assert "- How hot is the reactor? not found" in llm.prompts[2][-1].content  # not "[1]"
