@@ -96,4 +96,5 @@ def test_an_empty_answer_says_so() -> None:
     record = AnswerCollector("fullqa").extend(CitedAnswerer(llm=llm).stream("How hot?", _hits()))
     assert record.answer.startswith("The model returned no answer text.")
     assert record.citations == []
+    assert bare_answer_notice(" . ").startswith("The model returned no answer text.")
     assert bare_answer_notice("No [1].") is None  # a short answer with a word is an answer

@@ -57,9 +57,10 @@ def bare_answer_notice(answer: str) -> str | None:
     ``None`` for an answer with words. A small model sometimes answers a citing prompt
     with its source numbers alone; shown as they are, they look like a rendering fault.
     """
-    if any(ch.isalnum() for ch in strip_citations(answer)):
+    text = strip_citations(answer)
+    if any(ch.isalnum() for ch in text):
         return None
-    if not answer.strip():
+    if text.split() == answer.split():  # no marks either: nothing, or punctuation
         return "The model returned no answer text. Try again, or another model or mode."
     return (
         "The model answered with source numbers only, no text. The sources it pointed to "
