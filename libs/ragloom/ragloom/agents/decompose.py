@@ -19,7 +19,8 @@ from ragloom.agents.rewoo.solver import SOLVER_SYSTEM_PROMPT
 from ragloom.base import BaseComponent
 from ragloom.events import Event, LLMCallFinished, PlanCreated, StepFinished, StepStarted
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
-from ragloom.qa.answer import bare_answer_notice, stream_cited_answer
+from ragloom.qa.answer import stream_cited_answer
+from ragloom.qa.citations import has_words
 from ragloom.retrieval import Retriever, SentenceFocus, retrieve_from_all
 
 __all__ = ["DecompositionAgent", "parse_subquestions"]
@@ -113,7 +114,7 @@ class DecompositionAgent(BaseComponent):
         result = self.llm.run(messages, GenerationOptions(max_tokens=120))
         yield LLMCallFinished("subanswer", result.usage)
         answer = " ".join(result.text.split())
-        if bare_answer_notice(answer) is not None:  # nothing, or only "[1]"
+        if not has_words(answer):  # nothing, or only "[1]"
             answer = "not found"
         yield StepFinished(
             name,

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 
 from ragloom.qa.citations import EvidenceBlock, evidence_entry
-from ragloom.retrieval.focus import Spans, focused_text, merge_spans
+from ragloom.retrieval.focus import Spans, merge_spans
 from ragloom.schema import RetrievedChunk
 
 __all__ = ["EvidenceLedger"]
@@ -55,12 +55,6 @@ class EvidenceLedger:
                 numbers.append(number)
         return numbers
 
-    def shown_text(self, number: int) -> str:
-        """What prompts show of chunk ``[number]``: its focused sentences, or all of it."""
-        with self._lock:
-            item, spans = self._items[number - 1], self._spans[number]
-        return item.chunk.text if spans is None else focused_text(item.chunk.text, spans)
-
     @property
     def items(self) -> list[RetrievedChunk]:
         """Every chunk seen; ``items[n - 1]`` is ``[n]``."""
@@ -78,14 +72,15 @@ class EvidenceLedger:
         ``numbers`` chooses which chunks to show (default: all); with ``max_tokens``, the
         chunks that do not fit are left out (in the text only: their numbers stay valid).
         """
-        items = self.items
+        with self._lock:
+            items, spans = list(self._items), dict(self._spans)
         wanted = sorted(set(numbers)) if numbers is not None else range(1, len(items) + 1)
         parts: list[str] = []
         used = 0
         for number in wanted:
             if not 1 <= number <= len(items):
                 continue
-            entry = evidence_entry(number, items[number - 1], self.shown_text(number))
+            entry = evidence_entry(number, items[number - 1], spans[number])
             cost = count_tokens(entry) if count_tokens else 0
             if max_tokens is not None and used + cost > max_tokens:
                 continue

@@ -25,6 +25,7 @@ from ragloom.qa.citations import (
     attribute_uncited,
     build_evidence,
     citations_for,
+    has_words,
     strip_citations,
 )
 from ragloom.retrieval.focus import SentenceFocus
@@ -57,10 +58,9 @@ def bare_answer_notice(answer: str) -> str | None:
     ``None`` for an answer with words. A small model sometimes answers a citing prompt
     with its source numbers alone; shown as they are, they look like a rendering fault.
     """
-    text = strip_citations(answer)
-    if any(ch.isalnum() for ch in text):
+    if has_words(answer):
         return None
-    if text.split() == answer.split():  # no marks either: nothing, or punctuation
+    if strip_citations(answer).split() == answer.split():  # no marks: nothing, or punctuation
         return "The model returned no answer text. Try again, or another model or mode."
     return (
         "The model answered with source numbers only, no text. The sources it pointed to "

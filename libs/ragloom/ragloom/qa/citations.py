@@ -20,6 +20,7 @@ __all__ = [
     "citing_sentences",
     "content_words",
     "evidence_entry",
+    "has_words",
     "passage_text",
     "quoted_span",
     "strip_citations",
@@ -87,18 +88,19 @@ class EvidenceBlock:
     items: list[RetrievedChunk]
 
 
-def passage_text(item: RetrievedChunk, text: str | None = None) -> str:
+def passage_text(item: RetrievedChunk, spans: Spans | None = None) -> str:
     """A passage as prompts show it, on one line: ``(file, page p) text``.
 
-    ``text``: what to show instead of the chunk's whole text (a focused excerpt)."""
+    ``spans``: only these sentences of it are shown (a sentence focus); ``None``: all."""
     chunk = item.chunk
     where = chunk.source_name + (f", page {chunk.page}" if chunk.page else "")
-    return f"({where}) {' '.join((chunk.text if text is None else text).split())}"
+    text = chunk.text if spans is None else focused_text(chunk.text, spans)
+    return f"({where}) {' '.join(text.split())}"
 
 
-def evidence_entry(number: int, item: RetrievedChunk, text: str | None = None) -> str:
+def evidence_entry(number: int, item: RetrievedChunk, spans: Spans | None = None) -> str:
     """One line of evidence as prompts show it: ``[n] (file, page p) text``."""
-    return f"[{number}] {passage_text(item, text)}\n"
+    return f"[{number}] {passage_text(item, spans)}\n"
 
 
 def build_evidence(
@@ -122,8 +124,7 @@ def build_evidence(
     for item, item_spans in zip(retrieved, shown, strict=True):
         if item.chunk.id in seen or item_spans == ():
             continue
-        text = None if item_spans is None else focused_text(item.chunk.text, item_spans)
-        entry = evidence_entry(len(kept) + 1, item, text)
+        entry = evidence_entry(len(kept) + 1, item, item_spans)
         cost = count_tokens(entry)
         if used + cost > max_tokens:
             continue
@@ -224,6 +225,11 @@ def quoted_span(
 def strip_citations(text: str) -> str:
     """``text`` with its ``[n]`` citation marks removed."""
     return _CITATION.sub(" ", text)
+
+
+def has_words(answer: str) -> bool:
+    """Whether ``answer`` says anything besides ``[n]`` marks and punctuation."""
+    return any(ch.isalnum() for ch in strip_citations(answer))
 
 
 def content_words(text: str) -> set[str]:

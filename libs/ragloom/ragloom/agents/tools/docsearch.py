@@ -11,7 +11,7 @@ from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.tools.base import BaseTool, ToolContext, ToolResult
 from ragloom.qa.citations import passage_text
 from ragloom.retrieval import Retriever, SentenceFocus, retrieve_from_all
-from ragloom.retrieval.focus import Spans, focused_text
+from ragloom.retrieval.focus import Spans
 from ragloom.schema import RetrievedChunk
 
 __all__ = ["DocSearchTool"]
@@ -78,8 +78,7 @@ class DocSearchTool(BaseTool):
         for hit, spans in zip(hits, shown, strict=True):
             if spans == ():
                 continue  # the focus kept no sentence of it
-            text = None if spans is None else focused_text(hit.chunk.text, spans)
-            line = passage_text(hit, text)
+            line = passage_text(hit, spans)
             cost = self.count_tokens(line) + 2
             if kept and used + cost > self.max_tokens:
                 break  # observations are trimmed to a token budget, best passages first
