@@ -128,6 +128,31 @@ def test_after_max_steps_it_says_it_could_not_finish(tmp_path: Path) -> None:
     assert record["usage"]["llm_calls"] == 3
 
 
+def test_a_forced_answer_without_words_is_written_from_the_passages_found(
+    tmp_path: Path,
+) -> None:
+    search = " Action: docsearch\nAction Input: reactor"
+    llm = ScriptedLLM(replies=[search, search, " ", "It runs at 451 kelvin [1]."])
+    agent = _agent(tmp_path, llm, search_first=False, max_steps=2)
+    record = AnswerCollector("react").extend(agent.run("How hot?")).to_dict(0.0)
+    assert record["answer"] == (
+        "I could not finish within 2 steps. From what I found: It runs at 451 kelvin [1]."
+    )
+    assert [c["chunk_id"] for c in record["citations"]] == ["a-0"]
+    assert llm.prompts[-1][-1].content.startswith("Sources:\n[1] (reactor.md) The Zorblax")
+    assert record["usage"]["llm_calls"] == 4
+
+
+def test_a_forced_answer_without_words_and_nothing_found_says_so(tmp_path: Path) -> None:
+    loop = " Action: calculator\nAction Input: 1 + 1"
+    llm = ScriptedLLM(replies=[loop, loop, " The plant opened in 1990 [2]."])  # the example
+    agent = _agent(tmp_path, llm, search_first=False, max_steps=2)
+    record = AnswerCollector("react").extend(agent.run("What is 1 + 1?")).to_dict(0.0)
+    assert record["answer"] == (
+        "I could not finish within 2 steps. From what I found: nothing conclusive."
+    )
+
+
 def test_it_stops_before_the_scratchpad_outgrows_the_context(tmp_path: Path) -> None:
     long_search = " Action: docsearch\nAction Input: reactor"
     llm = ScriptedLLM(replies=[long_search] * 5 + [" 451 kelvin [1]."], window=420)

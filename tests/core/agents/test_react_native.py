@@ -55,6 +55,18 @@ def test_a_model_that_keeps_calling_tools_is_stopped_and_says_so(tmp_path: Path)
     assert llm.options_seen[-1].tool_choice == "none"
 
 
+def test_a_stopped_model_without_words_answers_from_the_passages_found(tmp_path: Path) -> None:
+    search = ToolCallRequest("c", "docsearch", '{"query": "reactor"}')
+    llm = ScriptedLLM(replies=[(search,)] * 5 + ["", "It runs at 451 kelvin [1]."], native=True)
+    record = AnswerCollector("react").extend(_agent(tmp_path, llm).run("How hot?")).to_dict(0.0)
+    assert (
+        record["answer"]
+        == "I could not finish within 5 steps. From what I found: It runs at 451 kelvin [1]."
+    )
+    assert [c["chunk_id"] for c in record["citations"]] == ["a-0"]
+    assert not llm.options_seen[-1].tools  # the answer call offers no tools
+
+
 @pytest.fixture(scope="module")
 def function_calling_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log_dir = tmp_path_factory.mktemp("fc_server")

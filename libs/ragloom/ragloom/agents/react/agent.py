@@ -24,6 +24,7 @@ from ragloom.agents.tools.runner import ToolCall, ToolRunner, call_record
 from ragloom.base import BaseComponent
 from ragloom.events import (
     AnswerDelta,
+    AnswerRevised,
     CitationsFound,
     Event,
     LLMCallFinished,
@@ -47,6 +48,8 @@ Observation: the tool's result
 Thought: I know the answer.
 Final Answer: the answer in your own words, one to three sentences, each ending with the \
 number of the passage it uses, for example: {example}"""
+
+UNFINISHED = "I could not finish within {steps} steps. From what I found:"
 
 NATIVE_SYSTEM_PROMPT = (
     "Answer the user's question from their documents: search them with the tools, then "
@@ -175,14 +178,19 @@ class ReActAgent(BaseComponent):
                 break
             observation = yield from self._act(calls, parsed, runner)
             scratchpad += f"{written}\nObservation: {observation}\nThought:"
-        if answer is None:
-            answer = yield from self._give_up(system, question, scratchpad, calls)
+        gave_up = answer is None
+        if gave_up:
+            answer = yield from self._forced_answer(system, question, scratchpad, calls)
         answer = without_example(answer)
+        unfinished = f"{UNFINISHED.format(steps=calls)} " if gave_up else ""
         if not answer and len(self.ledger):
             # The model copied the prompt's example instead of answering (12 of 74 benchmark
-            # questions): answer from the passages it found in one call, as FullQA does.
-            yield from CitedAnswerer(llm=self.llm).stream(question, self.ledger.items)
+            # questions) or wrote nothing: answer from the passages it found in one call,
+            # as FullQA does.
+            yield from self._answer_from_passages(question, unfinished)
             return
+        if gave_up:
+            answer = f"{unfinished}{answer or 'nothing conclusive.'}"
         answer = answer or "The documents I searched do not say."
         yield AnswerDelta(answer)
         citations = yield from cite_answer(answer, self.ledger.block())
@@ -238,30 +246,40 @@ class ReActAgent(BaseComponent):
                 GenerationOptions(max_tokens=self.max_step_tokens, tools=specs, tool_choice="none"),
             )
             yield LLMCallFinished("react-final", result.usage)
-            found = result.text.strip() or "nothing conclusive."
+            found = result.text.strip()
             # A model that stopped calling tools with nothing to say just gets asked again.
-            answer = (
-                found
-                if stopped_calling
-                else f"I could not finish within {calls} steps. From what I found: {found}"
-            )
+            unfinished = "" if stopped_calling else f"{UNFINISHED.format(steps=calls)} "
+            if not found and len(self.ledger):
+                yield from self._answer_from_passages(question, unfinished)
+                return
+            found = found or "nothing conclusive."
+            answer = unfinished + found
         yield AnswerDelta(answer)
         citations = yield from cite_answer(answer, self.ledger.block())
         yield CitationsFound(citations)
 
-    def _give_up(
+    def _forced_answer(
         self, system: str, question: str, scratchpad: str, steps: int
     ) -> Generator[Event, None, str]:
-        """Answer honestly that the agent could not finish, from what it found."""
+        """The model's answer when it is made to stop; empty if it wrote none."""
         started = time.perf_counter()
         yield StepStarted("final", {"reason": f"no answer after {steps} steps"})
         # The loop kept room for this call: the scratchpad always fits.
         forced = scratchpad + " I must answer now with what I found.\nFinal Answer:"
         result = self._generate(system, question, forced)
         yield LLMCallFinished("react-final", result.usage)
-        found = without_example(result.text.split("\nAction", 1)[0]) or "nothing conclusive."
+        found = result.text.split("\nAction", 1)[0].strip()
         yield StepFinished("final", time.perf_counter() - started, output={"text": found})
-        return f"I could not finish within {steps} steps. From what I found: {found}"
+        return found
+
+    def _answer_from_passages(self, question: str, preface: str) -> Iterator[Event]:
+        """Answer from every passage the searches found, as FullQA does, after ``preface``."""
+        if preface:
+            yield AnswerDelta(preface)
+        for event in CitedAnswerer(llm=self.llm).stream(question, self.ledger.items):
+            if isinstance(event, AnswerRevised) and preface:
+                event = AnswerRevised(preface + event.text)
+            yield event
 
     def run(self, question: str) -> list[Event]:
         """Every event of :meth:`stream`, as a list."""
