@@ -43,8 +43,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_SYSTEM_PROMPT = (
-    "You answer a question using only the numbered sources given. Write one to three "
-    "sentences in your own words. Cite a source by putting its number in square brackets "
+    "You answer a question using only the numbered sources given. Write two to four "
+    "sentences in your own words that give every fact from the sources the question asks "
+    "about. Cite a source by putting its number in square brackets "
     "at the end of the sentence that uses it. If the sources do not answer the question, "
     "say that the documents do not say."
 )

@@ -24,8 +24,9 @@ from ragloom.qa.answer import NO_EVIDENCE_ANSWER, stream_cited_answer
 __all__ = ["SOLVER_SYSTEM_PROMPT", "ReWOOSolver"]
 
 SOLVER_SYSTEM_PROMPT = (
-    "You answer a question using only the numbered sources and results given. Write one to "
-    "three sentences in your own words. Cite a source by putting its number in square "
+    "You answer a question using only the numbered sources and results given. Write two to "
+    "four sentences in your own words that give every fact from the sources the question "
+    "asks about. Cite a source by putting its number in square "
     "brackets at the end of the sentence that uses it. If the sources do not answer the "
     "question, say that the documents do not say."
 )
