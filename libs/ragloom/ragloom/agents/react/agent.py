@@ -178,23 +178,11 @@ class ReActAgent(BaseComponent):
                 break
             observation = yield from self._act(calls, parsed, runner)
             scratchpad += f"{written}\nObservation: {observation}\nThought:"
-        gave_up = answer is None
-        if gave_up:
+        preface = ""
+        if answer is None:
+            preface = f"{UNFINISHED.format(steps=calls)} "
             answer = yield from self._forced_answer(system, question, scratchpad, calls)
-        answer = without_example(answer)
-        unfinished = f"{UNFINISHED.format(steps=calls)} " if gave_up else ""
-        if not answer and len(self.ledger):
-            # The model copied the prompt's example instead of answering (12 of 74 benchmark
-            # questions) or wrote nothing: answer from the passages it found in one call,
-            # as FullQA does.
-            yield from self._answer_from_passages(question, unfinished)
-            return
-        if gave_up:
-            answer = f"{unfinished}{answer or 'nothing conclusive.'}"
-        answer = answer or "The documents I searched do not say."
-        yield AnswerDelta(answer)
-        citations = yield from cite_answer(answer, self.ledger.block())
-        yield CitationsFound(citations)
+        yield from self._finish(question, without_example(answer), preface)
 
     def _stream_native(self, question: str) -> Iterator[Event]:
         """The same loop through the endpoint's tool calling: no text format to parse."""
@@ -246,17 +234,11 @@ class ReActAgent(BaseComponent):
                 GenerationOptions(max_tokens=self.max_step_tokens, tools=specs, tool_choice="none"),
             )
             yield LLMCallFinished("react-final", result.usage)
-            found = result.text.strip()
             # A model that stopped calling tools with nothing to say just gets asked again.
-            unfinished = "" if stopped_calling else f"{UNFINISHED.format(steps=calls)} "
-            if not found and len(self.ledger):
-                yield from self._answer_from_passages(question, unfinished)
-                return
-            found = found or "nothing conclusive."
-            answer = unfinished + found
-        yield AnswerDelta(answer)
-        citations = yield from cite_answer(answer, self.ledger.block())
-        yield CitationsFound(citations)
+            preface = "" if stopped_calling else f"{UNFINISHED.format(steps=calls)} "
+            yield from self._finish(question, result.text.strip(), preface)
+            return
+        yield from self._finish(question, answer, "")
 
     def _forced_answer(
         self, system: str, question: str, scratchpad: str, steps: int
@@ -272,14 +254,26 @@ class ReActAgent(BaseComponent):
         yield StepFinished("final", time.perf_counter() - started, output={"text": found})
         return found
 
-    def _answer_from_passages(self, question: str, preface: str) -> Iterator[Event]:
-        """Answer from every passage the searches found, as FullQA does, after ``preface``."""
+    def _finish(self, question: str, answer: str, preface: str) -> Iterator[Event]:
+        """Stream ``preface`` and ``answer`` with its citations.
+
+        An answer without text, when the searches found passages, is written from them in
+        one more call, as FullQA does: the model had copied the prompt's example (12 of 74
+        benchmark questions) or written nothing.
+        """
         if preface:
             yield AnswerDelta(preface)
-        for event in CitedAnswerer(llm=self.llm).stream(question, self.ledger.items):
-            if isinstance(event, AnswerRevised) and preface:
-                event = AnswerRevised(preface + event.text)
-            yield event
+        if not answer and len(self.ledger):
+            for event in CitedAnswerer(llm=self.llm).stream(question, self.ledger.items):
+                if isinstance(event, AnswerRevised) and preface:
+                    event = AnswerRevised(preface + event.text)
+                yield event
+            return
+        if not answer:
+            answer = "nothing conclusive." if preface else "The documents I searched do not say."
+        yield AnswerDelta(answer)
+        citations = yield from cite_answer(preface + answer, self.ledger.block())
+        yield CitationsFound(citations)
 
     def run(self, question: str) -> list[Event]:
         """Every event of :meth:`stream`, as a list."""
