@@ -32,6 +32,7 @@ from ragloom.retrieval.focus import SentenceFocus
 from ragloom.schema import RetrievedChunk
 
 __all__ = [
+    "ANSWER_INSTRUCTIONS",
     "DEFAULT_SYSTEM_PROMPT",
     "NO_EVIDENCE_ANSWER",
     "CitedAnswerer",
@@ -42,12 +43,16 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+ANSWER_INSTRUCTIONS = (
+    "Write two to four sentences in your own words that give every fact from the sources "
+    "the question asks about. Cite a source by putting its number in square brackets at the "
+    "end of the sentence that uses it. If the sources do not answer the question, say that "
+    "the documents do not say."
+)
+"""How every mode's answering call writes and cites (wordings compared in docs/performance.md)."""
+
 DEFAULT_SYSTEM_PROMPT = (
-    "You answer a question using only the numbered sources given. Write two to four "
-    "sentences in your own words that give every fact from the sources the question asks "
-    "about. Cite a source by putting its number in square brackets "
-    "at the end of the sentence that uses it. If the sources do not answer the question, "
-    "say that the documents do not say."
+    f"You answer a question using only the numbered sources given. {ANSWER_INSTRUCTIONS}"
 )
 
 NO_EVIDENCE_ANSWER = "I found nothing in the indexed documents about this question."

@@ -19,16 +19,13 @@ from ragloom.agents.rewoo.worker import StepOutcome
 from ragloom.base import BaseComponent
 from ragloom.events import AnswerDelta, CitationsFound, Event
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
-from ragloom.qa.answer import NO_EVIDENCE_ANSWER, stream_cited_answer
+from ragloom.qa.answer import ANSWER_INSTRUCTIONS, NO_EVIDENCE_ANSWER, stream_cited_answer
 
 __all__ = ["SOLVER_SYSTEM_PROMPT", "ReWOOSolver"]
 
 SOLVER_SYSTEM_PROMPT = (
-    "You answer a question using only the numbered sources and results given. Write two to "
-    "four sentences in your own words that give every fact from the sources the question "
-    "asks about. Cite a source by putting its number in square "
-    "brackets at the end of the sentence that uses it. If the sources do not answer the "
-    "question, say that the documents do not say."
+    "You answer a question using only the numbered sources and results given. "
+    f"{ANSWER_INSTRUCTIONS}"
 )
 
 
