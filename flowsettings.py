@@ -55,6 +55,9 @@ LLMS = {
         "base_url": os.environ.get("RAGLOOM_OPENAI_BASE_URL", "http://127.0.0.1:8000/v1"),
         "model": os.environ.get("RAGLOOM_OPENAI_MODEL", "local-model"),
         "api_key": os.environ.get("RAGLOOM_OPENAI_API_KEY") or None,
+        # "1" offers tools through the endpoint's own tool calling (ReAct); leave it unset
+        # for servers without it (llama.cpp's needs --chat_format chatml-function-calling).
+        "native_tools": os.environ.get("RAGLOOM_OPENAI_NATIVE_TOOLS", "") == "1",
     },
 }
 DEFAULT_LLM = os.environ.get("RAGLOOM_LLM", "local")

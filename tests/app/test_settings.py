@@ -4,7 +4,11 @@ from pathlib import Path
 
 import pytest
 
+from ragloom.llms.openai_compat import OpenAIChat
+from ragloom_app.registry import build_from_spec
 from ragloom_app.settings import AppSettings, SettingsError
+
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 def test_defaults_without_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,6 +40,25 @@ def test_project_flowsettings_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = AppSettings.load(project / "flowsettings.py")
     assert "ragloom_app.reasoning.fullqa.FullQAReasoning" in settings.reasonings
     assert settings.first_run_docs == {"index": "Ragloom docs", "path": str(project / "docs")}
+
+
+def test_project_openai_llm_works_for_a_local_server_without_a_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("OPENAI_API_KEY", "RAGLOOM_OPENAI_API_KEY", "RAGLOOM_OPENAI_NATIVE_TOOLS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RAGLOOM_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    spec = AppSettings.load(PROJECT / "flowsettings.py").llms["openai"]
+    llm = build_from_spec("LLMS['openai']", spec)
+
+    assert isinstance(llm, OpenAIChat)
+    assert llm._client().api_key == "not-needed"  # the openai package refuses no key
+    assert str(llm._client().base_url) == "http://127.0.0.1:9/v1/"
+    assert not llm.supports_tool_calls
+
+    monkeypatch.setenv("RAGLOOM_OPENAI_NATIVE_TOOLS", "1")
+    spec = AppSettings.load(PROJECT / "flowsettings.py").llms["openai"]
+    assert build_from_spec("LLMS['openai']", spec).supports_tool_calls
 
 
 def test_missing_or_broken_file_is_a_clear_error(tmp_path: Path) -> None:

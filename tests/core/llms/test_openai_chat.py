@@ -118,6 +118,9 @@ def test_reported_cached_tokens_are_not_evaluated() -> None:
 
 def test_api_key_defaults_for_local_servers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert OpenAIChat(model="m").api_key == "not-needed"
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    assert OpenAIChat(model="m").api_key == "sk-test"
+    # flowsettings passes None when RAGLOOM_OPENAI_API_KEY is unset.
+    assert OpenAIChat(model="m")._client().api_key == "not-needed"
+    assert OpenAIChat(model="m", api_key=None)._client().api_key == "not-needed"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    assert OpenAIChat(model="m", api_key=None)._client().api_key == "sk-env"
+    assert OpenAIChat(model="m", api_key="sk-given")._client().api_key == "sk-given"

@@ -64,9 +64,8 @@ class OpenAIChat(ChatLLM):
     base_url: str | None = Param(
         None, help="Endpoint, e.g. http://127.0.0.1:8000/v1 (None: the openai package default)."
     )
-    api_key: str = Param(
-        default_callback=lambda _: os.environ.get("OPENAI_API_KEY") or "not-needed",
-        help="API key (env OPENAI_API_KEY; local servers accept any).",
+    api_key: str | None = Param(
+        None, help="API key (None: env OPENAI_API_KEY, else a placeholder local servers accept)."
     )
     model: str = Param(help="Model name the endpoint serves (llama.cpp servers accept any).")
     timeout: float = Param(120.0, help="Seconds before a request is abandoned.")
@@ -249,7 +248,9 @@ class OpenAIChat(ChatLLM):
 
             client = openai.OpenAI(
                 base_url=self.base_url,
-                api_key=self.api_key,
+                # The openai package refuses to start without a key, even for local
+                # servers that ignore it.
+                api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
                 timeout=self.timeout,
                 max_retries=self.max_retries,
             )
