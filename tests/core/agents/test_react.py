@@ -100,6 +100,71 @@ def test_searches_first_continues_in_the_assistant_turn_and_cites(tmp_path: Path
     assert search["output"]["input"] == "reactor temperature"
 
 
+def test_without_an_open_turn_steps_and_observations_take_turns(tmp_path: Path) -> None:
+    # Servers that close a trailing assistant message (OpenAI, llama-cpp-python's).
+    step = "Thought: more.\nAction: docsearch\nAction Input: Zorblax"
+    llm = ScriptedLLM(
+        replies=[step, "Thought: I know it.\nFinal Answer: It runs at 451 kelvin [1]."],
+        prefill=False,
+    )
+    question = "How hot is the Zorblax reactor? "
+    record = AnswerCollector("react").extend(_agent(tmp_path, llm).run(question)).to_dict(0.0)
+
+    assert record["answer"] == "It runs at 451 kelvin [1]."
+    assert [c["chunk_id"] for c in record["citations"]] == ["a-0"]
+    # A new turn cannot be made to start with a search: the agent searches for the
+    # question itself before the model is asked, and shows what it found with the question.
+    first = next(s for s in record["steps"] if s["step"] == "step0:docsearch" and "output" in s)
+    assert first["output"]["input"] == "How hot is the Zorblax reactor?"
+    found = "Observation: [1] (reactor.md) The Zorblax reactor runs at 451 kelvin."
+    assert [(m.role, m.content) for m in llm.prompts[1][1:]] == [
+        (
+            "user",
+            "Question: How hot is the Zorblax reactor?\n\n"
+            f"The documents were searched for the question.\n{found}",
+        ),
+        ("assistant", step),
+        ("user", f"{found}\n\nContinue with Thought:"),
+    ]
+    assert llm.prompts[0][-1].content.endswith(f"{found}\n\nContinue with Thought:")
+    assert not any(o.continue_assistant for o in llm.options_seen)
+
+
+def test_without_an_open_turn_the_forced_answer_is_asked_for_in_a_turn(tmp_path: Path) -> None:
+    llm = ScriptedLLM(
+        replies=[
+            "Thought: check.\nAction: calculator\nAction Input: 1 + 1",
+            "Thought: check.\nAction: calculator\nAction Input: 2 * 2",
+            "Thought: done.\nFinal Answer: It is 2.",
+        ],
+        prefill=False,
+    )
+    agent = _agent(tmp_path, llm, search_first=False, max_steps=2)
+    record = AnswerCollector("react").extend(agent.run("What is 1 + 1?")).to_dict(0.0)
+
+    assert record["answer"] == "I could not finish within 2 steps. From what I found: It is 2."
+    assert llm.prompts[-1][-1].content == (
+        "Observation: 4\n\n"
+        "You have no steps left. Write Final Answer: and the answer from what you found."
+    )
+
+
+def test_a_repeated_action_is_not_run_again(tmp_path: Path) -> None:
+    search = " Action: docsearch\nAction Input: Zorblax  REACTOR"
+    llm = ScriptedLLM(
+        replies=[" zorblax reactor", search, " Final Answer: It runs at 451 kelvin [1]."]
+    )
+    record = AnswerCollector("react").extend(_agent(tmp_path, llm).run("How hot?")).to_dict(0.0)
+
+    assert record["answer"] == "It runs at 451 kelvin [1]."
+    searches = [s for s in record["steps"] if s["step"].endswith(":docsearch") and "output" in s]
+    assert len(searches) == 1
+    assert llm.prompts[2][-1].content.endswith(
+        "Observation: You did exactly this already; its result is above. Write Final "
+        "Answer: with what you found, or take a different action.\nThought:"
+    )
+
+
 def test_unknown_tools_and_bad_format_become_observations(tmp_path: Path) -> None:
     llm = ScriptedLLM(
         replies=[

@@ -10,6 +10,7 @@ import pytest
 
 from ragloom.llms import ChatMessage, GenerationOptions, LLMError, LLMResult, OpenAIChat
 from ragloom.llms.base import CallTimer
+from tests.helpers.json_server import serve_json
 
 FRANCE = [
     ChatMessage("system", "You are a terse assistant."),
@@ -85,6 +86,36 @@ def test_endpoint_errors_carry_the_status(llama_server: str) -> None:
     )
     with pytest.raises(LLMError, match=r"127\.0\.0\.1:\d+/v1/? answered HTTP 500"):
         openai_style.run(FRANCE, GenerationOptions(json_schema={"type": "object"}))
+
+
+@pytest.mark.llm
+def test_llama_cpp_python_servers_answer_an_open_assistant_turn_in_a_new_one(
+    chat: OpenAIChat,
+) -> None:
+    # Why ReAct lays its steps out as turns here (ragloom.agents.react.transcript).
+    assert not chat.continues_assistant_turn
+    assert OpenAIChat(
+        base_url=chat.base_url, model="m", assistant_prefill=True
+    ).continues_assistant_turn
+
+
+@pytest.mark.parametrize(
+    ("owned_by", "kind", "prefill"),
+    [
+        ("llamacpp", "llama-server", True),
+        ("me", "llama-cpp-python", False),
+        ("openai", "other", False),
+    ],
+)
+def test_the_kind_of_server_comes_from_its_model_list(
+    owned_by: str, kind: str, prefill: bool
+) -> None:
+    listing = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": owned_by}]}
+    with serve_json("/v1/models", listing) as base_url:
+        chat = OpenAIChat(base_url=base_url, model="m", max_retries=0)
+        assert chat._server() == kind
+        assert chat.continues_assistant_turn is prefill
+        assert chat.supports_grammar is (kind != "other")
 
 
 def test_grammar_is_refused_for_non_llama_cpp_servers() -> None:

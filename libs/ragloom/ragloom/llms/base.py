@@ -203,6 +203,12 @@ class ChatLLM(BaseComponent):
         """Whether :class:`GenerationOptions` ``tools`` are offered to the model natively."""
         return False
 
+    @property
+    def continues_assistant_turn(self) -> bool:
+        """Whether ``continue_assistant`` carries on the last assistant message (a prefill);
+        where not, the model answers that message in a turn of its own."""
+        return False
+
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text``; the default estimates 4 characters a token."""
         return max(1, len(text) // 4)

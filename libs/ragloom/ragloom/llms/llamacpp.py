@@ -202,6 +202,11 @@ class LlamaCppChat(ChatLLM):
         """A JSON schema is turned into a grammar."""
         return True
 
+    @property
+    def continues_assistant_turn(self) -> bool:
+        """The prompt is rendered here, so an assistant turn can be left open."""
+        return True
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by the model's own tokenizer (special tokens as plain text)."""
         # Tokenizing only reads the vocabulary, so it needs no lock and never waits for a

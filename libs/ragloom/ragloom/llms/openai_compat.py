@@ -10,8 +10,9 @@ of server (``server_kind``, detected once from ``/models`` when left on ``"auto"
   server rejects the ``json_schema`` type (HTTP 500, "Input should be 'text' or
   'json_object'") while llama.cpp's ``llama-server`` accepts both;
 * ``continue_assistant`` sends the partial assistant turn as the last message. Servers
-  differ: some (recent ``llama-server``) continue it as a prefill, others (OpenAI,
-  llama-cpp-python's server) close it and answer in a new turn.
+  differ: llama.cpp's ``llama-server`` continues it as a prefill, others (OpenAI,
+  llama-cpp-python's server) close it and answer in a new turn;
+  :attr:`OpenAIChat.continues_assistant_turn` tells which (``assistant_prefill``).
 
 Usage comes from the stream's final chunk (``stream_options={"include_usage": True}``);
 servers that send none (llama-cpp-python's) get estimated counts (see :meth:`stream`).
@@ -50,7 +51,8 @@ logger = logging.getLogger(__name__)
 SERVER_KINDS = ("auto", "openai", "llama.cpp")
 # ``owned_by`` values of /models entries: llama-cpp-python's server says "me", llama-server
 # says "llamacpp" (and adds a "meta" object).
-_LLAMA_CPP_OWNERS = {"me", "llamacpp"}
+_LLAMA_CPP_PYTHON_OWNER = "me"
+_LLAMA_SERVER_OWNER = "llamacpp"
 # Tokens a chat template adds around each message, for the estimate when a server sends no
 # usage (ChatML: "<|im_start|>role\n" ... "<|im_end|>\n").
 _TOKENS_PER_MESSAGE = 4
@@ -79,6 +81,11 @@ class OpenAIChat(ChatLLM):
     server_kind: str = Param(
         "auto", help="'openai', 'llama.cpp', or 'auto' (ask /models once when it matters)."
     )
+    assistant_prefill: bool | None = Param(
+        None,
+        help="Whether the server continues a trailing assistant message (None: yes for "
+        "llama.cpp's llama-server, asked once from /models; no for other servers).",
+    )
 
     @property
     def name(self) -> str:
@@ -102,6 +109,17 @@ class OpenAIChat(ChatLLM):
             return self._is_llama_cpp()
         except LLMError as exc:
             logger.warning("cannot tell whether %s takes grammars: %s", self.base_url, exc)
+            return False
+
+    @property
+    def continues_assistant_turn(self) -> bool:
+        """As ``assistant_prefill`` says; when unset, True for llama.cpp's llama-server."""
+        if self.assistant_prefill is not None:
+            return self.assistant_prefill
+        try:
+            return self._server() == "llama-server"
+        except LLMError as exc:
+            logger.warning("cannot tell whether %s continues a turn: %s", self.base_url, exc)
             return False
 
     @property
@@ -263,17 +281,25 @@ class OpenAIChat(ChatLLM):
             raise LLMError(f"server_kind must be one of {SERVER_KINDS}, not {self.server_kind!r}")
         if self.server_kind != "auto":
             return self.server_kind == "llama.cpp"
-        detected = getattr(self, "_detected_llama_cpp", None)
+        return self._server() != "other"
+
+    def _server(self) -> str:
+        """``"llama-server"``, ``"llama-cpp-python"`` or ``"other"``, from /models (once)."""
+        detected = getattr(self, "_detected_server", None)
         if detected is None:
             with _DETECT_LOCK, self._translated_errors():
-                listed = self._client().models.list()
-                detected = any(
-                    getattr(m, "owned_by", None) in _LLAMA_CPP_OWNERS
-                    or getattr(m, "meta", None) is not None
-                    for m in listed.data
-                )
-            logger.info("%s looks like %s", self.endpoint, "llama.cpp" if detected else "OpenAI")
-            self._detected_llama_cpp = detected
+                listed = self._client().models.list().data
+            owners = {getattr(m, "owned_by", None) for m in listed}
+            if _LLAMA_SERVER_OWNER in owners or any(
+                getattr(m, "meta", None) is not None for m in listed
+            ):
+                detected = "llama-server"
+            elif _LLAMA_CPP_PYTHON_OWNER in owners:
+                detected = "llama-cpp-python"
+            else:
+                detected = "other"
+            logger.info("%s looks like %s", self.endpoint, detected)
+            self._detected_server = detected
         return detected
 
     @contextlib.contextmanager

@@ -42,6 +42,7 @@ class ReplayLLM(ChatLLM):
     grammar: bool = Param(False, help="What supports_grammar reports.")
     native: bool = Param(False, help="What supports_tool_calls reports.")
     structured: bool = Param(False, help="What supports_json_schema reports.")
+    prefill: bool = Param(True, help="What continues_assistant_turn reports.")
     prompts: list[list[ChatMessage]] = Param(
         default_callback=lambda _: [], help="Every prompt sent, in order."
     )
@@ -56,6 +57,10 @@ class ReplayLLM(ChatLLM):
     @property
     def supports_json_schema(self) -> bool:
         return self.structured
+
+    @property
+    def continues_assistant_turn(self) -> bool:
+        return self.prefill
 
     @property
     def supports_tool_calls(self) -> bool:

@@ -1,8 +1,8 @@
 """The ReAct agent: think, act, observe, repeat, then answer citing what it found.
 
 The scratchpad (``Thought / Action / Action Input / Observation`` lines) is continued
-inside the assistant's own turn, not resent as a user message: measured on the 0.5B
-model, the latter makes it repeat its action instead of answering. Generation stops at
+inside the assistant's own turn where the LLM can do that, else laid out as turns
+(:mod:`ragloom.agents.react.transcript`). Generation stops at
 ``Observation:``, so the model never invents a tool's result. Every observation is
 trimmed to a token budget, and the agent stops early when the next step would not fit
 the context. After ``max_steps`` without an answer it says so and answers from what it
@@ -19,6 +19,7 @@ from theflow import Param
 from ragloom.agents.budget import trim_to_tokens
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.react.parser import ReActAction, ReActFormatError, parse_react_step
+from ragloom.agents.react.transcript import ReActTranscript
 from ragloom.agents.tools.base import BaseTool, ToolResult
 from ragloom.agents.tools.runner import ToolCall, ToolRunner, call_record
 from ragloom.base import BaseComponent
@@ -63,6 +64,16 @@ SEARCH_FIRST = "Thought: I should search the documents first.\nAction: docsearch
 STOP_SEQUENCES = ("\nObservation:", "Observation:")
 
 
+REPEATED = (
+    "You did exactly this already; its result is above. Write Final Answer: with what you "
+    "found, or take a different action."
+)
+
+
+def _action_key(action: ReActAction) -> tuple[str, str]:
+    return action.tool, " ".join(action.tool_input.lower().split())
+
+
 def without_example(answer: str) -> str:
     """``answer`` without the prompt's example sentence, should the model have copied it."""
     return " ".join(answer.replace(EXAMPLE_ANSWER, " ").split())
@@ -95,19 +106,14 @@ class ReActAgent(BaseComponent):
             tools=tools, names=", ".join(self.tools), example=EXAMPLE_ANSWER
         )
 
-    def _generate(self, system: str, question: str, scratchpad: str) -> LLMResult:
-        messages = [
-            ChatMessage("system", system),
-            ChatMessage("user", question.strip()),
-            ChatMessage("assistant", scratchpad),
-        ]
+    def _generate(self, transcript: ReActTranscript, final: bool = False) -> LLMResult:
         options = GenerationOptions(
             max_tokens=self.max_step_tokens,
             temperature=0.0,
             stop=STOP_SEQUENCES,
-            continue_assistant=True,
+            continue_assistant=transcript.open_turn,
         )
-        return self.llm.run(messages, options)
+        return self.llm.run(transcript.messages(final), options)
 
     def _room_for_a_step(self, prompt_tokens: int) -> bool:
         """Whether one more step, its observation and a final answer fit the context
@@ -150,25 +156,33 @@ class ReActAgent(BaseComponent):
         runner = ToolRunner(timeout=self.tool_timeout, retries=self.tool_retries)
         system = self.system_prompt()
         fixed = self.llm.count_tokens(system + question)  # counted once: it never changes
-        scratchpad = SEARCH_FIRST if self.search_first and "docsearch" in self.tools else "Thought:"
+        transcript = ReActTranscript(system, question.strip(), self.llm.continues_assistant_turn)
+        done: set[tuple[str, str]] = set()
+        if self.search_first and "docsearch" in self.tools:
+            if transcript.open_turn:
+                transcript.opening = SEARCH_FIRST  # the model writes the query
+            else:
+                # A new turn cannot be made to start with a search, so the question itself
+                # is the first query.
+                first = ReActAction("", "docsearch", transcript.question)
+                transcript.searched = yield from self._act(0, first, runner)
+                done.add(_action_key(first))
         answer = None
         calls = 0
         while calls < self.max_steps and self._room_for_a_step(
-            fixed + self.llm.count_tokens(scratchpad)
+            fixed + transcript.tokens(self.llm.count_tokens)
         ):
             calls += 1
             started = time.perf_counter()
             yield StepStarted(f"think{calls}", None)
-            result = self._generate(system, question, scratchpad)
+            result = self._generate(transcript)
             yield LLMCallFinished("react", result.usage)
             written = result.text.rstrip()
-            # The last line of the scratchpad may be an open "Action Input:" the model filled.
-            step_text = scratchpad[scratchpad.rfind("Thought:") :] + written
             try:
-                parsed = parse_react_step(step_text)
+                parsed = parse_react_step(transcript.step_text(written))
             except ReActFormatError as exc:
                 yield StepFinished(f"think{calls}", time.perf_counter() - started, error=str(exc))
-                scratchpad += f"{written}\nObservation: Invalid format: {exc}.\nThought:"
+                transcript.add(written, f"Invalid format: {exc}.")
                 continue
             yield StepFinished(
                 f"think{calls}", time.perf_counter() - started, output={"text": written.strip()}
@@ -176,12 +190,17 @@ class ReActAgent(BaseComponent):
             if not isinstance(parsed, ReActAction):
                 answer = parsed.answer
                 break
+            if _action_key(parsed) in done:
+                # Running it again would show the same result; small models loop on it.
+                transcript.add(written, REPEATED)
+                continue
+            done.add(_action_key(parsed))
             observation = yield from self._act(calls, parsed, runner)
-            scratchpad += f"{written}\nObservation: {observation}\nThought:"
+            transcript.add(written, observation)
         preface = ""
         if answer is None:
             preface = f"{UNFINISHED.format(steps=calls)} "
-            answer = yield from self._forced_answer(system, question, scratchpad, calls)
+            answer = yield from self._forced_answer(transcript, calls)
         yield from self._finish(question, without_example(answer), preface)
 
     def _stream_native(self, question: str) -> Iterator[Event]:
@@ -241,16 +260,18 @@ class ReActAgent(BaseComponent):
         yield from self._finish(question, answer, "")
 
     def _forced_answer(
-        self, system: str, question: str, scratchpad: str, steps: int
+        self, transcript: ReActTranscript, steps: int
     ) -> Generator[Event, None, str]:
         """The model's answer when it is made to stop; empty if it wrote none."""
         started = time.perf_counter()
         yield StepStarted("final", {"reason": f"no answer after {steps} steps"})
-        # The loop kept room for this call: the scratchpad always fits.
-        forced = scratchpad + " I must answer now with what I found.\nFinal Answer:"
-        result = self._generate(system, question, forced)
+        # The loop kept room for this call: the transcript always fits.
+        result = self._generate(transcript, final=True)
         yield LLMCallFinished("react-final", result.usage)
-        found = result.text.split("\nAction", 1)[0].strip()
+        found = result.text.split("\nAction", 1)[0]
+        if not transcript.open_turn:  # a new turn may start over with "Thought: ..."
+            found = found.split("Final Answer:", 1)[-1] if "Final Answer:" in found else ""
+        found = found.strip()
         yield StepFinished("final", time.perf_counter() - started, output={"text": found})
         return found
 

@@ -1,0 +1,97 @@
+"""ReAct's steps so far, laid out as the messages of the model's next call.
+
+Two layouts, chosen by whether the LLM can continue an assistant turn
+(:attr:`~ragloom.llms.base.ChatLLM.continues_assistant_turn`):
+
+* **one open turn** (llama.cpp in-process, llama.cpp's ``llama-server``): the whole
+  scratchpad stays in the assistant's own turn, which the model continues. Measured on the
+  0.5B model, putting the history in a user message instead makes it repeat its action.
+* **turns** (OpenAI, llama-cpp-python's server, most endpoints): each step the model wrote
+  is an assistant message and each observation a user message starting ``Observation:``;
+  the model writes every step in a new turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ragloom.llms.base import ChatMessage
+
+__all__ = ["ReActTranscript"]
+
+OPEN_FINAL = " I must answer now with what I found.\nFinal Answer:"
+# A new turn has no "Thought:" to continue, so each observation says how to go on: without
+# it the 0.5B model (through llama-cpp-python's server) copied its previous step instead.
+NEXT_STEP = "Continue with Thought:"
+TURN_FINAL = "You have no steps left. Write Final Answer: and the answer from what you found."
+SEARCHED = "The documents were searched for the question."
+
+
+@dataclass
+class ReActTranscript:
+    """The question, the steps taken and their observations."""
+
+    system: str
+    question: str
+    open_turn: bool
+    opening: str = "Thought:"
+    searched: str | None = None
+    steps: list[tuple[str, str]] = field(default_factory=list)
+
+    def scratchpad(self) -> str:
+        """The open turn's text: the opening, then each step and its observation."""
+        return self.opening + "".join(f"{w}\nObservation: {o}\nThought:" for w, o in self.steps)
+
+    def messages(self, final: bool = False) -> list[ChatMessage]:
+        """The next call's messages; ``final`` asks for the answer now."""
+        if self.open_turn:
+            pad = self.scratchpad() + (OPEN_FINAL if final else "")
+            return [
+                self._system(),
+                ChatMessage("user", self.question),
+                ChatMessage("assistant", pad),
+            ]
+        ask = TURN_FINAL if final else NEXT_STEP
+        turns = [self._first_user_turn()]
+        for written, observation in self.steps:
+            turns += [ChatMessage("assistant", written), self._observation(observation)]
+        if self.searched is not None or self.steps:
+            last = turns.pop()
+            turns.append(ChatMessage("user", f"{last.content}\n\n{ask}"))
+        elif final:
+            turns = [ChatMessage("user", f"{self.question}\n\n{ask}")]
+        return [self._system(), *turns]
+
+    def step_text(self, written: str) -> str:
+        """The whole step the model just wrote (in an open turn, with the line it continued)."""
+        if not self.open_turn:
+            return written
+        pad = self.scratchpad()
+        return pad[pad.rfind("Thought:") :] + written
+
+    def add(self, written: str, observation: str) -> None:
+        """Record a step (as the model wrote it) and what it observed."""
+        self.steps.append((written, observation))
+
+    def tokens(self, count: Callable[[str], int]) -> int:
+        """Tokens of what the steps add to the system prompt and question."""
+        if self.open_turn:
+            return count(self.scratchpad())
+        texts = [f"{w}\nObservation: {o}\n\n{NEXT_STEP}" for w, o in self.steps]
+        if self.searched is not None:
+            texts.append(f"Question: \n\n{SEARCHED}\nObservation: {self.searched}")
+        return sum(count(text) for text in texts)
+
+    def _system(self) -> ChatMessage:
+        return ChatMessage("system", self.system)
+
+    def _first_user_turn(self) -> ChatMessage:
+        if self.searched is None:
+            return ChatMessage("user", self.question)
+        content = f"Question: {self.question}\n\n{SEARCHED}\nObservation: {self.searched}"
+        return ChatMessage("user", content)
+
+    @staticmethod
+    def _observation(observation: str) -> ChatMessage:
+        return ChatMessage("user", f"Observation: {observation}")
