@@ -35,6 +35,10 @@ from tests.helpers.scripted_llm import ScriptedLLM
         ),
         ("Action: docsearch[reactor heat]", ReActAction("", "docsearch", "reactor heat")),
         (
+            'Action: The calculator, "Zorblax heat"\nAction Input: 2 + 2',
+            ReActAction("", "calculator", "2 + 2"),
+        ),
+        (
             '```\nAction: calculator\nAction Input: {"expression": "2+2"}\n```',
             ReActAction("", "calculator", '{"expression": "2+2"}'),
         ),

@@ -19,6 +19,7 @@ _FINAL = re.compile(r"final\s*answer\s*:", re.I)
 _ACTION = re.compile(r"(?:^|(?<=\s))action\s*\d*\s*:[ \t]*(?P<value>.*)$", re.I | re.M)
 _ACTION_INPUT = re.compile(r"(?:^|(?<=\s))action\s*\d*\s*input\s*\d*\s*:", re.I | re.M)
 _STOP = re.compile(r"^[ \t]*(observation|thought|action|final\s*answer)\s*\d*\s*:", re.I | re.M)
+_LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I)
 _BRACKETED = re.compile(r"^(?P<tool>[\w.-]+)\s*\[(?P<input>.*)\]\s*$", re.S)
 
 
@@ -87,7 +88,9 @@ def parse_react_step(text: str) -> ReActAction | ReActFinish:
             bracketed["tool"].lower(),
             _clean(bracketed["input"]),
         )
-    tool = re.split(r"[\s(\[{:]", value, maxsplit=1)[0].strip("`'\"").lower() if value else ""
+    # "Action: The calculator, ..." (the 0.5B model, in a turn of its own) names calculator.
+    value = _LEADING_ARTICLE.sub("", value)
+    tool = re.split(r"[\s(\[{:,]", value, maxsplit=1)[0].strip("`'\"").lower() if value else ""
     given = _ACTION_INPUT.search(rest)
     if not tool:
         raise ReActFormatError("'Action:' names no tool")
