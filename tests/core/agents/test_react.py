@@ -77,6 +77,10 @@ def test_what_cannot_be_read_gets_an_error_the_model_can_act_on(text: str, messa
         parse_react_step(text)
 
 
+# A different action each time: an action repeated exactly ends the loop early.
+ADD_AGAIN = " Action: calculator\nAction Input: 1 + 1 + 0"
+
+
 def _agent(tmp_path: Path, llm: ScriptedLLM, **params: object) -> ReActAgent:
     store = BM25Store(tmp_path / "bm25")
     store.add([Chunk("a-0", "The Zorblax reactor runs at 451 kelvin.", "a", "reactor.md")])
@@ -153,19 +157,19 @@ def test_without_an_open_turn_the_forced_answer_is_asked_for_in_a_turn(tmp_path:
     )
 
 
-def test_a_repeated_action_is_not_run_again(tmp_path: Path) -> None:
+def test_a_repeated_action_is_not_run_again_but_answered(tmp_path: Path) -> None:
     search = " Action: docsearch\nAction Input: Zorblax  REACTOR"
-    llm = ScriptedLLM(
-        replies=[" zorblax reactor", search, " Final Answer: It runs at 451 kelvin [1]."]
-    )
+    llm = ScriptedLLM(replies=[" zorblax reactor", search, " It runs at 451 kelvin [1]."])
     record = AnswerCollector("react").extend(_agent(tmp_path, llm).run("How hot?")).to_dict(0.0)
 
-    assert record["answer"] == "It runs at 451 kelvin [1]."
+    assert record["answer"] == "It runs at 451 kelvin [1]."  # not "could not finish"
     searches = [s for s in record["steps"] if s["step"].endswith(":docsearch") and "output" in s]
     assert len(searches) == 1
+    final = next(s for s in record["steps"] if s["step"] == "final" and "input" in s)
+    assert final["input"] == {"reason": "it repeated an action"}
     assert llm.prompts[2][-1].content.endswith(
-        "Observation: You did exactly this already; its result is above. Write Final "
-        "Answer: with what you found, or take a different action.\nThought:"
+        "The Zorblax reactor runs at 451 kelvin.\nThought: I must answer now with what I "
+        "found.\nFinal Answer:"
     )
 
 
@@ -186,8 +190,7 @@ def test_unknown_tools_and_bad_format_become_observations(tmp_path: Path) -> Non
 
 
 def test_after_max_steps_it_says_it_could_not_finish(tmp_path: Path) -> None:
-    loop = " Action: calculator\nAction Input: 1 + 1"
-    llm = ScriptedLLM(replies=[loop, loop, " It is 2."])
+    llm = ScriptedLLM(replies=[" Action: calculator\nAction Input: 1 + 1", ADD_AGAIN, " It is 2."])
     agent = _agent(tmp_path, llm, search_first=False, max_steps=2)
     record = AnswerCollector("react").extend(agent.run("What is 1 + 1?")).to_dict(0.0)
     assert record["answer"] == "I could not finish within 2 steps. From what I found: It is 2."
@@ -201,7 +204,7 @@ def test_a_forced_answer_without_words_is_written_from_the_passages_found(
     tmp_path: Path,
 ) -> None:
     search = " Action: docsearch\nAction Input: reactor"
-    llm = ScriptedLLM(replies=[search, search, " ", "It runs at 451 kelvin [1]."])
+    llm = ScriptedLLM(replies=[search, f"{search} heat", " ", "It runs at 451 kelvin [1]."])
     agent = _agent(tmp_path, llm, search_first=False, max_steps=2)
     record = AnswerCollector("react").extend(agent.run("How hot?")).to_dict(0.0)
     assert record["answer"] == (
@@ -214,7 +217,7 @@ def test_a_forced_answer_without_words_is_written_from_the_passages_found(
 
 def test_a_forced_answer_without_words_and_nothing_found_says_so(tmp_path: Path) -> None:
     loop = " Action: calculator\nAction Input: 1 + 1"
-    llm = ScriptedLLM(replies=[loop, loop, " The plant opened in 1990 [2]."])  # the example
+    llm = ScriptedLLM(replies=[loop, ADD_AGAIN, " The plant opened in 1990 [2]."])  # the example
     agent = _agent(tmp_path, llm, search_first=False, max_steps=2)
     record = AnswerCollector("react").extend(agent.run("What is 1 + 1?")).to_dict(0.0)
     assert record["answer"] == (

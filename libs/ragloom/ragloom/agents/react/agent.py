@@ -64,12 +64,6 @@ SEARCH_FIRST = "Thought: I should search the documents first.\nAction: docsearch
 STOP_SEQUENCES = ("\nObservation:", "Observation:")
 
 
-REPEATED = (
-    "You did exactly this already; its result is above. Write Final Answer: with what you "
-    "found, or take a different action."
-)
-
-
 def _action_key(action: ReActAction) -> tuple[str, str]:
     return action.tool, " ".join(action.tool_input.lower().split())
 
@@ -169,6 +163,7 @@ class ReActAgent(BaseComponent):
                 done.add(_action_key(first))
         answer = None
         calls = 0
+        repeated = False
         while calls < self.max_steps and self._room_for_a_step(
             fixed + transcript.tokens(self.llm.count_tokens)
         ):
@@ -191,16 +186,18 @@ class ReActAgent(BaseComponent):
                 answer = parsed.answer
                 break
             if _action_key(parsed) in done:
-                # Running it again would show the same result; small models loop on it.
-                transcript.add(written, REPEATED)
-                continue
+                # Small models loop on an action whose result they already have (told so,
+                # the 0.5B model copied the telling into its answer): make them answer.
+                repeated = True
+                break
             done.add(_action_key(parsed))
             observation = yield from self._act(calls, parsed, runner)
             transcript.add(written, observation)
         preface = ""
         if answer is None:
-            preface = f"{UNFINISHED.format(steps=calls)} "
-            answer = yield from self._forced_answer(transcript, calls)
+            reason = "it repeated an action" if repeated else f"no answer after {calls} steps"
+            preface = "" if repeated else f"{UNFINISHED.format(steps=calls)} "
+            answer = yield from self._forced_answer(transcript, reason)
         yield from self._finish(question, without_example(answer), preface)
 
     def _stream_native(self, question: str) -> Iterator[Event]:
@@ -260,11 +257,11 @@ class ReActAgent(BaseComponent):
         yield from self._finish(question, answer, "")
 
     def _forced_answer(
-        self, transcript: ReActTranscript, steps: int
+        self, transcript: ReActTranscript, reason: str
     ) -> Generator[Event, None, str]:
         """The model's answer when it is made to stop; empty if it wrote none."""
         started = time.perf_counter()
-        yield StepStarted("final", {"reason": f"no answer after {steps} steps"})
+        yield StepStarted("final", {"reason": reason})
         # The loop kept room for this call: the transcript always fits.
         result = self._generate(transcript, final=True)
         yield LLMCallFinished("react-final", result.usage)
