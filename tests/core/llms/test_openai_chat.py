@@ -116,6 +116,9 @@ def test_the_kind_of_server_comes_from_its_model_list(
         assert chat._server() == kind
         assert chat.continues_assistant_turn is prefill
         assert chat.supports_grammar is (kind != "other")
+        # Decoding as in-process: llama-cpp-python's server would penalise repeats (1.1).
+        extra = chat._request(FRANCE, GenerationOptions()).get("extra_body")
+        assert extra == (None if kind == "other" else {"repeat_penalty": 1.0})
 
 
 def test_grammar_is_refused_for_non_llama_cpp_servers() -> None:

@@ -4,6 +4,7 @@ Endpoints differ in what they accept beyond plain chat, so some options depend o
 of server (``server_kind``, detected once from ``/models`` when left on ``"auto"``):
 
 * a GBNF ``grammar`` is a llama.cpp extension, sent as ``extra_body={"grammar": ...}``;
+  so is ``repeat_penalty`` (``OpenAIChat.repeat_penalty``, 1.0 as in-process by default);
   other servers get an :class:`LLMError` instead of an ignored constraint;
 * a JSON schema goes as ``response_format={"type": "json_schema", ...}`` (the OpenAI form),
   but as ``{"type": "json_object", "schema": ...}`` to llama.cpp servers: llama-cpp-python's
@@ -80,6 +81,11 @@ class OpenAIChat(ChatLLM):
     )
     server_kind: str = Param(
         "auto", help="'openai', 'llama.cpp', or 'auto' (ask /models once when it matters)."
+    )
+    repeat_penalty: float | None = Param(
+        1.0,
+        help="Sent to llama.cpp servers, whose own defaults differ (llama-cpp-python's: 1.1); "
+        "1.0 decodes as Ragloom's in-process llama.cpp does. None: the server's default.",
     )
     assistant_prefill: bool | None = Param(
         None,
@@ -219,13 +225,18 @@ class OpenAIChat(ChatLLM):
             if choice not in ("auto", "none", "required"):
                 choice = {"type": "function", "function": {"name": choice}}
             request["tool_choice"] = choice
+        extra: dict[str, Any] = {}
         if options.grammar is not None:
             if not self._is_llama_cpp():
                 raise LLMError(
                     f"{self.endpoint} is not a llama.cpp server: it takes no GBNF grammar "
                     "(use json_schema, or set server_kind='llama.cpp' if it is one)"
                 )
-            request["extra_body"] = {"grammar": options.grammar}
+            extra["grammar"] = options.grammar
+        if self.repeat_penalty is not None and self._is_llama_cpp():
+            extra["repeat_penalty"] = self.repeat_penalty
+        if extra:
+            request["extra_body"] = extra
         if options.json_schema is not None:
             if self._is_llama_cpp():
                 request["response_format"] = {"type": "json_object", "schema": options.json_schema}
