@@ -4,8 +4,9 @@ Endpoints differ in what they accept beyond plain chat, so some options depend o
 of server (``server_kind``, detected once from ``/models`` when left on ``"auto"``):
 
 * a GBNF ``grammar`` is a llama.cpp extension, sent as ``extra_body={"grammar": ...}``;
-  so is ``repeat_penalty`` (``OpenAIChat.repeat_penalty``, 1.0 as in-process by default);
   other servers get an :class:`LLMError` instead of an ignored constraint;
+* llama.cpp servers also get ``repeat_penalty`` (1.0, as in-process, by default), since
+  their own defaults differ;
 * a JSON schema goes as ``response_format={"type": "json_schema", ...}`` (the OpenAI form),
   but as ``{"type": "json_object", "schema": ...}`` to llama.cpp servers: llama-cpp-python's
   server rejects the ``json_schema`` type (HTTP 500, "Input should be 'text' or
