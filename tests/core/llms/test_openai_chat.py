@@ -10,6 +10,7 @@ import pytest
 
 from ragloom.llms import ChatMessage, GenerationOptions, LLMError, LLMResult, OpenAIChat
 from ragloom.llms.base import CallTimer
+from ragloom.llms.llamacpp import LlamaCppChat
 from tests.helpers.json_server import serve_json
 
 FRANCE = [
@@ -97,6 +98,29 @@ def test_llama_cpp_python_servers_answer_an_open_assistant_turn_in_a_new_one(
     assert OpenAIChat(
         base_url=chat.base_url, model="m", assistant_prefill=True
     ).continues_assistant_turn
+
+
+@pytest.mark.llm
+def test_llama_cpp_python_servers_count_tokens_as_the_model_does(
+    chat: OpenAIChat, llama_chat: LlamaCppChat
+) -> None:
+    # Evidence budgets depend on it; the 4-characters estimate said 20 for the first.
+    texts = ["Based on State of the Union Address 2023: how many tokens? 1,234.56", "Zorblax"]
+    for text in texts:
+        assert chat.count_tokens(text) == llama_chat.count_tokens(text)
+
+
+def test_a_server_that_cannot_tokenize_gets_the_estimate_without_asking_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    listing = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "me"}]}
+    with serve_json("/v1/models", listing) as base_url:  # answers no POST /extras/tokenize
+        chat = OpenAIChat(base_url=base_url, model="m", max_retries=0)
+        assert chat.count_tokens("x" * 40) == 10
+        assert chat.count_tokens("y" * 80) == 20
+    assert [r.getMessage().split(" failed")[0] for r in caplog.records] == [
+        f"{base_url.removesuffix('/v1')}/extras/tokenize"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,9 @@ SERVER_KINDS = ("auto", "openai", "llama.cpp")
 # says "llamacpp" (and adds a "meta" object).
 _LLAMA_CPP_PYTHON_OWNER = "me"
 _LLAMA_SERVER_OWNER = "llamacpp"
+# Where each kind of llama.cpp server tokenizes text, beside its /v1 routes.
+_TOKENIZE_PATHS = {"llama-server": "/tokenize", "llama-cpp-python": "/extras/tokenize"}
+_TOKEN_CACHE_SIZE = 4096
 # Tokens a chat template adds around each message, for the estimate when a server sends no
 # usage (ChatML: "<|im_start|>role\n" ... "<|im_end|>\n").
 _TOKENS_PER_MESSAGE = 4
@@ -128,6 +131,23 @@ class OpenAIChat(ChatLLM):
         except LLMError as exc:
             logger.warning("cannot tell whether %s continues a turn: %s", self.base_url, exc)
             return False
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` by a llama.cpp server's own tokenizer (asked once per text);
+        for other servers, or if asking fails, estimated at 4 characters a token."""
+        if not text or self._tokenize_path() is None:
+            return super().count_tokens(text)
+        cache: dict[str, int] | None = getattr(self, "_token_counts", None)
+        if cache is None:
+            cache = self._token_counts = {}
+        if (count := cache.get(text)) is None:
+            count = self._server_token_count(text)
+            if count is None:
+                return super().count_tokens(text)
+            if len(cache) >= _TOKEN_CACHE_SIZE:
+                cache.clear()
+            cache[text] = count
+        return count
 
     @property
     def endpoint(self) -> str:
@@ -313,6 +333,32 @@ class OpenAIChat(ChatLLM):
             logger.info("%s looks like %s", self.endpoint, detected)
             self._detected_server = detected
         return detected
+
+    def _tokenize_path(self) -> str | None:
+        """Where the server tokenizes (beside /v1), or None where it does not or cannot."""
+        if getattr(self, "_tokenize_failed", False):
+            return None
+        try:
+            server = self._server() if self.server_kind != "openai" else "other"
+        except LLMError:
+            return None
+        return _TOKENIZE_PATHS.get(server)
+
+    def _server_token_count(self, text: str) -> int | None:
+        import httpx
+
+        path = self._tokenize_path()
+        root = self.endpoint.rstrip("/").removesuffix("/v1")
+        body = {"input": text} if path == "/extras/tokenize" else {"content": text}
+        try:
+            response = httpx.post(root + path, json=body, timeout=self.timeout)
+            response.raise_for_status()
+            return len(response.json()["tokens"])
+        except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+            # Budgets still work on the estimate; asking again for every text would not help.
+            logger.warning("%s%s failed (%s): estimating tokens instead", root, path, exc)
+            self._tokenize_failed = True
+            return None
 
     @contextlib.contextmanager
     def _translated_errors(self) -> Iterator[None]:
