@@ -4,6 +4,8 @@
     .venv/bin/python benchmarks/reasoning.py --limit 10 --modes rewoo,react
     RAGLOOM_OPENAI_BASE_URL=http://host:8000/v1 \
         .venv/bin/python benchmarks/reasoning.py --llm openai
+    RAGLOOM_OPENAI_NATIVE_TOOLS=1 RAGLOOM_OPENAI_BASE_URL=... \
+        .venv/bin/python benchmarks/reasoning.py --llm openai --modes react   # tool calling
 
 The speech is indexed once into a throwaway app (the default FileIndex: hybrid search,
 240-token chunks); then each question is put to every mode in turn through
@@ -14,7 +16,8 @@ The speech is indexed once into a throwaway app (the default FileIndex: hybrid s
   content words (lowercased ``\\w+`` tokens minus NLTK's English stopwords), the rule the
   kotaemon figures in the issue were measured with;
 - tokens: prompt plus completion tokens over every LLM call of the question (tokens a
-  llama.cpp cache spared are still counted: the rule of the ReWOO paper);
+  llama.cpp cache spared are still counted: the rule of the ReWOO paper); a server that
+  reports no usage (llama-cpp-python's) gets Ragloom's count (``OpenAIChat.stream``);
 - s/q and p50 s: mean and median wall time of a question (the median shrugs off the
   questions slowed by other work on a shared machine);
 - searched: the share of questions on which the documents were searched;
