@@ -82,6 +82,9 @@ ADD_AGAIN = " Action: calculator\nAction Input: 1 + 1 + 0"
 
 
 def _agent(tmp_path: Path, llm: ScriptedLLM, **params: object) -> ReActAgent:
+    # Most tests script the open-turn layout (each reply continues the scratchpad), which
+    # the scripted LLM can do unless made with prefill=False.
+    params.setdefault("open_turn", True)
     store = BM25Store(tmp_path / "bm25")
     store.add([Chunk("a-0", "The Zorblax reactor runs at 451 kelvin.", "a", "reactor.md")])
     ledger = EvidenceLedger()
@@ -136,6 +139,15 @@ def test_without_an_open_turn_steps_and_observations_take_turns(tmp_path: Path) 
     ]
     assert llm.prompts[0][-1].content.endswith(f"{found}\n\nContinue with Thought:")
     assert not any(o.continue_assistant for o in llm.options_seen)
+
+
+def test_steps_take_turns_by_default_even_where_a_turn_could_stay_open(tmp_path: Path) -> None:
+    llm = ScriptedLLM(replies=["Thought: I know it.\nFinal Answer: It runs at 451 kelvin [1]."])
+    agent = _agent(tmp_path, llm, open_turn=False)
+    record = AnswerCollector("react").extend(agent.run("How hot is the Zorblax reactor?"))
+    assert record.to_dict(0.0)["answer"] == "It runs at 451 kelvin [1]."
+    assert llm.prompts[0][-1].role == "user"
+    assert not llm.options_seen[0].continue_assistant
 
 
 def test_without_an_open_turn_the_forced_answer_is_asked_for_in_a_turn(tmp_path: Path) -> None:

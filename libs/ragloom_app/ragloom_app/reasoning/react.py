@@ -43,8 +43,8 @@ class ReActReasoning(AgentReasoning):
                 "name": "Search the documents first",
                 "value": True,
                 "component": "checkbox",
-                "info": "Begin with a document search whose query the model writes; small "
-                "models otherwise tend to answer from memory.",
+                "info": "Begin with a document search for the question; small models "
+                "otherwise tend to answer from memory.",
             },
         }
 

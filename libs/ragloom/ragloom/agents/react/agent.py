@@ -1,7 +1,7 @@
 """The ReAct agent: think, act, observe, repeat, then answer citing what it found.
 
-The scratchpad (``Thought / Action / Action Input / Observation`` lines) is continued
-inside the assistant's own turn where the LLM can do that, else laid out as turns
+The ``Thought / Action / Action Input / Observation`` steps take turns with their
+observations, or stay in one assistant turn the model continues
 (:mod:`ragloom.agents.react.transcript`). Generation stops at
 ``Observation:``, so the model never invents a tool's result. Every observation is
 trimmed to a token budget, and the agent stops early when the next step would not fit
@@ -87,6 +87,11 @@ class ReActAgent(BaseComponent):
     search_first: bool = Param(
         True, help="Start with a document search whose query the model writes."
     )
+    open_turn: bool = Param(
+        False,
+        help="Keep the steps in one assistant turn that the model continues (LLMs that can); "
+        "off: the question's search comes first and steps and observations take turns.",
+    )
     native_tools: bool | None = Param(
         None, help="Use the endpoint's native tool calling (None: where the LLM has it)."
     )
@@ -150,7 +155,8 @@ class ReActAgent(BaseComponent):
         runner = ToolRunner(timeout=self.tool_timeout, retries=self.tool_retries)
         system = self.system_prompt()
         fixed = self.llm.count_tokens(system + question)  # counted once: it never changes
-        transcript = ReActTranscript(system, question.strip(), self.llm.continues_assistant_turn)
+        open_turn = self.open_turn and self.llm.continues_assistant_turn
+        transcript = ReActTranscript(system, question.strip(), open_turn)
         done: set[tuple[str, str]] = set()
         if self.search_first and "docsearch" in self.tools:
             if transcript.open_turn:

@@ -1,14 +1,15 @@
 """ReAct's steps so far, laid out as the messages of the model's next call.
 
-Two layouts, chosen by whether the LLM can continue an assistant turn
-(:attr:`~ragloom.llms.base.ChatLLM.continues_assistant_turn`):
+Two layouts:
 
-* **one open turn** (llama.cpp in-process, llama.cpp's ``llama-server``): the whole
-  scratchpad stays in the assistant's own turn, which the model continues. Measured on the
-  0.5B model, putting the history in a user message instead makes it repeat its action.
-* **turns** (OpenAI, llama-cpp-python's server, most endpoints): each step the model wrote
-  is an assistant message and each observation a user message starting ``Observation:``;
-  the model writes every step in a new turn.
+* **turns** (the default, and the only one most endpoints allow): the question comes with
+  what a search for it found, each step the model wrote is an assistant message and each
+  observation a user message starting ``Observation:``; the model writes every step in a
+  new turn. On the 0.5B model, 26 of 74 benchmark questions right against 19.
+* **one open turn** (``ReActAgent.open_turn``, for LLMs that can continue an assistant
+  turn, :attr:`~ragloom.llms.base.ChatLLM.continues_assistant_turn`): the whole scratchpad
+  stays in the assistant's own turn, which the model continues; the first search's query
+  is the model's.
 """
 
 from __future__ import annotations
