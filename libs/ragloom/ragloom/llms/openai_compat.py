@@ -135,13 +135,14 @@ class OpenAIChat(ChatLLM):
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by a llama.cpp server's own tokenizer (asked once per text);
         for other servers, or if asking fails, estimated at 4 characters a token."""
-        if not text or self._tokenize_path() is None:
+        path = self._tokenize_path() if text else None
+        if path is None:
             return super().count_tokens(text)
         cache: dict[str, int] | None = getattr(self, "_token_counts", None)
         if cache is None:
             cache = self._token_counts = {}
         if (count := cache.get(text)) is None:
-            count = self._server_token_count(text)
+            count = self._server_token_count(path, text)
             if count is None:
                 return super().count_tokens(text)
             if len(cache) >= _TOKEN_CACHE_SIZE:
@@ -344,10 +345,9 @@ class OpenAIChat(ChatLLM):
             return None
         return _TOKENIZE_PATHS.get(server)
 
-    def _server_token_count(self, text: str) -> int | None:
+    def _server_token_count(self, path: str, text: str) -> int | None:
         import httpx
 
-        path = self._tokenize_path()
         root = self.endpoint.rstrip("/").removesuffix("/v1")
         body = {"input": text} if path == "/extras/tokenize" else {"content": text}
         try:

@@ -154,7 +154,6 @@ class ReActAgent(BaseComponent):
             return
         runner = ToolRunner(timeout=self.tool_timeout, retries=self.tool_retries)
         system = self.system_prompt()
-        fixed = self.llm.count_tokens(system + question)  # counted once: it never changes
         open_turn = self.open_turn and self.llm.continues_assistant_turn
         transcript = ReActTranscript(system, question.strip(), open_turn)
         done: set[tuple[str, str]] = set()
@@ -171,7 +170,7 @@ class ReActAgent(BaseComponent):
         calls = 0
         repeated = False
         while calls < self.max_steps and self._room_for_a_step(
-            fixed + transcript.tokens(self.llm.count_tokens)
+            transcript.tokens(self.llm.count_tokens)
         ):
             calls += 1
             started = time.perf_counter()

@@ -76,13 +76,8 @@ class ReActTranscript:
         self.steps.append((written, observation))
 
     def tokens(self, count: Callable[[str], int]) -> int:
-        """Tokens of what the steps add to the system prompt and question."""
-        if self.open_turn:
-            return count(self.scratchpad())
-        texts = [f"{w}\nObservation: {o}\n\n{NEXT_STEP}" for w, o in self.steps]
-        if self.searched is not None:
-            texts.append(f"Question: \n\n{SEARCHED}\nObservation: {self.searched}")
-        return sum(count(text) for text in texts)
+        """Tokens of the next call's messages, counted from the messages themselves."""
+        return sum(count(m.content) for m in self.messages())
 
     def _system(self) -> ChatMessage:
         return ChatMessage("system", self.system)
