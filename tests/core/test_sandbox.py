@@ -1,0 +1,140 @@
+"""The sandbox: work in limited worker processes, killed at its timeout, never freezing us."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from ragloom.sandbox import (
+    Sandbox,
+    SandboxCrash,
+    SandboxLimits,
+    SandboxMemoryError,
+    SandboxRaised,
+    SandboxTimeout,
+    SandboxTransferError,
+)
+from tests.helpers.heartbeat import Heartbeat
+
+pytestmark = pytest.mark.security
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+def worker_pid() -> int:
+    return os.getpid()
+
+
+def giant_integer() -> int:
+    # CPython builds 10**(10**8) while holding the GIL: minutes, and no thread runs.
+    return round(5, -(10**8))
+
+
+def segfault() -> None:
+    ctypes.string_at(0)
+
+
+def allocate(n_bytes: int) -> int:
+    return len(bytearray(n_bytes))
+
+
+def write_file(path: str, n_bytes: int) -> None:
+    with open(path, "wb") as handle:
+        handle.write(b"x" * n_bytes)
+
+
+class TwoArgumentError(Exception):
+    def __init__(self, first: int, second: int) -> None:
+        super().__init__(f"{first} and {second}")
+
+
+def raise_two_argument_error() -> None:
+    raise TwoArgumentError(1, 2)
+
+
+def raise_value_error() -> None:
+    raise ValueError("not a number")
+
+
+@pytest.fixture
+def sandbox() -> Iterator[Sandbox]:
+    box = Sandbox("test", SandboxLimits(workers=1, memory_bytes=512 << 20, file_bytes=1 << 20))
+    yield box
+    box.close()
+
+
+def test_a_call_returns_its_value(sandbox: Sandbox) -> None:
+    assert sandbox.run(add, 2, 3, timeout=30) == 5
+    assert sandbox.run(worker_pid, timeout=30) != os.getpid()
+
+
+def test_a_runaway_call_is_killed_at_its_timeout_and_the_caller_never_pauses(
+    sandbox: Sandbox,
+) -> None:
+    sandbox.run(add, 0, 0, timeout=30)  # the worker is up: time only the call itself
+    pid = sandbox.run(worker_pid, timeout=30)
+    started = time.perf_counter()
+    with Heartbeat() as beat, pytest.raises(SandboxTimeout, match="1 s"):
+        sandbox.run(giant_integer, timeout=1.0)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 5
+    assert beat.longest_pause < 0.5
+    # Nothing keeps running: the worker that ran it is gone, a fresh one serves.
+    deadline = time.monotonic() + 5
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}")
+    assert sandbox.run(add, 1, 1, timeout=30) == 2
+
+
+def test_a_crash_fails_the_call_alone(sandbox: Sandbox) -> None:
+    with pytest.raises(SandboxCrash, match="SIGSEGV"):
+        sandbox.run(segfault, timeout=30)
+    assert sandbox.run(add, 1, 2, timeout=30) == 3
+
+
+def test_memory_past_the_limit_is_refused(sandbox: Sandbox) -> None:
+    with pytest.raises(SandboxMemoryError, match="512 MiB"):
+        sandbox.run(allocate, 2 << 30, timeout=30)
+    assert sandbox.run(allocate, 1 << 20, timeout=30) == 1 << 20
+
+
+def test_files_past_the_limit_cannot_be_written(sandbox: Sandbox, tmp_path) -> None:
+    target = tmp_path / "big"
+    with pytest.raises(OSError):
+        sandbox.run(write_file, str(target), 2 << 20, timeout=30)
+    assert target.stat().st_size <= 1 << 20
+
+
+def test_exceptions_come_back_as_raised(sandbox: Sandbox) -> None:
+    with pytest.raises(ValueError, match="not a number"):
+        sandbox.run(raise_value_error, timeout=30)
+    # One that cannot be rebuilt from its arguments still comes back, named.
+    with pytest.raises(SandboxRaised, match="TwoArgumentError: 1 and 2"):
+        sandbox.run(raise_two_argument_error, timeout=30)
+
+
+def test_what_cannot_cross_fails_its_own_call_and_not_the_pool(sandbox: Sandbox) -> None:
+    class Local:
+        pass
+
+    with pytest.raises(SandboxTransferError):
+        sandbox.run(add, lambda: 1, 2, timeout=30)
+    with pytest.raises(SandboxTransferError, match="Local"):
+        sandbox.run(add, Local(), 2, timeout=30)
+    assert sandbox.run(add, 2, 2, timeout=30) == 4
+
+
+def test_a_result_past_its_size_limit_is_refused() -> None:
+    box = Sandbox("small", SandboxLimits(workers=1, result_bytes=1 << 20))
+    try:
+        with pytest.raises(SandboxTransferError, match="over the 1 MiB limit"):
+            box.run(bytes, 2 << 20, timeout=30)
+    finally:
+        box.close()
