@@ -145,8 +145,7 @@ def shown_state(source: Source, locks_dir: Path) -> tuple[str, str | None]:
         return status, f"removal interrupted; finished {_RECOVERED_BY} (or remove it again)"
     if source.attempts >= MAX_INDEXING_ATTEMPTS:
         return str(SourceStatus.QUEUED), (
-            f"interrupted {source.attempts} times; marked failed, not tried again, "
-            f"{_RECOVERED_BY}"
+            f"interrupted {source.attempts} times; marked failed, not tried again, {_RECOVERED_BY}"
         )
     return str(SourceStatus.QUEUED), f"interrupted; indexed again {_RECOVERED_BY}"
 
