@@ -57,7 +57,7 @@ def _column_sql(table: Table, column: Column, dialect: Dialect) -> str:
     )
     default = column.default
     if default is not None and getattr(default, "is_scalar", False):
-        value = literal(default.arg, type_=column.type).compile(  # type: ignore[attr-defined]
+        value = literal(default.arg, type_=column.type).compile(
             dialect=dialect, compile_kwargs={"literal_binds": True}
         )
         sql += f" DEFAULT {value}"
