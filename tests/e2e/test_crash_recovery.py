@@ -2,7 +2,9 @@
 
 A real ``ragloom index add`` process is killed while the database shows its big file in
 status ``indexing`` (it is embedding it then, which takes seconds). The next ``ragloom``
-command starts the app, whose recovery indexes the file again from its stored copy.
+command only lists the file as interrupted (a start indexes nothing again); ``ragloom
+index check --repair`` indexes it again from its stored copy, as ``ragloom serve`` would
+in the background (tests/security/test_crash_loop.py).
 """
 
 from __future__ import annotations
@@ -71,6 +73,13 @@ def _statuses(db: Path) -> dict[str, str]:
         return {}
 
 
+def _files(data_dir: Path) -> dict[str, dict[str, object]]:
+    """``ragloom index list --json``: the first index's files by name."""
+    listing = _ragloom(data_dir, "index", "list", "--json")
+    assert listing.returncode == 0, listing.stderr
+    return {f["name"]: f for f in json.loads(listing.stdout)[0]["files"]}
+
+
 def test_sigkill_while_indexing_then_restart(tmp_path: Path) -> None:
     upload = tmp_path / "upload"
     upload.mkdir()
@@ -110,13 +119,21 @@ def test_sigkill_while_indexing_then_restart(tmp_path: Path) -> None:
     assert left["a-small.md"] == "INDEXED" and left["b-big.txt"] == "INDEXING"
     assert "c-after.md" not in left
 
-    # The restart: any command starts the app, and the app recovers before listing.
-    listing = _ragloom(data_dir, "index", "list", "--json")
-    assert listing.returncode == 0, listing.stderr
-    files_by_name = {f["name"]: f for f in json.loads(listing.stdout)[0]["files"]}
-    assert set(files_by_name) == {"a-small.md", "b-big.txt"}
+    # The restart: a command starts the app, which indexes nothing again at start.
+    waiting = _files(data_dir)
+    assert set(waiting) == {"a-small.md", "b-big.txt"}
+    assert _statuses(db)["b-big.txt"] == "INDEXING"
+    assert (waiting["b-big.txt"]["status"], waiting["b-big.txt"]["attempts"]) == ("queued", 1)
+    assert waiting["b-big.txt"]["reason"].startswith("interrupted; indexed again when")
+    found = _ragloom(data_dir, "index", "check")
+    assert found.returncode == 1 and "interrupted: 1 files were left unfinished" in found.stdout
+    repaired = _ragloom(data_dir, "index", "check", "--repair")
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+
+    files_by_name = _files(data_dir)
     assert all(f["status"] in {"indexed", "failed"} for f in files_by_name.values())
     big = files_by_name["b-big.txt"]
+    assert big["attempts"] == 2
     stored = data_dir / "indices" / "1" / "files"
     if any(stored.glob("*.txt")):  # the copy was complete: it is indexed again from it
         assert big["status"] == "indexed" and big["chunks"] > 50, big

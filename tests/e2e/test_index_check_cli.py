@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ragloom_app.index.file.recovery import GAVE_UP_REASON
+
 PROJECT = Path(__file__).resolve().parents[2]
 MANUAL = (
     "# Pump manual\n\nThe harbour pumps move seawater uphill at night when power is cheap.\n\n"
@@ -26,6 +28,21 @@ lost = sorted(index.vector_store.ids())[0]
 index.vector_store.delete([lost])
 index.fulltext_store.add([Chunk("ghost-00000", "A ghost chunk.", "ghost", "ghost.md")])
 print(lost)
+"""
+# Die as a SIGKILL would (no clean-up), after the stores are written and before the flip
+# to indexed: while indexing a file (`add PATH`), or while recovering it (`recover`).
+INTERRUPT = """
+import os, sys
+from ragloom_app.app import BaseApp
+from ragloom_app.index.file.pipeline import FileIndexingPipeline
+from ragloom_app.settings import AppSettings
+
+FileIndexingPipeline._flip = lambda *args: os._exit(9)
+index = BaseApp(AppSettings.load()).start().indices.get("My files")
+if sys.argv[1] == "add":
+    index.get_indexing_pipeline({}).run([sys.argv[2]])
+else:
+    index.recover()
 """
 
 
@@ -116,3 +133,36 @@ def test_create_with_settings_then_check_and_repair(tmp_path: Path) -> None:
         == counts["fulltext"]
         == outcomes["manual.md"]["chunks"]
     )
+
+
+def test_repair_fails_a_file_that_stopped_twice_instead_of_indexing_it_again(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "data"
+    manual = tmp_path / "manual.md"
+    manual.write_text(MANUAL)
+    assert _run(data_dir, "-c", INTERRUPT, "add", str(manual)).returncode == 9
+    assert _run(data_dir, "-c", INTERRUPT, "recover").returncode == 9  # the retry dies too
+
+    found = _ragloom(data_dir, "index", "check")
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert (
+        "interrupted: 1 files were left unfinished by a process that stopped: 'manual.md'; "
+        "'manual.md' stopped 2 times and will be failed, not indexed again"
+    ) in found.stdout
+    repaired = _ragloom(data_dir, "index", "check", "--repair", "--json")
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    (report,) = json.loads(repaired.stdout)["indices"]
+    assert [(p["kind"], p["repaired"]) for p in report["problems"]] == [("interrupted", True)]
+    assert report["counts"] == {**report["counts"], "chunks": 0, "vector": 0, "fulltext": 0}
+
+    listing = _ragloom(data_dir, "index", "list", "--json")
+    (source,) = json.loads(listing.stdout)[0]["files"]
+    assert (source["status"], source["attempts"]) == ("failed", 2)
+    assert source["reason"] == GAVE_UP_REASON
+    # Adding the file again starts afresh.
+    added = _ragloom(data_dir, "index", "add", str(manual), "--json")
+    assert added.returncode == 0, added.stderr
+    listing = _ragloom(data_dir, "index", "list", "--json")
+    (source,) = json.loads(listing.stdout)[0]["files"]
+    assert (source["status"], source["attempts"], source["reason"]) == ("indexed", 1, None)

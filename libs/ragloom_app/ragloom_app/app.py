@@ -261,6 +261,30 @@ class BaseApp:
             **values,
         )
 
+    # -- recovery ----------------------------------------------------------------------------
+    def recover_indices(self) -> list[FileOutcome]:
+        """Finish, in every index, what processes that stopped left unfinished.
+
+        Slow (files are indexed again) and possibly fatal again (a file that killed the
+        process may kill it once more), so it never runs at :meth:`start`: ``ragloom
+        serve`` calls it in the background once the server listens. An index whose
+        recovery raises is logged and the others go on. Returns every file's outcome.
+        """
+        outcomes: list[FileOutcome] = []
+        for index in self.indices.indices:
+            try:
+                found = index.recover()
+            except Exception:
+                logger.exception("recovery of index %r failed", index.name)
+                continue
+            for outcome in found:
+                if outcome.status == "failed":
+                    logger.warning("recovery: %s failed: %s", outcome.name, outcome.reason)
+                else:
+                    logger.info("recovery: %s %s", outcome.name, outcome.status)
+            outcomes.extend(found)
+        return outcomes
+
     # -- first run ---------------------------------------------------------------------------
     def seed_first_run(self) -> Iterator[IndexingProgress | FileOutcome]:
         """On an empty app, index ``FIRST_RUN_DOCS`` so a new user can ask at once."""

@@ -1,12 +1,16 @@
-"""Recovery at start: what a process cut short left is finished, work of a live one is not.
+"""Recovery: a start only cleans up; interrupted files are indexed again once, later.
 
 The states are made by the real pipeline, stopped at the point under test by an exception
 no handler catches (as a crash stops it); its lock is released as the kernel releases a
-dead process's lock. The SIGKILL of a real process is in tests/e2e/test_crash_recovery.py.
+dead process's lock. A start (any command) must not index anything again: that is
+:meth:`FileIndex.recover`'s work (``ragloom serve`` runs it once it listens) and ``index
+check --repair``'s, each at most once per file. The SIGKILL of a real process is in
+tests/e2e/test_crash_recovery.py and tests/security/test_crash_loop.py.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,21 +19,29 @@ from sqlmodel import Session, select
 
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import ChunkRecord, Source
-from ragloom_app.index.file import FileIndex
+from ragloom_app.index.file import FileIndex, FileIndexingPipeline
 from ragloom_app.index.file.pipeline import INTERRUPTED_REASON
+from ragloom_app.index.file.recovery import GAVE_UP_REASON, MAX_INDEXING_ATTEMPTS
 from ragloom_app.index.file.worklock import WorkLock
 from ragloom_app.settings import AppSettings
 
 REACTOR = "# Reactor\n\nThe Zorblax reactor runs at 451 kelvin.\n\nIt was built in Lund in 2019.\n"
+WAITING = (
+    "interrupted; indexed again when `ragloom serve` starts, or by `ragloom index check --repair`"
+)
 
 
 class Crash(BaseException):
     """Stops the pipeline where a crash would: nothing in it catches a BaseException."""
 
 
+def _start_app(data_dir: Path) -> BaseApp:
+    return BaseApp(AppSettings(data_dir=data_dir)).start()
+
+
 def _start(data_dir: Path) -> FileIndex:
-    """Start the app (again) over ``data_dir``: its indices recover on start."""
-    (index,) = BaseApp(AppSettings(data_dir=data_dir)).start().indices.indices
+    """Start the app (again) over ``data_dir``, as every command does."""
+    (index,) = _start_app(data_dir).indices.indices
     assert isinstance(index, FileIndex)
     return index
 
@@ -46,6 +58,13 @@ def upload(tmp_path: Path) -> Path:
     return path
 
 
+def _raiser(name: str) -> Callable[..., None]:
+    def crash(*args: object, **kwargs: object) -> None:
+        raise Crash(name)
+
+    return crash
+
+
 def _crash_before_the_flip(index: FileIndex, upload: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """Index ``upload`` and stop after the stores are written, before the status flip."""
     pipeline = index.get_indexing_pipeline({})
@@ -53,15 +72,8 @@ def _crash_before_the_flip(index: FileIndex, upload: Path, monkeypatch: pytest.M
     with pytest.raises(Crash):
         pipeline.run([upload])
     (source,) = index.list_sources()
-    assert source["status"] == "indexing"
+    assert (source["status"], source["reason"], source["attempts"]) == ("queued", WAITING, 1)
     return str(source["id"])
-
-
-def _raiser(name: str) -> Callable[..., None]:
-    def crash(*args: object, **kwargs: object) -> None:
-        raise Crash(name)
-
-    return crash
 
 
 def _store_ids(index: FileIndex) -> tuple[set[str], set[str], set[str]]:
@@ -70,23 +82,141 @@ def _store_ids(index: FileIndex) -> tuple[set[str], set[str], set[str]]:
     return rows, index.vector_store.ids(), index.fulltext_store.ids()
 
 
-def test_a_file_cut_short_after_the_store_writes_is_indexed_again_at_start(
+def _raw(index: FileIndex) -> Source:
+    with Session(index.resources.engine) as session:
+        (source,) = session.exec(select(Source))
+        return source
+
+
+def _count_reingests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every source indexed again, in any pipeline, from now on."""
+    calls: list[str] = []
+    original = FileIndexingPipeline.reingest
+
+    def counting(self: FileIndexingPipeline, source_id: str, **kwargs: str) -> object:
+        calls.append(source_id)
+        return original(self, source_id, **kwargs)
+
+    monkeypatch.setattr(FileIndexingPipeline, "reingest", counting)
+    return calls
+
+
+def test_a_start_indexes_nothing_again_and_recover_does(
     data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = _start(data_dir)
     source_id = _crash_before_the_flip(index, upload, monkeypatch)
     # The state a crash leaves: chunks in both stores, none recorded, status indexing.
-    rows, vectors, terms = _store_ids(index)
-    assert rows == set() and vectors == terms and len(vectors) >= 1
+    crashed = _store_ids(index)
+    assert crashed[0] == set() and crashed[1] == crashed[2] and len(crashed[1]) >= 1
+    reingests = _count_reingests(monkeypatch)
 
     index = _start(data_dir)
+    assert reingests == [] and _store_ids(index) == crashed
+    assert _raw(index).status == "indexing"  # listed as queued; the row is left as it was
+
+    (outcome,) = index.recover()
+    assert (outcome.status, outcome.source_id, reingests) == ("indexed", source_id, [source_id])
     (source,) = index.list_sources()
-    assert (source["id"], source["status"], source["reason"]) == (source_id, "indexed", None)
+    assert (source["status"], source["reason"], source["attempts"]) == ("indexed", None, 2)
     rows, vectors, terms = _store_ids(index)
     assert rows == vectors == terms and len(rows) == source["chunks"]
     assert index.check().clean
     (hit, *_) = index.get_retriever_pipelines({})[0]("Zorblax reactor temperature", top_k=3)
     assert hit.chunk.source_id == source_id and "451 kelvin" in hit.chunk.text
+    assert index.recover() == []
+
+
+def test_a_file_that_crashes_its_retry_too_is_failed_and_never_tried_again(
+    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _start(data_dir)
+    _crash_before_the_flip(index, upload, monkeypatch)
+    # The retry crashes too: the count was committed before it read anything.
+    with monkeypatch.context() as patch:
+        patch.setattr(FileIndexingPipeline, "_run_ingest", _raiser("_run_ingest"))
+        with pytest.raises(Crash):
+            _start(data_dir).recover()
+    index = _start(data_dir)
+    assert _raw(index).attempts == MAX_INDEXING_ATTEMPTS
+    (listed,) = index.list_sources()
+    assert listed["status"] == "queued"
+    assert listed["reason"].startswith("interrupted 2 times; marked failed, not tried again")
+    reingests = _count_reingests(monkeypatch)
+
+    (outcome,) = index.recover()
+    assert (outcome.status, outcome.reason, reingests) == ("failed", GAVE_UP_REASON, [])
+    assert GAVE_UP_REASON == (
+        "indexing stopped 2 times without finishing (the process was killed or crashed, "
+        "perhaps out of memory); not tried again: remove the file or add it again"
+    )
+    (source,) = index.list_sources()
+    assert (source["status"], source["reason"], source["chunks"]) == ("failed", GAVE_UP_REASON, 0)
+    assert _store_ids(index) == (set(), set(), set())  # what it wrote is gone
+    assert index.check().clean
+    # Later starts and recoveries leave it alone.
+    index = _start(data_dir)
+    assert index.recover() == [] and reingests == []
+    assert index.check(repair=True).clean
+    # Adding the file again starts afresh, with a count of its own.
+    (outcome,) = index.get_indexing_pipeline({}).run([upload])
+    assert outcome.status == "indexed"
+    ((status, attempts),) = [(s["status"], s["attempts"]) for s in index.list_sources()]
+    assert (status, attempts) == ("indexed", 1)
+
+
+def test_the_attempt_is_counted_before_the_file_is_read(
+    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _start(data_dir)
+    # The first step after the row is written is the stored copy, then the reading.
+    monkeypatch.setattr(FileIndexingPipeline, "_keep_copy", _raiser("_keep_copy"))
+    with pytest.raises(Crash):
+        index.get_indexing_pipeline({}).run([upload])
+    assert (_raw(index).status, _raw(index).attempts) == ("indexing", 1)
+    monkeypatch.undo()
+    index.get_indexing_pipeline({})._keep_copy(upload, Path(_raw(index).stored_path), "x")
+    # A retry reads the stored copy in _run_ingest: counted before it.
+    monkeypatch.setattr(FileIndexingPipeline, "_run_ingest", _raiser("_run_ingest"))
+    with pytest.raises(Crash):
+        index.recover()
+    assert (_raw(index).status, _raw(index).attempts) == ("indexing", 2)
+
+
+def test_check_repair_honours_the_attempt_count(
+    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _start(data_dir)
+    source_id = _crash_before_the_flip(index, upload, monkeypatch)
+    with Session(index.resources.engine) as session:
+        row = session.get(Source, source_id)
+        assert row is not None
+        row.attempts = MAX_INDEXING_ATTEMPTS
+        session.add(row)
+        session.commit()
+    (problem,) = index.check().problems
+    assert (problem.kind, problem.ids) == ("interrupted", [source_id])
+    assert problem.message == (
+        "1 files were left unfinished by a process that stopped: 'reactor.md'; "
+        "'reactor.md' stopped 2 times and will be failed, not indexed again"
+    )
+    reingests = _count_reingests(monkeypatch)
+    report = index.check(repair=True)
+    assert report.ok and reingests == []
+    (source,) = index.list_sources()
+    assert (source["status"], source["reason"]) == ("failed", GAVE_UP_REASON)
+    assert _store_ids(index) == (set(), set(), set()) and index.check().clean
+
+
+def test_indexing_an_indexed_file_again_counts_afresh(data_dir: Path, upload: Path) -> None:
+    index = _start(data_dir)
+    index.get_indexing_pipeline({}).run([upload])
+    source_id = _raw(index).id
+    pipeline = index.get_indexing_pipeline({})
+    for _ in range(3):  # as `check --repair` does for a file that lost chunk rows
+        with WorkLock(pipeline.locks_dir, source_id):
+            assert pipeline.reingest(source_id).status == "indexed"
+    assert (_raw(index).status, _raw(index).attempts) == ("indexed", 1)
 
 
 def test_without_its_stored_copy_the_file_is_failed_with_the_reason(
@@ -98,6 +228,8 @@ def test_without_its_stored_copy_the_file_is_failed_with_the_reason(
         stored.unlink()
 
     index = _start(data_dir)
+    (outcome,) = index.recover()
+    assert (outcome.status, outcome.reason) == ("failed", INTERRUPTED_REASON)
     (source,) = index.list_sources()
     assert (source["status"], source["reason"]) == ("failed", INTERRUPTED_REASON)
     assert _store_ids(index) == (set(), set(), set())
@@ -109,22 +241,42 @@ def test_without_its_stored_copy_the_file_is_failed_with_the_reason(
     assert [s["status"] for s in index.list_sources()] == ["indexed"]
 
 
-def test_a_removal_cut_short_is_finished_at_start(
+def test_a_removal_cut_short_waits_for_the_recovery_or_a_new_removal(
     data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = _start(data_dir)
     index.get_indexing_pipeline({}).run([upload])
-    pipeline = index.get_indexing_pipeline({})
-    monkeypatch.setattr(pipeline, "_remove_from_stores", _raiser("_remove_from_stores"))
-    (source,) = index.list_sources()
-    with pytest.raises(Crash):
-        pipeline.remove(str(source["id"]))
-    assert [s["status"] for s in index.list_sources()] == ["removing"]
+    for finish in ("recover", "remove again"):
+        pipeline = index.get_indexing_pipeline({})
+        (source,) = index.list_sources()
+        with monkeypatch.context() as patch:
+            patch.setattr(pipeline, "_remove_from_stores", _raiser("_remove_from_stores"))
+            with pytest.raises(Crash):
+                pipeline.remove(str(source["id"]))
+        index = _start(data_dir)
+        (left,) = index.list_sources()
+        assert left["status"] == "removing"
+        assert left["reason"].startswith("removal interrupted; finished when `ragloom serve`")
+        if finish == "recover":
+            index.recover()
+        else:
+            assert index.remove_source("reactor.md")
+        assert index.list_sources() == []
+        assert _store_ids(index) == (set(), set(), set())
+        assert list((index.resources.data_dir / "files").iterdir()) == []
+        assert index.check().clean
+        index.get_indexing_pipeline({}).run([upload])
 
+
+def test_an_interrupted_file_can_be_removed_without_indexing_it(
+    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     index = _start(data_dir)
-    assert index.list_sources() == []
-    assert _store_ids(index) == (set(), set(), set())
-    assert list((index.resources.data_dir / "files").iterdir()) == []
+    _crash_before_the_flip(index, upload, monkeypatch)
+    reingests = _count_reingests(monkeypatch)
+    index = _start(data_dir)
+    assert index.remove_source("reactor.md") and reingests == []
+    assert index.list_sources() == [] and _store_ids(index) == (set(), set(), set())
     assert index.check().clean
 
 
@@ -138,7 +290,9 @@ def test_a_file_a_live_process_is_indexing_is_left_alone(
     assert worker.acquire(blocking=False)
     try:
         index = _start(data_dir)
-        assert [s["status"] for s in index.list_sources()] == ["indexing"]
+        assert index.recover() == []
+        (listed,) = index.list_sources()
+        assert (listed["status"], listed["reason"]) == ("indexing", None)
         report = index.check(repair=True)
         assert report.clean, report.problems  # its chunks in the stores are not "extra"
         assert report.notes == ["1 files are being worked on now: 'reactor.md'"]
@@ -150,9 +304,37 @@ def test_a_file_a_live_process_is_indexing_is_left_alone(
         worker.release()
     (problem,) = index.check().problems
     assert (problem.kind, problem.ids) == ("interrupted", [source_id])
+    assert problem.message == (
+        "1 files were left unfinished by a process that stopped: 'reactor.md'"
+    )
     assert index.check(repair=True).ok
     assert [s["status"] for s in index.list_sources()] == ["indexed"]
     assert index.check().clean
+
+
+def test_an_index_whose_recovery_fails_does_not_stop_the_others(
+    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = _start_app(data_dir)
+    (first,) = app.indices.indices
+    assert isinstance(first, FileIndex)
+    _crash_before_the_flip(first, upload, monkeypatch)
+    second = app.indices.create("Second", "ragloom_app.index.file.FileIndex")
+    assert isinstance(second, FileIndex)
+    _crash_before_the_flip(second, upload, monkeypatch)
+    app = _start_app(data_dir)
+    broken, working = app.indices.indices
+    monkeypatch.setattr(broken, "recover", _raiser_exception)
+    with caplog.at_level(logging.INFO):
+        (outcome,) = app.recover_indices()
+    assert (outcome.status, outcome.name) == ("indexed", "reactor.md")
+    assert "recovery of index 'My files' failed" in caplog.text
+    assert "recovery: reactor.md indexed" in caplog.text
+    assert [s["status"] for s in working.list_sources()] == ["indexed"]
+
+
+def _raiser_exception() -> None:
+    raise RuntimeError("the store is gone")
 
 
 def test_leftovers_of_dead_processes_are_removed_and_live_ones_kept(data_dir: Path) -> None:
@@ -181,6 +363,7 @@ def test_an_index_with_nothing_to_recover_starts_without_touching_its_stores(
     index.get_indexing_pipeline({}).run([upload])
     before = _store_ids(index)
     index = _start(data_dir)
+    assert index.recover() == []
     assert _store_ids(index) == before
     with Session(index.resources.engine) as session:
-        assert [s.status for s in session.exec(select(Source))] == ["indexed"]
+        assert [(s.status, s.attempts) for s in session.exec(select(Source))] == [("indexed", 1)]

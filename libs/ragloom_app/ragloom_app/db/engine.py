@@ -1,14 +1,31 @@
-"""Create the database engine and its tables."""
+"""Create the database engine, its tables, and the columns an older database lacks.
+
+``create_all`` creates missing tables but never changes an existing one, so a database
+made by an older Ragloom lacks the columns added since (``sources.attempts``).
+:func:`add_missing_columns` adds them, with their defaults, by plain ``ALTER TABLE ...
+ADD COLUMN`` that SQLite and PostgreSQL both run. It is a stopgap until the alembic
+migrations planned in a later issue: it only adds columns (never renames, drops or
+retypes one), and a column it adds must be nullable or have a constant default.
+"""
 
 from __future__ import annotations
 
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
+import logging
+
+from sqlalchemy import Column, Table, event, inspect, literal, text
+from sqlalchemy.engine import Dialect, Engine
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import SQLModel, create_engine
 
 from ragloom_app.db import models  # noqa: F401  (registers the tables)
 
-__all__ = ["create_db_engine"]
+__all__ = ["SchemaUpgradeError", "add_missing_columns", "create_db_engine"]
+
+logger = logging.getLogger(__name__)
+
+
+class SchemaUpgradeError(RuntimeError):
+    """A column the models have cannot be added to an existing table without a migration."""
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
@@ -21,10 +38,71 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
 
 
 def create_db_engine(url: str) -> Engine:
-    """An engine for ``url`` with every table created (SQLite gets WAL and foreign keys)."""
+    """An engine for ``url`` with every table and column created (SQLite gets WAL and
+    foreign keys)."""
     is_sqlite = url.startswith("sqlite")
     engine = create_engine(url, connect_args={"check_same_thread": False} if is_sqlite else {})
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
     SQLModel.metadata.create_all(engine)
+    add_missing_columns(engine)
     return engine
+
+
+def _column_sql(table: Table, column: Column, dialect: Dialect) -> str:
+    """``name TYPE [DEFAULT value] [NOT NULL]`` of ``column``, for ``ADD COLUMN``."""
+    sql = (
+        f"{dialect.identifier_preparer.format_column(column)} "
+        f"{column.type.compile(dialect=dialect)}"
+    )
+    default = column.default
+    if default is not None and getattr(default, "is_scalar", False):
+        value = literal(default.arg, type_=column.type).compile(
+            dialect=dialect, compile_kwargs={"literal_binds": True}
+        )
+        sql += f" DEFAULT {value}"
+    elif not column.nullable:
+        # The rows already there need a value, and only a constant gives every row one.
+        raise SchemaUpgradeError(
+            f"cannot add column {table.name}.{column.name} to the existing database: it is "
+            "required and has no constant default, so it needs a migration"
+        )
+    if not column.nullable:
+        sql += " NOT NULL"
+    return sql
+
+
+def _columns_of(engine: Engine, table: str) -> set[str]:
+    return {c["name"] for c in inspect(engine).get_columns(table)}
+
+
+def add_missing_columns(engine: Engine) -> list[str]:
+    """Add every model column an existing table lacks; returns them as ``table.column``.
+
+    Each column is added in a transaction of its own. Another process starting at the
+    same moment may add it first: that failure is ignored once the column is there.
+    """
+    dialect = engine.dialect
+    existing = set(inspect(engine).get_table_names())
+    added: list[str] = []
+    for table in SQLModel.metadata.sorted_tables:
+        if table.name not in existing:
+            continue
+        present = _columns_of(engine, table.name)
+        for column in table.columns:
+            if column.name in present:
+                continue
+            statement = (
+                f"ALTER TABLE {dialect.identifier_preparer.format_table(table)} "
+                f"ADD COLUMN {_column_sql(table, column, dialect)}"
+            )
+            try:
+                with engine.begin() as connection:
+                    connection.execute(text(statement))
+            except DBAPIError:
+                if column.name not in _columns_of(engine, table.name):
+                    raise
+                continue
+            logger.warning("database upgraded: added the column %s.%s", table.name, column.name)
+            added.append(f"{table.name}.{column.name}")
+    return added

@@ -50,7 +50,13 @@ class SourceStatus(StrEnum):
 
 
 class Source(SQLModel, table=True):
-    """A file added to an index."""
+    """A file added to an index.
+
+    ``attempts`` counts the times its indexing started (committed before any reading),
+    since it was added or last indexed again from ``indexed``; a source a crash keeps
+    interrupting is failed once it reaches ``recovery.MAX_INDEXING_ATTEMPTS`` instead of
+    being indexed again at every start.
+    """
 
     __tablename__ = "sources"
 
@@ -64,6 +70,7 @@ class Source(SQLModel, table=True):
     reason: str | None = None
     chunk_count: int = 0
     stored_path: str | None = None
+    attempts: int = 0
     created_at: datetime = Field(default_factory=_now)
     updated_at: datetime = Field(default_factory=_now)
 

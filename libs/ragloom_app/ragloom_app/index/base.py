@@ -188,7 +188,18 @@ class BaseIndex:
         """Called once when the index is created."""
 
     def on_start(self) -> None:
-        """Called at every app start, after creation."""
+        """Called at every app start (every command), after creation: keep it quick.
+
+        Slow work a stopped process left unfinished belongs in :meth:`recover`.
+        """
+
+    def recover(self) -> list[FileOutcome]:
+        """Finish work a process that stopped left unfinished; the outcome of each file.
+
+        ``ragloom serve`` calls it in the background once the server listens (never at
+        start, so work that crashes the process cannot keep the app from starting).
+        """
+        return []
 
     def on_delete(self) -> None:
         """Called when the index is deleted: remove everything it stored."""

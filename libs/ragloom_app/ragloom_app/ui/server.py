@@ -3,6 +3,8 @@
 The page is up at once; loading the models and indexing the first-run documents happen
 in a background thread, so the first visitor never waits on them to see the page (a
 question asked meanwhile waits for the model in its own worker thread, not the UI's).
+Files a stopped process left unfinished are recovered in another background thread, and
+only once the server listens (:func:`recover_in_background`).
 Gradio is imported only here, after the telemetry switches are set: it reads them at
 import time.
 """
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ragloom_app.index.base import FileOutcome, IndexingProgress
@@ -21,9 +25,13 @@ if TYPE_CHECKING:
 
     from ragloom_app.app import BaseApp
 
-__all__ = ["prepare_in_background", "serve"]
+__all__ = ["LISTEN_WAIT_SECONDS", "prepare_in_background", "recover_in_background", "serve"]
 
 logger = logging.getLogger(__name__)
+
+#: How long the recovery waits for the server to listen before it gives up (the launch
+#: failed, e.g. the port was taken); `ragloom index check --repair` recovers then.
+LISTEN_WAIT_SECONDS = 300.0
 
 
 def _prepare(app: BaseApp, first_run_docs: bool, warm_up: bool) -> None:
@@ -73,6 +81,46 @@ def prepare_in_background(
     return thread
 
 
+def _recover_when_listening(app: BaseApp, listening: Callable[[], bool], wait: float) -> None:
+    deadline = time.monotonic() + wait
+    while not listening():
+        if time.monotonic() > deadline:
+            logger.warning(
+                "UI: the server did not listen within %g s; interrupted files were not "
+                "recovered (run `ragloom index check --repair`)",
+                wait,
+            )
+            return
+        time.sleep(0.05)
+    logger.info("UI: recovering files that a stopped process left unfinished")
+    try:
+        outcomes = app.recover_indices()
+    except Exception:
+        logger.exception("UI: recovering interrupted files failed")
+        return
+    if outcomes:
+        logger.info("UI: recovery finished: %d files", len(outcomes))
+
+
+def recover_in_background(
+    app: BaseApp, listening: Callable[[], bool], *, wait: float = LISTEN_WAIT_SECONDS
+) -> threading.Thread:
+    """Start a daemon thread that recovers interrupted files once ``listening()`` is true.
+
+    After the server listens, never before: a file that kills the process again then
+    takes it down once more at most (it is failed after that, see
+    ``index.file.recovery``), and never keeps the UI from starting. Returns the thread.
+    """
+    thread = threading.Thread(
+        target=_recover_when_listening,
+        args=(app, listening, wait),
+        name="ragloom-recovery",
+        daemon=True,
+    )
+    thread.start()
+    return thread
+
+
 def serve(
     app: BaseApp,
     host: str = "127.0.0.1",
@@ -95,6 +143,7 @@ def serve(
     if first_run_docs or warm_up:
         prepare_in_background(app, first_run_docs=first_run_docs, warm_up=warm_up)
     demo = build_ui(app)
+    recover_in_background(app, lambda: demo.is_running)
     demo.queue(default_concurrency_limit=1).launch(
         server_name=host,
         server_port=port,

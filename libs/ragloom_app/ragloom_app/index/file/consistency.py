@@ -6,6 +6,8 @@ are in docs/cli.md.
 
 Work of a live process (a source whose :class:`WorkLock` is held) is never touched: a
 UI indexing in one process survives ``ragloom index check --repair`` run in another.
+Interrupted files are repaired as the recovery finishes them (:func:`.recovery.take_over`):
+indexed again only below ``MAX_INDEXING_ATTEMPTS``, else failed.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ from ragloom.stores import FullTextStore, VectorStore
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 from ragloom_app.index.base import CheckProblem, CheckReport
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
-from ragloom_app.index.file.recovery import UNFINISHED, stale_partials, take_over
+from ragloom_app.index.file.recovery import (
+    MAX_INDEXING_ATTEMPTS,
+    UNFINISHED,
+    stale_partials,
+    take_over,
+)
 from ragloom_app.index.file.worklock import WorkLock, is_busy
 
 __all__ = ["STORED_COPY_MISSING_REASON", "FileIndexChecker"]
@@ -149,14 +156,23 @@ class FileIndexChecker:
         if live:
             report.notes.append(f"{len(live)} files are being worked on now: {_names(live)}")
         if dead:
+            message = (
+                f"{len(dead)} files were left unfinished by a process that stopped: {_names(dead)}"
+            )
+            # The repair indexes again at most once: say which files it will fail instead.
+            spent = [
+                s
+                for s in dead
+                if s.status != SourceStatus.REMOVING and s.attempts >= MAX_INDEXING_ATTEMPTS
+            ]
+            if spent:
+                message += (
+                    f"; {_names(spent)} stopped {MAX_INDEXING_ATTEMPTS} times and will be "
+                    "failed, not indexed again"
+                )
             found.append(
                 _Found(
-                    CheckProblem(
-                        "interrupted",
-                        f"{len(dead)} files were left unfinished by a process that stopped: "
-                        f"{_names(dead)}",
-                        ids=[s.id for s in dead],
-                    ),
+                    CheckProblem("interrupted", message, ids=[s.id for s in dead]),
                     lambda ids=[s.id for s in dead]: self._take_over_all(ids),
                 )
             )

@@ -27,11 +27,11 @@ from ragloom.retrieval.restricted import RestrictedRetriever
 from ragloom.splitters import TokenSplitter
 from ragloom.stores import BM25Store, ChromaVectorStore
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
-from ragloom_app.index.base import BaseIndex, CheckReport
+from ragloom_app.index.base import BaseIndex, CheckReport, FileOutcome
 from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES
 from ragloom_app.index.file.consistency import FileIndexChecker
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
-from ragloom_app.index.file.recovery import recover_index
+from ragloom_app.index.file.recovery import clean_leftovers, recover_index, shown_state
 
 __all__ = ["RETRIEVAL_MODES", "VISIBILITIES", "FileIndex"]
 
@@ -153,8 +153,16 @@ class FileIndex(BaseIndex):
         return BM25Store(self.resources.data_dir / "bm25")
 
     def on_start(self) -> None:
-        """Finish what a crashed process left half done (see ``recovery.recover_index``)."""
-        recover_index(self.get_indexing_pipeline({}))
+        """Delete partial copies and unpacked archives of dead processes, nothing more.
+
+        Interrupted files are left to :meth:`recover`: indexing them again at start would
+        let a file that kills the process keep every command from running.
+        """
+        clean_leftovers(self.get_indexing_pipeline({}))
+
+    def recover(self) -> list[FileOutcome]:
+        """Index interrupted files again, at most once each (``recovery.recover_index``)."""
+        return recover_index(self.get_indexing_pipeline({}))
 
     def check(self, repair: bool = False) -> CheckReport:
         """Compare the database, Chroma and the full-text store; ``repair`` fixes them."""
@@ -273,22 +281,30 @@ class FileIndex(BaseIndex):
 
     def list_sources(self) -> list[dict[str, Any]]:
         with Session(self.resources.engine) as session:
-            rows = session.exec(
-                select(Source).where(Source.index_id == self.id).order_by(Source.created_at)
+            rows = list(
+                session.exec(
+                    select(Source).where(Source.index_id == self.id).order_by(Source.created_at)
+                )
             )
-            return [
+        locks_dir = self.get_indexing_pipeline({}).locks_dir
+        listing = []
+        for s in rows:
+            # An interrupted file shows as queued, with when it will be indexed again.
+            status, reason = shown_state(s, locks_dir)
+            listing.append(
                 {
                     "id": s.id,
                     "name": s.name,
-                    "status": str(s.status),
-                    "reason": s.reason,
+                    "status": status,
+                    "reason": reason,
                     "chunks": s.chunk_count,
                     "size": s.size,
                     "sha256": s.sha256,
+                    "attempts": s.attempts,
                     "updated_at": s.updated_at.isoformat(),
                 }
-                for s in rows
-            ]
+            )
+        return listing
 
     def remove_source(self, name_or_id: str) -> bool:
         with Session(self.resources.engine) as session:

@@ -9,12 +9,15 @@ Invariants (``ragloom index check`` verifies them; docs/cli.md):
   removal that started meanwhile wins.
 - Hence a chunk in a store whose source is not ``indexed`` exists only between the store
   write and the flip, or after a crash there. A failure removes it at once; after a crash
-  the next start does (:mod:`ragloom_app.index.file.consistency`), because the row still
-  says ``indexing`` and no live process holds the source's :class:`WorkLock`.
+  the recovery does (:mod:`ragloom_app.index.file.recovery`, run in the background once
+  ``ragloom serve`` listens, or by ``index check --repair``), because the row still says
+  ``indexing`` and no live process holds the source's :class:`WorkLock`.
+- Each start of a source's indexing is counted (``Source.attempts``) before any reading,
+  so a file that keeps killing the process is failed instead of retried forever.
 - The stored copy is named by content hash and written to a temporary name first, so it
   is complete or absent; the recovery resumes an interrupted source from it.
 - A removal marks the row ``removing``, then empties the stores, then deletes the rows:
-  a removal cut short is finished at the next start.
+  a removal cut short is finished by the recovery.
 
 A ``.zip`` upload is expanded in a private folder and each member becomes a source of its
 own, named ``archive.zip/folder/member.md``.
@@ -208,6 +211,7 @@ class FileIndexingPipeline(IndexingPipeline):
                         owner=self.owner,
                         status=SourceStatus.INDEXING,
                         stored_path=str(stored),
+                        attempts=1,  # committed before any reading: see _start_attempt
                     )
                 )
                 session.commit()
@@ -331,7 +335,7 @@ class FileIndexingPipeline(IndexingPipeline):
             self.remove(source_id)
             return FileOutcome(source.name, "failed", reason="removed", source_id=source_id)
         # Not indexed from here on, so the chunks about to be deleted are never missed.
-        self._set_status(source_id, SourceStatus.INDEXING, None)
+        self._start_attempt(source)
         self._remove_from_stores(source_id)
         self._delete_chunk_rows(source_id)
         self.partial_path(source_id).unlink(missing_ok=True)
@@ -342,6 +346,28 @@ class FileIndexingPipeline(IndexingPipeline):
         logger.warning("%s: no stored copy to index again from", source.name)
         self._set_status(source_id, SourceStatus.FAILED, lost_reason)
         return FileOutcome(source.name, "failed", reason=lost_reason, source_id=source_id)
+
+    def _start_attempt(self, source: Source) -> None:
+        """Mark ``source`` indexing and count the attempt, in one commit, before any reading.
+
+        A crash while indexing leaves the count behind, so the recovery can tell a file
+        that keeps killing the process (``recovery.MAX_INDEXING_ATTEMPTS``). Indexing an
+        indexed source again (a repair) counts afresh.
+        """
+        attempts = 1 if source.status == SourceStatus.INDEXED else Source.attempts + 1
+        with Session(self.engine) as session:
+            session.exec(
+                update(Source)
+                .where(Source.id == source.id)
+                .values(
+                    status=SourceStatus.INDEXING,
+                    reason=None,
+                    chunk_count=0,
+                    attempts=attempts,
+                    updated_at=_now(),
+                )
+            )
+            session.commit()
 
     def unindex(self, source_id: str, reason: str) -> None:
         """Take a source out of every store and mark it failed with ``reason``."""

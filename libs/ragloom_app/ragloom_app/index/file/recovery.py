@@ -1,10 +1,22 @@
-"""At every start, finish what a process that died mid-way left in a file index.
+"""Finish what a process that died mid-way left in a file index, without crash-looping.
 
 What a crash can leave, given the write order of :mod:`.pipeline`: a source row still
 ``queued``, ``indexing`` or ``removing`` (with some of its chunks in Chroma or the
-full-text store), a partial copy of an upload, a half-expanded archive. Only work that no
-live process holds (:class:`WorkLock`) is touched, so starting ``ragloom index list``
-while the UI indexes harms nothing.
+full-text store), a partial copy of an upload, a half-expanded archive. Two kinds of work
+finish it, at different times:
+
+- :func:`clean_leftovers` runs at every start (any ``ragloom`` command): it only deletes
+  partial copies and expanded archive folders, which is quick and cannot crash.
+- :func:`recover_index` indexes interrupted sources again. That is slow (it embeds), and
+  what killed the process may kill it again, so it never runs at start, where it would
+  keep every command from running: ``ragloom serve`` runs it in the background once the
+  server listens (:meth:`~ragloom_app.app.BaseApp.recover_indices`), and ``ragloom index
+  check --repair`` runs it for what it reports. A source is indexed again only while it
+  has fewer than :data:`MAX_INDEXING_ATTEMPTS` started attempts; past that it is failed
+  with :data:`GAVE_UP_REASON` and what it wrote is removed from the stores.
+
+Only work that no live process holds (:class:`WorkLock`) is touched, so starting
+``ragloom index list`` while the UI indexes harms nothing.
 """
 
 from __future__ import annotations
@@ -20,21 +32,52 @@ from ragloom_app.index.file.archives import clean_stale_archives
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
 from ragloom_app.index.file.worklock import WorkLock, is_busy
 
-__all__ = ["UNFINISHED", "recover_index", "stale_partials", "take_over"]
+__all__ = [
+    "GAVE_UP_REASON",
+    "MAX_INDEXING_ATTEMPTS",
+    "UNFINISHED",
+    "clean_leftovers",
+    "recover_index",
+    "shown_state",
+    "stale_partials",
+    "take_over",
+]
 
 logger = logging.getLogger(__name__)
 
 #: Statuses a source passes through; one found in them with no live owner was interrupted.
 UNFINISHED = (SourceStatus.QUEUED, SourceStatus.INDEXING, SourceStatus.REMOVING)
 
+#: Started indexing attempts after which an interrupted source is failed, not retried:
+#: the first run and one retry. A file that kills the process (out of memory, a crash in
+#: a native library) then takes it down at most twice, instead of at every start.
+MAX_INDEXING_ATTEMPTS = 2
+
+#: Why a source is failed once its indexing stopped MAX_INDEXING_ATTEMPTS times.
+GAVE_UP_REASON = (
+    f"indexing stopped {MAX_INDEXING_ATTEMPTS} times without finishing (the process was "
+    "killed or crashed, perhaps out of memory); not tried again: remove the file or add "
+    "it again"
+)
+
+_RECOVERED_BY = "when `ragloom serve` starts, or by `ragloom index check --repair`"
+
 _PARTIAL = ".partial"
 
 
-def recover_index(pipeline: FileIndexingPipeline) -> list[FileOutcome]:
-    """Finish every interrupted source, then remove partial copies and archive folders.
+def clean_leftovers(pipeline: FileIndexingPipeline) -> None:
+    """Delete partial copies and expanded archive folders whose process is gone."""
+    for partial in stale_partials(pipeline):
+        partial.unlink(missing_ok=True)
+    clean_stale_archives(pipeline.tmp_dir, pipeline.locks_dir)
 
-    An interrupted source is indexed again from its stored copy when that is there and
-    intact, else marked failed with :data:`~.pipeline.INTERRUPTED_REASON`; a removal cut
+
+def recover_index(pipeline: FileIndexingPipeline) -> list[FileOutcome]:
+    """Finish every interrupted source no live process holds, oldest first.
+
+    Each is indexed again from its stored copy (failed with
+    :data:`~.pipeline.INTERRUPTED_REASON` if the copy is gone) or, at
+    :data:`MAX_INDEXING_ATTEMPTS`, failed with :data:`GAVE_UP_REASON`; a removal cut
     short is finished. Returns the outcome of each source indexed again or failed.
     """
     with Session(pipeline.engine) as session:
@@ -43,9 +86,6 @@ def recover_index(pipeline: FileIndexingPipeline) -> list[FileOutcome]:
         )
         unfinished = list(session.exec(query.order_by(col(Source.created_at))))
     outcomes = [o for o in (take_over(pipeline, sid) for sid in unfinished) if o is not None]
-    for partial in stale_partials(pipeline):
-        partial.unlink(missing_ok=True)
-    clean_stale_archives(pipeline.tmp_dir, pipeline.locks_dir)
     if outcomes:
         pipeline.ingestor.fulltext_store.ensure_index()
     return outcomes
@@ -62,15 +102,52 @@ def take_over(pipeline: FileIndexingPipeline, source_id: str) -> FileOutcome | N
             source = session.get(Source, source_id)
         if source is None or source.status not in UNFINISHED:
             return None
-        logger.warning("%r was left %s by a process that stopped", source.name, source.status)
         try:
-            return pipeline.reingest(source_id)
+            return _finish(pipeline, source)
         except Exception:
-            # One source must not keep the app from starting; `index check` reports it.
+            # One source must not stop the others; `index check` reports it.
             logger.exception("could not recover %r", source.name)
             return None
     finally:
         lock.release()
+
+
+def _finish(pipeline: FileIndexingPipeline, source: Source) -> FileOutcome:
+    if source.status != SourceStatus.REMOVING and source.attempts >= MAX_INDEXING_ATTEMPTS:
+        logger.warning(
+            "%r: indexing stopped %d times without finishing; failed, not tried again",
+            source.name,
+            source.attempts,
+        )
+        pipeline.unindex(source.id, GAVE_UP_REASON)
+        return FileOutcome(source.name, "failed", reason=GAVE_UP_REASON, source_id=source.id)
+    logger.warning(
+        "%r was left %s by a process that stopped; finishing it (attempt %d of %d)",
+        source.name,
+        source.status,
+        source.attempts + 1,
+        MAX_INDEXING_ATTEMPTS,
+    )
+    return pipeline.reingest(source.id)
+
+
+def shown_state(source: Source, locks_dir: Path) -> tuple[str, str | None]:
+    """The status and reason a listing shows for ``source``.
+
+    A source a stopped process left ``queued`` or ``indexing`` is shown ``queued``: it
+    waits for the recovery, and the reason says when that runs and what it will do. One
+    a live process works on is shown as it is.
+    """
+    status, reason = str(source.status), source.reason
+    if source.status not in UNFINISHED or is_busy(locks_dir, source.id):
+        return status, reason
+    if source.status == SourceStatus.REMOVING:
+        return status, f"removal interrupted; finished {_RECOVERED_BY} (or remove it again)"
+    if source.attempts >= MAX_INDEXING_ATTEMPTS:
+        return str(SourceStatus.QUEUED), (
+            f"interrupted {source.attempts} times; marked failed, not tried again, {_RECOVERED_BY}"
+        )
+    return str(SourceStatus.QUEUED), f"interrupted; indexed again {_RECOVERED_BY}"
 
 
 def stale_partials(pipeline: FileIndexingPipeline) -> list[Path]:
