@@ -97,6 +97,10 @@ class UserError:
     def __str__(self) -> str:
         return self.message
 
+    def apology(self) -> str:
+        """The message as an answer gives it: "Sorry, answering failed: ..."."""
+        return f"Sorry, {self.message[:1].lower()}{self.message[1:]}"
+
 
 def new_reference() -> str:
     """A fresh log reference: 8 hex digits."""

@@ -242,7 +242,7 @@ class ChatPage:
             if collector.answer.strip():  # keep what was written, then say what happened
                 yield AnswerDelta(f"\n\n({failure.message})")
             else:
-                yield AnswerDelta(f"Sorry, {failure.message[:1].lower()}{failure.message[1:]}")
+                yield AnswerDelta(failure.apology())
         finally:
             _close(stream)
         for item in left_out[reported:]:

@@ -217,10 +217,10 @@ class ChatHandlers:
     ) -> RespondOutput:
         """Outputs that show an error in the chat, in words with a log reference (the
         stack trace goes to the log), and give the inputs back."""
-        message = user_error(exc, action, log=logger).message
-        gr.Warning(html.escape(message))
+        failure = user_error(exc, action, log=logger)
+        gr.Warning(html.escape(failure.message))
         return _outputs(
-            chat=[*history, {"role": "assistant", "content": plain_html(f"Sorry: {message}")}],
+            chat=[*history, {"role": "assistant", "content": plain_html(failure.apology())}],
             question=gr.update(interactive=True),
             evidence=render.evidence_html([], empty="No evidence: the answer failed."),
             usage="",
