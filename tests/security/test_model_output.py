@@ -124,9 +124,13 @@ def _outside_requests(page: Page) -> list[str]:
 
 
 def _ask(page: Page, question: str) -> None:
+    """Ask, and wait for the whole answer (a scripted one may come too fast to see the
+    send button disabled: the new message comes with the disabling, in one update)."""
+    bots = page.locator("#chatbot [data-testid=bot]")
+    before = bots.count()
     page.locator("#question textarea").fill(question)
     page.locator("#send").click()
-    expect(page.locator("#send")).to_be_disabled(timeout=UI_TIMEOUT)
+    expect(bots).to_have_count(before + 1, timeout=UI_TIMEOUT)
     expect(page.locator("#send")).to_be_enabled(timeout=UI_TIMEOUT)
 
 
