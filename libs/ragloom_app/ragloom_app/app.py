@@ -22,6 +22,7 @@ from ragloom.llms.base import ChatLLM
 from ragloom.loaders import FileReader, default_readers
 from ragloom_app import __version__
 from ragloom_app.db.engine import create_db_engine
+from ragloom_app.errors import UserFacingError
 from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress, IndexResources
 from ragloom_app.index.manager import IndexManager
 from ragloom_app.plugins.manager import (
@@ -37,9 +38,14 @@ from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
 from ragloom_app.registry import build_from_spec, import_subclass
 from ragloom_app.settings import AppSettings, SettingsError
 
-__all__ = ["BaseApp"]
+__all__ = ["BaseApp", "LLMNotOfferedError"]
 
 logger = logging.getLogger(__name__)
+
+
+class LLMNotOfferedError(UserFacingError, ValueError):
+    """A request named an LLM that is not among those a user may choose (``SELECTABLE_LLMS``)."""
+
 
 # Who registered what before any plugin, as duplicate warnings name them.
 _BUILT_IN_OWNERS = {
@@ -106,6 +112,11 @@ class BaseApp:
                 f"DEFAULT_LLM: {self.settings.default_llm!r} is not in LLMS "
                 f"({', '.join(self.llm_specs)})"
             )
+        for name in self.settings.selectable_llms:
+            if name not in self.llm_specs:
+                raise SettingsError(
+                    f"SELECTABLE_LLMS: {name!r} is not in LLMS ({', '.join(self.llm_specs)})"
+                )
         manager = IndexManager(self.engine, self._index_resources, self.readers)
         manager.load_types(self.settings.index_types)
         for type_id, index_type in plugin_index_types.items():
@@ -240,6 +251,25 @@ class BaseApp:
                 self._llms[name] = build_from_spec(f"LLMS[{name!r}]", self.llm_specs[name])
             return self._llms[name]
 
+    def selectable_llm_names(self) -> list[str]:
+        """The LLMs a user may choose for a mode (``DEFAULT_LLM`` and ``SELECTABLE_LLMS``)."""
+        names = [self.settings.default_llm, *self.settings.selectable_llms]
+        return list(dict.fromkeys(names))
+
+    def selectable_llm(self, name: str) -> ChatLLM:
+        """The LLM ``name`` if a user may choose it; :class:`LLMNotOfferedError` if not.
+
+        Every request's ``llm_named`` is this, so a name sent through the API, the command
+        line or a settings dict cannot reach a model the admin did not offer.
+        """
+        offered = self.selectable_llm_names()
+        if name not in offered:
+            raise LLMNotOfferedError(
+                f"the LLM {name!r} cannot be chosen here; choose one of: {', '.join(offered)} "
+                "(the administrator lists them in SELECTABLE_LLMS)"
+            )
+        return self.llm(name)
+
     def embeddings(self) -> Embeddings:
         """The embedding model of ``DEFAULT_EMBEDDING``, built once."""
         with self._lock:
@@ -252,11 +282,12 @@ class BaseApp:
             return self._embeddings
 
     def reasoning_state(self, **values: Any) -> ReasoningState:
-        """A request's state: the default LLM, the registered tools, LLMs by name, embeddings."""
+        """A request's state: the default LLM, the registered tools, the LLMs a user may
+        choose by name, the embeddings."""
         return ReasoningState(
             llm=self.llm(),
             tools=self.tools,
-            llm_named=self.llm,
+            llm_named=self.selectable_llm,
             get_embeddings=self.embeddings,
             **values,
         )

@@ -212,6 +212,7 @@ def _cmd_index_check(app: Any, args: argparse.Namespace) -> int:
 def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
     from ragloom.events import AnswerDelta, AnswerRevised
     from ragloom_app.pages.chat import AnswerFinished, ChatPage
+    from ragloom_app.terminal import terminal_text
 
     record: dict[str, Any] = {}
     revised = False
@@ -221,18 +222,20 @@ def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
         elif isinstance(event, AnswerRevised):
             revised = True
         elif isinstance(event, AnswerDelta) and not args.json:
-            print(event.text, end="", flush=True)
+            # Document text the model repeats may hold escape sequences: none reach the
+            # terminal (--json escapes them as \u001b and the like).
+            print(terminal_text(event.text), end="", flush=True)
     if args.json:
         print(json.dumps(record, default=str))
         return 0
     print()
     if revised:
         # The streamed text had sentences without [n]; show the cited version too.
-        print(f"\nWith citations: {record['answer']}")
+        print(f"\nWith citations: {terminal_text(record['answer'])}")
     for citation in record.get("citations", []):
         page = f", page {citation['page']}" if citation["page"] else ""
-        snippet = " ".join(citation["text"].split())[:160]
-        print(f"[{citation['number']}] {citation['source']}{page}: {snippet}")
+        snippet = " ".join(terminal_text(citation["text"]).split())[:160]
+        print(terminal_text(f"[{citation['number']}] {citation['source']}{page}: ") + snippet)
     return 0
 
 

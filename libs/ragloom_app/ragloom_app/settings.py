@@ -55,10 +55,39 @@ class AppSettings:
     default_embedding: str = "local"
     first_run_docs: dict[str, Any] | None = None
     disabled_plugins: list[str] = field(default_factory=list)
+    # Names of LLMS a user may choose for a mode's own LLM (ReWOO's planner and solver);
+    # DEFAULT_LLM always is one. Empty: the default LLM only, so no question's passages
+    # reach a model the admin did not offer (a hosted one, say).
+    selectable_llms: list[str] = field(default_factory=list)
+    # The longest question, in characters: about 1,000 tokens, a quarter of the default
+    # model's context, leaving room for the evidence and the answer.
+    max_question_chars: int = 4000
+    # Wall-clock seconds an answer may take; past it the answer stops at its next event
+    # (between streamed tokens, steps or tool calls) and says it was cut short. On 2 cores
+    # with the bundled model the slowest mode takes 15 s a question on average (12x
+    # that), and answers queue one at a time: a runaway one must not hold the queue long.
+    answer_deadline_seconds: float = 180.0
     source: str = "defaults"
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir)
+        self.check_limits()
+
+    def check_limits(self) -> None:
+        """Raise :class:`SettingsError` if a limit is not a positive number."""
+        limits = {
+            "MAX_QUESTION_CHARS": (self.max_question_chars, int),
+            "ANSWER_DEADLINE_SECONDS": (self.answer_deadline_seconds, int | float),
+        }
+        for name, (value, kind) in limits.items():
+            if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
+                raise SettingsError(f"{name} must be a positive number, got {value!r}")
+        if not isinstance(self.selectable_llms, list | tuple) or not all(
+            isinstance(name, str) for name in self.selectable_llms
+        ):
+            raise SettingsError(
+                f"SELECTABLE_LLMS must be a list of names in LLMS, got {self.selectable_llms!r}"
+            )
 
     @property
     def database(self) -> str:
@@ -74,6 +103,7 @@ class AppSettings:
             settings._apply(_read_module(file))
             settings.source = str(file)
         settings._apply_environment()
+        settings.check_limits()
         return settings
 
     def _apply(self, values: dict[str, Any]) -> None:

@@ -1,7 +1,9 @@
 """How the chat shows an agent's progress and, after the answer, its plan and steps."""
 
 from ragloom_app.ui.chat_tab import _step_label
-from ragloom_app.ui.render import usage_markdown
+import re
+
+from ragloom_app.ui.render import usage_html
 
 
 def test_agent_steps_get_readable_status_lines() -> None:
@@ -31,12 +33,30 @@ def test_the_cost_panel_lists_the_plan_then_each_timed_step_with_its_error() -> 
             {"step": "E2:calculator", "event": "finished", "seconds": 0.0, "error": "bad"},
         ],
     }
-    lines = usage_markdown(record).splitlines()
-    assert lines[0].startswith("**2 LLM calls, 980 tokens, 3.2 s**")
-    assert lines[2:] == [
-        "- **Plan** (repaired once):",
-        "  - `E1` docsearch[reactor &lt;temperature&gt;]",
-        "  - `E2` calculator[#E1 - 273.15]",
-        "- `E1:docsearch` 0.05 s",
-        "- `E2:calculator` failed after 0.00 s: bad",
+    shown = usage_html(record)
+    assert shown.startswith(
+        '<div class="rl-usage"><p><strong>2 LLM calls, 980 tokens, 3.2 s</strong>'
+    )
+    items = re.findall(r"<li>(.*?)(?=<li>|</ul>)", shown)
+    assert items == [
+        "<strong>Plan</strong> (repaired once):<ul>",
+        "<code>E1</code> docsearch[reactor &lt;temperature&gt;]</li>",
+        "<code>E2</code> calculator[#E1 - 273.15]</li>",
+        "<code>E1:docsearch</code> 0.05 s</li>",
+        "<code>E2:calculator</code> failed after 0.00 s: bad</li>",
     ]
+
+
+def test_the_cost_panel_shows_model_text_as_text() -> None:
+    # A plan, a tool name and an error are model text: no markup of theirs survives.
+    hostile = '<img src="http://203.0.113.9/p.png">'
+    record = {
+        "mode": "rewoo",
+        "steps": [
+            {"step": "plan", "event": "plan", "plan": [{"id": "E1", "tool": hostile}]},
+            {"step": f"E1:{hostile}", "event": "finished", "seconds": 0.1, "error": hostile},
+        ],
+    }
+    shown = usage_html(record)
+    assert "<img" not in shown
+    assert shown.count("&lt;img src=&quot;http://203.0.113.9/p.png&quot;&gt;") == 3

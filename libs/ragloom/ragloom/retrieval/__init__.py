@@ -3,7 +3,7 @@
 from ragloom.retrieval.base import FullTextRetriever, QueryEmbedder, Retriever, VectorRetriever
 from ragloom.retrieval.focus import SentenceFocus
 from ragloom.retrieval.hybrid import HybridRetriever, reciprocal_rank_fusion
-from ragloom.retrieval.merge import retrieve_from_all
+from ragloom.retrieval.merge import RetrievalError, retrieve_from_all
 from ragloom.retrieval.mmr import MMRReranker, mmr_order
 from ragloom.retrieval.rerank import LLMReranker, Reranker, RerankingRetriever
 
@@ -15,6 +15,7 @@ __all__ = [
     "QueryEmbedder",
     "Reranker",
     "RerankingRetriever",
+    "RetrievalError",
     "Retriever",
     "SentenceFocus",
     "VectorRetriever",

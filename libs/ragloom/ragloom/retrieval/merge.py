@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Sequence
 
 from ragloom.retrieval.base import Retriever
 from ragloom.schema import RetrievedChunk
 
-__all__ = ["retrieve_from_all"]
+__all__ = ["RetrievalError", "retrieve_from_all"]
+
+logger = logging.getLogger(__name__)
+
+
+class RetrievalError(RuntimeError):
+    """Every retriever of a search failed; the first failure is the ``__cause__``."""
 
 
 def retrieve_from_all(
@@ -19,8 +26,24 @@ def retrieve_from_all(
     Each retriever's list keeps its own order (MMR or reranking may have set it): the lists
     are merged by always taking the head with the highest score (the earlier retriever on
     a tie). Lists sorted by score merge into one sorted list.
+
+    A retriever that raises is left out of this search, its error logged, so one broken
+    index does not fail every question; when every retriever raises, :class:`RetrievalError`.
     """
-    queues = [deque(retriever(query, top_k=top_k)) for retriever in retrievers]
+    queues: list[deque[RetrievedChunk]] = []
+    failures: list[Exception] = []
+    for retriever in retrievers:
+        try:
+            queues.append(deque(retriever(query, top_k=top_k)))
+        except Exception as exc:
+            logger.warning(
+                "retriever %s failed; left out of this search", retriever.name, exc_info=True
+            )
+            failures.append(exc)
+    if failures and not queues:
+        raise RetrievalError(
+            "searching the documents failed: every search raised an error"
+        ) from failures[0]
     merged: list[RetrievedChunk] = []
     seen: set[str] = set()
     while len(merged) < top_k:

@@ -11,6 +11,7 @@ from sqlmodel import Session, select
 
 from ragloom.loaders import FileReader, default_readers
 from ragloom_app.db.models import IndexRecord
+from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, IndexResources
 from ragloom_app.registry import import_subclass
 from ragloom_app.settings import SettingsError
@@ -20,7 +21,7 @@ __all__ = ["IndexManager", "UnknownIndexError"]
 logger = logging.getLogger(__name__)
 
 
-class UnknownIndexError(KeyError):
+class UnknownIndexError(UserFacingError, KeyError):
     """No index has that name or id."""
 
     def __str__(self) -> str:
@@ -33,7 +34,8 @@ class IndexManager:
     ``readers`` are the app's file readers by extension (built-in and plugins'): index
     types whose settings depend on them (the file types of a file index) get them.
     An index whose type is not registered (its plugin was uninstalled, or failed to
-    load) is left out with a warning and listed in :attr:`unavailable`.
+    load), or whose type fails to create or start it, is left out with a warning and
+    listed in :attr:`unavailable` with the reason; the other indices start regardless.
     """
 
     def __init__(
@@ -75,20 +77,47 @@ class IndexManager:
         for position, spec in enumerate(wanted):
             if "name" not in spec or "type" not in spec:
                 raise SettingsError(f"INDICES[{position}]: needs 'name' and 'type', got {spec!r}")
-            if spec["name"] not in existing:
-                self.create(spec["name"], spec["type"], dict(spec.get("config") or {}))
+            if spec["name"] in existing:
+                continue
+            if self._registered(spec["name"], spec["type"]):
+                self._create_wanted(spec)
         with Session(self._engine) as session:
             records = list(session.exec(select(IndexRecord).order_by(IndexRecord.id)))
         for record in records:
             if record.id in self._indices:
                 continue
-            if record.index_type not in self.index_types:
-                reason = f"its type {record.index_type} is not registered"
-                logger.warning("index %r left out: %s (a plugin missing?)", record.name, reason)
-                self.unavailable[record.name] = reason
-                continue
-            self._indices[record.id] = self._instantiate(record)
-            self._indices[record.id].on_start()
+            if self._registered(record.name, record.index_type):
+                self._start_index(record)
+
+    def _registered(self, name: str, type_id: str) -> bool:
+        """Whether ``type_id`` is registered; if not, the index is left out with the reason."""
+        if type_id in self.index_types:
+            return True
+        reason = f"its type {type_id} is not registered"
+        logger.warning("index %r left out: %s (a plugin missing?)", name, reason)
+        self.unavailable[name] = reason
+        return False
+
+    def _start_index(self, record: IndexRecord) -> None:
+        """Build and start one index; one that fails is left out, listed in
+        :attr:`unavailable` with the error, and the other indices start regardless."""
+        try:
+            index = self._instantiate(record)
+            index.on_start()
+        except Exception as exc:
+            failure = user_error(exc, f"Starting the index {record.name!r}", log=logger)
+            self.unavailable[record.name] = failure.message
+            return
+        assert record.id is not None
+        self._indices[record.id] = index
+
+    def _create_wanted(self, spec: Mapping[str, Any]) -> None:
+        """Create an index of ``INDICES``; one whose type fails to create it is left out."""
+        try:
+            self.create(spec["name"], spec["type"], dict(spec.get("config") or {}))
+        except Exception as exc:
+            failure = user_error(exc, f"Creating the index {spec['name']!r}", log=logger)
+            self.unavailable[spec["name"]] = failure.message
 
     def _instantiate(self, record: IndexRecord) -> BaseIndex:
         index_type = self.index_types.get(record.index_type)
@@ -119,9 +148,16 @@ class IndexManager:
             session.add(record)
             session.commit()
             session.refresh(record)
-        index = self._instantiate(record)
-        index.on_create()
-        index.on_start()
+        try:
+            index = self._instantiate(record)
+            index.on_create()
+            index.on_start()
+        except Exception:
+            # No record of an index that never worked: the name stays free to try again.
+            with Session(self._engine) as session:
+                session.delete(session.get(IndexRecord, record.id))
+                session.commit()
+            raise
         assert record.id is not None
         self._indices[record.id] = index
         logger.info("created index %r (%s)", name, type_id)
@@ -143,6 +179,9 @@ class IndexManager:
         for index in self._indices.values():
             if index.name == name_or_id or str(index.id) == str(name_or_id):
                 return index
+        if name_or_id in self.unavailable:
+            reason = self.unavailable[str(name_or_id)]
+            raise UnknownIndexError(f"the index {name_or_id!r} is unavailable: {reason}")
         known = ", ".join(repr(i.name) for i in self._indices.values()) or "none"
         raise UnknownIndexError(f"no index named {name_or_id!r} (known: {known})")
 

@@ -1,28 +1,51 @@
-"""The chat page: joins a reasoning mode with the retrievers of every index, and answers."""
+"""The chat page: joins a reasoning mode with the retrievers of every index, and answers.
+
+What one question may cost is bounded here, for the UI, the CLI and the API alike: its
+length (``MAX_QUESTION_CHARS``) and its wall time (``ANSWER_DEADLINE_SECONDS``, checked
+at every event the mode streams, so between tokens too). An index whose retrievers cannot
+be built, or whose search fails, is left out of that answer, which says so in its steps;
+a mode that fails ends its answer with words for the user and a log reference.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ragloom.events import AnswerCollector, Event, StepFinished
+from theflow import Param
+
+from ragloom.events import AnswerCollector, AnswerDelta, Event, StepFinished
 from ragloom.llms.base import ChatMessage
+from ragloom.retrieval import Retriever
+from ragloom.schema import RetrievedChunk
 from ragloom_app.app import BaseApp
 from ragloom_app.conversations import ConversationStore
+from ragloom_app.errors import UserFacingError, scrub, user_error
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
 
-__all__ = ["AnswerFinished", "ChatPage", "UnknownModeError"]
+__all__ = [
+    "AnswerFinished",
+    "ChatPage",
+    "LeftOut",
+    "QuestionTooLongError",
+    "UnknownModeError",
+]
 
 logger = logging.getLogger(__name__)
 
 
-class UnknownModeError(KeyError):
+class UnknownModeError(UserFacingError, KeyError):
     """No reasoning mode has that id."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown mode"
+
+
+class QuestionTooLongError(UserFacingError, ValueError):
+    """The question is longer than ``MAX_QUESTION_CHARS``."""
 
 
 class AnswerFinished:
@@ -30,6 +53,40 @@ class AnswerFinished:
 
     def __init__(self, record: dict[str, Any]) -> None:
         self.record = record
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """An index left out of one answer: its name and why, in words with a log reference."""
+
+    index: str
+    message: str
+
+
+class _ReportingRetriever(Retriever):
+    """Searches ``inner``; a search that raises is noted in ``left_out`` and raised on,
+    so the merge of every index's results goes on without it and the answer says so."""
+
+    inner: Retriever = Param(help="The index's retriever.")
+    index_name: str = Param("", help="The index it searches.")
+    left_out: list = Param(default_callback=lambda _: [], help="Where failures are noted.")
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def run(
+        self,
+        query: str,
+        top_k: int | None = None,
+        source_ids: Collection[str] | None = None,
+    ) -> list[RetrievedChunk]:
+        try:
+            return self.inner(query, top_k=top_k, source_ids=source_ids)
+        except Exception as exc:
+            failure = user_error(exc, f"Searching the index {self.index_name!r}", log=logger)
+            self.left_out.append(LeftOut(self.index_name, failure.message))
+            raise
 
 
 class ChatPage:
@@ -55,6 +112,7 @@ class ChatPage:
         state: ReasoningState | None = None,
         indices: Collection[str] | None = None,
         selected_sources: Mapping[str, Collection[str]] | None = None,
+        left_out: list[LeftOut] | None = None,
     ) -> BaseReasoning:
         """The selected reasoning class, given the retrievers of every index.
 
@@ -63,20 +121,49 @@ class ChatPage:
         mapping is searched whole; one mapped to no source is not searched at all).
         The indices get the mode's settings plus ``llm``, the request's model, for
         settings such as reranking that need one.
+
+        An index whose ``get_retriever_pipelines`` raises is left out (unless every index
+        does: then the first error is raised). Given a ``left_out`` list, each index left
+        out is noted there, now or when its search fails during the answer.
         """
         cls = self.reasoning_class(mode)
         values = cls.resolve_settings(settings)
         state = state or self.app.reasoning_state()
         index_settings = {**values, "llm": state.llm}
-        retrievers = []
+        retrievers: list[Retriever] = []
+        failures: list[Exception] = []
         for index in self.app.indices.indices:
             if indices is not None and index.name not in indices:
                 continue
             chosen = (selected_sources or {}).get(index.name)
             if chosen is not None and not chosen:
                 continue
-            retrievers.extend(index.get_retriever_pipelines(index_settings, chosen))
+            try:
+                found = index.get_retriever_pipelines(index_settings, chosen)
+            except Exception as exc:
+                failure = user_error(exc, f"Searching the index {index.name!r}", log=logger)
+                failures.append(exc)
+                if left_out is not None:
+                    left_out.append(LeftOut(index.name, failure.message))
+                continue
+            if left_out is not None:
+                found = [
+                    _ReportingRetriever(inner=r, index_name=index.name, left_out=left_out)
+                    for r in found
+                ]
+            retrievers.extend(found)
+        if failures and not retrievers:
+            raise failures[0]
         return cls.get_pipeline(values, state, retrievers)
+
+    def check_question(self, question: str) -> None:
+        """Raise :class:`QuestionTooLongError` past ``MAX_QUESTION_CHARS``."""
+        limit = self.app.settings.max_question_chars
+        if len(question) > limit:
+            raise QuestionTooLongError(
+                f"the question is {len(question):,} characters long; the limit is "
+                f"{limit:,} (MAX_QUESTION_CHARS): shorten it"
+            )
 
     def ask(
         self,
@@ -92,8 +179,11 @@ class ChatPage:
 
         ``indices`` and ``selected_sources`` limit the search as in
         :meth:`create_pipeline`. The last item is :class:`AnswerFinished` with the record
-        ``ask --json`` prints.
+        ``ask --json`` prints. A question past ``MAX_QUESTION_CHARS``, an unknown mode or
+        an LLM the user may not choose raise before anything is saved; an answer past
+        ``ANSWER_DEADLINE_SECONDS`` stops and says it was cut short.
         """
+        self.check_question(question)
         mode_id = mode or self.app.settings.default_reasoning
         started = time.perf_counter()
         history = []
@@ -102,20 +192,17 @@ class ChatPage:
                 ChatMessage(m["role"], m["content"])
                 for m in self.conversations.messages(conversation_id)
             ]
-            self.conversations.add_message(conversation_id, "user", question)
         state = self.app.reasoning_state(conversation_id=conversation_id, history=history)
-        pipeline = self.create_pipeline(mode_id, settings, state, indices, selected_sources)
+        left_out: list[LeftOut] = []
+        pipeline = self.create_pipeline(
+            mode_id, settings, state, indices, selected_sources, left_out
+        )
+        if conversation_id:
+            self.conversations.add_message(conversation_id, "user", question)
         collector = AnswerCollector(mode=mode_id)
-        try:
-            for event in pipeline.stream(question):
-                collector.add(event)
-                yield event
-        except Exception as exc:
-            logger.exception("mode %s failed on %r", mode_id, question)
-            failure = StepFinished("error", 0.0, error=f"{type(exc).__name__}: {exc}")
-            collector.add(failure)
-            yield failure
-            collector.answer = collector.answer or f"Sorry, answering failed: {exc}"
+        for event in self._bounded(pipeline, question, collector, left_out, started):
+            collector.add(event)
+            yield event
         record = collector.to_dict(time.perf_counter() - started)
         if conversation_id:
             self.conversations.add_message(
@@ -126,3 +213,76 @@ class ChatPage:
                 citations=collector.citations,
             )
         yield AnswerFinished(record)
+
+    def _bounded(
+        self,
+        pipeline: BaseReasoning,
+        question: str,
+        collector: AnswerCollector,
+        left_out: list[LeftOut],
+        started: float,
+    ) -> Iterator[Event]:
+        """The pipeline's events, with the indices left out noted, step errors scrubbed,
+        stopped at the deadline, and a failure of the mode ending the answer in words."""
+        limit = self.app.settings.answer_deadline_seconds
+        reported = 0
+        stream = pipeline.stream(question)
+        try:
+            for event in stream:
+                while reported < len(left_out):
+                    yield _left_out_step(left_out[reported])
+                    reported += 1
+                yield _scrubbed(event)
+                if time.perf_counter() - started > limit:
+                    yield from self._cut_short(collector, limit, started)
+                    break
+        except Exception as exc:
+            failure = user_error(exc, "Answering", log=logger)
+            yield StepFinished("error", time.perf_counter() - started, error=failure.message)
+            if collector.answer.strip():  # keep what was written, then say what happened
+                yield AnswerDelta(f"\n\n({failure.message})")
+            else:
+                yield AnswerDelta(failure.apology())
+        finally:
+            _close(stream)
+        for item in left_out[reported:]:
+            yield _left_out_step(item)
+
+    def _cut_short(
+        self, collector: AnswerCollector, limit: float, started: float
+    ) -> Iterator[Event]:
+        """The events that end an answer at its deadline, keeping what it had."""
+        logger.warning("answer stopped at its deadline of %s s (ANSWER_DEADLINE_SECONDS)", limit)
+        words = f"the answer took longer than the limit of {limit:g} s (ANSWER_DEADLINE_SECONDS)"
+        yield StepFinished("deadline", time.perf_counter() - started, error=f"Stopped: {words}.")
+        if collector.answer.strip():
+            yield AnswerDelta(f"\n\n(Cut short: {words}.)")
+        else:
+            yield AnswerDelta(f"Sorry, I could not answer: {words}.")
+
+
+def _close(stream: Iterator[Event]) -> None:
+    """Close a mode's stream: stops its LLM's generation and the rest of its work."""
+    close = getattr(stream, "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception:
+        logger.exception("the mode's stream failed while closing")
+
+
+def _left_out_step(item: LeftOut) -> StepFinished:
+    """A step that tells the answer went on without an index."""
+    return StepFinished(f"index:{item.index}", 0.0, error=f"Left out: {item.message}")
+
+
+def _scrubbed(event: Event) -> Event:
+    """``event`` with a step's error scrubbed of paths and URLs (a tool's message may
+    hold them); the whole error goes to the log."""
+    if not isinstance(event, StepFinished) or not event.error:
+        return event
+    shown = scrub(event.error)
+    if shown != event.error:
+        logger.info("step %s failed: %s", event.name, event.error)
+    return replace(event, error=shown)

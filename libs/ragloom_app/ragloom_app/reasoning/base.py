@@ -39,8 +39,9 @@ class ReasoningInfo:
 @dataclass
 class ReasoningState:
     """What the app knows of one request: its LLM, the conversation so far, the tools
-    agents may use, ``llm_named`` to get another LLM of ``LLMS`` by name, and
-    ``get_embeddings`` to get the app's embedding model."""
+    agents may use, ``llm_named`` to get another LLM by name (in the app, only one the
+    admin lets users choose: ``BaseApp.selectable_llm``), and ``get_embeddings`` to get
+    the app's embedding model."""
 
     llm: ChatLLM
     conversation_id: str | None = None
@@ -50,7 +51,8 @@ class ReasoningState:
     get_embeddings: Callable[[], Embeddings] | None = None  # the app's, loaded on first use
 
     def llm_for(self, name: str | None) -> ChatLLM:
-        """The LLM named ``name`` (empty or None: the request's own)."""
+        """The LLM named ``name`` (empty or None: the request's own); ``llm_named`` raises
+        for a name the user may not choose."""
         if not name:
             return self.llm
         if self.llm_named is None:

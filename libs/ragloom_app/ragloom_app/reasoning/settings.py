@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from ragloom_app.reasoning.base import SettingSpec
 
 __all__ = [
+    "CHAT_LLM_CHOICE",
+    "LLM_CHOICES",
     "count_setting",
     "docsearch_top_k_setting",
     "focus_setting",
     "llm_name_setting",
+    "offer_llms",
     "steps_setting",
 ]
+
+LLM_CHOICES = "llms"
+"""The ``choices_from`` of a setting whose choices are the LLMs a user may choose."""
+
+CHAT_LLM_CHOICE = ("The chat's LLM", "")
+"""The first choice of every LLM setting: the request's own LLM (``DEFAULT_LLM``)."""
 
 
 def count_setting(label: str, default: int, minimum: int, maximum: int, info: str) -> SettingSpec:
@@ -50,10 +61,29 @@ def steps_setting(label: str, default: int, info: str, maximum: int = 10) -> Set
 
 
 def llm_name_setting(label: str, role: str) -> SettingSpec:
-    """The name of an LLM in ``LLMS`` for one role (empty: the chat's LLM)."""
+    """The LLM for one role, chosen among those the admin offers (empty: the chat's LLM).
+
+    The spec lists only the chat's LLM; :func:`offer_llms` adds the others the app offers
+    (``SELECTABLE_LLMS``) before the form is drawn. The app refuses any other name sent.
+    """
     return {
         "name": label,
         "value": "",
-        "component": "text",
-        "info": f"Name of an LLM in LLMS for the {role}; empty uses the chat's LLM.",
+        "component": "dropdown",
+        "choices": [CHAT_LLM_CHOICE],
+        "choices_from": LLM_CHOICES,
+        "info": f"The LLM for the {role}, among those the administrator offers.",
+    }
+
+
+def offer_llms(specs: Mapping[str, SettingSpec], names: Sequence[str]) -> dict[str, SettingSpec]:
+    """``specs`` with every LLM setting offering the chat's LLM and ``names`` (the app's
+    selectable LLMs; the first, the default LLM, is the chat's)."""
+    chat = (f"{CHAT_LLM_CHOICE[0]} ({names[0]})", "") if names else CHAT_LLM_CHOICE
+    others = [(name, name) for name in names[1:]]
+    return {
+        key: {**spec, "choices": [chat, *others]}
+        if spec.get("choices_from") == LLM_CHOICES
+        else spec
+        for key, spec in specs.items()
     }

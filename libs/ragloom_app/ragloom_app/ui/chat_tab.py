@@ -26,8 +26,11 @@ from ragloom.events import (
     StepFinished,
     StepStarted,
 )
-from ragloom_app.pages.chat import AnswerFinished, ChatPage
+from ragloom_app.errors import user_error
+from ragloom_app.pages.chat import AnswerFinished, ChatPage, QuestionTooLongError
+from ragloom_app.reasoning.settings import offer_llms
 from ragloom_app.ui import file_filter, render
+from ragloom_app.ui.model_text import model_html, plain_html
 from ragloom_app.ui.settings_form import SettingsForm, build_settings_form
 
 __all__ = ["ChatHandlers", "ChatTab", "build_chat_tab"]
@@ -66,9 +69,12 @@ class ChatHandlers:
         return gr.update(info=self.mode_description(mode_id))
 
     def mode_settings(self) -> dict[str, dict[str, Any]]:
-        """The user settings of every mode, by mode id."""
+        """The user settings of every mode, by mode id; LLM settings offer the LLMs a user
+        may choose (``SELECTABLE_LLMS``)."""
+        offered = self.page.app.selectable_llm_names()
         return {
-            mode_id: cls.get_user_settings() for mode_id, cls in self.page.app.reasonings.items()
+            mode_id: offer_llms(cls.get_user_settings(), offered)
+            for mode_id, cls in self.page.app.reasonings.items()
         }
 
     def request_settings(self, mode_id: str | None, values: tuple[Any, ...]) -> dict[str, Any]:
@@ -95,15 +101,16 @@ class ChatHandlers:
         try:
             messages = self.store.messages(conversation_id)
         except Exception as exc:  # a broken database must not take the page down
-            logger.exception("cannot read conversation %s", conversation_id)
-            gr.Warning(html.escape(f"Could not open the conversation: {exc}"))
+            gr.Warning(html.escape(user_error(exc, "Opening the conversation", log=logger).message))
             return gr.skip(), gr.skip(), gr.skip()
         citations = render.last_citations(messages)
         evidence = (
             render.EVIDENCE_PLACEHOLDER if citations is None else render.evidence_html(citations)
         )
         # Steps and usage are not stored per message; say so rather than show stale ones.
-        usage = "_Steps and usage are shown for answers given in this session._"
+        usage = plain_html(
+            "Steps and usage are shown for answers given in this session.", emphasis=True
+        )
         return render.chat_history(messages), evidence, usage
 
     def new_conversation(self) -> tuple[Any, list[Message], str, str]:
@@ -116,8 +123,8 @@ class ChatHandlers:
         try:
             conversations = self.store.list()
         except Exception as exc:
-            logger.exception("cannot list conversations")
-            gr.Warning(html.escape(f"Could not read the conversations: {exc}"))
+            failure = user_error(exc, "Reading the conversations", log=logger)
+            gr.Warning(html.escape(failure.message))
             return gr.skip(), [], render.EVIDENCE_PLACEHOLDER, "", filter_choices
         latest = conversations[0]["id"] if conversations else None
         selector = gr.update(choices=render.conversation_choices(conversations), value=latest)
@@ -143,19 +150,24 @@ class ChatHandlers:
             yield _outputs()
             return
         try:
+            self.page.check_question(question)
+        except QuestionTooLongError as exc:
+            gr.Warning(html.escape(f"The question was not sent: {exc}."))
+            yield _outputs()
+            return
+        try:
             conversation_id = conversation_id or self.store.create()
             # The database, not the chatbot's value, is the record of the conversation.
             history = render.chat_history(self.store.messages(conversation_id))
         except Exception as exc:
-            logger.exception("cannot read or create the conversation")
-            yield self._failed([{"role": "user", "content": question}], exc)
+            yield self._failed([_user(question)], exc, "Opening the conversation")
             return
-        history.append({"role": "user", "content": question})
+        history.append(_user(question))
         answer, status = "", "Searching the documents…"
         # Lock the inputs while answering: a second question would queue behind this one
         # and, before the first finishes, not know which conversation it belongs to.
         yield _outputs(
-            chat=[*history, _bot(f"_{status}_")],
+            chat=[*history, _status(status)],
             question=gr.update(value="", interactive=False),
             evidence=render.evidence_html([], empty=_WAITING_EVIDENCE),
             usage="",
@@ -178,9 +190,9 @@ class ChatHandlers:
                     yield _outputs(chat=[*history, _bot(answer)])
                 elif isinstance(event, StepStarted) and not answer:
                     status = f"{_step_label(event.name)}…"
-                    yield _outputs(chat=[*history, _bot(f"_{status}_")])
+                    yield _outputs(chat=[*history, _status(status)])
                 elif isinstance(event, StepFinished) and event.error:
-                    gr.Warning(html.escape(f"{event.name} failed: {event.error}"))
+                    gr.Warning(html.escape(_step_warning(event)))
                 elif isinstance(event, CitationsFound):
                     yield _outputs(evidence=render.evidence_html(event.citations))
                 elif isinstance(event, AnswerFinished):
@@ -189,22 +201,26 @@ class ChatHandlers:
                         chat=[*history, _bot(record["answer"] or answer)],
                         question=gr.update(interactive=True),
                         evidence=render.evidence_html(record["citations"]),
-                        usage=render.usage_markdown(record),
+                        usage=render.usage_html(record),
                         selector=self.conversation_selector(conversation_id),
                         send=gr.update(interactive=True),
                     )
         except Exception as exc:
-            logger.exception("answering %r failed", question)
-            yield self._failed(history, exc, conversation_id)
+            yield self._failed(history, exc, "Answering", conversation_id)
 
     def _failed(
-        self, history: list[Message], exc: Exception, conversation_id: str | None = None
+        self,
+        history: list[Message],
+        exc: Exception,
+        action: str,
+        conversation_id: str | None = None,
     ) -> RespondOutput:
-        """Outputs that show an error in the chat and give the inputs back."""
-        message = f"Sorry, I could not answer: {type(exc).__name__}: {exc}"
-        gr.Warning(html.escape(message))
+        """Outputs that show an error in the chat, in words with a log reference (the
+        stack trace goes to the log), and give the inputs back."""
+        failure = user_error(exc, action, log=logger)
+        gr.Warning(html.escape(failure.message))
         return _outputs(
-            chat=[*history, _bot(message)],
+            chat=[*history, {"role": "assistant", "content": plain_html(failure.apology())}],
             question=gr.update(interactive=True),
             evidence=render.evidence_html([], empty="No evidence: the answer failed."),
             usage="",
@@ -231,8 +247,18 @@ def _outputs(
     return tuple(gr.skip() if v is _KEEP else v for v in values)  # type: ignore[return-value]
 
 
-def _bot(content: str) -> Message:
-    return {"role": "assistant", "content": content}
+def _bot(markdown: str) -> Message:
+    """An assistant message of model text, rendered so that it loads nothing."""
+    return {"role": "assistant", "content": model_html(markdown)}
+
+
+def _user(question: str) -> Message:
+    return {"role": "user", "content": model_html(question)}
+
+
+def _status(status: str) -> Message:
+    """An assistant message that says what the answer is waiting for."""
+    return {"role": "assistant", "content": plain_html(status, emphasis=True)}
 
 
 _STEP_LABELS = {
@@ -245,6 +271,14 @@ _STEP_LABELS = {
     "final": "Writing what was found",
 }
 _NUMBERED_STEP = re.compile(r"^(?:E(\d+)|step(\d+)|think(\d+)|Q(\d+))(?::(\w+))?$")
+
+
+def _step_warning(step: StepFinished) -> str:
+    """What a failed step's warning says: the page's own steps (the mode failed, the
+    deadline, an index left out) have whole sentences; a mode's are named first."""
+    if step.name in ("error", "deadline") or step.name.startswith("index:"):
+        return str(step.error)
+    return f"{step.name} failed: {step.error}"
 
 
 def _step_label(name: str) -> str:
@@ -274,7 +308,7 @@ class ChatTab:
     question: gr.Textbox
     send: gr.Button
     evidence: gr.HTML
-    usage: gr.Markdown
+    usage: gr.HTML
     file_filter: gr.Dropdown
     settings: SettingsForm
     handlers: ChatHandlers
@@ -315,14 +349,19 @@ def build_chat_tab(demo: gr.Blocks, page: ChatPage) -> ChatTab:
                 form = build_settings_form(handlers.mode_settings(), default_mode, "setting")
             handlers.settings_form = form
         with gr.Column(scale=3, min_width=380):
+            # Messages come as finished HTML (ui/model_text.py): gradio's own Markdown
+            # would keep images and media that load from other hosts. No copy button: it
+            # would copy that HTML, not the text.
             chatbot = gr.Chatbot(
                 show_label=False,
                 elem_id="chatbot",
                 height=540,
                 placeholder="Ask a question about your files. Answers cite the passages "
                 "they draw on; see them under Evidence.",
-                buttons=["copy"],
+                buttons=[],
                 feedback_options=None,
+                render_markdown=False,
+                sanitize_html=True,
             )
             with gr.Row(equal_height=True):
                 question = gr.Textbox(
@@ -333,13 +372,14 @@ def build_chat_tab(demo: gr.Blocks, page: ChatPage) -> ChatTab:
                     scale=8,
                     elem_id="question",
                     autofocus=True,
+                    max_length=page.app.settings.max_question_chars,
                 )
                 send = gr.Button("Send", variant="primary", scale=1, min_width=90, elem_id="send")
         with gr.Column(scale=2, min_width=300, elem_classes="rl-evidence-column"):
             gr.Markdown("### Evidence", elem_classes="rl-panel-title")
             evidence = gr.HTML(render.EVIDENCE_PLACEHOLDER, elem_id="evidence")
             with gr.Accordion("Steps and usage", open=False, elem_id="usage-accordion"):
-                usage = gr.Markdown("", elem_id="usage")
+                usage = gr.HTML("", elem_id="usage")
 
     respond_inputs = [question, mode, conversations, files, *form.components]
     respond_outputs = [chatbot, question, evidence, usage, conversations, send]

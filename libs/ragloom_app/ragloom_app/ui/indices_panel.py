@@ -18,6 +18,7 @@ from typing import Any
 import gradio as gr
 
 from ragloom_app.app import BaseApp
+from ragloom_app.errors import scrub, user_error
 from ragloom_app.ui import file_filter, render
 from ragloom_app.ui.settings_form import SettingsForm, build_settings_form
 
@@ -61,8 +62,8 @@ class IndexAdminHandlers:
         return rows
 
     def table(self) -> str:
-        """The indices table."""
-        return render.indices_html(self.rows())
+        """The indices table, and the indices left out at startup with the reason."""
+        return render.indices_html(self.rows(), self.app.indices.unavailable)
 
     def _changed(
         self, selected: str | None, filter_values: list[str] | None, status: str
@@ -101,8 +102,12 @@ class IndexAdminHandlers:
         try:
             config = self.app.indices.normalize_config(type_id, config)
             self.app.indices.create(name, type_id, config)
-        except (ValueError, KeyError) as exc:
-            message = f"Could not create {name!r}: {exc}"
+        except (ValueError, KeyError) as exc:  # the form's values: the user's to fix
+            message = f"Could not create {name!r}: {scrub(str(exc))}"
+            gr.Warning(html.escape(message))
+            return (*skip[:5], message, gr.skip())
+        except Exception as exc:  # the index type's own failure: the log has the details
+            message = user_error(exc, f"Creating the index {name!r}", log=logger).message
             gr.Warning(html.escape(message))
             return (*skip[:5], message, gr.skip())
         logger.info("UI: created index %r", name)
@@ -144,7 +149,11 @@ class IndexAdminHandlers:
         try:
             self.app.indices.delete(name)
         except KeyError as exc:
-            message = f"Could not delete {name!r}: {exc}"
+            message = f"Could not delete {name!r}: {scrub(str(exc))}"
+            gr.Warning(html.escape(message))
+            return (*(gr.skip(),) * 5, message, gr.update(visible=False))
+        except Exception as exc:
+            message = user_error(exc, f"Deleting the index {name!r}", log=logger).message
             gr.Warning(html.escape(message))
             return (*(gr.skip(),) * 5, message, gr.update(visible=False))
         logger.info("UI: deleted index %r", name)

@@ -12,6 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
+from ragloom_app.errors import scrub
+from ragloom_app.ui.model_text import model_html
+
 __all__ = [
     "EVIDENCE_PLACEHOLDER",
     "chat_history",
@@ -22,10 +25,11 @@ __all__ = [
     "highlighted_html",
     "indices_html",
     "last_citations",
+    "left_out_html",
     "outcomes_html",
     "plugins_html",
     "sources_html",
-    "usage_markdown",
+    "usage_html",
 ]
 
 EVIDENCE_PLACEHOLDER = (
@@ -130,56 +134,61 @@ def evidence_html(
     return f'<div class="rl-evidence">{"".join(cards)}</div>'
 
 
-def usage_markdown(record: Mapping[str, Any]) -> str:
-    """One line of cost (LLM calls, tokens, seconds) and the timed steps below it."""
+def usage_html(record: Mapping[str, Any]) -> str:
+    """One line of cost (LLM calls, tokens, seconds) and the timed steps below it.
+
+    HTML, every part of it escaped: a plan, a tool name and a step's error are model text.
+    """
     usage = record.get("usage") or {}
     calls = int(usage.get("llm_calls", 0))
     prompt = int(usage.get("prompt_tokens", 0))
     completion = int(usage.get("completion_tokens", 0))
     evaluated = usage.get("prompt_tokens_evaluated")
     seconds = float(usage.get("seconds", 0.0))
-    line = (
-        f"**{calls} LLM call{'s' if calls != 1 else ''}, {prompt + completion:,} tokens, "
-        f"{seconds:.1f} s** — {prompt:,} prompt"
+    total = (
+        f"<strong>{calls} LLM call{'s' if calls != 1 else ''}, {prompt + completion:,} tokens, "
+        f"{seconds:.1f} s</strong> — {prompt:,} prompt"
     )
     # Evaluated < prompt means llama.cpp reused its cache for the rest: worth seeing.
     if isinstance(evaluated, int) and evaluated != prompt:
-        line += f" ({evaluated:,} evaluated)"
-    line += f", {completion:,} generated; mode `{record.get('mode', '?')}`"
-    lines = [line, ""]
+        total += f" ({evaluated:,} evaluated)"
+    total += f", {completion:,} generated; mode <code>{_esc(record.get('mode', '?'))}</code>"
+    items = []
     for step in record.get("steps") or []:
         if step.get("event") == "plan":
-            lines.extend(_plan_lines(step))
+            items.append(_plan_item(step))
             continue
         if step.get("event") != "finished":
             continue
-        name = str(step.get("step", "?"))
+        name = f"<code>{_esc(step.get('step', '?'))}</code>"
+        seconds_taken = float(step.get("seconds") or 0)
         if step.get("error"):
-            lines.append(
-                f"- `{name}` failed after {step.get('seconds', 0):.2f} s: {_esc(step['error'])}"
+            items.append(
+                f"<li>{name} failed after {seconds_taken:.2f} s: {_esc(step['error'])}</li>"
             )
         else:
-            lines.append(f"- `{name}` {step.get('seconds', 0):.2f} s")
-    return "\n".join(lines).strip()
+            items.append(f"<li>{name} {seconds_taken:.2f} s</li>")
+    steps = f'<ul class="rl-steps">{"".join(items)}</ul>' if items else ""
+    return f'<div class="rl-usage"><p>{total}</p>{steps}</div>'
 
 
-def _plan_lines(step: Mapping[str, Any]) -> list[str]:
-    """The plan of an agent as list items (ReWOO's tool calls, decomposition's questions)."""
+def _plan_item(step: Mapping[str, Any]) -> str:
+    """The plan of an agent as a list item (ReWOO's tool calls, decomposition's questions)."""
     repaired = " (repaired once)" if step.get("repaired") else ""
-    lines = [f"- **Plan**{repaired}:"]
+    calls = []
     for item in step.get("plan") or []:
-        if "tool" in item:
-            call = f"{item['tool']}[{item.get('input', '')}]"
-            lines.append(f"  - `{_esc(item.get('id', '?'))}` {_esc(call)}")
-        else:
-            lines.append(f"  - `{_esc(item.get('id', '?'))}` {_esc(item.get('question', ''))}")
-    return lines
+        text = (
+            f"{item['tool']}[{item.get('input', '')}]" if "tool" in item else item.get("question")
+        )
+        calls.append(f"<li><code>{_esc(item.get('id', '?'))}</code> {_esc(text or '')}</li>")
+    return f"<li><strong>Plan</strong>{repaired}:<ul>{''.join(calls)}</ul></li>"
 
 
 def chat_history(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """Stored messages as gradio 6 Chatbot messages (only ``role`` and ``content``)."""
+    """Stored messages as gradio 6 Chatbot messages (only ``role`` and ``content``), their
+    Markdown rendered to HTML that loads nothing (:func:`~ragloom_app.ui.model_text.model_html`)."""
     return [
-        {"role": str(m["role"]), "content": str(m["content"])}
+        {"role": str(m["role"]), "content": model_html(str(m["content"]))}
         for m in messages
         if m.get("role") in ("user", "assistant")
     ]
@@ -273,8 +282,11 @@ def sources_html(sources: Iterable[Mapping[str, Any]], index_name: str | None = 
     return f'<div class="rl-summary">{_esc(summary)}</div>{table}'
 
 
-def indices_html(indices: Iterable[Mapping[str, Any]]) -> str:
-    """The indices with their files, chunking, file types and visibility."""
+def indices_html(
+    indices: Iterable[Mapping[str, Any]], unavailable: Mapping[str, str] | None = None
+) -> str:
+    """The indices with their files, chunking, file types and visibility, then those left
+    out (``IndexManager.unavailable``) with the reason."""
     rows = [
         [
             _esc(i.get("name")),
@@ -287,7 +299,16 @@ def indices_html(indices: Iterable[Mapping[str, Any]]) -> str:
         for i in indices
     ]
     headers = ["Index", "Files", "Chunk size", "Overlap", "File types", "Visibility"]
-    return _table(headers, rows, "There is no index yet.")
+    return _table(headers, rows, "There is no index yet.") + left_out_html(unavailable)
+
+
+def left_out_html(unavailable: Mapping[str, str] | None) -> str:
+    """The indices left out at startup and why (empty when there are none)."""
+    missing = "".join(
+        f"<li>{_esc(name)}: {_esc(scrub(reason))}</li>"
+        for name, reason in (unavailable or {}).items()
+    )
+    return f'<div class="rl-summary">Indices left out</div><ul>{missing}</ul>' if missing else ""
 
 
 def plugins_html(
@@ -304,7 +325,9 @@ def plugins_html(
         status = (
             "disabled" if plugin.get("disabled") else "failed" if plugin.get("error") else "loaded"
         )
-        notes = [plugin.get("error") or "", *(plugin.get("warnings") or [])]
+        # Load errors may name files of the server: the log has them whole.
+        notes = [plugin.get("error"), *(plugin.get("warnings") or [])]
+        notes = [scrub(note) for note in notes if note]
         rows.append(
             [
                 _esc(plugin.get("name")),
@@ -315,10 +338,4 @@ def plugins_html(
             ]
         )
     headers = ["Plugin", "Version", "Registers", "Status", "Details"]
-    table = _table(headers, rows, "No plugins installed.")
-    missing = "".join(
-        f"<li>{_esc(name)}: {_esc(reason)}</li>" for name, reason in (unavailable or {}).items()
-    )
-    if missing:
-        table += f'<div class="rl-summary">Indices left out</div><ul>{missing}</ul>'
-    return table
+    return _table(headers, rows, "No plugins installed.") + left_out_html(unavailable)
