@@ -48,6 +48,7 @@ __all__ = [
     "check_reasoning",
     "check_settings_schema",
     "check_tool",
+    "create_hash_index",
 ]
 
 COMPONENTS = ("number", "text", "checkbox", "dropdown", "radio")
@@ -294,6 +295,42 @@ def check_reader(
     return pages
 
 
+def create_hash_index(
+    cls: type[BaseIndex],
+    root: Path,
+    *,
+    name: str = "contract",
+    readers: Mapping[str, FileReader] | None = None,
+    **resource_fields: Any,
+) -> tuple[IndexManager, BaseIndex]:
+    """An index of type ``cls`` in the folder ``root``, created as the app creates one.
+
+    Its config is checked by the type, then ``on_create`` and ``on_start`` run. It embeds
+    with :class:`HashEmbeddings` and reads with ``readers`` (default: the built-ins);
+    ``resource_fields`` are other :class:`IndexResources` fields (its limits). Returns the
+    manager (to delete the index with) and the index.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    table = dict(readers or default_readers())
+    engine = create_db_engine(f"sqlite:///{root / 'contract.db'}")
+    manager = IndexManager(
+        engine,
+        lambda index_id: IndexResources(
+            engine=engine,
+            data_dir=root / "indices" / str(index_id),
+            shared_dir=root,
+            embeddings=HashEmbeddings,
+            readers=table,
+            **resource_fields,
+        ),
+        table,
+    )
+    type_id = f"{cls.__module__}.{cls.__qualname__}"
+    manager.register_type(type_id, cls)
+    index = manager.create(name, type_id, manager.normalize_config(type_id, {}))
+    return manager, index
+
+
 def check_index_type(
     cls: type[BaseIndex],
     sample_files: Sequence[str | Path],
@@ -311,24 +348,8 @@ def check_index_type(
         _fail(owner, "is not a BaseIndex subclass")
     readers = dict(readers or default_readers())
     check_settings_schema(cls.admin_settings_for(readers), f"{owner}.admin_settings_for()")
-    type_id = f"{cls.__module__}.{cls.__qualname__}"
     with tempfile.TemporaryDirectory() as folder:
-        root = Path(folder)
-        engine = create_db_engine(f"sqlite:///{root / 'contract.db'}")
-        manager = IndexManager(
-            engine,
-            lambda index_id: IndexResources(
-                engine=engine,
-                data_dir=root / "indices" / str(index_id),
-                shared_dir=root,
-                embeddings=HashEmbeddings,
-                readers=readers,
-            ),
-            readers,
-        )
-        manager.register_type(type_id, cls)
-        # As the app creates one: the config checked by the type, then on_create, on_start.
-        index = manager.create("contract", type_id, manager.normalize_config(type_id, {}))
+        manager, index = create_hash_index(cls, Path(folder), readers=readers)
         outcomes = index.get_indexing_pipeline({}).run([Path(p) for p in sample_files])
         if not all(isinstance(o, FileOutcome) for o in outcomes):
             _fail(owner, "the indexing pipeline must yield a FileOutcome per file")
@@ -346,6 +367,6 @@ def check_index_type(
             _fail(owner, f"searching for {question!r} found no RetrievedChunk")
         if not isinstance(index.check(), CheckReport):
             _fail(owner, "check() must return a CheckReport")
-        manager.delete("contract")
-        engine.dispose()
+        manager.delete(index.name)
+        index.resources.engine.dispose()
     return found

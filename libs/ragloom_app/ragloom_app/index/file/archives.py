@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from ragloom.loaders import LoaderError
 from ragloom.loaders.archive import ArchiveContents, expand_zip
 from ragloom_app.index.base import FileOutcome, IndexingProgress
-from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
+from ragloom_app.index.file.names import UnsafeNameError, clean_name
 from ragloom_app.index.file.worklock import WorkLock, is_busy
 
 __all__ = [
@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 ARCHIVE_SUFFIXES = frozenset({".zip"})
 
 _PREFIX = "archive-"
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
 @contextlib.contextmanager
@@ -123,19 +124,28 @@ def clean_stale_archives(tmp_root: Path, locks_dir: Path) -> int:
 def member_display_name(archive_name: str, member_name: str) -> str:
     """``archive.zip/folder/file.md``: the name a member is listed and cited under.
 
-    Every part of the member's path must be a name :func:`safe_display_name` keeps as it
-    is; raises :class:`UnsafeNameError` otherwise.
+    Every part of the member's path is cleaned as an upload's name is
+    (:func:`~ragloom_app.index.file.names.clean_name`: invisible characters removed, NFC);
+    raises :class:`UnsafeNameError` for a part it refuses or a path that leaves the archive.
     """
     parts = PurePosixPath(member_name).parts
     if not parts:
         raise UnsafeNameError("the archive member has no name")
+    cleaned = []
     for part in parts:
-        if part in {".", "..", "/"} or safe_display_name(part) != part:
+        if part in {".", "..", "/"} or "\\" in part:
             raise UnsafeNameError(f"unsafe path in the archive: {shown_member_name(member_name)}")
-    return f"{archive_name}/{'/'.join(parts)}"
+        cleaned.append(clean_name(part))
+    return f"{archive_name}/{'/'.join(cleaned)}"
 
 
 def shown_member_name(member_name: str, limit: int = 200) -> str:
-    """A member's name fit to show whatever it holds: control characters become ``?``."""
-    cleaned = "".join("?" if unicodedata.category(ch) == "Cc" else ch for ch in member_name)
+    """A name fit to show whatever it holds (a refused one included).
+
+    Control and format characters (bidirectional overrides too), line separators and
+    lone surrogates become ``?``, so the name shows in the order it was written.
+    """
+    cleaned = "".join(
+        "?" if unicodedata.category(ch) in _HIDDEN_CATEGORIES else ch for ch in member_name
+    )
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
