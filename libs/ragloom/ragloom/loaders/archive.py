@@ -41,6 +41,7 @@ __all__ = [
     "declared_problem",
     "expand_zip",
     "is_zip_file",
+    "size_text",
 ]
 
 logger = logging.getLogger(__name__)
@@ -215,20 +216,20 @@ def _total_problem(
     """Why unpacking ``total`` bytes from a zip of ``archive_bytes`` is refused, or ``None``."""
     if total > limits.max_total_bytes:
         return (
-            f"{because}{what} would unpack to {_size(total)}, more than the limit of "
-            f"{_size(limits.max_total_bytes)} (a zip bomb?)"
+            f"{because}{what} would unpack to {size_text(total)}, more than the limit of "
+            f"{size_text(limits.max_total_bytes)} (a zip bomb?)"
         )
     if total >= limits.ratio_floor and total > limits.max_ratio * archive_bytes:
         ratio = total / max(archive_bytes, 1)
         return (
-            f"{because}{what} would unpack to {_size(total)} from {_size(archive_bytes)}: "
+            f"{because}{what} would unpack to {size_text(total)} from {size_text(archive_bytes)}: "
             f"compressed {ratio:.0f} to 1 as a whole, more than the limit of "
             f"{limits.max_ratio:g} to 1 (a zip bomb?)"
         )
     if room_bytes is not None and total > room_bytes:
         return (
-            f"{because}{what} would unpack to {_size(total)}, more than the "
-            f"{_size(max(room_bytes, 0))} left of the upload's budget"
+            f"{because}{what} would unpack to {size_text(total)}, more than the "
+            f"{size_text(max(room_bytes, 0))} left of the upload's budget"
         )
     return None
 
@@ -308,7 +309,7 @@ class _Unpacker:
             "%s: unpacked %d files (%s), skipped %d",
             self.path.name,
             len(members),
-            _size(written),
+            size_text(written),
             len(skipped),
         )
         return ArchiveContents(members, skipped, unpacked_bytes=written + self.nested)
@@ -319,7 +320,7 @@ class _Unpacker:
         if not inner:
             return
         self.nested += inner
-        because = f"'{name}' is itself an archive that unpacks to {_size(inner)}, so "
+        because = f"'{name}' is itself an archive that unpacks to {size_text(inner)}, so "
         expanded = self.declared + self.nested
         problem = _total_problem(
             expanded, self.size, self.limits, "the archive", self.room_bytes, because
@@ -348,7 +349,7 @@ def _copy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, target: Pa
                     if written > info.file_size:
                         # zipfile stops at the declared size today; do not rely on it.
                         raise _Refused(
-                            f"'{name}' unpacks to more than the {_size(info.file_size)} its "
+                            f"'{name}' unpacks to more than the {size_text(info.file_size)} its "
                             "header declares (a zip bomb?)"
                         )
                     out.write(block)
@@ -365,7 +366,7 @@ def _read(source: IO[bytes]) -> bytes:
         raise _Damaged(f"damaged: {_detail(exc)}") from exc
 
 
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
     """``n`` bytes for a person: ``"512 bytes"``, ``"48.8 MB"``."""
     if n < 1024:
         return f"{n} bytes"

@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
 from ragloom.loaders import LoaderError
-from ragloom.loaders.archive import ArchiveContents, expand_zip
+from ragloom.loaders.archive import ArchiveContents, ZipLimits, expand_zip
 from ragloom_app.index.base import FileOutcome, IndexingProgress
+from ragloom_app.index.budget import UploadBudget
 from ragloom_app.index.file.names import UnsafeNameError, clean_name
 from ragloom_app.index.file.worklock import WorkLock, is_busy
 
@@ -41,11 +42,18 @@ _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
 @contextlib.contextmanager
-def expanded_archive(path: Path, tmp_root: Path, locks_dir: Path) -> Iterator[ArchiveContents]:
+def expanded_archive(
+    path: Path,
+    tmp_root: Path,
+    locks_dir: Path,
+    limits: ZipLimits | None = None,
+    room_bytes: int | None = None,
+) -> Iterator[ArchiveContents]:
     """Expand the zip ``path`` into a new folder under ``tmp_root``, removed on exit.
 
     Raises :class:`ragloom.loaders.LoaderError` (``reason`` for the user) for a damaged
-    archive or a zip bomb.
+    archive, one over ``limits`` (a zip bomb), or one that would unpack to more than
+    ``room_bytes``.
     """
     key = f"{_PREFIX}{uuid.uuid4().hex}"
     # Locked before the folder exists, so another process never sees it unowned.
@@ -53,7 +61,7 @@ def expanded_archive(path: Path, tmp_root: Path, locks_dir: Path) -> Iterator[Ar
         dest = tmp_root / key
         dest.mkdir(parents=True)
         try:
-            yield expand_zip(path, dest)
+            yield expand_zip(path, dest, limits=limits, room_bytes=room_bytes)
         finally:
             shutil.rmtree(dest, ignore_errors=True)
 
@@ -66,18 +74,24 @@ def index_archive(
     tmp_root: Path,
     locks_dir: Path,
     span: tuple[float, float] = (0.0, 1.0),
+    limits: ZipLimits | None = None,
+    budget: UploadBudget | None = None,
 ) -> Iterator[IndexingProgress | FileOutcome]:
     """Index each member of the zip ``path`` (shown as ``name``) with ``index_member``.
 
     ``index_member(member_path, display_name)`` indexes one file. One outcome per member:
     a skipped member (unsafe path, nested archive, damaged) is ``failed`` with the reason,
-    and an archive that cannot be expanded at all is one ``failed`` outcome under
-    ``name``. Progress goes from ``span[0]`` to ``span[1]``.
+    and an archive that cannot be expanded at all (over ``limits``, or over what the
+    upload's ``budget`` has left) is one ``failed`` outcome under ``name``. What it
+    unpacks to is spent from ``budget``. Progress goes from ``span[0]`` to ``span[1]``.
     """
     start, end = span
+    room = budget.bytes_left if budget is not None else None
     with contextlib.ExitStack() as stack:
         try:
-            contents = stack.enter_context(expanded_archive(path, tmp_root, locks_dir))
+            contents = stack.enter_context(
+                expanded_archive(path, tmp_root, locks_dir, limits, room)
+            )
         except LoaderError as exc:
             yield IndexingProgress(name, end, "failed")
             yield FileOutcome(name, "failed", reason=exc.reason)
@@ -87,6 +101,8 @@ def index_archive(
             yield IndexingProgress(name, end, "failed")
             yield FileOutcome(name, "failed", reason=f"could not expand the archive: {exc}")
             return
+        if budget is not None:
+            budget.spend_bytes(contents.unpacked_bytes)  # fits: room bounded the expansion
         for member_name, why in contents.skipped:
             yield FileOutcome(f"{name}/{shown_member_name(member_name)}", "failed", reason=why)
         count = max(len(contents.members), 1)
