@@ -82,7 +82,9 @@ def test_each_hostile_reader_fails_its_own_file_and_the_next_file_indexes(
     seconds = time.perf_counter() - started
 
     reasons = {name: o.reason for name, (o, _) in outcomes.items() if o.status == "failed"}
-    assert set(reasons) == {"hostile0.segv", "hostile1.hog", "hostile2.sleep", "hostile3.flood"}
+    assert set(reasons) == {"hostile0.segv", "hostile1.hog", "hostile2.sleep", "hostile3.flood"}, (
+        reasons
+    )
     assert reasons["hostile0.segv"] == (
         "the reader SegfaultReader crashed: the worker process died (signal SIGSEGV)"
     )
@@ -95,7 +97,7 @@ def test_each_hostile_reader_fails_its_own_file_and_the_next_file_indexes(
     )
     for number in range(4):
         good, _ = outcomes[f"good{number}.md"]
-        assert good.status == "indexed" and good.chunks == 1
+        assert (good.status, good.chunks) == ("indexed", 1), good.reason
     assert beat.longest_pause < 0.5, beat.longest_pause
     # The worker that ran the sleeper was killed; the one that crashed is gone too.
     assert _gone(worker_pid(upload / "2.pid"))

@@ -52,6 +52,7 @@ __all__ = [
     "FileBudgetError",
     "ReaderFailedError",
     "chunk_in_sandbox",
+    "read_in_sandbox",
     "readers_sandbox",
     "split_within_budget",
     "warm_readers_sandbox",
@@ -108,11 +109,11 @@ class ChunkingJob:
     extension: str
     reader: bytes  # pickled apart, so the worker can take the app's import path first
     import_path: tuple[str, ...]
-    source_id: str
-    source_name: str
-    chunk_size: int
-    chunk_overlap: int
-    counter: Callable[[str], int] | None
+    source_id: str = ""
+    source_name: str = ""
+    chunk_size: int = 240
+    chunk_overlap: int = 36
+    counter: Callable[[str], int] | None = None
     read_only: bool = False
     max_chunks: int = MAX_FILE_CHUNKS
     chunk_limit_name: str = PER_FILE
@@ -208,6 +209,63 @@ def _pickled(value: Any) -> tuple[bytes, str | None]:
         return b"", f"{type(exc).__name__}: {exc}"
 
 
+def _job(path: Path, readers: Mapping[str, FileReader], **fields: Any) -> ChunkingJob:
+    """The job for ``path`` with its reader pickled; refuses a reader that cannot cross."""
+    extension = path.suffix.lower()
+    reader = readers.get(extension)
+    if reader is None:
+        raise UnsupportedFileTypeError(extension, readers.keys(), path)
+    blob, problem = _pickled(reader)
+    if problem:
+        raise ReaderFailedError(
+            f"the reader {type(reader).__name__} for '{extension}' files cannot run in the "
+            f"readers sandbox (it cannot be passed to a worker process: {problem})",
+            path,
+        )
+    return ChunkingJob(path, extension, blob, tuple(sys.path), **fields)
+
+
+def _run(job: ChunkingJob, reader_name: str, max_seconds: float, sandbox: Sandbox | None) -> Any:
+    """Run ``job`` in ``sandbox``; the sandbox's failures become reasons."""
+    box = sandbox or readers_sandbox()
+    path = job.path
+    try:
+        return box.run(run_job, job, timeout=max_seconds)
+    except SandboxTimeout:
+        raise FileBudgetError(
+            f"reading and chunking took longer than {max_seconds:g} s, the limit per file", path
+        ) from None
+    except SandboxMemoryError:
+        limit = box.limits.memory_bytes
+        shown = f"the {limit // _MiB:,} MiB limit per file" if limit else "the memory available"
+        raise FileBudgetError(f"reading needed more memory than {shown}", path) from None
+    except SandboxCrash as exc:
+        raise ReaderFailedError(f"the reader {reader_name} crashed: {exc}", path) from None
+    except SandboxRaised as exc:
+        raise ReaderFailedError(f"the reader {reader_name} failed: {exc}", path) from None
+    except SandboxTransferError as exc:
+        raise ReaderFailedError(
+            f"the reader {reader_name} could not run in the readers sandbox: {exc}", path
+        ) from None
+
+
+def read_in_sandbox(
+    path: Path,
+    reader: FileReader,
+    *,
+    max_seconds: float = MAX_FILE_SECONDS,
+    text_budget: Any = None,
+    sandbox: Sandbox | None = None,
+) -> list[Page]:
+    """The pages ``reader`` reads from ``path``, read in ``sandbox`` as the app reads files.
+
+    Raises what :func:`chunk_in_sandbox` raises.
+    """
+    path = Path(path)
+    job = _job(path, {path.suffix.lower(): reader}, read_only=True, text_budget=text_budget)
+    return _run(job, type(reader).__name__, max_seconds, sandbox)  # type: ignore[no-any-return]
+
+
 def chunk_in_sandbox(
     path: Path,
     readers: Mapping[str, FileReader],
@@ -229,27 +287,13 @@ def chunk_in_sandbox(
     a reader that crashed or cannot run there.
     """
     path = Path(path)
-    extension = path.suffix.lower()
-    reader = readers.get(extension)
-    if reader is None:
-        raise UnsupportedFileTypeError(extension, readers.keys(), path)
-    reader_name = type(reader).__name__
-    reader_blob, problem = _pickled(reader)
-    if problem:
-        raise ReaderFailedError(
-            f"the reader {reader_name} for '{extension}' files cannot run in the readers "
-            f"sandbox (it cannot be passed to a worker process: {problem})",
-            path,
-        )
     counter = splitter.tokenizer
     read_only = counter is not None and _pickled(counter)[1] is not None
     if read_only:
         logger.info("%s: the token counter cannot cross to a worker; chunking here", source_name)
-    job = ChunkingJob(
-        path=path,
-        extension=extension,
-        reader=reader_blob,
-        import_path=tuple(sys.path),
+    job = _job(
+        path,
+        readers,
         source_id=source_id,
         source_name=source_name,
         chunk_size=int(splitter.chunk_size),
@@ -260,32 +304,9 @@ def chunk_in_sandbox(
         chunk_limit_name=chunk_limit_name,
         text_budget=text_budget,
     )
-    box = sandbox or readers_sandbox()
-    try:
-        result = box.run(run_job, job, timeout=max_seconds)
-    except SandboxTimeout:
-        raise FileBudgetError(
-            f"reading and chunking took longer than {max_seconds:g} s, the limit per file", path
-        ) from None
-    except SandboxMemoryError:
-        limit = box.limits.memory_bytes
-        shown = f"the {limit // _MiB:,} MiB limit per file" if limit else "the memory available"
-        raise FileBudgetError(f"reading needed more memory than {shown}", path) from None
-    except SandboxCrash as exc:
-        raise ReaderFailedError(f"the reader {reader_name} crashed: {exc}", path) from None
-    except SandboxRaised as exc:
-        raise ReaderFailedError(f"the reader {reader_name} failed: {exc}", path) from None
-    except SandboxTransferError as exc:
-        raise ReaderFailedError(
-            f"the reader {reader_name} could not run in the readers sandbox: {exc}", path
-        ) from None
+    result = _run(job, type(readers[job.extension]).__name__, max_seconds, sandbox)
     if not read_only:
-        return result  # type: ignore[return-value]
+        return result  # type: ignore[no-any-return]
     return split_within_budget(
-        result,  # type: ignore[arg-type]
-        splitter,
-        source_id,
-        source_name,
-        max_chunks,
-        chunk_limit_name,
+        result, splitter, source_id, source_name, max_chunks, chunk_limit_name
     )

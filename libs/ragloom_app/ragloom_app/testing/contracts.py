@@ -18,6 +18,7 @@ from typing import Any, get_args
 from pydantic import BaseModel
 
 from ragloom.agents.tools import BaseTool, ToolContext, ToolRegistry, ToolResult
+from ragloom.chunking import ReaderFailedError, read_in_sandbox
 from ragloom.events import (
     AnswerCollector,
     AnswerDelta,
@@ -261,8 +262,10 @@ def check_reader(
     """Check a file reader: its extensions, the sample read, and bad files refused.
 
     ``sample_path`` must give at least one page with text (containing ``expect`` if
-    given). An empty file, a file of random bytes and a missing file must each raise a
-    :class:`~ragloom.loaders.LoaderError` with a reason.
+    given), and the same pages when read in the readers sandbox, where the app reads
+    every file: the reader must pickle (a module-level class) and import in a worker
+    process. An empty file, a file of random bytes and a missing file must each raise a
+    :class:`~ragloom.loaders.LoaderError` with a reason, there too.
     """
     owner = type(reader).__qualname__
     if isinstance(reader, type) or not isinstance(reader, FileReader):
@@ -284,6 +287,7 @@ def check_reader(
         _fail(owner, "read() returned pages without text")
     if expect is not None and expect not in text:
         _fail(owner, f"expected {expect!r} in the text read")
+    _check_sandboxed(owner, reader, sample, pages)
     with tempfile.TemporaryDirectory() as folder:
         empty = Path(folder) / f"empty{extensions[0]}"
         empty.write_bytes(b"")
@@ -292,7 +296,24 @@ def check_reader(
         noise.write_bytes(bytes(range(256)) * 16)
         _refuses(owner, reader, noise, "a file of random bytes")
         _refuses(owner, reader, Path(folder) / f"missing{extensions[0]}", "a missing file")
+        try:
+            read_in_sandbox(noise, reader)
+        except LoaderError as exc:
+            if not exc.reason:
+                _fail(owner, "the LoaderError for random bytes lost its reason in the sandbox")
     return pages
+
+
+def _check_sandboxed(owner: str, reader: FileReader, sample: Path, pages: list[Page]) -> None:
+    """The sample reads the same in the readers sandbox as here."""
+    try:
+        there = read_in_sandbox(sample, reader)
+    except ReaderFailedError as exc:
+        _fail(owner, f"cannot run in the readers sandbox: {exc.reason}")
+    except LoaderError as exc:
+        _fail(owner, f"the sample failed in the readers sandbox: {exc.reason}")
+    if there != pages:
+        _fail(owner, "the sample reads differently in the readers sandbox")
 
 
 def create_hash_index(
