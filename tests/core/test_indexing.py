@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pickle
+import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,9 @@ from ragloom.chunking import (
     FileBudgetError,
     ReaderFailedError,
     chunk_in_sandbox,
+    readers_sandbox,
     split_within_budget,
+    warm_readers_sandbox,
 )
 from ragloom.loaders import (
     EmptyDocumentError,
@@ -148,3 +152,18 @@ def test_loader_errors_pickle_with_their_reason(error: LoaderError) -> None:
     again = pickle.loads(pickle.dumps(error))
     assert type(again) is type(error)
     assert (again.reason, again.path, str(again)) == (error.reason, error.path, str(error))
+
+
+def imported(module: str) -> bool:
+    return module in sys.modules
+
+
+def test_warming_imports_what_reading_needs_in_every_worker() -> None:
+    warm_readers_sandbox()
+    box = readers_sandbox()
+    with ThreadPoolExecutor(box.limits.workers) as pool:
+        calls = [
+            pool.submit(box.run, imported, "tokenizers", timeout=30)
+            for _ in range(box.limits.workers)
+        ]
+        assert [call.result() for call in calls] == [True] * box.limits.workers
