@@ -39,7 +39,11 @@ class SegfaultReader:
 
 
 class HungryReader:
-    """Allocates, and fills, memory without end."""
+    """Allocates memory without end.
+
+    The blocks are zeroed by the kernel on first touch, so they take address space at once
+    (what the sandbox limits) but little of the test machine's memory.
+    """
 
     extensions = (".hog",)
 
@@ -47,7 +51,7 @@ class HungryReader:
         _note_pid(path)
         blocks = []
         while True:
-            blocks.append(b"x" * (32 << 20))
+            blocks.append(bytes(64 << 20))  # calloc: fresh zero pages, not touched
 
 
 class SleepyReader:

@@ -36,7 +36,9 @@ pytestmark = pytest.mark.security
 
 # Lower than the default 2 GiB so that the hungry reader fills less of the test machine.
 MEMORY_LIMIT = 768 << 20
-TIME_LIMIT = 4.0
+# The first file a fresh worker reads pays its imports (a second; several on a loaded
+# machine) within this budget: the worker that ran the sleeper is replaced by a cold one.
+TIME_LIMIT = 10.0
 
 
 @pytest.fixture
@@ -90,7 +92,7 @@ def test_each_hostile_reader_fails_its_own_file_and_the_next_file_indexes(
     )
     assert reasons["hostile1.hog"] == "reading needed more memory than the 768 MiB limit per file"
     assert reasons["hostile2.sleep"] == (
-        "reading and chunking took longer than 4 s, the limit per file"
+        "reading and chunking took longer than 10 s, the limit per file"
     )
     assert reasons["hostile3.flood"] == (
         "the file makes more than 50,000 chunks, the limit per file"
