@@ -159,7 +159,7 @@ def imported(module: str) -> bool:
 
 
 def test_warming_imports_what_reading_needs_in_every_worker() -> None:
-    warm_readers_sandbox()
+    assert warm_readers_sandbox()
     box = readers_sandbox()
     with ThreadPoolExecutor(box.limits.workers) as pool:
         calls = [

@@ -134,17 +134,23 @@ def _warm() -> None:
     default_readers()
 
 
-def warm_readers_sandbox(timeout: float = 60.0) -> None:
+def warm_readers_sandbox(timeout: float = 60.0) -> bool:
     """Start the readers sandbox's workers and their imports (about a second, once).
 
-    Call it at startup, in a thread if the caller must not wait.
+    Call it at startup, in a thread if the caller must not wait. A failure is logged and
+    ``False`` returned: files would then fail with the reason when read, not the start.
     """
     box = readers_sandbox()
     # One call per worker, at once: each worker imports while the others do.
     with ThreadPoolExecutor(max_workers=box.limits.workers) as pool:
         calls = [pool.submit(box.run, _warm, timeout=timeout) for _ in range(box.limits.workers)]
-        for call in calls:
-            call.result()
+        try:
+            for call in calls:
+                call.result()
+        except Exception:
+            logger.warning("the readers sandbox could not be started", exc_info=True)
+            return False
+    return True
 
 
 def split_within_budget(

@@ -10,7 +10,9 @@ indexed stay indexed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+from ragloom.chunking import PER_FILE
 from ragloom.loaders.archive import size_text
 
 __all__ = ["MAX_UPLOAD_BYTES", "MAX_UPLOAD_CHUNKS", "UploadBudget"]
@@ -69,14 +71,18 @@ class UploadBudget:
         self.bytes_spent += n_bytes
         return None
 
-    def chunk_limit(self, per_file: int) -> tuple[int, str | None]:
-        """The chunks the next file may make, and the name of that limit if it is the upload's.
+    def spend_file(self, path: Path) -> str | None:
+        """Spend an uploaded file's bytes, or say why it is refused (and spend nothing)."""
+        return self.used_up() or self.spend_bytes(path.stat().st_size)
 
-        ``None`` as the name: the per-file limit ``per_file`` is the smaller one.
+    def chunk_limit(self, per_file: int) -> tuple[int, str]:
+        """The chunks the next file may make, and that limit's name for a reason.
+
+        The smaller of ``per_file`` (:data:`~ragloom.chunking.PER_FILE`) and what is left.
         """
         left = self.chunks_left
         if left >= per_file:
-            return per_file, None
+            return per_file, PER_FILE
         return left, f"what is left of {self._chunks_name()}"
 
     def spend_chunks(self, n_chunks: int) -> None:

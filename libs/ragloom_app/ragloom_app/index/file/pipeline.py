@@ -170,7 +170,7 @@ class FileIndexingPipeline(IndexingPipeline):
         budget: UploadBudget,
     ) -> Iterator[_Event]:
         """Index each member of an uploaded zip; the zip and its expansion spend bytes."""
-        over = self._over_budget(path, budget)
+        over = budget.spend_file(path)
         if over:
             yield IndexingProgress(name, span[1], "failed")
             yield FileOutcome(name, "failed", reason=over)
@@ -186,20 +186,14 @@ class FileIndexingPipeline(IndexingPipeline):
             budget=budget,
         )
 
-    # -- the upload's budget ---------------------------------------------------------------
-    @staticmethod
-    def _over_budget(path: Path, budget: UploadBudget) -> str | None:
-        """Spend an uploaded file's bytes; why it does not fit, if it does not."""
-        return budget.used_up() or budget.spend_bytes(path.stat().st_size)
-
     def _chunk_within(
         self, stored: Path, source_id: str, name: str, budget: UploadBudget | None
     ) -> list[Chunk]:
         """The file's chunks, within its own limit and what the upload has left."""
         per_file = int(self.ingestor.max_chunks)
-        limit, limit_name = budget.chunk_limit(per_file) if budget else (per_file, None)
+        limit, limit_name = budget.chunk_limit(per_file) if budget else (per_file, PER_FILE)
         chunks = self.ingestor.chunk(
-            stored, source_id, name, max_chunks=limit, chunk_limit_name=limit_name or PER_FILE
+            stored, source_id, name, max_chunks=limit, chunk_limit_name=limit_name
         )
         if budget is not None:
             budget.spend_chunks(len(chunks))
@@ -217,7 +211,7 @@ class FileIndexingPipeline(IndexingPipeline):
         """Index one file; an archive's members have spent their bytes already."""
         problem = self._check_file(path, name)
         if problem is None and budget is not None:
-            problem = self._over_budget(path, budget) if spend_bytes else budget.used_up()
+            problem = budget.spend_file(path) if spend_bytes else budget.used_up()
         if problem:
             return FileOutcome(name, "failed", reason=problem)
         digest = sha256_of(path)
