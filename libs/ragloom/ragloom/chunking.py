@@ -65,8 +65,9 @@ _MiB = 1 << 20
 #: Chunks one file may make: a 10,000-page book is about 40,000 chunks of 240 tokens;
 #: embedding 50,000 takes minutes, and their vectors and text fit in a laptop's memory.
 MAX_FILE_CHUNKS = 50_000
-#: Seconds one file may take to be read and chunked: a 200 MB file (the size limit) of
-#: text reads and chunks in well under this on 2 cores.
+#: Seconds one file may take to be read and chunked: a 96 MB PDF of 20,000 pages of text
+#: took 118 s on 2 cores (most of it splitting), so a file at the 200 MB size limit fits,
+#: and a reader stuck in a loop holds a worker for five minutes at most.
 MAX_FILE_SECONDS = 300.0
 #: How the per-file chunk limit is named in reasons.
 PER_FILE = "the limit per file"
