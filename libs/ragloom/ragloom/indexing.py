@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from theflow import Param
 
 from ragloom.base import BaseComponent
+from ragloom.chunking import MAX_FILE_CHUNKS, MAX_FILE_SECONDS, PER_FILE, chunk_in_sandbox
 from ragloom.embeddings import Embeddings
-from ragloom.loaders import FileReader, read_file
+from ragloom.loaders import FileReader, default_readers
 from ragloom.schema import Chunk
 from ragloom.splitters import TokenSplitter
 from ragloom.stores import FullTextStore, VectorStore
@@ -21,21 +23,52 @@ class FileIngestor(BaseComponent):
     """Read, split, embed and store one file. Reading errors are :class:`LoaderError`.
 
     :meth:`chunk` and :meth:`store` are separate so a caller can record the chunks (or
-    refuse the file) before anything reaches the stores.
+    refuse the file) before anything reaches the stores. Reading and chunking run in the
+    readers sandbox (:mod:`ragloom.chunking`), within ``max_chunks`` and ``max_seconds``;
+    embedding and storing run here.
     """
 
-    splitter: TokenSplitter = Param(help="Splits pages into token-sized chunks.")
+    splitter: TokenSplitter = Param(
+        help="Splits pages into token-sized chunks; its tokenizer must pickle "
+        "(Embeddings.token_counter()) to be used in the sandbox."
+    )
     embeddings: Embeddings = Param(help="Embeds chunks for the vector store.")
     vector_store: VectorStore = Param(help="Where chunk vectors go.")
     fulltext_store: FullTextStore = Param(help="Where chunk terms go.")
     readers: Mapping[str, FileReader] | None = Param(
         None, help="Readers by extension; None for the defaults."
     )
+    max_chunks: int = Param(MAX_FILE_CHUNKS, help="Most chunks one file may make.")
+    max_seconds: float = Param(MAX_FILE_SECONDS, help="Most seconds to read and chunk a file.")
+    text_budget: Any = Param(
+        None, help="A page-text budget passed to read_file as budget= (None: the readers' own)."
+    )
 
-    def chunk(self, path: Path, source_id: str, source_name: str) -> list[Chunk]:
-        """Read ``path`` and split it; raises ``LoaderError`` for a file it cannot read."""
-        pages = read_file(path, self.readers)
-        return self.splitter(pages, source_id=source_id, source_name=source_name)
+    def chunk(
+        self,
+        path: Path,
+        source_id: str,
+        source_name: str,
+        *,
+        max_chunks: int | None = None,
+        chunk_limit_name: str = PER_FILE,
+    ) -> list[Chunk]:
+        """Read ``path`` and split it; raises ``LoaderError`` for a file it cannot read.
+
+        ``max_chunks`` (default: the ingestor's) may be lower, e.g. what an upload's budget
+        has left; ``chunk_limit_name`` names that limit in the reason.
+        """
+        return chunk_in_sandbox(
+            Path(path),
+            self.readers if self.readers is not None else default_readers(),
+            self.splitter,
+            source_id,
+            source_name,
+            max_chunks=int(self.max_chunks) if max_chunks is None else max_chunks,
+            max_seconds=float(self.max_seconds),
+            chunk_limit_name=chunk_limit_name,
+            text_budget=self.text_budget,
+        )
 
     def store(self, chunks: Sequence[Chunk]) -> None:
         """Embed ``chunks`` and write them to both stores."""

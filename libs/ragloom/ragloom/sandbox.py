@@ -314,14 +314,19 @@ def configure_sandbox(name: str, limits: SandboxLimits | None = None, **changes:
         running.close()
 
 
-def get_sandbox(name: str) -> Sandbox:
-    """The process's shared sandbox called ``name`` (``"tools"``, ``"readers"``)."""
+def get_sandbox(name: str, defaults: SandboxLimits | None = None) -> Sandbox:
+    """The process's shared sandbox called ``name`` (``"tools"``, ``"readers"``).
+
+    It runs with the limits :func:`configure_sandbox` set for ``name``, else ``defaults``
+    (the kind of work's own, e.g. ``ragloom.chunking.READERS_LIMITS``), else
+    :class:`SandboxLimits`' defaults.
+    """
     with _REGISTRY_LOCK:
         box = _SANDBOXES.get(name)
         if box is None:
             if not _SANDBOXES:
                 atexit.register(shutdown_sandboxes)
-            box = _SANDBOXES[name] = Sandbox(name, _LIMITS.get(name))
+            box = _SANDBOXES[name] = Sandbox(name, _LIMITS.get(name, defaults))
         return box
 
 

@@ -158,6 +158,19 @@ def test_a_reader_that_raises_a_plain_error_fails_the_contract(tmp_path: Path) -
         check_reader(Strict(), tmp_path / "a.txt")
 
 
+def test_a_reader_that_cannot_run_in_the_readers_sandbox_fails_the_contract(
+    tmp_path: Path,
+) -> None:
+    class Local(TextReader):  # defined in a function: it cannot be pickled to a worker
+        pass
+
+    (tmp_path / "a.txt").write_text("text")
+    with pytest.raises(
+        AssertionError, match="Local: cannot run in the readers sandbox: the reader"
+    ):
+        check_reader(Local(), tmp_path / "a.txt")
+
+
 def test_check_plugin_names_a_misspelt_hook_and_a_bad_return() -> None:
     class Typo:
         @hookimpl

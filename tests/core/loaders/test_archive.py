@@ -25,6 +25,8 @@ from ragloom.loaders import (
     expand_zip,
     read_file,
 )
+from ragloom.loaders.archive import ZipLimits, is_zip_file
+from tests.helpers.zip_bombs import docx_bomb, zip_of_repeats
 
 # (signature, offset of the name length, offset of the name, offsets of patched fields)
 _LOCAL_HEADER = (b"PK\x03\x04", 26, 30, {"flags": (6, "<H"), "size": (22, "<I")})
@@ -179,6 +181,67 @@ def test_total_size_limit(tmp_path: Path) -> None:
         "the archive would unpack to 58.6 KB, more than the limit of 48.8 KB (a zip bomb?)"
     )
     assert _all_files(tmp_path) == {upload}
+
+
+def test_members_just_under_the_ratio_floor_are_judged_as_a_whole(tmp_path: Path) -> None:
+    # 40 members of 1 MiB less a byte: none is judged alone; the archive is 40 MB in 64 KB.
+    upload = zip_of_repeats(tmp_path / "bomb.zip", {f"{i}.xml": (1 << 20) - 1 for i in range(40)})
+    assert upload.stat().st_size < 100_000
+    with pytest.raises(UnreadableFileError) as info:
+        expand_zip(upload, tmp_path / "out")
+    assert info.value.reason.startswith("the archive would unpack to 40.0 MB from ")
+    assert info.value.reason.endswith(
+        "to 1 as a whole, more than the limit of 200 to 1 (a zip bomb?)"
+    )
+    assert _all_files(tmp_path) == {upload}
+
+
+def test_a_document_inside_counts_as_a_nested_archive(tmp_path: Path) -> None:
+    # The .docx member itself barely compresses; what it unpacks to is what counts.
+    inner = docx_bomb(tmp_path / "inner.docx", 8 << 20)
+    assert is_zip_file(inner)
+    upload = _zip(
+        tmp_path / "upload.zip", {"notes.md": "# Notes\n", "report.docx": inner.read_bytes()}
+    )
+    inner.unlink()
+    with pytest.raises(UnreadableFileError) as info:
+        expand_zip(upload, tmp_path / "out")
+    assert info.value.reason.startswith(
+        "'report.docx' is itself an archive that unpacks to 8.0 MB, so the archive would "
+        "unpack to 8.0 MB from "
+    )
+    assert "as a whole, more than the limit of 200 to 1" in info.value.reason
+    assert _all_files(tmp_path) == {upload}
+
+
+def test_nested_totals_count_toward_the_total_limit(tmp_path: Path) -> None:
+    # Documents compressed 50 to 1 pass any ratio; together they pass the total.
+    docs = {}
+    for i in range(3):
+        path = tmp_path / f"{i}.docx"
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as package:
+            package.writestr("word/document.xml", os.urandom(20_000).hex())
+        docs[f"doc{i}.docx"] = path.read_bytes()
+        path.unlink()
+    upload = _zip(tmp_path / "upload.zip", docs)
+    contents = expand_zip(upload, tmp_path / "ok", max_total_bytes=200_000)
+    assert [m.name for m in contents.members] == ["doc0.docx", "doc1.docx", "doc2.docx"]
+    assert contents.unpacked_bytes == sum(len(d) for d in docs.values()) + 3 * 40_000
+    with pytest.raises(UnreadableFileError) as info:
+        expand_zip(upload, tmp_path / "refused", limits=ZipLimits(max_total_bytes=170_000))
+    assert info.value.reason.startswith("'doc2.docx' is itself an archive that unpacks to 39.1 KB")
+    assert info.value.reason.endswith("more than the limit of 166.0 KB (a zip bomb?)")
+    assert not (tmp_path / "refused").exists()
+
+
+def test_what_the_upload_has_left_bounds_the_archive(tmp_path: Path) -> None:
+    upload = _zip(tmp_path / "upload.zip", {"a.txt": os.urandom(5_000).hex()})
+    with pytest.raises(UnreadableFileError) as info:
+        expand_zip(upload, tmp_path / "out", room_bytes=4_000)
+    assert info.value.reason == (
+        "the archive would unpack to 9.8 KB, more than the 3.9 KB left of the upload's budget"
+    )
+    assert expand_zip(upload, tmp_path / "out", room_bytes=10_000).unpacked_bytes == 10_000
 
 
 def test_member_count_limit_counts_files_not_folders(tmp_path: Path) -> None:

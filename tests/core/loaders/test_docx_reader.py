@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import docx
@@ -12,6 +13,7 @@ from docx.enum.text import WD_BREAK
 import ragloom.loaders.docx as docx_loader
 from ragloom.loaders import DocxReader, EmptyDocumentError, UnreadableFileError
 from ragloom.schema import Page
+from tests.helpers.zip_bombs import docx_bomb, zip_of_repeats
 
 
 def _save(document: docx.document.Document, tmp_path: Path, name: str = "doc.docx") -> Path:
@@ -135,8 +137,37 @@ def test_document_that_would_unpack_too_large(
     document = docx.Document()
     document.add_paragraph("Harmless text")
     path = _save(document, tmp_path)
-    # A real bomb would need 512 MB of zeros; lower the limit instead.
-    monkeypatch.setattr(docx_loader, "_MAX_UNPACKED_BYTES", 1000)
+    # A real one would need 512 MB; lower the limit instead.
+    limits = replace(docx_loader.DOCX_LIMITS, max_total_bytes=1000)
+    monkeypatch.setattr(docx_loader, "DOCX_LIMITS", limits)
     with pytest.raises(UnreadableFileError) as info:
         DocxReader().read(path)
-    assert info.value.reason.startswith("not a valid .docx file: it would unpack to ")
+    assert info.value.reason.startswith("the document would unpack to ")
+    assert info.value.reason.endswith("more than the limit of 1000 bytes (a zip bomb?)")
+
+
+def test_a_docx_bomb_is_refused_before_python_docx_parses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 64 MB of XML in about 70 KB: python-docx would inflate all of it into memory.
+    bomb = docx_bomb(tmp_path / "bomb.docx", 64 << 20)
+    assert bomb.stat().st_size < 100_000
+
+    def parse(*args: object) -> None:
+        raise AssertionError("python-docx must not see a docx bomb")
+
+    monkeypatch.setattr(docx_loader.docx, "Document", parse)
+    with pytest.raises(UnreadableFileError) as info:
+        DocxReader().read(bomb)
+    assert info.value.reason.startswith("'word/document.xml' is compressed ")
+    assert info.value.reason.endswith("to 1, more than the limit of 200 to 1 (a zip bomb?)")
+
+
+def test_many_small_parts_are_judged_as_a_whole(tmp_path: Path) -> None:
+    # Each part is under the 1 MiB under which a part's own ratio is not judged.
+    parts = {f"word/part{i}.xml": (1 << 20) - 1 for i in range(8)}
+    bomb = zip_of_repeats(tmp_path / "parts.docx", parts)
+    with pytest.raises(UnreadableFileError) as info:
+        DocxReader().read(bomb)
+    assert info.value.reason.startswith("the document would unpack to 8.0 MB from ")
+    assert "to 1 as a whole, more than the limit of 200 to 1" in info.value.reason

@@ -7,6 +7,7 @@ from ragloom.embeddings.sentence_transformer import (
     Precision,
     SentenceTransformerEmbeddings,
 )
+from ragloom.embeddings.token_counter import TokenizerCounter
 
 __all__ = [
     "Backend",
@@ -14,5 +15,6 @@ __all__ = [
     "EmbeddingsError",
     "Precision",
     "SentenceTransformerEmbeddings",
+    "TokenizerCounter",
     "bundled_model_path",
 ]

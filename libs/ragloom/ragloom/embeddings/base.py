@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -44,6 +44,17 @@ class Embeddings(BaseComponent):
     @abstractmethod
     def count_tokens(self, text: str) -> int:
         """Tokens the model's tokenizer makes of ``text``, special tokens excluded."""
+
+    def token_counter(self) -> Callable[[str], int]:
+        """:meth:`count_tokens` as an object that can be pickled to a worker process.
+
+        Files are chunked in the readers sandbox (:mod:`ragloom.sandbox`), which needs the
+        counter there. The default is the bound :meth:`count_tokens`, which crosses only if
+        the model object pickles; a model that does not should return a small counter
+        (e.g. :class:`~ragloom.embeddings.token_counter.TokenizerCounter`), or its files
+        are chunked in the app process instead.
+        """
+        return self.count_tokens
 
     def run(self, texts: Sequence[str]) -> np.ndarray:
         """Same as :meth:`embed_documents`."""

@@ -37,6 +37,7 @@ from theflow import Param
 
 from ragloom.embeddings.base import Embeddings, EmbeddingsError
 from ragloom.embeddings.bundled import bundled_model_path
+from ragloom.embeddings.token_counter import TokenizerCounter
 
 __all__ = ["Backend", "Precision", "SentenceTransformerEmbeddings"]
 
@@ -62,6 +63,7 @@ class _LoadedModel:
     count_many: Callable[[list[str]], list[int]]
     dimension: int
     max_tokens: int
+    tokenizer_json: str | None  # what TokenizerCounter counts with; None: no fast tokenizer
     # HF tokenizers may raise "Already borrowed" when one model encodes in two threads;
     # on a CPU one batch already uses every core, so serialising costs nothing.
     encode_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -114,6 +116,7 @@ def _load_onnx(path: Path, device: str, precision: str) -> _LoadedModel:
         encoder.count_many,
         encoder.dimension,
         encoder.max_tokens,
+        encoder.counter.to_str(),
     )
 
 
@@ -143,7 +146,7 @@ def _load_model(path: Path, device: str, precision: str) -> _LoadedModel:
     max_tokens = model.max_seq_length
     if dimension is None or max_tokens is None:
         raise EmbeddingsError(f"the model in {path} does not state its dimension or length")
-    count_one, count_many = _token_counters(model.tokenizer)
+    count_one, count_many, tokenizer_json = _token_counters(model.tokenizer)
 
     def encode(texts: list[str]) -> np.ndarray:
         tensor = model.encode(
@@ -164,13 +167,15 @@ def _load_model(path: Path, device: str, precision: str) -> _LoadedModel:
         max_tokens,
         time.perf_counter() - started,
     )
-    return _LoadedModel(model, encode, count_one, count_many, int(dimension), int(max_tokens))
+    return _LoadedModel(
+        model, encode, count_one, count_many, int(dimension), int(max_tokens), tokenizer_json
+    )
 
 
 def _token_counters(
     tokenizer: Any,
-) -> tuple[Callable[[str], int], Callable[[list[str]], list[int]]]:
-    """Counters of the model's tokens (no special tokens, no truncation)."""
+) -> tuple[Callable[[str], int], Callable[[list[str]], list[int]], str | None]:
+    """Counters of the model's tokens (no special tokens, no truncation), and its JSON."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
         import tokenizers
@@ -178,7 +183,8 @@ def _token_counters(
         # A private copy of the Rust tokenizer: three times faster than the HF wrapper, it
         # does not warn about long texts, and changing its truncation cannot affect (or
         # race with) the copy the model encodes with.
-        fast = tokenizers.Tokenizer.from_str(backend.to_str())
+        tokenizer_json = backend.to_str()
+        fast = tokenizers.Tokenizer.from_str(tokenizer_json)
         fast.no_truncation()
         fast.no_padding()
 
@@ -188,7 +194,7 @@ def _token_counters(
         def count_many(texts: list[str]) -> list[int]:
             return [len(e.ids) for e in fast.encode_batch(texts, add_special_tokens=False)]
 
-        return count_one, count_many
+        return count_one, count_many, tokenizer_json
 
     def slow_one(text: str) -> int:
         return len(tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
@@ -196,7 +202,7 @@ def _token_counters(
     def slow_many(texts: list[str]) -> list[int]:
         return [slow_one(text) for text in texts]
 
-    return slow_one, slow_many
+    return slow_one, slow_many, None
 
 
 class SentenceTransformerEmbeddings(Embeddings):
@@ -249,6 +255,22 @@ class SentenceTransformerEmbeddings(Embeddings):
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by the model's tokenizer, special tokens excluded."""
         return self._loaded().count_one(text)
+
+    def token_counter(self) -> TokenizerCounter:
+        """A picklable counter equal to :meth:`count_tokens` (a :class:`TokenizerCounter`).
+
+        The model loads only when the counter is first used or pickled.
+        """
+        return TokenizerCounter(load=self._tokenizer_json)
+
+    def _tokenizer_json(self) -> str:
+        tokenizer_json = self._loaded().tokenizer_json
+        if tokenizer_json is None:
+            raise EmbeddingsError(
+                "the model has no fast (Rust) tokenizer, so its tokens can only be counted "
+                "in this process"
+            )
+        return tokenizer_json
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts`` in their order: float32 ``(n, dimension)``, L2-normalised."""

@@ -5,9 +5,16 @@ calls :func:`expand_zip` and then reads each member with the reader for its own 
 
 An uploaded archive is untrusted, so :func:`expand_zip`:
 
-- refuses a zip bomb before writing anything: too many files, a declared total size over the
-  limit, or a member compressed more than the ratio limit allows; and counts the bytes it
-  actually writes against the same limits, because the sizes in a zip's headers can lie;
+- refuses a zip bomb before writing anything (:class:`ZipLimits`): too many files, a
+  declared total size over the limit (or over what the caller's budget has left), a member
+  compressed more than the ratio limit allows, or the archive as a whole compressed more
+  than that (many members just under the size where a member's ratio is judged); and
+  counts the bytes it actually writes against the same limits, because the sizes in a
+  zip's headers can lie;
+- counts a member that is itself a zip (an Office or ODF document, an EPUB: recognised by
+  its content, not its extension) as a nested archive: what it declares it unpacks to
+  counts toward the archive's total and ratio, so a zip of small documents that each
+  inflate to hundreds of MB is refused;
 - never writes outside ``dest``: each member is written under a new flat name (its position
   and a sanitised base name); members whose names try to escape (``..``, absolute paths,
   drive letters, NUL) are skipped and reported, as are symbolic links, encrypted members,
@@ -16,38 +23,32 @@ An uploaded archive is untrusted, so :func:`expand_zip`:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import lzma
-import re
-import stat
 import zipfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
 from ragloom.loaders.base import EmptyDocumentError, UnreadableFileError
+from ragloom.loaders.zip_names import display_name, flat_file_name, is_directory, member_name
 
-__all__ = ["ArchiveContents", "ArchiveMember", "expand_zip"]
+__all__ = [
+    "ArchiveContents",
+    "ArchiveMember",
+    "ZipLimits",
+    "declared_problem",
+    "expand_zip",
+    "is_zip_file",
+    "size_text",
+]
 
 logger = logging.getLogger(__name__)
 
 _BLOCK = 1 << 20
-# A member smaller than this is not judged by its ratio: a few KB of one repeated character
-# compress more than 200 times without being any threat; the total-size limit bounds them.
-_RATIO_FLOOR = 1 << 20
-_NESTED_ARCHIVES = (".zip", ".7z", ".rar", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".zst")
-_ENCRYPTED_FLAG = 0x1
-_UTF8_FLAG = 0x800
-_MSDOS_DIRECTORY = 0x10
-_DRIVE_LETTER = re.compile(r"[A-Za-z]:")
-# Separators, control characters and what Windows forbids in a file name.
-_UNSAFE_CHARS = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*]')
-# Well under the 255-byte limit of common file systems, with room for the index prefix.
-_MAX_NAME_BYTES = 120
-_MAX_EXTENSION_CHARS = 16
-
+# How every zip starts: a local file header, or the end record of an empty archive.
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 # What zipfile and its decompressors raise for a damaged member (OSError comes from bz2).
 _MEMBER_ERRORS = (
     zipfile.BadZipFile,
@@ -59,6 +60,25 @@ _MEMBER_ERRORS = (
     ValueError,
     OSError,
 )
+
+
+@dataclass(frozen=True)
+class ZipLimits:
+    """What a zip may unpack to before it is refused as a zip bomb.
+
+    ``max_members`` files; ``max_total_bytes`` unpacked in all (1 GiB: a laptop's disk and
+    the index survive it, and the upload budgets bound what follows); a member, or the
+    archive as a whole, compressed more than ``max_ratio`` to 1 (200: text compresses 3
+    to 10 times, repetitive logs or XML rarely past 100; zeros compress 1000 times).
+    Sizes under ``ratio_floor`` (1 MiB) are not judged by their ratio: a few KB of one
+    repeated character compress more than 200 times without being any threat, and the
+    total bounds them.
+    """
+
+    max_members: int = 1000
+    max_total_bytes: int = 1 << 30
+    max_ratio: float = 200.0
+    ratio_floor: int = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -75,10 +95,15 @@ class ArchiveMember:
 
 @dataclass(frozen=True)
 class ArchiveContents:
-    """The members :func:`expand_zip` unpacked, and the ``(name, reason)`` of those it skipped."""
+    """The members :func:`expand_zip` unpacked, and the ``(name, reason)`` of those it skipped.
+
+    ``unpacked_bytes`` is what the archive expands to: the bytes written, plus what its
+    nested archives (documents that are zips) declare they unpack to.
+    """
 
     members: list[ArchiveMember]
     skipped: list[tuple[str, str]]
+    unpacked_bytes: int = 0
 
 
 class _Refused(Exception):
@@ -93,20 +118,24 @@ def expand_zip(
     path: Path,
     dest: Path,
     *,
-    max_members: int = 1000,
-    max_total_bytes: int = 1 << 30,
-    max_ratio: float = 200.0,
+    max_members: int | None = None,
+    max_total_bytes: int | None = None,
+    max_ratio: float | None = None,
+    limits: ZipLimits | None = None,
+    room_bytes: int | None = None,
 ) -> ArchiveContents:
     """Unpack the zip at ``path`` into the folder ``dest`` (created if missing).
 
     Directory entries are passed over; each file member is either unpacked (in
     :attr:`ArchiveContents.members`, in archive order) or skipped with a reason. Raises
     :class:`UnreadableFileError` for a file that is not a zip or an archive over a limit
-    (``max_members`` files, ``max_total_bytes`` unpacked, a member of 1 MiB or more
-    compressed more than ``max_ratio`` times), having deleted anything it wrote; and
+    of ``limits`` (``max_members``, ``max_total_bytes`` and ``max_ratio`` override its
+    fields), or that would unpack to more than ``room_bytes``, what is left of the
+    upload's budget; it deletes anything it wrote first. Raises
     :class:`EmptyDocumentError` for an archive with no files. Existing files in ``dest``
     are never overwritten (``FileExistsError``): give each archive a fresh folder.
     """
+    limits = _limits(limits, max_members, max_total_bytes, max_ratio)
     path, dest = Path(path), Path(dest)
     try:
         size = path.stat().st_size
@@ -119,79 +148,185 @@ def expand_zip(
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise UnreadableFileError(f"not a valid zip archive: {_detail(exc)}", path) from exc
     with archive:
-        files = [info for info in archive.infolist() if not _is_directory(info)]
+        files = [info for info in archive.infolist() if not is_directory(info)]
         if not files:
             raise EmptyDocumentError("the archive has no files", path)
-        try:
-            _check_declared(files, max_members, max_total_bytes, max_ratio)
-        except _Refused as exc:
-            raise UnreadableFileError(str(exc), path) from exc
-        return _unpack(archive, files, path, dest)
+        problem = declared_problem(files, size, limits, room_bytes=room_bytes)
+        if problem:
+            raise UnreadableFileError(problem, path)
+        return _Unpacker(archive, files, path, dest, size, limits, room_bytes).run()
 
 
-def _check_declared(
-    files: list[zipfile.ZipInfo], max_members: int, max_total_bytes: int, max_ratio: float
-) -> None:
-    """Refuse an archive whose own headers already cross a limit."""
-    if len(files) > max_members:
-        raise _Refused(f"the archive has {len(files)} files, more than the limit of {max_members}")
-    total = sum(info.file_size for info in files)
-    if total > max_total_bytes:
-        raise _Refused(
-            f"the archive would unpack to {_size(total)}, more than the limit of "
-            f"{_size(max_total_bytes)} (a zip bomb?)"
+def _limits(
+    limits: ZipLimits | None,
+    max_members: int | None,
+    max_total_bytes: int | None,
+    max_ratio: float | None,
+) -> ZipLimits:
+    chosen = limits or ZipLimits()
+    changes = {
+        name: value
+        for name, value in (
+            ("max_members", max_members),
+            ("max_total_bytes", max_total_bytes),
+            ("max_ratio", max_ratio),
         )
+        if value is not None
+    }
+    return replace(chosen, **changes) if changes else chosen
+
+
+def declared_problem(
+    files: list[zipfile.ZipInfo],
+    archive_bytes: int,
+    limits: ZipLimits,
+    *,
+    what: str = "the archive",
+    room_bytes: int | None = None,
+) -> str | None:
+    """Why a zip whose headers list ``files`` is refused (``None``: it is not).
+
+    ``archive_bytes`` is the size of the zip file itself, for the ratio of the whole;
+    ``what`` names it in the reason (``"the document"``).
+    """
+    if len(files) > limits.max_members:
+        return f"{what} has {len(files)} files, more than the limit of {limits.max_members}"
     for info in files:
-        if info.file_size >= _RATIO_FLOOR and info.file_size > max_ratio * info.compress_size:
+        if (
+            info.file_size >= limits.ratio_floor
+            and info.file_size > limits.max_ratio * info.compress_size
+        ):
             ratio = info.file_size / max(info.compress_size, 1)
-            raise _Refused(
-                f"'{_display_name(info)}' is compressed {ratio:.0f} to 1, more than the limit "
-                f"of {max_ratio:g} to 1 (a zip bomb?)"
+            return (
+                f"'{display_name(info)}' is compressed {ratio:.0f} to 1, more than the limit "
+                f"of {limits.max_ratio:g} to 1 (a zip bomb?)"
             )
+    total = sum(info.file_size for info in files)
+    return _total_problem(total, archive_bytes, limits, what, room_bytes)
 
 
-def _unpack(
-    archive: zipfile.ZipFile, files: list[zipfile.ZipInfo], path: Path, dest: Path
-) -> ArchiveContents:
-    created = not dest.exists()
-    dest.mkdir(parents=True, exist_ok=True)
-    members: list[ArchiveMember] = []
-    skipped: list[tuple[str, str]] = []
-    total = 0
+def _total_problem(
+    total: int,
+    archive_bytes: int,
+    limits: ZipLimits,
+    what: str,
+    room_bytes: int | None,
+    because: str = "",
+) -> str | None:
+    """Why unpacking ``total`` bytes from a zip of ``archive_bytes`` is refused, or ``None``."""
+    if total > limits.max_total_bytes:
+        return (
+            f"{because}{what} would unpack to {size_text(total)}, more than the limit of "
+            f"{size_text(limits.max_total_bytes)} (a zip bomb?)"
+        )
+    if total >= limits.ratio_floor and total > limits.max_ratio * archive_bytes:
+        ratio = total / max(archive_bytes, 1)
+        return (
+            f"{because}{what} would unpack to {size_text(total)} from {size_text(archive_bytes)}: "
+            f"compressed {ratio:.0f} to 1 as a whole, more than the limit of "
+            f"{limits.max_ratio:g} to 1 (a zip bomb?)"
+        )
+    if room_bytes is not None and total > room_bytes:
+        return (
+            f"{because}{what} would unpack to {size_text(total)}, more than the "
+            f"{size_text(max(room_bytes, 0))} left of the upload's budget"
+        )
+    return None
+
+
+def is_zip_file(path: Path) -> bool:
+    """Whether the file at ``path`` starts as a zip does (an Office document, an EPUB...)."""
     try:
-        for index, info in enumerate(files, start=1):
-            name, reason = _member_name(info)
-            if reason is not None:
-                logger.warning("%s: skipped %r: %s", path.name, name, reason)
-                skipped.append((name, reason))
-                continue
-            target = dest / _file_name(index, name)
-            if target.parent != dest:  # cannot happen: _file_name leaves no separator
-                raise AssertionError(f"unsafe target {target!r}")
-            try:
-                total += _copy(archive, info, name, target)
-            except _Damaged as exc:
-                logger.warning("%s: skipped %r: %s", path.name, name, exc)
-                skipped.append((name, str(exc)))
-                continue
-            members.append(ArchiveMember(name=name, path=target))
-    except BaseException as exc:
-        # Refused (the headers lied), disk full, interrupted: leave no half-unpacked archive.
-        for member in members:
-            member.path.unlink(missing_ok=True)
-        if created and not any(dest.iterdir()):
-            dest.rmdir()
-        if isinstance(exc, _Refused):
-            raise UnreadableFileError(str(exc), path) from exc
-        raise
-    logger.info(
-        "%s: unpacked %d files (%s), skipped %d",
-        path.name,
-        len(members),
-        _size(total),
-        len(skipped),
-    )
-    return ArchiveContents(members=members, skipped=skipped)
+        with path.open("rb") as handle:
+            return handle.read(4) in _ZIP_MAGIC
+    except OSError:
+        return False
+
+
+def _nested_total(path: Path) -> int:
+    """What the zip at ``path`` declares it unpacks to (0 if it is not a readable zip)."""
+    if not is_zip_file(path):
+        return 0
+    try:
+        with zipfile.ZipFile(path) as nested:
+            return sum(info.file_size for info in nested.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return 0  # damaged: its reader will say so; it unpacks to nothing here
+
+
+class _Unpacker:
+    """Writes the members of one archive, counting nested archives as it goes."""
+
+    def __init__(
+        self,
+        archive: zipfile.ZipFile,
+        files: list[zipfile.ZipInfo],
+        path: Path,
+        dest: Path,
+        size: int,
+        limits: ZipLimits,
+        room_bytes: int | None,
+    ) -> None:
+        self.archive, self.files, self.path, self.dest = archive, files, path, dest
+        self.size, self.limits, self.room_bytes = size, limits, room_bytes
+        self.declared = sum(info.file_size for info in files)
+        self.nested = 0  # what the members that are zips declare they unpack to
+
+    def run(self) -> ArchiveContents:
+        created = not self.dest.exists()
+        self.dest.mkdir(parents=True, exist_ok=True)
+        members: list[ArchiveMember] = []
+        skipped: list[tuple[str, str]] = []
+        written = 0
+        try:
+            for index, info in enumerate(self.files, start=1):
+                name, reason = member_name(info)
+                if reason is not None:
+                    logger.warning("%s: skipped %r: %s", self.path.name, name, reason)
+                    skipped.append((name, reason))
+                    continue
+                target = self.dest / flat_file_name(index, name)
+                if target.parent != self.dest:  # cannot happen: _file_name leaves no separator
+                    raise AssertionError(f"unsafe target {target!r}")
+                try:
+                    written += _copy(self.archive, info, name, target)
+                except _Damaged as exc:
+                    logger.warning("%s: skipped %r: %s", self.path.name, name, exc)
+                    skipped.append((name, str(exc)))
+                    continue
+                members.append(ArchiveMember(name=name, path=target))
+                self._count_nested(name, target)
+        except BaseException as exc:
+            # Refused (the headers lied), disk full, interrupted: leave no half-unpacked archive.
+            for member in members:
+                member.path.unlink(missing_ok=True)
+            if created and not any(self.dest.iterdir()):
+                self.dest.rmdir()
+            if isinstance(exc, _Refused):
+                raise UnreadableFileError(str(exc), self.path) from exc
+            raise
+        logger.info(
+            "%s: unpacked %d files (%s), skipped %d",
+            self.path.name,
+            len(members),
+            size_text(written),
+            len(skipped),
+        )
+        return ArchiveContents(members, skipped, unpacked_bytes=written + self.nested)
+
+    def _count_nested(self, name: str, target: Path) -> None:
+        """Count a member that is itself a zip toward the archive's limits."""
+        inner = _nested_total(target)
+        if not inner:
+            return
+        self.nested += inner
+        because = f"'{name}' is itself an archive that unpacks to {size_text(inner)}, so "
+        expanded = self.declared + self.nested
+        problem = _total_problem(
+            expanded, self.size, self.limits, "the archive", self.room_bytes, because
+        )
+        if problem:
+            raise _Refused(problem)
 
 
 def _copy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, target: Path) -> int:
@@ -214,7 +349,7 @@ def _copy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, target: Pa
                     if written > info.file_size:
                         # zipfile stops at the declared size today; do not rely on it.
                         raise _Refused(
-                            f"'{name}' unpacks to more than the {_size(info.file_size)} its "
+                            f"'{name}' unpacks to more than the {size_text(info.file_size)} its "
                             "header declares (a zip bomb?)"
                         )
                     out.write(block)
@@ -231,63 +366,7 @@ def _read(source: IO[bytes]) -> bytes:
         raise _Damaged(f"damaged: {_detail(exc)}") from exc
 
 
-def _is_directory(info: zipfile.ZipInfo) -> bool:
-    return (
-        info.orig_filename.replace("\\", "/").endswith("/")
-        or bool(info.external_attr & _MSDOS_DIRECTORY)
-        or stat.S_ISDIR(info.external_attr >> 16)
-    )
-
-
-def _display_name(info: zipfile.ZipInfo) -> str:
-    """The member's name as written in the archive, decoded, with NUL made visible."""
-    name = info.orig_filename
-    if not info.flag_bits & _UTF8_FLAG and not name.isascii():
-        # Without the UTF-8 flag zipfile decodes names as cp437, but many tools write UTF-8
-        # without setting it: recover such names, keep the others.
-        with contextlib.suppress(UnicodeError):
-            name = name.encode("cp437").decode("utf-8")
-    return name.replace("\x00", "\\x00")
-
-
-def _member_name(info: zipfile.ZipInfo) -> tuple[str, str | None]:
-    """The normalised name of a member, and why it is skipped (``None`` to unpack it)."""
-    shown = _display_name(info)
-    if "\x00" in info.orig_filename:
-        return shown, "unsafe name: it contains a NUL character"
-    name = shown.replace("\\", "/")
-    if name.startswith("/"):
-        return shown, "unsafe name: an absolute path"
-    if _DRIVE_LETTER.match(name):
-        return shown, "unsafe name: a path with a drive letter"
-    parts = [part for part in name.split("/") if part not in ("", ".")]
-    if ".." in parts:
-        return shown, "unsafe name: the path leads out of the archive (..)"
-    if not parts:
-        return shown, "unsafe name: it is empty"
-    name = "/".join(parts)
-    if stat.S_ISLNK(info.external_attr >> 16):
-        return name, "symbolic link"
-    if info.flag_bits & _ENCRYPTED_FLAG:
-        return name, "encrypted (password-protected)"
-    if name.lower().endswith(_NESTED_ARCHIVES):
-        return name, "nested archive (archives inside archives are not unpacked)"
-    return name, None
-
-
-def _file_name(index: int, name: str) -> str:
-    """A safe, unique flat file name for member ``index``: ``0001-report.pdf``."""
-    base = _UNSAFE_CHARS.sub("_", name.rsplit("/", 1)[-1]).rstrip(" .") or "file"
-    stem, dot, extension = base.rpartition(".")
-    if not dot or not stem or len(extension) > _MAX_EXTENSION_CHARS:
-        stem, extension = base, ""
-    suffix = f".{extension}" if extension else ""
-    room = _MAX_NAME_BYTES - len(suffix.encode())
-    stem = stem.encode()[:room].decode(errors="ignore")
-    return f"{index:04d}-{stem}{suffix}"
-
-
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
     """``n`` bytes for a person: ``"512 bytes"``, ``"48.8 MB"``."""
     if n < 1024:
         return f"{n} bytes"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ragloom.schema import Page
 
@@ -28,6 +28,18 @@ class LoaderError(Exception):
         self.reason = reason
         self.path = path
         super().__init__(f"{path.name}: {reason}" if path is not None else reason)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Files are read in worker processes: the error must come back with its reason
+        # and class, whatever the subclass's __init__ takes.
+        return (_restore_error, (type(self), self.args, self.__dict__))
+
+
+def _restore_error(cls: type[LoaderError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class UnsupportedFileTypeError(LoaderError):

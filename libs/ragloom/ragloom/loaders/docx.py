@@ -17,6 +17,7 @@ from docx.document import Document as DocxDocument
 from docx.table import Table, _Cell, _Row
 from docx.text.paragraph import Paragraph
 
+from ragloom.loaders.archive import ZipLimits, declared_problem
 from ragloom.loaders.base import EmptyDocumentError, UnreadableFileError
 from ragloom.schema import Page
 
@@ -24,9 +25,12 @@ __all__ = ["DocxReader"]
 
 logger = logging.getLogger(__name__)
 
-# python-docx inflates every XML part into memory; a real document is a few MB unpacked,
-# so more than this is a zip bomb dressed up as a document.
-_MAX_UNPACKED_BYTES = 512 << 20
+# python-docx inflates every part into memory before it parses a word, so a .docx is checked
+# as the zip it is first. A real document is a few MB unpacked (its pictures are stored
+# compressed already), so more than 512 MB, or XML compressed past 200 to 1 (a docx bomb:
+# gigabytes of word/document.xml in a MB), is refused. Hundreds of parts are common
+# (a picture is one), ten thousand is not.
+DOCX_LIMITS = ZipLimits(max_members=10_000, max_total_bytes=512 << 20, max_ratio=200.0)
 
 
 class DocxReader:
@@ -45,7 +49,7 @@ class DocxReader:
             raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
         if size == 0:
             raise EmptyDocumentError("the file is empty", path)
-        _check_package(path)
+        _check_package(path, size)
         try:
             document = docx.Document(str(path))
         except Exception as exc:
@@ -62,19 +66,16 @@ class DocxReader:
         return [Page(text="\n\n".join(blocks), number=None)]
 
 
-def _check_package(path: Path) -> None:
-    """Refuse a file that is not a zip, or that would unpack to an absurd size."""
+def _check_package(path: Path, size: int) -> None:
+    """Refuse a file that is not a zip, or one over :data:`DOCX_LIMITS` (a docx bomb)."""
     try:
         with zipfile.ZipFile(path) as package:
-            unpacked = sum(info.file_size for info in package.infolist())
+            parts = package.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise UnreadableFileError(f"not a valid .docx file: {_detail(exc)}", path) from exc
-    if unpacked > _MAX_UNPACKED_BYTES:
-        raise UnreadableFileError(
-            f"not a valid .docx file: it would unpack to {unpacked >> 20} MB "
-            f"(more than {_MAX_UNPACKED_BYTES >> 20} MB)",
-            path,
-        )
+    problem = declared_problem(parts, size, DOCX_LIMITS, what="the document")
+    if problem:
+        raise UnreadableFileError(problem, path)
 
 
 def _blocks(document: DocxDocument) -> Iterator[str]:

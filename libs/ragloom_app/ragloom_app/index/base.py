@@ -14,9 +14,12 @@ from typing import Any, Literal
 
 from sqlalchemy.engine import Engine
 
+from ragloom.chunking import MAX_FILE_CHUNKS, MAX_FILE_SECONDS
 from ragloom.embeddings import Embeddings
 from ragloom.loaders import FileReader, default_readers
+from ragloom.loaders.archive import ZipLimits
 from ragloom.retrieval import Retriever
+from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS
 
 __all__ = [
     "BaseIndex",
@@ -36,6 +39,15 @@ class IndexResources:
     ``data_dir`` belongs to the index alone; ``shared_dir`` is the app's data folder, for
     stores that hold every index (Chroma keeps one collection per index there).
     ``readers`` maps extensions to file readers: the built-ins and those of plugins.
+
+    The limits on what is indexed (docs/indices.md says why each default):
+
+    - ``max_file_bytes``: the largest file;
+    - ``max_file_chunks`` and ``max_file_seconds``: what one file may make and take to be
+      read and chunked, whatever its reader;
+    - ``max_upload_bytes`` and ``max_upload_chunks``: what one upload (its files, what its
+      archives unpack to, the chunks they make) may spend in all;
+    - ``archive_limits``: what a zip may unpack to (:class:`ZipLimits`).
     """
 
     engine: Engine
@@ -44,6 +56,11 @@ class IndexResources:
     embeddings: Callable[[], Embeddings]
     max_file_bytes: int = 200 * 1024 * 1024
     readers: Mapping[str, FileReader] = field(default_factory=default_readers)
+    max_file_chunks: int = MAX_FILE_CHUNKS
+    max_file_seconds: float = MAX_FILE_SECONDS
+    max_upload_bytes: int = MAX_UPLOAD_BYTES
+    max_upload_chunks: int = MAX_UPLOAD_CHUNKS
+    archive_limits: ZipLimits = field(default_factory=ZipLimits)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from ragloom_app.testing.contracts import (
     check_reasoning,
     check_settings_schema,
     check_tool,
+    create_hash_index,
 )
 from ragloom_app.testing.fakes import HashEmbeddings, ReplayLLM, StaticRetriever
 
@@ -46,6 +47,7 @@ __all__ = [
     "check_reasoning",
     "check_settings_schema",
     "check_tool",
+    "create_hash_index",
 ]
 
 

@@ -18,6 +18,7 @@ from typing import Any, get_args
 from pydantic import BaseModel
 
 from ragloom.agents.tools import BaseTool, ToolContext, ToolRegistry, ToolResult
+from ragloom.chunking import ReaderFailedError, read_in_sandbox
 from ragloom.events import (
     AnswerCollector,
     AnswerDelta,
@@ -48,6 +49,7 @@ __all__ = [
     "check_reasoning",
     "check_settings_schema",
     "check_tool",
+    "create_hash_index",
 ]
 
 COMPONENTS = ("number", "text", "checkbox", "dropdown", "radio")
@@ -260,8 +262,10 @@ def check_reader(
     """Check a file reader: its extensions, the sample read, and bad files refused.
 
     ``sample_path`` must give at least one page with text (containing ``expect`` if
-    given). An empty file, a file of random bytes and a missing file must each raise a
-    :class:`~ragloom.loaders.LoaderError` with a reason.
+    given), and the same pages when read in the readers sandbox, where the app reads
+    every file: the reader must pickle (a module-level class) and import in a worker
+    process. An empty file, a file of random bytes and a missing file must each raise a
+    :class:`~ragloom.loaders.LoaderError` with a reason, there too.
     """
     owner = type(reader).__qualname__
     if isinstance(reader, type) or not isinstance(reader, FileReader):
@@ -283,6 +287,7 @@ def check_reader(
         _fail(owner, "read() returned pages without text")
     if expect is not None and expect not in text:
         _fail(owner, f"expected {expect!r} in the text read")
+    _check_sandboxed(owner, reader, sample, pages)
     with tempfile.TemporaryDirectory() as folder:
         empty = Path(folder) / f"empty{extensions[0]}"
         empty.write_bytes(b"")
@@ -291,7 +296,60 @@ def check_reader(
         noise.write_bytes(bytes(range(256)) * 16)
         _refuses(owner, reader, noise, "a file of random bytes")
         _refuses(owner, reader, Path(folder) / f"missing{extensions[0]}", "a missing file")
+        try:
+            read_in_sandbox(noise, reader)
+        except LoaderError as exc:
+            if not exc.reason:
+                _fail(owner, "the LoaderError for random bytes lost its reason in the sandbox")
     return pages
+
+
+def _check_sandboxed(owner: str, reader: FileReader, sample: Path, pages: list[Page]) -> None:
+    """The sample reads the same in the readers sandbox as here."""
+    try:
+        there = read_in_sandbox(sample, reader)
+    except ReaderFailedError as exc:
+        _fail(owner, f"cannot run in the readers sandbox: {exc.reason}")
+    except LoaderError as exc:
+        _fail(owner, f"the sample failed in the readers sandbox: {exc.reason}")
+    if there != pages:
+        _fail(owner, "the sample reads differently in the readers sandbox")
+
+
+def create_hash_index(
+    cls: type[BaseIndex],
+    root: Path,
+    *,
+    name: str = "contract",
+    readers: Mapping[str, FileReader] | None = None,
+    **resource_fields: Any,
+) -> tuple[IndexManager, BaseIndex]:
+    """An index of type ``cls`` in the folder ``root``, created as the app creates one.
+
+    Its config is checked by the type, then ``on_create`` and ``on_start`` run. It embeds
+    with :class:`HashEmbeddings` and reads with ``readers`` (default: the built-ins);
+    ``resource_fields`` are other :class:`IndexResources` fields (its limits). Returns the
+    manager (to delete the index with) and the index.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    table = dict(readers or default_readers())
+    engine = create_db_engine(f"sqlite:///{root / 'contract.db'}")
+    manager = IndexManager(
+        engine,
+        lambda index_id: IndexResources(
+            engine=engine,
+            data_dir=root / "indices" / str(index_id),
+            shared_dir=root,
+            embeddings=HashEmbeddings,
+            readers=table,
+            **resource_fields,
+        ),
+        table,
+    )
+    type_id = f"{cls.__module__}.{cls.__qualname__}"
+    manager.register_type(type_id, cls)
+    index = manager.create(name, type_id, manager.normalize_config(type_id, {}))
+    return manager, index
 
 
 def check_index_type(
@@ -311,24 +369,8 @@ def check_index_type(
         _fail(owner, "is not a BaseIndex subclass")
     readers = dict(readers or default_readers())
     check_settings_schema(cls.admin_settings_for(readers), f"{owner}.admin_settings_for()")
-    type_id = f"{cls.__module__}.{cls.__qualname__}"
     with tempfile.TemporaryDirectory() as folder:
-        root = Path(folder)
-        engine = create_db_engine(f"sqlite:///{root / 'contract.db'}")
-        manager = IndexManager(
-            engine,
-            lambda index_id: IndexResources(
-                engine=engine,
-                data_dir=root / "indices" / str(index_id),
-                shared_dir=root,
-                embeddings=HashEmbeddings,
-                readers=readers,
-            ),
-            readers,
-        )
-        manager.register_type(type_id, cls)
-        # As the app creates one: the config checked by the type, then on_create, on_start.
-        index = manager.create("contract", type_id, manager.normalize_config(type_id, {}))
+        manager, index = create_hash_index(cls, Path(folder), readers=readers)
         outcomes = index.get_indexing_pipeline({}).run([Path(p) for p in sample_files])
         if not all(isinstance(o, FileOutcome) for o in outcomes):
             _fail(owner, "the indexing pipeline must yield a FileOutcome per file")
@@ -346,6 +388,6 @@ def check_index_type(
             _fail(owner, f"searching for {question!r} found no RetrievedChunk")
         if not isinstance(index.check(), CheckReport):
             _fail(owner, "check() must return a CheckReport")
-        manager.delete("contract")
-        engine.dispose()
+        manager.delete(index.name)
+        index.resources.engine.dispose()
     return found

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 from theflow import Param
@@ -28,6 +28,11 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+def count_words(text: str) -> int:
+    """The tokens of :class:`HashEmbeddings`: the words of ``text``."""
+    return len(_words(text))
+
+
 class HashEmbeddings(Embeddings):
     """Bag-of-words vectors by hashing each word into one of ``size`` dimensions."""
 
@@ -42,7 +47,11 @@ class HashEmbeddings(Embeddings):
         return 512
 
     def count_tokens(self, text: str) -> int:
-        return len(_words(text))
+        return count_words(text)
+
+    def token_counter(self) -> Callable[[str], int]:
+        """:func:`count_words`, which pickles (the component itself does not)."""
+        return count_words
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         vectors = np.zeros((len(texts), self.size), dtype=np.float32)

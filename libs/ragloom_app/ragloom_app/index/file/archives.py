@@ -17,9 +17,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
 from ragloom.loaders import LoaderError
-from ragloom.loaders.archive import ArchiveContents, expand_zip
+from ragloom.loaders.archive import ArchiveContents, ZipLimits, expand_zip
 from ragloom_app.index.base import FileOutcome, IndexingProgress
-from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
+from ragloom_app.index.budget import UploadBudget
+from ragloom_app.index.file.names import UnsafeNameError, clean_name
 from ragloom_app.index.file.worklock import WorkLock, is_busy
 
 __all__ = [
@@ -37,14 +38,22 @@ logger = logging.getLogger(__name__)
 ARCHIVE_SUFFIXES = frozenset({".zip"})
 
 _PREFIX = "archive-"
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
 @contextlib.contextmanager
-def expanded_archive(path: Path, tmp_root: Path, locks_dir: Path) -> Iterator[ArchiveContents]:
+def expanded_archive(
+    path: Path,
+    tmp_root: Path,
+    locks_dir: Path,
+    limits: ZipLimits | None = None,
+    room_bytes: int | None = None,
+) -> Iterator[ArchiveContents]:
     """Expand the zip ``path`` into a new folder under ``tmp_root``, removed on exit.
 
     Raises :class:`ragloom.loaders.LoaderError` (``reason`` for the user) for a damaged
-    archive or a zip bomb.
+    archive, one over ``limits`` (a zip bomb), or one that would unpack to more than
+    ``room_bytes``.
     """
     key = f"{_PREFIX}{uuid.uuid4().hex}"
     # Locked before the folder exists, so another process never sees it unowned.
@@ -52,7 +61,7 @@ def expanded_archive(path: Path, tmp_root: Path, locks_dir: Path) -> Iterator[Ar
         dest = tmp_root / key
         dest.mkdir(parents=True)
         try:
-            yield expand_zip(path, dest)
+            yield expand_zip(path, dest, limits=limits, room_bytes=room_bytes)
         finally:
             shutil.rmtree(dest, ignore_errors=True)
 
@@ -65,18 +74,24 @@ def index_archive(
     tmp_root: Path,
     locks_dir: Path,
     span: tuple[float, float] = (0.0, 1.0),
+    limits: ZipLimits | None = None,
+    budget: UploadBudget | None = None,
 ) -> Iterator[IndexingProgress | FileOutcome]:
     """Index each member of the zip ``path`` (shown as ``name``) with ``index_member``.
 
     ``index_member(member_path, display_name)`` indexes one file. One outcome per member:
     a skipped member (unsafe path, nested archive, damaged) is ``failed`` with the reason,
-    and an archive that cannot be expanded at all is one ``failed`` outcome under
-    ``name``. Progress goes from ``span[0]`` to ``span[1]``.
+    and an archive that cannot be expanded at all (over ``limits``, or over what the
+    upload's ``budget`` has left) is one ``failed`` outcome under ``name``. What it
+    unpacks to is spent from ``budget``. Progress goes from ``span[0]`` to ``span[1]``.
     """
     start, end = span
+    room = budget.bytes_left if budget is not None else None
     with contextlib.ExitStack() as stack:
         try:
-            contents = stack.enter_context(expanded_archive(path, tmp_root, locks_dir))
+            contents = stack.enter_context(
+                expanded_archive(path, tmp_root, locks_dir, limits, room)
+            )
         except LoaderError as exc:
             yield IndexingProgress(name, end, "failed")
             yield FileOutcome(name, "failed", reason=exc.reason)
@@ -86,6 +101,8 @@ def index_archive(
             yield IndexingProgress(name, end, "failed")
             yield FileOutcome(name, "failed", reason=f"could not expand the archive: {exc}")
             return
+        if budget is not None:
+            budget.spend_bytes(contents.unpacked_bytes)  # fits: room bounded the expansion
         for member_name, why in contents.skipped:
             yield FileOutcome(f"{name}/{shown_member_name(member_name)}", "failed", reason=why)
         count = max(len(contents.members), 1)
@@ -123,19 +140,28 @@ def clean_stale_archives(tmp_root: Path, locks_dir: Path) -> int:
 def member_display_name(archive_name: str, member_name: str) -> str:
     """``archive.zip/folder/file.md``: the name a member is listed and cited under.
 
-    Every part of the member's path must be a name :func:`safe_display_name` keeps as it
-    is; raises :class:`UnsafeNameError` otherwise.
+    Every part of the member's path is cleaned as an upload's name is
+    (:func:`~ragloom_app.index.file.names.clean_name`: invisible characters removed, NFC);
+    raises :class:`UnsafeNameError` for a part it refuses or a path that leaves the archive.
     """
     parts = PurePosixPath(member_name).parts
     if not parts:
         raise UnsafeNameError("the archive member has no name")
+    cleaned = []
     for part in parts:
-        if part in {".", "..", "/"} or safe_display_name(part) != part:
+        if part in {".", "..", "/"} or "\\" in part:
             raise UnsafeNameError(f"unsafe path in the archive: {shown_member_name(member_name)}")
-    return f"{archive_name}/{'/'.join(parts)}"
+        cleaned.append(clean_name(part))
+    return f"{archive_name}/{'/'.join(cleaned)}"
 
 
 def shown_member_name(member_name: str, limit: int = 200) -> str:
-    """A member's name fit to show whatever it holds: control characters become ``?``."""
-    cleaned = "".join("?" if unicodedata.category(ch) == "Cc" else ch for ch in member_name)
+    """A name fit to show whatever it holds (a refused one included).
+
+    Control and format characters (bidirectional overrides too), line separators and
+    lone surrogates become ``?``, so the name shows in the order it was written.
+    """
+    cleaned = "".join(
+        "?" if unicodedata.category(ch) in _HIDDEN_CATEGORIES else ch for ch in member_name
+    )
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"

@@ -182,7 +182,7 @@ class FileIndex(BaseIndex):
         splitter = TokenSplitter(
             chunk_size=int(self.setting("chunk_size")),
             chunk_overlap=int(self.setting("chunk_overlap")),
-            tokenizer=embeddings.count_tokens,
+            tokenizer=embeddings.token_counter(),
         )
         return FileIngestor(
             splitter=splitter,
@@ -190,6 +190,8 @@ class FileIndex(BaseIndex):
             vector_store=self.vector_store,
             fulltext_store=self.fulltext_store,
             readers=self.resources.readers,
+            max_chunks=self.resources.max_file_chunks,
+            max_seconds=self.resources.max_file_seconds,
         )
 
     def get_indexing_pipeline(self, settings: Mapping[str, Any]) -> FileIndexingPipeline:
@@ -201,6 +203,9 @@ class FileIndex(BaseIndex):
             extensions=self.setting("extensions"),
             max_file_bytes=self.resources.max_file_bytes,
             owner=str(settings.get("owner", "local")),
+            max_upload_bytes=self.resources.max_upload_bytes,
+            max_upload_chunks=self.resources.max_upload_chunks,
+            archive_limits=self.resources.archive_limits,
         )
 
     def get_retriever_pipelines(

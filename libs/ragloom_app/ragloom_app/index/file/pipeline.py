@@ -21,6 +21,10 @@ Invariants (``ragloom index check`` verifies them; docs/cli.md):
 
 A ``.zip`` upload is expanded in a private folder and each member becomes a source of its
 own, named ``archive.zip/folder/member.md``.
+
+Each file is read and chunked in the readers sandbox within its own budgets of chunks and
+time (:mod:`ragloom.chunking`); each call of :meth:`FileIndexingPipeline.stream` (one
+upload) also has a budget of bytes and chunks for all its files (:mod:`.budget`).
 """
 
 from __future__ import annotations
@@ -38,11 +42,14 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, delete, select
 
+from ragloom.chunking import PER_FILE
 from ragloom.indexing import FileIngestor
 from ragloom.loaders import LoaderError
+from ragloom.loaders.archive import ZipLimits
 from ragloom.schema import Chunk
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 from ragloom_app.index.base import FileOutcome, IndexingPipeline, IndexingProgress
+from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS, UploadBudget
 from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, index_archive, shown_member_name
 from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
 from ragloom_app.index.file.worklock import WorkLock, is_busy
@@ -74,7 +81,9 @@ class FileIndexingPipeline(IndexingPipeline):
     """Indexes files into one file index (see the module docstring).
 
     ``data_dir`` is the index's own folder (default: the parent of ``files_dir``); the
-    pipeline keeps its lock files and temporary folders there, never elsewhere.
+    pipeline keeps its lock files and temporary folders there, never elsewhere. Each
+    upload may spend ``max_upload_bytes`` and ``max_upload_chunks``; archives are
+    expanded within ``archive_limits``.
     """
 
     def __init__(
@@ -88,6 +97,9 @@ class FileIndexingPipeline(IndexingPipeline):
         max_file_bytes: int,
         owner: str = "local",
         data_dir: Path | None = None,
+        max_upload_bytes: int = MAX_UPLOAD_BYTES,
+        max_upload_chunks: int = MAX_UPLOAD_CHUNKS,
+        archive_limits: ZipLimits | None = None,
     ) -> None:
         self.index_id = index_id
         self.engine = engine
@@ -97,6 +109,9 @@ class FileIndexingPipeline(IndexingPipeline):
         self.max_file_bytes = max_file_bytes
         self.owner = owner
         self.data_dir = data_dir if data_dir is not None else files_dir.parent
+        self.max_upload_bytes = max_upload_bytes
+        self.max_upload_chunks = max_upload_chunks
+        self.archive_limits = archive_limits or ZipLimits()
 
     @property
     def locks_dir(self) -> Path:
@@ -115,10 +130,11 @@ class FileIndexingPipeline(IndexingPipeline):
         paths = [Path(p) for p in paths]
         shown = list(names) if names is not None else [p.name for p in paths]
         total = len(paths) or 1
+        budget = UploadBudget(self.max_upload_bytes, self.max_upload_chunks)
         for position, (path, raw_name) in enumerate(zip(paths, shown, strict=True)):
             start, end = position / total, (position + 1) / total
             yield IndexingProgress(raw_name, start, "reading")
-            for event in self._index_upload(path, raw_name, reindex, start, end):
+            for event in self._index_upload(path, raw_name, reindex, start, end, budget):
                 if isinstance(event, FileOutcome):
                     logger.info("%s: %s %s", event.name, event.status, event.reason or "")
                 yield event
@@ -126,7 +142,13 @@ class FileIndexingPipeline(IndexingPipeline):
         self.ingestor.fulltext_store.ensure_index()
 
     def _index_upload(
-        self, path: Path, raw_name: str, reindex: bool, start: float, end: float
+        self,
+        path: Path,
+        raw_name: str,
+        reindex: bool,
+        start: float,
+        end: float,
+        budget: UploadBudget,
     ) -> Iterator[_Event]:
         try:
             name = safe_display_name(raw_name)
@@ -136,21 +158,63 @@ class FileIndexingPipeline(IndexingPipeline):
             yield FileOutcome(shown, "failed", reason=str(exc))
             return
         if Path(name).suffix.lower() in ARCHIVE_SUFFIXES and not self._check_file(path, name):
-            yield from index_archive(
-                path,
-                name,
-                lambda member, shown: self._index_file(member, shown, reindex),
-                tmp_root=self.tmp_dir,
-                locks_dir=self.locks_dir,
-                span=(start, end),
-            )
+            yield from self._index_archive(path, name, reindex, (start, end), budget)
         else:
-            outcome = self._index_file(path, name, reindex)
+            outcome = self._index_file(path, name, reindex, budget)
             yield IndexingProgress(outcome.name, end, outcome.status)
             yield outcome
 
-    def _index_file(self, path: Path, name: str, reindex: bool) -> FileOutcome:
+    def _index_archive(
+        self,
+        path: Path,
+        name: str,
+        reindex: bool,
+        span: tuple[float, float],
+        budget: UploadBudget,
+    ) -> Iterator[_Event]:
+        """Index each member of an uploaded zip; the zip and its expansion spend bytes."""
+        over = budget.spend_file(path)
+        if over:
+            yield IndexingProgress(name, span[1], "failed")
+            yield FileOutcome(name, "failed", reason=over)
+            return
+        yield from index_archive(
+            path,
+            name,
+            lambda member, shown: self._index_file(member, shown, reindex, budget, False),
+            tmp_root=self.tmp_dir,
+            locks_dir=self.locks_dir,
+            span=span,
+            limits=self.archive_limits,
+            budget=budget,
+        )
+
+    def _chunk_within(
+        self, stored: Path, source_id: str, name: str, budget: UploadBudget | None
+    ) -> list[Chunk]:
+        """The file's chunks, within its own limit and what the upload has left."""
+        per_file = int(self.ingestor.max_chunks)
+        limit, limit_name = budget.chunk_limit(per_file) if budget else (per_file, PER_FILE)
+        chunks = self.ingestor.chunk(
+            stored, source_id, name, max_chunks=limit, chunk_limit_name=limit_name
+        )
+        if budget is not None:
+            budget.spend_chunks(len(chunks))
+        return chunks
+
+    # -- one file --------------------------------------------------------------------------
+    def _index_file(
+        self,
+        path: Path,
+        name: str,
+        reindex: bool,
+        budget: UploadBudget | None = None,
+        spend_bytes: bool = True,
+    ) -> FileOutcome:
+        """Index one file; an archive's members have spent their bytes already."""
         problem = self._check_file(path, name)
+        if problem is None and budget is not None:
+            problem = budget.spend_file(path) if spend_bytes else budget.used_up()
         if problem:
             return FileOutcome(name, "failed", reason=problem)
         digest = sha256_of(path)
@@ -172,7 +236,7 @@ class FileIndexingPipeline(IndexingPipeline):
                     source_id=existing.id,
                 )
             self.remove(existing.id)
-        return self._ingest(path, name, digest)
+        return self._ingest(path, name, digest, budget)
 
     def _check_file(self, path: Path, name: str) -> str | None:
         suffix = Path(name).suffix.lower()
@@ -194,7 +258,9 @@ class FileIndexingPipeline(IndexingPipeline):
             query = select(Source).where(Source.index_id == self.index_id, Source.sha256 == digest)
             return session.exec(query).first()
 
-    def _ingest(self, path: Path, name: str, digest: str) -> FileOutcome:
+    def _ingest(
+        self, path: Path, name: str, digest: str, budget: UploadBudget | None = None
+    ) -> FileOutcome:
         source_id = uuid.uuid4().hex
         stored = self.files_dir / f"{digest}{Path(name).suffix.lower()}"
         # Held until the final status is committed: while it is held, no other process
@@ -221,7 +287,7 @@ class FileIndexingPipeline(IndexingPipeline):
                 reason = f"could not store the file: {exc.strerror or exc}"
                 self._fail(source_id, reason)
                 return FileOutcome(name, "failed", reason=reason, source_id=source_id)
-            return self._run_ingest(source_id, stored, name)
+            return self._run_ingest(source_id, stored, name, budget)
 
     def _keep_copy(self, path: Path, stored: Path, source_id: str) -> None:
         """Copy the upload to its content-addressed place, complete or not at all."""
@@ -239,10 +305,12 @@ class FileIndexingPipeline(IndexingPipeline):
         """Where the copy of ``source_id``'s file is written before it is renamed."""
         return self.files_dir / f".{source_id}.partial"
 
-    def _run_ingest(self, source_id: str, stored: Path, name: str) -> FileOutcome:
+    def _run_ingest(
+        self, source_id: str, stored: Path, name: str, budget: UploadBudget | None = None
+    ) -> FileOutcome:
         """Chunk, embed and store a source whose row says ``indexing``, then flip it."""
         try:
-            chunks = self.ingestor.chunk(stored, source_id, name)
+            chunks = self._chunk_within(stored, source_id, name, budget)
             self.ingestor.store(chunks)
             flipped = self._flip(source_id, chunks)
         except LoaderError as exc:

@@ -1,0 +1,77 @@
+"""A token counter that can cross to a worker process: it travels as the tokenizer's JSON.
+
+``SentenceTransformerEmbeddings.count_tokens`` is a method of the loaded model, which is
+neither picklable nor small. The splitter needs only the tokenizer, so files are chunked
+in the readers sandbox with a :class:`TokenizerCounter`: it pickles to the tokenizer's
+JSON (about 0.7 MB for the bundled model) and, in each process, builds one
+``tokenizers.Tokenizer`` from it on first use, shared by every counter with the same JSON.
+Counts are those of the model's own tokenizer, special tokens excluded, never truncated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["TokenizerCounter"]
+
+# Built tokenizers by the sha256 of their JSON: one per tokenizer per process.
+_BUILT: dict[str, Any] = {}
+_BUILT_LOCK = threading.Lock()
+
+
+def _build(digest: str, tokenizer_json: str) -> Any:
+    with _BUILT_LOCK:
+        built = _BUILT.get(digest)
+        if built is None:
+            import tokenizers
+
+            built = tokenizers.Tokenizer.from_str(tokenizer_json)
+            built.no_truncation()
+            built.no_padding()
+            _BUILT[digest] = built
+        return built
+
+
+class TokenizerCounter:
+    """Counts tokens with a Hugging Face ``tokenizers`` tokenizer given by its JSON.
+
+    ``tokenizer_json`` is the tokenizer's serialised form (``Tokenizer.to_str()``); or
+    ``load`` gives it on first need, so that creating a counter loads no model. Only the
+    JSON is pickled.
+    """
+
+    def __init__(
+        self, tokenizer_json: str | None = None, *, load: Callable[[], str] | None = None
+    ) -> None:
+        if (tokenizer_json is None) == (load is None):
+            raise ValueError("give the tokenizer's JSON or a function that loads it, not both")
+        self._json = tokenizer_json
+        self._load = load
+        self._tokenizer: Any = None
+
+    @property
+    def tokenizer_json(self) -> str:
+        """The tokenizer's JSON (loaded on first use if the counter was given ``load``)."""
+        if self._json is None:
+            assert self._load is not None
+            self._json = self._load()
+        return self._json
+
+    def __call__(self, text: str, /) -> int:
+        """The number of tokens in ``text``, special tokens excluded."""
+        tokenizer = self._tokenizer
+        if tokenizer is None:
+            source = self.tokenizer_json
+            digest = hashlib.sha256(source.encode()).hexdigest()
+            tokenizer = self._tokenizer = _build(digest, source)
+        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (TokenizerCounter, (self.tokenizer_json,))
+
+    def __repr__(self) -> str:
+        state = "loaded" if self._json is not None else "not loaded"
+        return f"TokenizerCounter({state})"

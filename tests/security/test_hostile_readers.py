@@ -1,0 +1,134 @@
+"""Readers that crash, eat memory, never return or flood: each fails its own file alone.
+
+Reading and chunking run in the readers sandbox, so the app process never runs a reader
+itself: a segfault kills a worker, a hungry reader meets the worker's memory limit, a
+sleeper is killed at the file's time budget, a flood of text meets the chunk budget in the
+worker. The other files of the same upload are indexed, the app never pauses (a heartbeat
+thread ticks throughout), and no worker keeps running the hostile file.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ragloom.chunking import READERS_LIMITS, READERS_SANDBOX, warm_readers_sandbox
+from ragloom.loaders import default_readers
+from ragloom.sandbox import configure_sandbox
+from ragloom_app.index.base import FileOutcome
+from ragloom_app.index.file import FileIndex
+from tests.helpers.file_index import hash_file_index
+from tests.helpers.heartbeat import Heartbeat
+from tests.helpers.hostile_readers import (
+    FloodReader,
+    HungryReader,
+    SegfaultReader,
+    SleepyReader,
+    worker_pid,
+)
+
+pytestmark = pytest.mark.security
+
+# Lower than the default 2 GiB so that the hungry reader fills less of the test machine.
+MEMORY_LIMIT = 768 << 20
+# The first file a fresh worker reads pays its imports (a second; several on a loaded
+# machine) within this budget: the worker that ran the sleeper is replaced by a cold one.
+TIME_LIMIT = 10.0
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[FileIndex]:
+    configure_sandbox(READERS_SANDBOX, READERS_LIMITS, memory_bytes=MEMORY_LIMIT)
+    warm_readers_sandbox()
+    readers = {
+        **default_readers(),
+        **{r.extensions[0]: r for r in (SegfaultReader(), HungryReader(), SleepyReader())},
+        ".flood": FloodReader(),
+    }
+    yield hash_file_index(tmp_path / "data", readers, max_file_seconds=TIME_LIMIT)
+    configure_sandbox(READERS_SANDBOX, READERS_LIMITS)
+
+
+def _gone(pid: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not os.path.exists(f"/proc/{pid}")
+
+
+def test_each_hostile_reader_fails_its_own_file_and_the_next_file_indexes(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    paths = []
+    for number, extension in enumerate([".segv", ".hog", ".sleep", ".flood"]):
+        hostile = upload / f"hostile{number}{extension}"
+        hostile.write_text(str(upload / f"{number}.pid"))
+        good = upload / f"good{number}.md"
+        good.write_text(f"# Notes {number}\n\nThe harbour pump number {number} runs at night.\n")
+        paths += [hostile, good]
+
+    started = time.perf_counter()
+    with Heartbeat() as beat:
+        outcomes = {
+            event.name: (event, time.perf_counter() - started)
+            for event in index.get_indexing_pipeline({}).stream(paths)
+            if isinstance(event, FileOutcome)
+        }
+    seconds = time.perf_counter() - started
+
+    reasons = {name: o.reason for name, (o, _) in outcomes.items() if o.status == "failed"}
+    assert set(reasons) == {"hostile0.segv", "hostile1.hog", "hostile2.sleep", "hostile3.flood"}, (
+        reasons
+    )
+    assert reasons["hostile0.segv"] == (
+        "the reader SegfaultReader crashed: the worker process died (signal SIGSEGV)"
+    )
+    assert reasons["hostile1.hog"] == "reading needed more memory than the 768 MiB limit per file"
+    assert reasons["hostile2.sleep"] == (
+        "reading and chunking took longer than 10 s, the limit per file"
+    )
+    assert reasons["hostile3.flood"] == (
+        "the file makes more than 50,000 chunks, the limit per file"
+    )
+    for number in range(4):
+        good, _ = outcomes[f"good{number}.md"]
+        assert (good.status, good.chunks) == ("indexed", 1), good.reason
+    assert beat.longest_pause < 0.5, beat.longest_pause
+    # The worker that ran the sleeper was killed; the one that crashed is gone too.
+    assert _gone(worker_pid(upload / "2.pid"))
+    assert _gone(worker_pid(upload / "0.pid"))
+    assert index.check().clean
+    print(
+        f"\nhostile readers: upload of 8 files in {seconds:.1f} s, longest pause "
+        f"{beat.longest_pause * 1000:.0f} ms; "
+        + ", ".join(f"{name} at {at:.1f} s" for name, (_, at) in outcomes.items())
+    )
+
+
+def test_a_reader_that_cannot_cross_to_a_worker_fails_with_its_name(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    class LocalReader:
+        extensions = (".local",)
+
+        def read(self, path: Path) -> list:
+            raise AssertionError("never run")
+
+    readers = {**index.resources.readers, ".local": LocalReader()}
+    index.resources = replace(index.resources, readers=readers)
+    (tmp_path / "x.local").write_text("text")
+    (tmp_path / "y.md").write_text("# Y\n\nA good file.\n")
+    local, good = index.get_indexing_pipeline({}).run([tmp_path / "x.local", tmp_path / "y.md"])
+    assert local.status == "failed"
+    assert local.reason.startswith(
+        "the reader LocalReader for '.local' files cannot run in the readers sandbox "
+        "(it cannot be passed to a worker process: "
+    )
+    assert good.status == "indexed"
