@@ -55,10 +55,36 @@ class AppSettings:
     default_embedding: str = "local"
     first_run_docs: dict[str, Any] | None = None
     disabled_plugins: list[str] = field(default_factory=list)
+    # -- the web surface (docs/getting-started.md, "Limits of the web UI") -----------------
+    # One file's size: the index refuses a larger file and gradio refuses to receive one.
+    max_file_bytes: int = 200 * 1024 * 1024
+    # Files in one upload (one press of "Index"); past it the upload is refused whole.
+    max_files_per_upload: int = 100
+    # Bytes of one upload request to the UI (all its files), refused before it is read.
+    max_upload_bytes: int = 1024 * 1024 * 1024
+    # Bytes of any other request body to the UI's API (JSON: a question, a settings form).
+    max_request_bytes: int = 4 * 1024 * 1024
+    # Events (questions, uploads, page loads) waiting in the UI's queue; more are refused.
+    queue_max_size: int = 64
+    # Host names the UI answers to besides its own and loopback names (a reverse proxy's).
+    allowed_hosts: list[str] = field(default_factory=list)
     source: str = "defaults"
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir)
+        self.check_web_settings()
+
+    def check_web_settings(self) -> None:
+        """Fail with a :class:`SettingsError` naming a web limit or host list that is wrong."""
+        for name in _POSITIVE_LIMITS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise SettingsError(
+                    f"{name.upper()}: must be a positive whole number, not {value!r}"
+                )
+        hosts = self.allowed_hosts
+        if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
+            raise SettingsError(f"ALLOWED_HOSTS: must be a list of host names, not {hosts!r}")
 
     @property
     def database(self) -> str:
@@ -74,6 +100,7 @@ class AppSettings:
             settings._apply(_read_module(file))
             settings.source = str(file)
         settings._apply_environment()
+        settings.check_web_settings()
         return settings
 
     def _apply(self, values: dict[str, Any]) -> None:
@@ -95,6 +122,15 @@ class AppSettings:
             if os.environ.get(variable)
         }
         self._apply(values)
+
+
+_POSITIVE_LIMITS = (
+    "max_file_bytes",
+    "max_files_per_upload",
+    "max_upload_bytes",
+    "max_request_bytes",
+    "queue_max_size",
+)
 
 
 ENV_OVERRIDES = {
