@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -29,6 +30,7 @@ from ragloom_app.app import BaseApp
 from ragloom_app.plugins.manager import create_plugin_manager
 from ragloom_app.settings import AppSettings
 from ragloom_app.web.hosts import UnsafeHostError
+from tests.e2e.conftest import browser_type_launch_args  # noqa: F401 - chromium for `page`
 from tests.helpers.heartbeat import Heartbeat
 
 pytestmark = pytest.mark.security
@@ -38,8 +40,8 @@ MAX_FILE = 256 * KB
 MAX_FILES = 3
 MAX_UPLOAD = 64 * KB * KB
 MAX_REQUEST = 128 * KB
-QUEUE = 1
-ANSWER_DELAY = 2.0
+QUEUE = 4
+ANSWER_DELAY = 1.0
 LOOPBACK = re.compile(r"^(127\.\d+\.\d+\.\d+|::1|localhost|::ffff:127\.\d+\.\d+\.\d+)$")
 
 
@@ -415,3 +417,50 @@ def test_a_full_queue_refuses_with_a_busy_message(surface: Surface) -> None:
             outcomes.append("refused")
     assert "answered" in outcomes and "refused" in outcomes, outcomes
     assert len(outcomes) == QUEUE + 3
+
+
+# -- the policy in a browser --------------------------------------------------------------
+# Every violation of the policy, as the page reports it.
+WATCH_POLICY = """document.addEventListener('securitypolicyviolation', e =>
+  (window.__violations = window.__violations || []).push(
+    e.violatedDirective + ' ' + e.blockedURI + ' ' + (e.sample || '')));"""
+
+
+@pytest.mark.browser
+def test_the_whole_ui_works_under_the_policy(page: Any, surface: Surface, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    own = f"127.0.0.1:{surface.port}"
+    outside: list[str] = []
+    console: list[str] = []
+    page.on("request", lambda r: None if urlsplit(r.url).netloc == own else outside.append(r.url))
+    page.on("console", lambda m: console.append(m.text))
+    page.add_init_script(WATCH_POLICY)
+    doc = tmp_path / "zorblax.md"
+    doc.write_text("# Zorblax\n\nThe reactor runs at 451 kelvin.\n")
+
+    page.goto(surface.url)
+    expect(page.locator("#evidence")).to_contain_text("passages an answer cites", timeout=20_000)
+    page.get_by_role("tab", name="Files").click()
+    page.locator("#upload input[type=file]").set_input_files(str(doc))
+    listed = page.locator("#upload").get_by_role("cell", name=doc.name, exact=True)
+    expect(listed).to_be_visible(timeout=20_000)
+    page.locator("#index-button").click()
+    expect(page.locator("#index-results")).to_contain_text("1 indexed", timeout=60_000)
+    expect(page.locator("#file-list")).to_contain_text(doc.name)
+    page.get_by_role("tab", name="Plugins").click()
+    page.get_by_role("tab", name="Chat").click()
+    page.locator("#question textarea").fill("At what temperature does the reactor run?")
+    page.locator("#send").click()
+    bot = page.locator("#chatbot [data-testid=bot]").last
+    expect(bot).to_contain_text("451 kelvin", timeout=60_000)
+    expect(page.locator("#evidence")).to_contain_text("451 kelvin")
+    page.get_by_text("Steps and usage").click()
+    expect(page.locator("#usage")).to_contain_text("LLM call")
+    page.get_by_text("Use via API").click()
+    expect(page.get_by_text("/ask").first).to_be_visible(timeout=20_000)
+
+    assert page.evaluate("window.__violations || []") == []
+    assert [m for m in console if "Content Security Policy" in m] == []
+    assert outside == []
+    assert surface.uploads() == []
