@@ -384,6 +384,43 @@ def test_serve_refuses_a_host_other_machines_reach(tmp_path: Path, host: str) ->
     assert not (tmp_path / "data").exists(), "nothing is opened before the refusal"
 
 
+def test_serve_on_loopback_serves_guarded_and_stops_on_sigterm(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.py"
+    settings.write_text(
+        "LLMS = {'replay': {'class': 'ragloom.llms.replay.ReplayLLM'}}\nDEFAULT_LLM = 'replay'\n"
+        "EMBEDDINGS = {'hash': {'class': 'ragloom_app.testing.HashEmbeddings'}}\n"
+        "DEFAULT_EMBEDDING = 'hash'\n"
+    )
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "RAGLOOM_DATA_DIR": str(tmp_path / "data")}
+    command = [sys.executable, "-m", "ragloom_app.cli", "--settings", str(settings), "serve"]
+    server = subprocess.Popen(
+        [*command, "--port", str(port), "--no-first-run-docs"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()  # printed once it listens
+        assert line.strip() == f"Ragloom is at http://127.0.0.1:{port}/ (Ctrl-C stops it)"
+        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
+        assert (
+            page.status_code == 200
+            and "default-src 'none'" in page.headers["content-security-policy"]
+        )
+        server.terminate()
+        assert server.wait(timeout=20) == 0
+    finally:
+        server.kill()
+        server.communicate()
+    assert stat.S_IMODE((tmp_path / "data").stat().st_mode) == 0o700
+
+
 def test_serve_itself_refuses_a_non_loopback_host(tmp_path: Path) -> None:
     from ragloom_app.ui.server import serve
 
@@ -463,4 +500,4 @@ def test_the_whole_ui_works_under_the_policy(page: Any, surface: Surface, tmp_pa
     assert page.evaluate("window.__violations || []") == []
     assert [m for m in console if "Content Security Policy" in m] == []
     assert outside == []
-    assert surface.uploads() == []
+    assert doc.name not in {p.name for p in surface.uploads()}, "the copy outlived indexing"

@@ -80,3 +80,27 @@ def test_origin_of_a_write(origin: str | None, status: int) -> None:
     client = _client()
     assert client.post("/", headers=headers).status_code == status
     assert client.get("/", headers=headers).status_code == 200  # reads are not writes
+
+
+def test_a_websocket_from_another_site_is_closed() -> None:
+    from starlette.routing import WebSocketRoute
+    from starlette.websockets import WebSocket, WebSocketDisconnect
+
+    async def echo(socket: WebSocket) -> None:
+        await socket.accept()
+        await socket.send_text("open")
+        await socket.close()
+
+    app = Starlette(routes=[WebSocketRoute("/ws", echo)])
+    app.add_middleware(HostGuard)
+    client = TestClient(app, base_url="http://127.0.0.1:7860")
+    own = {"Host": "127.0.0.1:7860", "Origin": "http://127.0.0.1:7860"}
+    with client.websocket_connect("/ws", headers=own) as socket:
+        assert socket.receive_text() == "open"
+    foreign = {**own, "Origin": "http://evil.example"}
+    with (
+        pytest.raises(WebSocketDisconnect) as refused,
+        client.websocket_connect("/ws", headers=foreign),
+    ):
+        pass
+    assert refused.value.code == 1008

@@ -115,6 +115,10 @@ def serve(
     otherwise it returns when the server stops (Ctrl-C). ``warm_up`` loads the LLM and the
     embedding model in the background right away, not at the first use. ``on_listening``
     is called with the URL once the server listens.
+
+    Gradio's upload folder is a process-wide setting (``GRADIO_TEMP_DIR``, here the data
+    folder's ``uploads``): serve one UI per process at a time, or the older one's uploads
+    are refused as not uploaded.
     """
     check_serving_host(host)
     switch_off_telemetry()

@@ -108,13 +108,17 @@ class HostGuard:
         host_header = headers.get("host", "")
         port = (scope.get("server") or ("", 7860))[1]
         refusal = self._check_host(host_header, port)
-        if refusal is None and scope.get("method", "GET") not in _SAFE_METHODS:
+        # A websocket is opened with a GET, but what it carries can change things.
+        writes = scope["type"] == "websocket" or scope["method"] not in _SAFE_METHODS
+        if refusal is None and writes:
             refusal = self._check_origin(headers.get("origin"), host_header)
         if refusal is None:
             await self.app(scope, receive, send)
-            return
-        status, message = refusal
-        await PlainTextResponse(message, status_code=status)(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": refusal[1][:120]})
+        else:
+            status, message = refusal
+            await PlainTextResponse(message, status_code=status)(scope, receive, send)
 
     def _check_host(self, header: str, port: int | None) -> tuple[int, str] | None:
         name = _host_name(header)

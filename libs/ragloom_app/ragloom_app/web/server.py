@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +19,10 @@ STARTUP_TIMEOUT = 60.0
 """Seconds to wait for the server to listen (gradio's startup runs in its lifespan)."""
 SHUTDOWN_GRACE = 3.0
 """Seconds open requests (a browser's event streams) get to finish when stopping."""
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM stops the server as Ctrl-C does
 
 
 class WebServer:
@@ -76,7 +81,10 @@ class WebServer:
         return self
 
     def wait(self) -> None:
-        """Block until the server stops; Ctrl-C stops it."""
+        """Block until the server stops; Ctrl-C or SIGTERM stops it (gracefully)."""
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             while self._thread is not None and self._thread.is_alive():
                 self._thread.join(timeout=0.5)
@@ -84,6 +92,8 @@ class WebServer:
             logger.info("stopping the web UI")
         finally:
             self.close()
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
 
     def close(self) -> None:
         """Stop serving and wait for the server thread (idempotent)."""
