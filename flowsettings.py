@@ -86,6 +86,7 @@ DISABLED_PLUGINS: list[str] = []
 # MAX_FILE_BYTES = 200 * 1024 * 1024   # one file (the index and gradio's upload both)
 # MAX_FILES_PER_UPLOAD = 100           # files indexed by one press of "Index"
 # MAX_UPLOAD_BYTES = 1024 * 1024 * 1024  # one upload request, all its files together
+# MIN_FREE_DISK_BYTES = 1024 * 1024 * 1024  # free disk an upload must leave
 # MAX_REQUEST_BYTES = 4 * 1024 * 1024  # any other request body (a question, a form)
 # QUEUE_MAX_SIZE = 64                  # events waiting in the UI's queue
 # The UI answers only to loopback names (and the --host it serves on): add the name a

@@ -62,6 +62,8 @@ class AppSettings:
     max_files_per_upload: int = 100
     # Bytes of one upload request to the UI (all its files), refused before it is read.
     max_upload_bytes: int = 1024 * 1024 * 1024
+    # Free disk an upload must leave where the UI keeps uploads until they are indexed.
+    min_free_disk_bytes: int = 1024 * 1024 * 1024
     # Bytes of any other request body to the UI's API (JSON: a question, a settings form).
     max_request_bytes: int = 4 * 1024 * 1024
     # Events (questions, uploads, page loads) waiting in the UI's queue; more are refused.
@@ -128,6 +130,7 @@ _POSITIVE_LIMITS = (
     "max_file_bytes",
     "max_files_per_upload",
     "max_upload_bytes",
+    "min_free_disk_bytes",
     "max_request_bytes",
     "queue_max_size",
 )

@@ -76,3 +76,26 @@ def test_bodies() -> None:
     big = client.post("/gradio_api/upload", files={"files": ("a.txt", b"x" * 6000)})
     assert big.status_code == 413
     assert "(MAX_UPLOAD_BYTES)" in big.text
+
+
+def test_an_upload_that_would_fill_the_disk_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    free = shutil.disk_usage(tmp_path).free
+
+    def client(min_free: int) -> TestClient:
+        app = Starlette(routes=[Route("/{path:path}", _echo, methods=["POST"])])
+        app.add_middleware(
+            RequestGuard,
+            max_request_bytes=1000,
+            max_upload_bytes=5000,
+            upload_dir=tmp_path / "uploads",  # not created yet: its parent's disk counts
+            min_free_disk_bytes=min_free,
+        )
+        return TestClient(app)
+
+    files = {"files": ("a.txt", b"x" * 100)}
+    assert client(1).post("/gradio_api/upload", files=files).status_code == 200
+    refused = client(free + 1024**4).post("/gradio_api/upload", files=files)
+    assert refused.status_code == 507
+    assert "would leave less than" in refused.text and "(MIN_FREE_DISK_BYTES)" in refused.text

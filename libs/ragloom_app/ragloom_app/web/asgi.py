@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -66,6 +67,8 @@ def build_web_app(
                 RequestGuard,
                 max_request_bytes=settings.max_request_bytes,
                 max_upload_bytes=settings.max_upload_bytes,
+                upload_dir=Path(gr.utils.get_upload_folder()),
+                min_free_disk_bytes=settings.min_free_disk_bytes,
             ),
         ],
     )

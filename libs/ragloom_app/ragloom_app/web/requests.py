@@ -10,14 +10,18 @@ Gradio 6 fetches a URL on the server's behalf in three ways, all refused here (4
   "gradio.FileData"}}`` is downloaded before the handler runs (gradio's
   ``async_move_files_to_cache``): the index would then hold a page fetched by the server.
 
-Bodies: an upload (multipart) must say its size and stay within ``max_upload_bytes``;
-any other body within ``max_request_bytes``. Both are refused before gradio reads them.
+Bodies: an upload (multipart) must say its size and stay within ``max_upload_bytes``,
+and may not leave less than ``min_free_disk_bytes`` free where uploads are written (an
+upload that is never indexed waits there up to a day); any other body stays within
+``max_request_bytes``. All are refused before gradio reads a byte of them.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
+from pathlib import Path
 from typing import Any
 
 from starlette.datastructures import Headers
@@ -62,17 +66,31 @@ def fetches_url(data: Any) -> bool:
     return False
 
 
-def _size(limit: int) -> str:
-    return f"{limit / _MB:.0f} MB" if limit >= _MB else f"{limit} bytes"
+def _size(count: int) -> str:
+    """A byte count in words: 1 GB, 64 MB, 2.5 MB, 1000 bytes (binary units)."""
+    for unit, size in (("GB", 1024 * _MB), ("MB", _MB)):
+        if count >= size:
+            return f"{round(count / size, 1):g} {unit}"
+    return f"{count} bytes"
 
 
 class RequestGuard:
     """ASGI middleware: refuse URL fetching and over-long bodies (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, max_request_bytes: int, max_upload_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_request_bytes: int,
+        max_upload_bytes: int,
+        upload_dir: Path | None = None,
+        min_free_disk_bytes: int = 0,
+    ) -> None:
         self.app = app
         self.max_request_bytes = max_request_bytes
         self.max_upload_bytes = max_upload_bytes
+        self.upload_dir = upload_dir
+        self.min_free_disk_bytes = min_free_disk_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -103,11 +121,28 @@ class RequestGuard:
             return 411, "Refused: an upload must state its size (a Content-Length header)."
         if int(declared) > self.max_upload_bytes:
             return 413, (
-                f"Refused: this upload is {int(declared) / _MB:.0f} MB, and one upload may "
+                f"Refused: this upload is {_size(int(declared))}, and one upload may "
                 f"hold at most {_size(self.max_upload_bytes)} (MAX_UPLOAD_BYTES). Upload fewer "
                 "files at a time, or add a folder with `ragloom index add`."
             )
+        free = self._free_disk()
+        if free is not None and free - int(declared) < self.min_free_disk_bytes:
+            return 507, (
+                f"Refused: this upload ({_size(int(declared))}) would leave less than "
+                f"{_size(self.min_free_disk_bytes)} (MIN_FREE_DISK_BYTES) free on the disk of "
+                f"Ragloom's data folder, which has {_size(max(free, 0))} free. Free some space, "
+                "or index the uploads waiting there."
+            )
         return None
+
+    def _free_disk(self) -> int | None:
+        """Free bytes where uploads are written (None: no folder to watch)."""
+        if self.upload_dir is None or not self.min_free_disk_bytes:
+            return None
+        folder = self.upload_dir
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent  # gradio creates it at the first upload
+        return shutil.disk_usage(folder).free
 
     async def _guard_body(
         self, scope: Scope, receive: Receive, send: Send, headers: Headers
