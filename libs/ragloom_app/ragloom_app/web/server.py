@@ -62,13 +62,18 @@ class WebServer:
         host = f"[{self.host.strip('[]')}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/"
 
+    @property
+    def listening(self) -> bool:
+        """Whether the server accepts connections now."""
+        return bool(self._server.started) and self._thread is not None and self._thread.is_alive()
+
     def start(self) -> WebServer:
         """Start listening; returns once the server accepts connections.
 
         Raises :class:`OSError` if it cannot (the port is taken, the address is not this
         machine's): uvicorn has logged why.
         """
-        self._thread = threading.Thread(target=self._server.run, name="ragloom-web", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="ragloom-web", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while not self._server.started:
@@ -79,6 +84,12 @@ class WebServer:
                 raise OSError(f"the web UI did not start within {STARTUP_TIMEOUT:.0f} s")
             time.sleep(0.01)
         return self
+
+    def _run(self) -> None:
+        try:
+            self._server.run()
+        except SystemExit:  # uvicorn's way to fail at startup, after logging why
+            logger.debug("the web server stopped at startup")
 
     def wait(self) -> None:
         """Block until the server stops; Ctrl-C or SIGTERM stops it (gracefully)."""
