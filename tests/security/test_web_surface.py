@@ -91,7 +91,7 @@ def surface(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Surface]:
         default_embedding="hash",
         max_file_bytes=MAX_FILE,
         max_files_per_upload=MAX_FILES,
-        max_upload_bytes=MAX_UPLOAD,
+        max_upload_request_bytes=MAX_UPLOAD,
         max_request_bytes=MAX_REQUEST,
         queue_max_size=QUEUE,
     )
@@ -174,7 +174,7 @@ def test_an_upload_over_its_total_is_refused_before_it_is_read(surface: Surface)
     start = time.perf_counter()
     status, text = _raw(surface, request)
     assert status == 413
-    assert "at most 64 MB (MAX_UPLOAD_BYTES)" in text
+    assert "at most 64 MB (MAX_UPLOAD_REQUEST_BYTES)" in text
     assert time.perf_counter() - start < 2
     chunked = (
         b"POST /gradio_api/upload HTTP/1.1\r\nHost: 127.0.0.1\r\n"

@@ -55,13 +55,13 @@ class AppSettings:
     default_embedding: str = "local"
     first_run_docs: dict[str, Any] | None = None
     disabled_plugins: list[str] = field(default_factory=list)
-    # -- the web surface (docs/getting-started.md, "Limits of the web UI") -----------------
+    # -- the web surface (docs/getting-started.md, "The web UI") -----------------
     # One file's size: the index refuses a larger file and gradio refuses to receive one.
     max_file_bytes: int = 200 * 1024 * 1024
     # Files in one upload (one press of "Index"); past it the upload is refused whole.
     max_files_per_upload: int = 100
     # Bytes of one upload request to the UI (all its files), refused before it is read.
-    max_upload_bytes: int = 1024 * 1024 * 1024
+    max_upload_request_bytes: int = 1024 * 1024 * 1024
     # Free disk an upload must leave where the UI keeps uploads until they are indexed.
     min_free_disk_bytes: int = 1024 * 1024 * 1024
     # Bytes of any other request body to the UI's API (JSON: a question, a settings form).
@@ -129,7 +129,7 @@ class AppSettings:
 _POSITIVE_LIMITS = (
     "max_file_bytes",
     "max_files_per_upload",
-    "max_upload_bytes",
+    "max_upload_request_bytes",
     "min_free_disk_bytes",
     "max_request_bytes",
     "queue_max_size",

@@ -18,7 +18,7 @@ async def _echo(request: Request) -> PlainTextResponse:
 
 def _client() -> TestClient:
     app = Starlette(routes=[Route("/{path:path}", _echo, methods=["GET", "POST", "HEAD"])])
-    app.add_middleware(RequestGuard, max_request_bytes=1000, max_upload_bytes=5000)
+    app.add_middleware(RequestGuard, max_request_bytes=1000, max_upload_request_bytes=5000)
     return TestClient(app)
 
 
@@ -75,7 +75,7 @@ def test_bodies() -> None:
     assert upload.text.startswith("POST ")
     big = client.post("/gradio_api/upload", files={"files": ("a.txt", b"x" * 6000)})
     assert big.status_code == 413
-    assert "(MAX_UPLOAD_BYTES)" in big.text
+    assert "(MAX_UPLOAD_REQUEST_BYTES)" in big.text
 
 
 def test_an_upload_that_would_fill_the_disk_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -88,7 +88,7 @@ def test_an_upload_that_would_fill_the_disk_is_refused(tmp_path) -> None:  # typ
         app.add_middleware(
             RequestGuard,
             max_request_bytes=1000,
-            max_upload_bytes=5000,
+            max_upload_request_bytes=5000,
             upload_dir=tmp_path / "uploads",  # not created yet: its parent's disk counts
             min_free_disk_bytes=min_free,
         )

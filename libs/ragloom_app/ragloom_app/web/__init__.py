@@ -8,6 +8,6 @@
 - :mod:`.requests`: no fetching of URLs for anyone, bounded bodies.
 
 The limits are settings (``ragloom_app.settings.AppSettings``): ``MAX_FILE_BYTES``,
-``MAX_FILES_PER_UPLOAD``, ``MAX_UPLOAD_BYTES``, ``MIN_FREE_DISK_BYTES``, ``MAX_REQUEST_BYTES``,
-``QUEUE_MAX_SIZE`` and ``ALLOWED_HOSTS``.
+``MAX_FILES_PER_UPLOAD``, ``MAX_UPLOAD_REQUEST_BYTES``, ``MIN_FREE_DISK_BYTES``,
+``MAX_REQUEST_BYTES``, ``QUEUE_MAX_SIZE`` and ``ALLOWED_HOSTS``.
 """

@@ -66,7 +66,7 @@ def build_web_app(
             Middleware(
                 RequestGuard,
                 max_request_bytes=settings.max_request_bytes,
-                max_upload_bytes=settings.max_upload_bytes,
+                max_upload_request_bytes=settings.max_upload_request_bytes,
                 upload_dir=Path(gr.utils.get_upload_folder()),
                 min_free_disk_bytes=settings.min_free_disk_bytes,
             ),

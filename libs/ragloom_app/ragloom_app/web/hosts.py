@@ -96,9 +96,7 @@ class HostGuard:
 
     def __init__(self, app: ASGIApp, allowed_hosts: Collection[str] = ()) -> None:
         self.app = app
-        self.allowed = frozenset(
-            name for name in (_host_name(h) or h.strip("[]").lower() for h in allowed_hosts)
-        )
+        self.allowed = frozenset(_host_name(h) or h.strip("[]").lower() for h in allowed_hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):

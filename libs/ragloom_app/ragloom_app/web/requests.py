@@ -10,7 +10,7 @@ Gradio 6 fetches a URL on the server's behalf in three ways, all refused here (4
   "gradio.FileData"}}`` is downloaded before the handler runs (gradio's
   ``async_move_files_to_cache``): the index would then hold a page fetched by the server.
 
-Bodies: an upload (multipart) must say its size and stay within ``max_upload_bytes``,
+Bodies: an upload (multipart) must say its size and stay within ``max_upload_request_bytes``,
 and may not leave less than ``min_free_disk_bytes`` free where uploads are written (an
 upload that is never indexed waits there up to a day); any other body stays within
 ``max_request_bytes``. All are refused before gradio reads a byte of them.
@@ -82,13 +82,13 @@ class RequestGuard:
         app: ASGIApp,
         *,
         max_request_bytes: int,
-        max_upload_bytes: int,
+        max_upload_request_bytes: int,
         upload_dir: Path | None = None,
         min_free_disk_bytes: int = 0,
     ) -> None:
         self.app = app
         self.max_request_bytes = max_request_bytes
-        self.max_upload_bytes = max_upload_bytes
+        self.max_upload_request_bytes = max_upload_request_bytes
         self.upload_dir = upload_dir
         self.min_free_disk_bytes = min_free_disk_bytes
 
@@ -119,11 +119,11 @@ class RequestGuard:
         declared = headers.get("content-length")
         if declared is None or not declared.isdigit():
             return 411, "Refused: an upload must state its size (a Content-Length header)."
-        if int(declared) > self.max_upload_bytes:
+        if int(declared) > self.max_upload_request_bytes:
             return 413, (
-                f"Refused: this upload is {_size(int(declared))}, and one upload may "
-                f"hold at most {_size(self.max_upload_bytes)} (MAX_UPLOAD_BYTES). Upload fewer "
-                "files at a time, or add a folder with `ragloom index add`."
+                f"Refused: this upload is {_size(int(declared))}, and one upload may hold at "
+                f"most {_size(self.max_upload_request_bytes)} (MAX_UPLOAD_REQUEST_BYTES). Upload "
+                "fewer files at a time, or add a folder with `ragloom index add`."
             )
         free = self._free_disk()
         if free is not None and free - int(declared) < self.min_free_disk_bytes:
