@@ -92,3 +92,15 @@ DEFAULT_EMBEDDING = "local"
 # registration wins, with a warning (docs/plugins.md). Plugins named here (distribution or
 # entry-point name) are not loaded; RAGLOOM_DISABLED_PLUGINS="a,b" overrides this list.
 DISABLED_PLUGINS: list[str] = []
+
+# The web UI's limits (docs/getting-started.md, "The web UI"). Each one left out
+# keeps its default; a request past one is refused with a message naming it.
+# MAX_FILE_BYTES = 200 * 1024 * 1024   # one file (the index and gradio's upload both)
+# MAX_FILES_PER_UPLOAD = 100           # files indexed by one press of "Index"
+# MAX_UPLOAD_REQUEST_BYTES = 1024**3  # one upload request, all its files together
+# MIN_FREE_DISK_BYTES = 1024**3       # free disk an upload must leave
+# MAX_REQUEST_BYTES = 4 * 1024 * 1024  # any other request body (a question, a form)
+# QUEUE_MAX_SIZE = 64                  # events waiting in the UI's queue
+# The UI answers only to loopback names (and the --host it serves on): add the name a
+# reverse proxy forwards, for one. `ragloom serve` still listens on loopback only.
+# ALLOWED_HOSTS: list[str] = []

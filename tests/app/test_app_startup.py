@@ -1,5 +1,6 @@
 """BaseApp.start: folders and database at startup, registries, errors naming the setting."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,19 @@ def test_bad_settings_stop_startup_naming_the_setting(
 ) -> None:
     with pytest.raises(SettingsError, match=message):
         BaseApp(_settings(tmp_path, **{setting: value})).start()
+
+
+def test_the_data_folder_is_created_owner_only(tmp_path: Path) -> None:
+    import stat
+
+    app = BaseApp(_settings(tmp_path), plugin_manager=create_plugin_manager()).start()
+    data = tmp_path / "data"
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    assert stat.S_IMODE((data / "ragloom.db").stat().st_mode) == 0o600
+    assert os.umask(0o077) & 0o077 == 0o077  # what the process creates later stays private
+    assert app.started
+
+
+def test_the_index_reads_the_file_size_limit_from_the_settings(tmp_path: Path) -> None:
+    app = BaseApp(_settings(tmp_path, max_file_bytes=1234)).start()
+    assert app.indices.indices[0].resources.max_file_bytes == 1234

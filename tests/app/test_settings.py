@@ -68,3 +68,32 @@ def test_missing_or_broken_file_is_a_clear_error(tmp_path: Path) -> None:
     broken.write_text("REASONINGS = [\n")
     with pytest.raises(SettingsError, match="error in settings file"):
         AppSettings.load(broken)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("MAX_FILE_BYTES = 0", "MAX_FILE_BYTES: must be a positive whole number, not 0"),
+        ("QUEUE_MAX_SIZE = '64'", "QUEUE_MAX_SIZE: must be a positive whole number, not '64'"),
+        ("MAX_FILES_PER_UPLOAD = True", "MAX_FILES_PER_UPLOAD: must be a positive whole number"),
+        ("ALLOWED_HOSTS = 'ragloom.lan'", "ALLOWED_HOSTS: must be a list of host names"),
+    ],
+)
+def test_a_wrong_web_limit_stops_loading_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, message: str
+) -> None:
+    file = tmp_path / "limits.py"
+    file.write_text(line + "\n")
+    monkeypatch.delenv("RAGLOOM_SETTINGS", raising=False)
+    with pytest.raises(SettingsError, match=message.replace("(", r"\(")):
+        AppSettings.load(file)
+
+
+def test_web_limits_from_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    file = tmp_path / "limits.py"
+    file.write_text("MAX_FILE_BYTES = 1024\nQUEUE_MAX_SIZE = 3\nALLOWED_HOSTS = ['ragloom.lan']\n")
+    monkeypatch.delenv("RAGLOOM_SETTINGS", raising=False)
+    settings = AppSettings.load(file)
+    assert (settings.max_file_bytes, settings.queue_max_size) == (1024, 3)
+    assert settings.allowed_hosts == ["ragloom.lan"]
+    assert AppSettings().max_files_per_upload == 100  # the defaults hold the rest

@@ -83,9 +83,8 @@ def live_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveUI]:
     settings = AppSettings(data_dir=tmp_path_factory.mktemp("ragloom-data"))
     settings.first_run_docs = None
     app = BaseApp(settings).start()
-    port = free_port()
-    demo = serve(app, host="127.0.0.1", port=port, first_run_docs=False, block=False)
+    running = serve(app, host="127.0.0.1", port=free_port(), first_run_docs=False, block=False)
     try:
-        yield LiveUI(url=f"http://127.0.0.1:{port}/", app=app, demo=demo)
+        yield LiveUI(url=running.url, app=app, demo=running.demo)
     finally:
-        demo.close()
+        running.close()

@@ -9,6 +9,8 @@ a warning naming both (docs/plugins.md).
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,9 +40,36 @@ from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
 from ragloom_app.registry import build_from_spec, import_subclass
 from ragloom_app.settings import AppSettings, SettingsError
 
-__all__ = ["BaseApp", "LLMNotOfferedError"]
+__all__ = ["PRIVATE_UMASK", "BaseApp", "LLMNotOfferedError", "make_private_folder"]
 
 logger = logging.getLogger(__name__)
+
+PRIVATE_UMASK = 0o077
+"""Bits the process never grants: what it creates is readable by its owner alone."""
+
+
+def make_private_folder(folder: Path) -> None:
+    """Create ``folder`` (mode 0700) and keep what this process creates owner-only.
+
+    The data folder holds every document and conversation, so nobody else on the machine
+    may read it. The umask covers what is created inside it later by SQLite, Chroma and
+    the indices (it is the process's: Ragloom's own processes create nothing for others).
+    A folder that exists already with looser rights is tightened, with a warning.
+    """
+    previous = os.umask(PRIVATE_UMASK)
+    os.umask(previous | PRIVATE_UMASK)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    mode = stat.S_IMODE(folder.stat().st_mode)
+    if mode & PRIVATE_UMASK:
+        try:
+            folder.chmod(0o700)
+            logger.warning(
+                "the data folder %s was open to other users (mode %o): now owner-only (700)",
+                folder,
+                mode,
+            )
+        except OSError as exc:
+            logger.warning("the data folder %s is open to other users: %s", folder, exc)
 
 
 class LLMNotOfferedError(UserFacingError, ValueError):
@@ -96,7 +125,7 @@ class BaseApp:
             return self
         switch_off_telemetry()
         data_dir = self.settings.data_dir
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_folder(data_dir)
         self.engine = create_db_engine(self.settings.database)
         self._register_reasonings()
         for type_id in self.settings.index_types:
@@ -231,6 +260,8 @@ class BaseApp:
             shared_dir=self.settings.data_dir,
             embeddings=self.embeddings,
             readers=self.readers,
+            # The one per-file limit: gradio refuses the same size while receiving it.
+            max_file_bytes=self.settings.max_file_bytes,
         )
 
     @property

@@ -27,7 +27,11 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="start the web UI")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="a loopback address (127.0.0.1, ::1, localhost): there is no login yet",
+    )
     serve.add_argument("--port", type=int, default=7860)
     serve.add_argument(
         "--no-first-run-docs", action="store_true", help="do not index the bundled docs"
@@ -262,7 +266,17 @@ def _cmd_plugins(app: Any, args: argparse.Namespace) -> int:
 def _cmd_serve(app: Any, args: argparse.Namespace) -> int:
     from ragloom_app.ui.server import serve
 
-    serve(app, host=args.host, port=args.port, first_run_docs=not args.no_first_run_docs)
+    try:
+        serve(
+            app,
+            host=args.host,
+            port=args.port,
+            first_run_docs=not args.no_first_run_docs,
+            on_listening=lambda url: print(f"Ragloom is at {url} (Ctrl-C stops it)", flush=True),
+        )
+    except OSError as exc:  # the port is taken: uvicorn has logged the details
+        print(f"ragloom: error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -293,6 +307,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "models":
             return _cmd_models()
+        if args.command == "serve":
+            from ragloom_app.web.hosts import check_serving_host
+
+            check_serving_host(args.host)  # before the app opens anything
         app = _start_app(args)
         if args.command == "modes":
             for mode_id, cls in app.reasonings.items():

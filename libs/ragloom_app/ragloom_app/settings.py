@@ -67,6 +67,21 @@ class AppSettings:
     # with the bundled model the slowest mode takes 15 s a question on average (12x
     # that), and answers queue one at a time: a runaway one must not hold the queue long.
     answer_deadline_seconds: float = 180.0
+    # -- the web surface (docs/getting-started.md, "The web UI") -----------------
+    # One file's size: the index refuses a larger file and gradio refuses to receive one.
+    max_file_bytes: int = 200 * 1024 * 1024
+    # Files in one upload (one press of "Index"); past it the upload is refused whole.
+    max_files_per_upload: int = 100
+    # Bytes of one upload request to the UI (all its files), refused before it is read.
+    max_upload_request_bytes: int = 1024 * 1024 * 1024
+    # Free disk an upload must leave where the UI keeps uploads until they are indexed.
+    min_free_disk_bytes: int = 1024 * 1024 * 1024
+    # Bytes of any other request body to the UI's API (JSON: a question, a settings form).
+    max_request_bytes: int = 4 * 1024 * 1024
+    # Events (questions, uploads, page loads) waiting in the UI's queue; more are refused.
+    queue_max_size: int = 64
+    # Host names the UI answers to besides its own and loopback names (a reverse proxy's).
+    allowed_hosts: list[str] = field(default_factory=list)
     source: str = "defaults"
 
     def __post_init__(self) -> None:
@@ -74,20 +89,27 @@ class AppSettings:
         self.check_limits()
 
     def check_limits(self) -> None:
-        """Raise :class:`SettingsError` if a limit is not a positive number."""
-        limits = {
-            "MAX_QUESTION_CHARS": (self.max_question_chars, int),
-            "ANSWER_DEADLINE_SECONDS": (self.answer_deadline_seconds, int | float),
-        }
-        for name, (value, kind) in limits.items():
-            if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
-                raise SettingsError(f"{name} must be a positive number, got {value!r}")
+        """Raise :class:`SettingsError`, naming the setting, if a limit or list is wrong."""
+        for name in _POSITIVE_LIMITS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise SettingsError(
+                    f"{name.upper()}: must be a positive whole number, not {value!r}"
+                )
+        deadline = self.answer_deadline_seconds
+        if isinstance(deadline, bool) or not isinstance(deadline, int | float) or deadline <= 0:
+            raise SettingsError(
+                f"ANSWER_DEADLINE_SECONDS: must be a positive number, not {deadline!r}"
+            )
         if not isinstance(self.selectable_llms, list | tuple) or not all(
             isinstance(name, str) for name in self.selectable_llms
         ):
             raise SettingsError(
-                f"SELECTABLE_LLMS must be a list of names in LLMS, got {self.selectable_llms!r}"
+                f"SELECTABLE_LLMS: must be a list of names in LLMS, not {self.selectable_llms!r}"
             )
+        hosts = self.allowed_hosts
+        if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
+            raise SettingsError(f"ALLOWED_HOSTS: must be a list of host names, not {hosts!r}")
 
     @property
     def database(self) -> str:
@@ -125,6 +147,17 @@ class AppSettings:
             if os.environ.get(variable)
         }
         self._apply(values)
+
+
+_POSITIVE_LIMITS = (
+    "max_question_chars",
+    "max_file_bytes",
+    "max_files_per_upload",
+    "max_upload_request_bytes",
+    "min_free_disk_bytes",
+    "max_request_bytes",
+    "queue_max_size",
+)
 
 
 ENV_OVERRIDES = {

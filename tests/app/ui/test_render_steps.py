@@ -1,8 +1,8 @@
 """How the chat shows an agent's progress and, after the answer, its plan and steps."""
 
-from ragloom_app.ui.chat_tab import _step_label
 import re
 
+from ragloom_app.ui.chat_tab import _step_label
 from ragloom_app.ui.render import usage_html
 
 

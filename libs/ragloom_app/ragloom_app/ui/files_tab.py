@@ -3,7 +3,8 @@ and manage the indices (:mod:`ragloom_app.ui.indices_panel`).
 
 Gradio hands uploads over as temporary paths whose base name is the name the user's
 file had; that name is what the index records and shows (``names=``), never the
-temporary path.
+temporary path. Those temporary copies (in gradio's upload cache, a folder of the data
+folder) are deleted once the index has stored the files, or refused them.
 """
 
 from __future__ import annotations
@@ -22,21 +23,56 @@ from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
 from ragloom_app.ui import file_filter, render
 from ragloom_app.ui.indices_panel import IndicesPanel, build_indices_panel
 
-__all__ = ["FilesHandlers", "FilesTab", "build_files_tab"]
+__all__ = ["FilesHandlers", "FilesTab", "build_files_tab", "discard_upload_copies"]
 
 logger = logging.getLogger(__name__)
 
 
 def _upload_path(item: Any) -> Path:
-    """The path of one uploaded file, whether gradio gives a string or a file object."""
+    """The path of one uploaded file: gradio's file data (a dict), a file object or a path."""
+    if isinstance(item, dict):
+        return Path(item["path"])
     return Path(getattr(item, "name", item))
 
 
-class FilesHandlers:
-    """What the Files tab's events do; every method returns values for gradio outputs."""
+def discard_upload_copies(paths: Sequence[Path], upload_cache: Path | None) -> int:
+    """Delete the files of ``paths`` that are in ``upload_cache``; returns how many.
 
-    def __init__(self, app: BaseApp) -> None:
+    A path elsewhere (a user's own file, given through the API or a test) is never
+    touched. Gradio keeps each upload in a folder of its own (named by its hash): that
+    folder goes too once empty.
+    """
+    if upload_cache is None:
+        return 0
+    cache = upload_cache.resolve()
+    removed = 0
+    for path in paths:
+        folder = path.parent.resolve()
+        if not folder.is_relative_to(cache):
+            continue
+        try:
+            (folder / path.name).unlink(missing_ok=True)
+            removed += 1
+            if folder != cache:
+                folder.rmdir()  # only if empty: another upload of the same bytes may share it
+        except OSError as exc:
+            logger.debug("kept the upload copy %s: %s", path, exc)
+    return removed
+
+
+class FilesHandlers:
+    """What the Files tab's events do; every method returns values for gradio outputs.
+
+    ``upload_cache`` is gradio's upload folder: the copies there are deleted once indexed.
+    ``max_files`` bounds the files of one upload (``MAX_FILES_PER_UPLOAD``).
+    """
+
+    def __init__(
+        self, app: BaseApp, upload_cache: Path | None = None, max_files: int | None = None
+    ) -> None:
         self.app = app
+        self.upload_cache = upload_cache
+        self.max_files = max_files if max_files is not None else app.settings.max_files_per_upload
 
     def index_names(self) -> list[str]:
         """The names of every index, oldest first."""
@@ -80,6 +116,13 @@ class FilesHandlers:
             return gr.skip(), gr.skip(), gr.skip()
         paths = [_upload_path(item) for item in files]
         names = [path.name for path in paths]
+        if len(paths) > self.max_files:
+            discard_upload_copies(paths, self.upload_cache)
+            raise gr.Error(
+                f"Too many files in one upload: {len(paths)}. The limit is {self.max_files} "
+                "files (MAX_FILES_PER_UPLOAD): add them in smaller batches, or a whole folder "
+                "with `ragloom index add FOLDER`."
+            )
         try:
             index = self._index(index_name)
         except KeyError as exc:  # the index was deleted since the page loaded
@@ -98,6 +141,9 @@ class FilesHandlers:
             # The pipeline reports bad files as outcomes; this is the index itself failing.
             logger.exception("indexing into %r failed", index.name)
             raise gr.Error(html.escape(f"Indexing failed: {type(exc).__name__}: {exc}")) from exc
+        # Every file is now stored in the index or refused: the copies have done their job.
+        # (Kept when the index itself failed above, so pressing "Index" again can retry.)
+        discard_upload_copies(paths, self.upload_cache)
         failed = [o for o in outcomes if o.status == "failed"]
         if failed:
             gr.Warning(html.escape(f"{len(failed)} of {len(outcomes)} files could not be indexed."))
@@ -147,6 +193,7 @@ def build_files_tab(demo: gr.Blocks, app: BaseApp, chat_filter: gr.Dropdown) -> 
                 elem_id="upload",
                 height=180,
             )
+            handlers.upload_cache = Path(upload.GRADIO_CACHE)
             index_button = gr.Button("Index", variant="primary", elem_id="index-button")
             gr.Markdown("### Results", elem_classes="rl-panel-title")
             results = gr.HTML(
@@ -179,6 +226,9 @@ def build_files_tab(demo: gr.Blocks, app: BaseApp, chat_filter: gr.Dropdown) -> 
         api_name="index_files",
         # One progress bar, where the outcome will appear, not one over every output.
         show_progress_on=results,
+        # The upload's paths as gradio stored them: gr.File's preprocessing would leave an
+        # empty temporary file behind in the upload cache for every file (gradio 6.31).
+        preprocess=False,
     )
     indexing.then(
         handlers.after_indexing,

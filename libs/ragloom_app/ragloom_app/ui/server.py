@@ -7,31 +7,61 @@ Files a stopped process left unfinished are recovered in another background thre
 only once the server listens (:func:`recover_in_background`).
 Gradio is imported only here, after the telemetry switches are set: it reads them at
 import time.
+
+The UI is mounted in Ragloom's own ASGI app (:mod:`ragloom_app.web`), which checks every
+request before gradio sees it, and listens on loopback addresses only.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ragloom_app.index.base import FileOutcome, IndexingProgress
 from ragloom_app.privacy import switch_off_telemetry
+from ragloom_app.web.hosts import check_serving_host
+from ragloom_app.web.server import WebServer
 
 if TYPE_CHECKING:
     import gradio as gr
 
     from ragloom_app.app import BaseApp
 
-__all__ = ["LISTEN_WAIT_SECONDS", "prepare_in_background", "recover_in_background", "serve"]
+__all__ = [
+    "LISTEN_WAIT_SECONDS",
+    "UPLOAD_CACHE",
+    "RunningUI",
+    "prepare_in_background",
+    "recover_in_background",
+    "serve",
+]
 
 logger = logging.getLogger(__name__)
 
 #: How long the recovery waits for the server to listen before it gives up (the launch
 #: failed, e.g. the port was taken); `ragloom index check --repair` recovers then.
 LISTEN_WAIT_SECONDS = 300.0
+
+UPLOAD_CACHE = "uploads"
+"""The folder of the data folder where gradio keeps uploads until they are indexed."""
+
+
+@dataclass
+class RunningUI:
+    """A UI being served: its address, the gradio Blocks, and ``close()`` to stop it."""
+
+    url: str
+    demo: gr.Blocks
+    server: WebServer
+
+    def close(self) -> None:
+        """Stop serving."""
+        self.server.close()
 
 
 def _prepare(app: BaseApp, first_run_docs: bool, warm_up: bool) -> None:
@@ -129,36 +159,45 @@ def serve(
     block: bool = True,
     *,
     warm_up: bool = True,
-) -> gr.Blocks:
+    on_listening: Callable[[str], None] | None = None,
+) -> RunningUI:
     """Build the UI for ``app`` and serve it on ``host:port``.
 
-    With ``block=False`` it returns as soon as the server listens (call ``close()`` on the
-    result to stop it); otherwise it returns when the server stops. ``warm_up`` loads the
-    LLM and the embedding model in the background right away, not at the first use.
-    """
-    switch_off_telemetry()
-    from ragloom_app.ui.layout import build_ui, launch_styling
+    ``host`` must be a loopback address or ``localhost`` (:class:`UnsafeHostError`
+    otherwise, saying why and what to do): there is no login yet. With ``block=False`` it
+    returns as soon as the server listens (call ``close()`` on the result to stop it);
+    otherwise it returns when the server stops (Ctrl-C). ``warm_up`` loads the LLM and the
+    embedding model in the background right away, not at the first use. ``on_listening``
+    is called with the URL once the server listens.
 
+    Gradio's upload folder is a process-wide setting (``GRADIO_TEMP_DIR``, here the data
+    folder's ``uploads``): serve one UI per process at a time, or the older one's uploads
+    are refused as not uploaded.
+    """
+    check_serving_host(host)
+    switch_off_telemetry()
     app.start()
+    settings = app.settings
+    # Gradio's uploads wait in the data folder (owner-only), not in a shared /tmp/gradio
+    # that another user of the machine could have created and could read or swap files in.
+    os.environ["GRADIO_TEMP_DIR"] = str((settings.data_dir / UPLOAD_CACHE).resolve())
+    from ragloom_app.ui.layout import build_ui, launch_styling
+    from ragloom_app.web.asgi import build_web_app
+
     if first_run_docs or warm_up:
         prepare_in_background(app, first_run_docs=first_run_docs, warm_up=warm_up)
     demo = build_ui(app)
-    recover_in_background(app, lambda: demo.is_running)
-    demo.queue(default_concurrency_limit=1).launch(
-        server_name=host,
-        server_port=port,
-        prevent_thread_lock=not block,
-        show_error=True,
-        # Gradio prints the URL: what a `ragloom serve` user needs, noise for an embedder.
-        quiet=not block,
-        inbrowser=False,
-        share=False,
-        # Runs would be kept in the browser (and offered for upload to a hub): not for
-        # private documents. No "Built with Gradio" link either.
-        run_history=False,
-        footer_links=["api", "settings"],
-        **launch_styling(),
-    )
-    if not block:  # blocking launch() returns only once the server has stopped
-        logger.info("Ragloom UI at %s", demo.local_url)
-    return demo
+    demo.queue(default_concurrency_limit=1, max_size=settings.queue_max_size)
+    web = build_web_app(demo, settings, host=host, port=port, styling=launch_styling())
+    server = WebServer(web.asgi, host, port, on_close=web.stop)
+    # Recovery waits for the server to listen: an interrupted file that kills the process
+    # again must find the UI up, not keep it from ever starting.
+    recover_in_background(app, lambda: server.listening)
+    server.start()
+    running = RunningUI(url=server.url, demo=demo, server=server)
+    logger.info("Ragloom UI at %s", running.url)
+    if on_listening is not None:
+        on_listening(running.url)
+    if block:
+        server.wait()
+    return running

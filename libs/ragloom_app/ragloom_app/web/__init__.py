@@ -1,0 +1,13 @@
+"""The HTTP layer: one FastAPI app with the gradio UI mounted, run by uvicorn.
+
+- :mod:`.asgi`: the app, its guards and the mounted UI (imports gradio: import it only
+  after :func:`ragloom_app.privacy.switch_off_telemetry`, as ``ui.server`` does);
+- :mod:`.server`: uvicorn in a thread;
+- :mod:`.hosts`: loopback only, Host and Origin checks;
+- :mod:`.headers`: the Content-Security-Policy and other headers;
+- :mod:`.requests`: no fetching of URLs for anyone, bounded bodies.
+
+The limits are settings (``ragloom_app.settings.AppSettings``): ``MAX_FILE_BYTES``,
+``MAX_FILES_PER_UPLOAD``, ``MAX_UPLOAD_REQUEST_BYTES``, ``MIN_FREE_DISK_BYTES``,
+``MAX_REQUEST_BYTES``, ``QUEUE_MAX_SIZE`` and ``ALLOWED_HOSTS``.
+"""

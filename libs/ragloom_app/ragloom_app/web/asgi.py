@@ -1,0 +1,101 @@
+"""The web app: a FastAPI app with the guards in front and the gradio UI mounted at ``/``.
+
+Owning the ASGI app (rather than ``demo.launch()``) is what lets the guards see every
+request before gradio does. Outermost first: :class:`~.headers.SecurityHeaders` (so
+refusals carry the headers too), :class:`~.hosts.HostGuard`,
+:class:`~.requests.RequestGuard`, then gradio.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+from fastapi import FastAPI
+from starlette.middleware import Middleware
+from starlette.routing import Mount
+
+from ragloom_app.settings import AppSettings
+from ragloom_app.web.headers import SecurityHeaders
+from ragloom_app.web.hosts import HostGuard
+from ragloom_app.web.requests import RequestGuard
+
+__all__ = ["WebApp", "build_web_app"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class WebApp:
+    """The ASGI app to serve, and the gradio app mounted in it."""
+
+    asgi: FastAPI
+    demo: gr.Blocks
+    gradio_app: Any
+
+    def stop(self) -> None:
+        """End gradio's queue and its open event streams (before the server stops)."""
+        self.demo.close(verbose=False)
+        self.gradio_app.stop_event.set()
+
+
+def build_web_app(
+    demo: gr.Blocks,
+    settings: AppSettings,
+    *,
+    host: str,
+    port: int,
+    styling: Mapping[str, Any],
+) -> WebApp:
+    """Mount ``demo`` (queued, not launched) behind the guards, with the limits of ``settings``.
+
+    ``styling`` holds the ``theme`` and ``css`` of the page.
+    """
+    asgi = FastAPI(
+        # FastAPI's own docs pages load their scripts from a CDN: none of them.
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(HostGuard, allowed_hosts=[host, *settings.allowed_hosts]),
+            Middleware(
+                RequestGuard,
+                max_request_bytes=settings.max_request_bytes,
+                max_upload_request_bytes=settings.max_upload_request_bytes,
+                upload_dir=Path(gr.utils.get_upload_folder()),
+                min_free_disk_bytes=settings.min_free_disk_bytes,
+            ),
+        ],
+    )
+    gr.mount_gradio_app(
+        asgi,
+        demo,
+        path="/",
+        server_name=host,
+        server_port=port,
+        # The same limit as the index's: a larger file is refused while it streams in.
+        max_file_size=settings.max_file_bytes,
+        # Runs would be kept in the browser (and offered for upload to a hub): not for
+        # private documents. No "Built with Gradio" link either.
+        run_history=False,
+        footer_links=["api", "settings"],
+        show_error=True,
+        ssr_mode=False,
+        mcp_server=False,
+        pwa=False,
+        enable_monitoring=False,
+        **styling,
+    )
+    # launch() sets this; mounting does not. Until it is set gradio skips its check that
+    # an event's input files were uploaded (processing_utils._check_allowed), and would
+    # copy any file of this machine named in a request into its cache.
+    demo.has_launched = True
+    gradio_app = next(
+        route.app for route in asgi.routes if isinstance(route, Mount) and route.path == ""
+    )
+    return WebApp(asgi=asgi, demo=demo, gradio_app=gradio_app)
