@@ -53,7 +53,7 @@ def test_limits_from_a_settings_file_are_checked(tmp_path: Path) -> None:
     settings = AppSettings.load(file)
     assert (settings.max_question_chars, settings.answer_deadline_seconds) == (120, 30)
     file.write_text("ANSWER_DEADLINE_SECONDS = 0\n")
-    with pytest.raises(SettingsError, match="ANSWER_DEADLINE_SECONDS must be a positive"):
+    with pytest.raises(SettingsError, match="ANSWER_DEADLINE_SECONDS: must be a positive"):
         AppSettings.load(file)
 
 
