@@ -94,8 +94,8 @@ class TextBudget:
     (:meth:`limit_for`). The defaults let real documents through with a wide margin: plain
     text, HTML and PDF files give at most about one character per byte, and the CSV and
     JSON readers abbreviate long headers and key paths so that even a table of one-digit
-    values under long headers stays under 30 times its size. 64 million characters is some
-    60,000 chunks, already an hour of embedding on a laptop's CPU.
+    values under long headers stays under 27 times its size. 64 million characters is some
+    60,000 chunks, 40 minutes of embedding at 25 chunks/s (docs/performance.md).
     """
 
     ratio: float = 32.0
