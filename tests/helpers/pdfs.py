@@ -2,7 +2,8 @@
 
 pypdf cannot lay out text, so :func:`make_pdf` writes the objects itself: a catalog, a page
 tree, the standard Helvetica font and one content stream per page, with a correct xref table.
-:func:`make_form_pdf` writes a text amplifier: one compressed form XObject drawn many times.
+:func:`make_form_pdf` writes a text amplifier: one compressed form XObject drawn many times;
+:func:`make_inflating_pdf` a page whose compressed content inflates to a given size.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 
 import pypdf
 
-__all__ = ["encrypt_pdf", "make_form_pdf", "make_pdf"]
+__all__ = ["encrypt_pdf", "make_form_pdf", "make_inflating_pdf", "make_pdf"]
 
 
 def _pdf_string(text: str) -> str:
@@ -80,6 +81,29 @@ def make_form_pdf(form_text: str, draws: int, pages: int = 1) -> bytes:
         b" >> /XObject << /X1 4 0 R >> >> /Contents 5 0 R >>"
     ] * pages
     return _assemble(objects)
+
+
+def make_inflating_pdf(letters: int) -> bytes:
+    """One page that shows ``letters`` times "a", Flate-compressed (80 MB take 78 kB)."""
+    packer = zlib.compressobj(9)
+    parts = [packer.compress(b"BT /F1 12 Tf 72 700 Td (")]
+    block = b"a" * (1 << 20)
+    for _ in range(letters // len(block)):
+        parts.append(packer.compress(block))
+    parts += [packer.compress(b"a" * (letters % len(block)) + b") Tj ET"), packer.flush()]
+    stream = b"".join(parts)
+    return _assemble(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1"
+            b" 3 0 R >> >> /Contents 5 0 R >>",
+            b"<< /Filter /FlateDecode /Length %d >>\nstream\n" % len(stream)
+            + stream
+            + b"\nendstream",
+        ]
+    )
 
 
 def _assemble(objects: Sequence[bytes]) -> bytes:

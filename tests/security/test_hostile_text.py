@@ -26,7 +26,7 @@ from ragloom.loaders import LoaderError, read_file
 from ragloom.sandbox import Sandbox, SandboxLimits
 from ragloom.splitters import TokenSplitter, approximate_token_count
 from tests.helpers.heartbeat import Heartbeat
-from tests.helpers.pdfs import make_form_pdf
+from tests.helpers.pdfs import make_form_pdf, make_inflating_pdf
 
 pytestmark = pytest.mark.security
 
@@ -205,4 +205,18 @@ def test_a_small_pdf_drawing_a_form_thousands_of_times_is_refused(
         "the PDF file would expand to more than 1,000,000 characters of text from"
     )
     assert outcome["seconds"] < 10
+    assert outcome["worker_pause"] < 0.5
+
+
+def test_a_pdf_stream_that_inflates_past_pypdf_limit_is_refused(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # 78 kB of Flate that would inflate to 80 MB of text: pypdf stops at 75 MB.
+    path = tmp_path / "inflate.pdf"
+    path.write_bytes(make_inflating_pdf(80_000_000))
+    outcome = _run(sandbox, path)
+    assert outcome["refused"].startswith(
+        "not a valid PDF: it is past one of pypdf's safety limits (a decompression bomb?): "
+        "Limit reached while decompressing."
+    )
     assert outcome["worker_pause"] < 0.5

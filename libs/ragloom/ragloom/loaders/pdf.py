@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pypdf
-from pypdf.errors import DependencyError
+from pypdf.errors import DependencyError, LimitReachedError
 
 from ragloom.loaders.base import (
     EmptyDocumentError,
@@ -229,4 +229,8 @@ def _decrypt(reader: pypdf.PdfReader, path: Path) -> None:
 def _detail(exc: BaseException) -> str:
     """A one-line description of a pypdf error for the user."""
     text = " ".join(str(exc).split())
-    return text[:200] if text else type(exc).__name__
+    text = text[:200] if text else type(exc).__name__
+    if isinstance(exc, LimitReachedError):
+        # A stream over 75 MB decompressed, 5,000 form XObjects on a page...
+        return f"it is past one of pypdf's safety limits (a decompression bomb?): {text}"
+    return text
