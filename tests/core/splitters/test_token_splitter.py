@@ -252,6 +252,7 @@ def test_approximate_token_count() -> None:
     assert approximate_token_count("Hello, world!") == 4
     assert approximate_token_count("中文。") == 3
     assert approximate_token_count("   ") == 0
+    assert approximate_token_count("日本語\u3000テキスト") == 7  # the ideographic space is a space
 
 
 def _word_piece_like(text: str) -> int:
