@@ -231,6 +231,7 @@ def _detail(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     text = text[:200] if text else type(exc).__name__
     if isinstance(exc, LimitReachedError):
-        # A stream over 75 MB decompressed, 5,000 form XObjects on a page...
-        return f"it is past one of pypdf's safety limits (a decompression bomb?): {text}"
+        # A stream over 75 MB decompressed, a reference loop, a page tree too deep...
+        bomb = " (a decompression bomb?)" if "decompress" in text.lower() else ""
+        return f"it is past one of pypdf's safety limits{bomb}: {text}"
     return text
