@@ -119,9 +119,9 @@ def _within_budget(pages: list[Page], path: Path, budget: TextBudget) -> list[Pa
         raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
     kind = f"{path.suffix.lower()} file" if path.suffix else "file"
     meter = budget.meter(size, kind, path)
+    checked: list[Page] = []
     for page in pages:
         meter.add(len(page.text))
-    return [
-        page if clean is page.text else Page(text=clean, number=page.number)
-        for page, clean in ((page, without_surrogates(page.text)) for page in pages)
-    ]
+        text = without_surrogates(page.text)
+        checked.append(page if text is page.text else Page(text=text, number=page.number))
+    return checked

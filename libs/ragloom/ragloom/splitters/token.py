@@ -24,9 +24,11 @@ at most 25 per word of the approximate count (SQLite's long constant names), so 
 never changes their chunks; it stops what a count cannot see (the model counts a run of
 letters of any length as one unknown token, and whitespace as nothing). It also keeps the
 work linear: a span longer than the cap is split without being counted, and a word is cut
-by bisecting a window of that many characters, so each character is counted a bounded
-number of times (before, a 200 kB base64 line took 73 s, and the time grew with the
-square of its length).
+by bisecting a window of that many characters (in a run longer than the cap, each piece
+is aimed from the previous one and taken once it holds nine tenths of ``chunk_size``), so
+each character is counted a bounded number of times (before, a 200 kB base64 line took
+73 s, and the time grew with the square of its length). Units stream into the packer with
+a paragraph's look-ahead at most, so memory stays within a chunk beside the chunks made.
 """
 
 from __future__ import annotations
