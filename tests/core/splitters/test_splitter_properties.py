@@ -3,8 +3,9 @@
 Texts mix words, sentences, CJK, odd whitespace and newlines, any Unicode, and long runs
 without whitespace (base64-like, one letter repeated, a run of full stops), split with
 counters that behave like real ones: the approximate count, one that makes a long word a
-single unknown token (as WordPiece does), and one where some characters are worth more
-than a whole chunk.
+single unknown token (as WordPiece does), one where some characters are worth more than a
+whole chunk, and one that counts some characters as nothing (as the bundled model does
+with combining marks).
 """
 
 from __future__ import annotations
@@ -33,10 +34,16 @@ def _heavy_characters(text: str) -> int:
     return sum(50 if char == "€" else 1 for char in text if not char.isspace())
 
 
+def _weightless_marks(text: str) -> int:
+    """The approximate count, with combining acute accents (U+0301) worth nothing."""
+    return approximate_token_count(text.replace("\u0301", ""))
+
+
 _COUNTERS: dict[str, Callable[[str], int]] = {
     "approximate": approximate_token_count,
     "word-piece-like": _word_piece_like,
     "heavy-characters": _heavy_characters,
+    "weightless-marks": _weightless_marks,
 }
 
 _words = st.sampled_from(
@@ -45,7 +52,7 @@ _words = st.sampled_from(
 )
 _runs = st.builds(
     lambda alphabet, n: (alphabet * (n // len(alphabet) + 1))[:n],
-    st.sampled_from(["a", "QUJD+/09zZ", "....", "!?", "x.", "€", "长"]),
+    st.sampled_from(["a", "QUJD+/09zZ", "....", "!?", "x.", "€", "长", "\u0301 ", "e\u0301"]),
     st.integers(1, 5_000),
 )
 _spaces = st.sampled_from([" ", "  ", "\n", "\n\n", " \n \n", "\t", "\r\n", "\u3000", "\x0c"])
@@ -96,6 +103,9 @@ def test_chunks_are_exact_bounded_ordered_and_lose_nothing(
             if chunk.start < previous.end:
                 assert overlap > 0
                 assert count(page.text[chunk.start : previous.end]) <= overlap
+                # Repeated text is bounded in characters too, so chunks move on.
+                assert previous.end - chunk.start <= overlap * splitter.max_chars_per_token
+        assert sum(len(c.text) for c in mine) <= len(page.text) * size / (size - overlap) + cap
 
 
 # The sentence-end pattern before it was made linear: the rewrite must find the same ends

@@ -299,3 +299,18 @@ def test_a_long_run_is_counted_a_bounded_number_of_times() -> None:
     assert all(approximate_token_count(c.text) <= 240 for c in chunks)
     # Bisecting the whole rest of the run for each piece counted it 392 times over; 1.6 now.
     assert sum(counted) < 3 * len(run)
+
+
+def test_units_that_count_as_nothing_are_not_all_repeated() -> None:
+    # The bundled model counts a combining mark alone as no token. Repeating every such
+    # unit of a chunk in the next made 46,000 chunks of 100 kB (3,500 times the text).
+    def count(text: str) -> int:
+        return sum(1 for char in text if not char.isspace() and char != "\u0301")
+
+    text = "\u0301 " * 50_000
+    splitter = TokenSplitter(chunk_size=240, chunk_overlap=36, tokenizer=count)
+    chunks = splitter([Page(text)], "src", "file.txt")
+    assert len(chunks) == 16
+    assert sum(len(c.text) for c in chunks) < 1.2 * len(text)
+    for previous, chunk in pairwise(chunks):
+        assert previous.end - chunk.start <= 36 * MAX_CHARS_PER_TOKEN

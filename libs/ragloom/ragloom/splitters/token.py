@@ -145,7 +145,7 @@ class TokenSplitter(BaseComponent):
         chunks: list[Chunk] = []
         for page in pages:
             units = _units(page.text, count, size, cap)
-            for start, end in _pack(units, size, overlap, cap):
+            for start, end in _pack(units, size, overlap, cap, overlap * per_token):
                 chunks.append(
                     Chunk(
                         id=f"{source_id}-{len(chunks):05d}",
@@ -333,8 +333,15 @@ def _released(pending: list[_Unit], tokens: int) -> Iterator[tuple[_Unit, tuple[
         yield unit, (tokens, pending[-1].end) if i == 0 else None
 
 
-def _pack(units: Iterable[_Unit], size: int, overlap: int, cap: int) -> Iterator[tuple[int, int]]:
-    """Greedy packing of ``units`` into ``(start, end)`` chunk spans (see the module docs)."""
+def _pack(
+    units: Iterable[_Unit], size: int, overlap: int, cap: int, overlap_cap: int
+) -> Iterator[tuple[int, int]]:
+    """Greedy packing of ``units`` into ``(start, end)`` chunk spans (see the module docs).
+
+    The overlap repeats at most ``overlap`` tokens and ``overlap_cap`` characters: units
+    the tokenizer counts as nothing (combining marks, for the bundled model) would otherwise
+    all be repeated, and each chunk would then move on by a unit or two.
+    """
     current: list[_Unit] = []
     tokens = 0
     carried = 0  # leading units of ``current`` repeated from the previous chunk
@@ -346,7 +353,7 @@ def _pack(units: Iterable[_Unit], size: int, overlap: int, cap: int) -> Iterator
         ):
             yield current[0].start, current[-1].end
             # Room for the overlap is what the next unit (or whole paragraph) leaves.
-            current = _tail(current, min(overlap, size - need_tokens))
+            current = _tail(current, min(overlap, size - need_tokens), overlap_cap)
             while current and need_end - current[0].start > cap:
                 del current[0]
             carried = len(current)
@@ -357,11 +364,15 @@ def _pack(units: Iterable[_Unit], size: int, overlap: int, cap: int) -> Iterator
         yield current[0].start, current[-1].end
 
 
-def _tail(units: list[_Unit], budget: int) -> list[_Unit]:
-    """The longest run of trailing ``units`` whose tokens sum to at most ``budget``."""
+def _tail(units: list[_Unit], budget: int, chars: int) -> list[_Unit]:
+    """The longest run of trailing ``units`` of at most ``budget`` tokens and ``chars``."""
     taken = 0
     first = len(units)
-    while first > 0 and taken + units[first - 1].tokens <= budget:
+    while (
+        first > 0
+        and taken + units[first - 1].tokens <= budget
+        and units[-1].end - units[first - 1].start <= chars
+    ):
         first -= 1
         taken += units[first].tokens
     return units[first:]
