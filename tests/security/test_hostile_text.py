@@ -168,11 +168,15 @@ def test_a_run_of_full_stops_does_not_stall_the_sentence_splitter(
     assert outcome["worker_pause"] < 0.5
 
 
-def test_unbalanced_quotes_do_not_stall_the_csv_sniffer(sandbox: Sandbox, tmp_path: Path) -> None:
-    # The sniffer's quote pattern is quadratic: 12 s on 64 KiB of ',"' (no newline, so the
-    # whole sample), holding the GIL; it sees 4 KiB now.
+@pytest.mark.parametrize("start", [',"' * 200_000, ',"a",' + "," * 400_000])
+def test_quotes_and_commas_do_not_stall_the_csv_sniffer(
+    sandbox: Sandbox, tmp_path: Path, start: str
+) -> None:
+    # The sniffer's patterns are quadratic in its sample, holding the GIL: 12 s on 64 KiB
+    # of ',"' and 17 s on a quoted field and 64 KiB of ',' (no newline: the whole sample).
+    # It sees 4 KiB now.
     path = tmp_path / "quotes.csv"
-    path.write_text(',"' * 200_000 + "\n1,2\n")
+    path.write_text(start + "\n1,2\n")
     outcome = _run(sandbox, path)
     assert outcome["refused"] is None or "CSV" in outcome["refused"]
     assert outcome["seconds"] < 5

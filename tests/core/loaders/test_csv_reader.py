@@ -152,3 +152,11 @@ def test_a_file_past_its_budget_is_refused(tmp_path: Path) -> None:
         len(CsvReader().read(path)[0].text)
         == 1_000 * len("a_long_column_name: 1; another_long_name: 2\n") - 1
     )
+
+
+def test_doubled_quotes_past_the_sniffed_sample(tmp_path: Path) -> None:
+    # The sniffer sees the first 4 KiB, without a "" in them; the row after still reads
+    # the RFC 4180 way.
+    rows = "".join(f'{i},"plain note {i}"\n' for i in range(300))
+    text = _read(tmp_path, "n,note\n" + rows + '300,"the ""quoted"" word"\n')
+    assert text.split("\n")[-1] == 'n: 300; note: the "quoted" word'

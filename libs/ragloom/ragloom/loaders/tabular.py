@@ -45,10 +45,10 @@ MAX_KEY_PATH_CHARS = 48
 """A longer JSON key path keeps its last characters after ``…``, from a key where it can."""
 
 # The sniffer sees the first rows only; guessing among the delimiters spreadsheets actually
-# write keeps it from choosing a letter that happens to repeat in every line. Its quote
-# guess is a regular expression that is quadratic in the sample on unbalanced quotes (12 s
-# for 64 KiB of ',"', 0.24 s for 8 KiB, holding the GIL); 4 KiB bounds that to 60 ms and
-# is still dozens of rows of an ordinary table (Python's documentation sniffs 1 KiB).
+# write keeps it from choosing a letter that happens to repeat in every line. Its regular
+# expressions are quadratic in the sample, holding the GIL: 12 s for 64 KiB of ',"' and
+# 17 s for a quoted field and 64 KiB of ','. 4 KiB bounds them to 70 ms and is still
+# dozens of rows of an ordinary table (Python's documentation sniffs 1 KiB).
 _SNIFF_CHARS = 4 * 1024
 _DELIMITERS = ",;\t|"
 
@@ -110,6 +110,10 @@ def _sniff(text: str, path: Path) -> type[csv.Dialect] | csv.Dialect:
         # One column, or rows too irregular to tell: commas are the convention.
         logger.debug("%s: CSV dialect not recognised, reading it as comma-separated", path.name)
         return csv.excel
+    # The sniffer says "doubled quotes" only if its sample shows a "" (the sample's size
+    # decides it); RFC 4180 and every spreadsheet write a quote in a quoted field as "",
+    # and without one in the file the setting changes nothing.
+    dialect.doublequote = True
     logger.debug("%s: CSV delimiter %r", path.name, dialect.delimiter)
     return dialect
 
