@@ -2,16 +2,19 @@
 
 pypdf cannot lay out text, so :func:`make_pdf` writes the objects itself: a catalog, a page
 tree, the standard Helvetica font and one content stream per page, with a correct xref table.
+:func:`make_form_pdf` writes a text amplifier: one compressed form XObject drawn many times;
+:func:`make_inflating_pdf` a page whose compressed content inflates to a given size.
 """
 
 from __future__ import annotations
 
 import io
+import zlib
 from collections.abc import Sequence
 
 import pypdf
 
-__all__ = ["encrypt_pdf", "make_pdf"]
+__all__ = ["encrypt_pdf", "make_form_pdf", "make_inflating_pdf", "make_pdf"]
 
 
 def _pdf_string(text: str) -> str:
@@ -50,7 +53,61 @@ def make_pdf(pages: Sequence[str | None]) -> bytes:
             ).encode()
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    return _assemble(objects)
 
+
+def make_form_pdf(form_text: str, draws: int, pages: int = 1) -> bytes:
+    """``pages`` pages that each draw one form XObject showing ``form_text`` ``draws`` times.
+
+    Both streams are Flate-compressed, so a few kilobytes give ``pages * draws *
+    len(form_text)`` characters of text.
+    """
+    form = zlib.compress(b"BT /F1 12 Tf 72 700 Td " + _pdf_string(form_text).encode() + b" Tj ET")
+    drawing = zlib.compress(b"q /X1 Do Q\n" * draws)
+    page_ids = range(6, 6 + pages)
+    objects: list[bytes] = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>"
+        % (b" ".join(b"%d 0 R" % pid for pid in page_ids), pages),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F1 3 0 R"
+        b" >> >> /Filter /FlateDecode /Length %d >>\nstream\n" % len(form) + form + b"\nendstream",
+        b"<< /Filter /FlateDecode /Length %d >>\nstream\n" % len(drawing)
+        + drawing
+        + b"\nendstream",
+    ]
+    objects += [
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R"
+        b" >> /XObject << /X1 4 0 R >> >> /Contents 5 0 R >>"
+    ] * pages
+    return _assemble(objects)
+
+
+def make_inflating_pdf(letters: int) -> bytes:
+    """One page that shows ``letters`` times "a", Flate-compressed (80 MB take 78 kB)."""
+    packer = zlib.compressobj(9)
+    parts = [packer.compress(b"BT /F1 12 Tf 72 700 Td (")]
+    block = b"a" * (1 << 20)
+    for _ in range(letters // len(block)):
+        parts.append(packer.compress(block))
+    parts += [packer.compress(b"a" * (letters % len(block)) + b") Tj ET"), packer.flush()]
+    stream = b"".join(parts)
+    return _assemble(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1"
+            b" 3 0 R >> >> /Contents 5 0 R >>",
+            b"<< /Filter /FlateDecode /Length %d >>\nstream\n" % len(stream)
+            + stream
+            + b"\nendstream",
+        ]
+    )
+
+
+def _assemble(objects: Sequence[bytes]) -> bytes:
+    """A PDF file of ``objects`` (numbered from 1, the first the catalog) and its xref."""
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
     for number, body in enumerate(objects, start=1):

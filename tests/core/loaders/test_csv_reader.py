@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from ragloom.loaders import CsvReader, EmptyDocumentError, UnreadableFileError
+from ragloom.loaders import (
+    CsvReader,
+    EmptyDocumentError,
+    TextBudget,
+    TextBudgetExceededError,
+    UnreadableFileError,
+)
+from ragloom.loaders.tabular import MAX_HEADER_CHARS
 from ragloom.schema import Page
 
 
@@ -109,3 +116,47 @@ def test_many_rows(tmp_path: Path) -> None:
     assert len(lines) == 20_000
     assert lines[-1] == "n: 19999; label: item 19999"
     assert CsvReader().read(tmp_path / "table.csv") == [Page(text=text, number=None)]
+
+
+def test_long_headers_are_abbreviated(tmp_path: Path) -> None:
+    question = "How satisfied were you with the speed of our delivery service this quarter?"
+    text = _read(tmp_path, f"id,{question}\n1,4\n2,5\n")
+    shown = "How satisfied were you with the speed of our de…"
+    assert len(shown) == MAX_HEADER_CHARS
+    assert text == f"id: 1; {shown}: 4\nid: 2; {shown}: 5"
+
+
+def test_an_honest_wide_table_fits_the_default_budget(tmp_path: Path) -> None:
+    # A survey: 40 long questions answered 1-5, the most a real table expands (22 times).
+    questions = [f"Q{i}. How satisfied were you with part {i} of our service?" for i in range(40)]
+    rows = [",".join(["id", *questions])]
+    rows += [",".join([str(r)] + [str(1 + (r + q) % 5) for q in range(40)]) for r in range(500)]
+    data = "\n".join(rows) + "\n"
+    text = _read(tmp_path, data)
+    assert 20 < len(text) / len(data) < TextBudget().ratio
+
+
+def test_a_file_past_its_budget_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "wide.csv"
+    path.write_text("a_long_column_name,another_long_name\n" + "1,2\n" * 1_000)
+    budget = TextBudget(ratio=5, min_chars=0)
+    with pytest.raises(TextBudgetExceededError) as info:
+        CsvReader(budget).read(path)
+    assert info.value.reason == (
+        "the CSV file would expand to more than 20,185 characters of text, over 5 times its "
+        "size (4.0 kB); the limit is 5 times the file's size"
+    )
+    assert info.value.limit == 20_185
+    # The same file under the default budget: 11 times its size.
+    assert (
+        len(CsvReader().read(path)[0].text)
+        == 1_000 * len("a_long_column_name: 1; another_long_name: 2\n") - 1
+    )
+
+
+def test_doubled_quotes_past_the_sniffed_sample(tmp_path: Path) -> None:
+    # The sniffer sees the first 4 KiB, without a "" in them; the row after still reads
+    # the RFC 4180 way.
+    rows = "".join(f'{i},"plain note {i}"\n' for i in range(300))
+    text = _read(tmp_path, "n,note\n" + rows + '300,"the ""quoted"" word"\n')
+    assert text.split("\n")[-1] == 'n: 300; note: the "quoted" word'

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from ragloom.loaders import EmptyDocumentError, HtmlReader, UnreadableFileError
+from ragloom.loaders import (
+    EmptyDocumentError,
+    HtmlReader,
+    TextBudget,
+    TextBudgetExceededError,
+    UnreadableFileError,
+)
+from ragloom.loaders.html import MAX_HTML_ELEMENTS
 from ragloom.schema import Page
 
 
@@ -165,3 +172,34 @@ def test_only_the_head_title_is_the_page_title(tmp_path: Path) -> None:
     page = "<body><svg><title>icon</title></svg><p>Body text</p></body>"
     assert _read(tmp_path, page) == "Body text"
     assert _read(tmp_path, "<title>Bare title</title><p>Body text</p>") == "Bare title\n\nBody text"
+
+
+def test_a_page_with_too_many_elements_is_refused_before_parsing(tmp_path: Path) -> None:
+    path = tmp_path / "many.html"
+    path.write_text("<html><body>" + "<p>x</p>" * 9 + "</body></html>")  # 11 start tags
+    assert HtmlReader(max_elements=11).read(path) == [Page("x\n\n" * 8 + "x")]
+    with pytest.raises(UnreadableFileError) as info:
+        HtmlReader(max_elements=10).read(path)
+    assert info.value.reason == "the page has more than 10 HTML elements; the limit is 10"
+    assert MAX_HTML_ELEMENTS == 250_000
+
+
+def test_declared_charset_of_a_big_page(tmp_path: Path) -> None:
+    # Past 320 KiB only the first 16 KiB are searched for <meta charset>; a page declares it
+    # in its head.
+    body = "<p>Prix : 5 € le café.</p>\n" * 20_000
+    page = f'<html><head><meta charset="windows-1252"></head><body>{body}</body></html>'
+    text = _read(tmp_path, page.encode("cp1252"))
+    assert text.startswith("Prix : 5 € le café.\n\nPrix")
+
+
+def test_a_page_past_its_budget_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "long.html"
+    path.write_text("<title>T</title>" + "<p>twelve chars</p>" * 10)
+    budget = TextBudget(max_chars=100, min_chars=100)
+    with pytest.raises(TextBudgetExceededError) as info:
+        HtmlReader(budget).read(path)
+    assert info.value.reason == (
+        "the HTML file would expand to more than 100 characters of text from 206 bytes; "
+        "the limit is 100 characters per file"
+    )

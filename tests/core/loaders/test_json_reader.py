@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from ragloom.loaders import EmptyDocumentError, JsonReader, UnreadableFileError
+from ragloom.loaders import (
+    EmptyDocumentError,
+    JsonReader,
+    TextBudget,
+    TextBudgetExceededError,
+    UnreadableFileError,
+)
+from ragloom.loaders.tabular import MAX_KEY_PATH_CHARS
 from ragloom.schema import Page
 
 
@@ -102,7 +109,8 @@ def test_nesting_deeper_than_the_parser_accepts(tmp_path: Path) -> None:
 def test_deep_document_is_flattened_without_recursion(tmp_path: Path) -> None:
     depth = 900  # deeper than a recursive flattener could go within the recursion limit
     text = _read(tmp_path, '{"k":' * depth + '"bottom"' + "}" * depth)
-    assert text == ".".join(["k"] * depth) + ": bottom"
+    # The 1,799-character path keeps its last 24 keys.
+    assert text == "…" + ".".join(["k"] * 24) + ": bottom"
 
 
 def test_big_document(tmp_path: Path) -> None:
@@ -135,3 +143,47 @@ def test_page(tmp_path: Path) -> None:
     path = tmp_path / "p.json"
     path.write_text('{"a": [true]}')
     assert JsonReader().read(path) == [Page(text="a[0]: true", number=None)]
+
+
+def test_long_key_paths_keep_their_tail_from_a_key(tmp_path: Path) -> None:
+    members = [{"name": "Ann"}, {"name": "Bo"}]
+    document = {"organisation": {"departments": {"engineering": {"teams": [{"members": members}]}}}}
+    # The full paths ("organisation.departments.engineering.teams[0].members[0].name") are
+    # 61 characters; the cut moves to the next key rather than keep "…tments.".
+    assert _read(tmp_path, json.dumps(document)) == (
+        "…engineering.teams[0].members[0].name: Ann\n…engineering.teams[0].members[1].name: Bo"
+    )
+
+
+def test_a_single_long_key_is_cut_by_characters(tmp_path: Path) -> None:
+    key = "k" * 30 + "y" * 70
+    text = _read(tmp_path, json.dumps({key: [1, 2]}))
+    assert text == f"…{'y' * 44}[0]: 1\n…{'y' * 44}[1]: 2"
+    assert all(len(line.split(": ")[0]) == MAX_KEY_PATH_CHARS for line in text.split("\n"))
+
+
+def test_a_number_with_too_many_digits(tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    path.write_text('{"n": ' + "9" * 5_000 + "}")
+    with pytest.raises(UnreadableFileError) as info:
+        JsonReader().read(path)
+    assert info.value.reason == "invalid JSON: a number has more than 4300 digits"
+
+
+def test_lone_surrogates_become_replacement_characters(tmp_path: Path) -> None:
+    assert _read(tmp_path, r'{"k\ud800": "v\udfff w", "pair": "\ud83d\ude00"}') == (
+        "k\ufffd: v\ufffd w\npair: 😀"
+    )
+
+
+def test_a_file_past_its_budget_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "numbers.json"
+    path.write_text(json.dumps({"a" * 40: list(range(1_000))}))  # 4,936 bytes
+    with pytest.raises(TextBudgetExceededError) as info:
+        JsonReader(TextBudget(ratio=4, min_chars=0)).read(path)
+    assert info.value.reason == (
+        "the JSON file would expand to more than 19,744 characters of text, over 4 times its "
+        "size (4.9 kB); the limit is 4 times the file's size"
+    )
+    lines = JsonReader().read(path)[0].text.split("\n")  # 10 times its size: within the default
+    assert lines == ["a" * 40 + f"[{i}]: {i}" for i in range(1_000)]

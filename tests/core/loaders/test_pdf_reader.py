@@ -6,11 +6,18 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
+import pypdf
 import pytest
 
-from ragloom.loaders import EmptyDocumentError, PdfReader, UnreadableFileError
+from ragloom.loaders import (
+    EmptyDocumentError,
+    PdfReader,
+    TextBudget,
+    TextBudgetExceededError,
+    UnreadableFileError,
+)
 from ragloom.schema import Page
-from tests.helpers.pdfs import encrypt_pdf, make_pdf
+from tests.helpers.pdfs import encrypt_pdf, make_form_pdf, make_pdf
 
 
 def _write(tmp_path: Path, name: str, data: bytes) -> Path:
@@ -134,3 +141,48 @@ def test_pypdf_records_outside_a_read_pass_through(
     assert [r.getMessage() for r in root_records if r.name == "pypdf._reader"] == [
         "someone else's pypdf use"
     ]
+
+
+def test_a_form_drawn_a_few_times_is_read(tmp_path: Path) -> None:
+    path = _write(tmp_path, "form.pdf", make_form_pdf("Hello form", draws=3, pages=2))
+    assert PdfReader().read(path) == [
+        Page(text="Hello form\nHello form\nHello form", number=1),
+        Page(text="Hello form\nHello form\nHello form", number=2),
+    ]
+
+
+def test_a_small_form_drawn_thousands_of_times_is_refused(tmp_path: Path) -> None:
+    # 906 bytes that pypdf alone would extract to 2,000 x 1,000 characters: refused at the
+    # budget's floor, while the page is extracted.
+    path = _write(tmp_path, "bomb.pdf", make_form_pdf("a" * 1_000, draws=2_000))
+    with pytest.raises(TextBudgetExceededError) as info:
+        PdfReader().read(path)
+    assert info.value.reason == (
+        "the PDF file would expand to more than 1,000,000 characters of text from 906 bytes; "
+        "the limit is 1,000,000 characters for a file this small"
+    )
+
+
+def test_the_budget_counts_over_all_pages(tmp_path: Path) -> None:
+    path = _write(tmp_path, "three.pdf", make_pdf(["x" * 100, "y" * 100, "z" * 100]))
+    budget = TextBudget(max_chars=250, min_chars=250)
+    with pytest.raises(TextBudgetExceededError, match="more than 250 characters"):
+        PdfReader(budget).read(path)
+    assert len(PdfReader(TextBudget(max_chars=300, min_chars=300)).read(path)) == 3
+
+
+def test_only_pages_that_can_show_text_are_extracted_with_the_counting_visitor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A visitor makes pypdf parse every content stream: 80 times slower on a chart page.
+    visited: list[bool] = []
+    extract = pypdf.PageObject.extract_text
+
+    def spy(page: pypdf.PageObject, *args: object, **kwargs: object) -> str:
+        visited.append(kwargs.get("visitor_text") is not None)
+        return extract(page, *args, **kwargs)
+
+    monkeypatch.setattr(pypdf.PageObject, "extract_text", spy)
+    path = _write(tmp_path, "chart.pdf", make_pdf([None, "Caption"]))
+    assert PdfReader().read(path) == [Page(text="Caption", number=2)]
+    assert visited == [False, True]

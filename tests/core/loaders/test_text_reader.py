@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from ragloom.loaders import EmptyDocumentError, TextReader, UnreadableFileError
+from ragloom.loaders import (
+    EmptyDocumentError,
+    TextBudget,
+    TextBudgetExceededError,
+    TextReader,
+    UnreadableFileError,
+)
 from ragloom.schema import Page
 
 
@@ -93,3 +99,14 @@ def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(UnreadableFileError) as info:
         TextReader().read(tmp_path / "gone.txt")
     assert info.value.reason.startswith("cannot read the file")
+
+
+def test_a_file_past_the_most_text_a_file_may_give(tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    path.write_text("word " * 300)
+    with pytest.raises(TextBudgetExceededError) as info:
+        TextReader(TextBudget(max_chars=1_000, min_chars=0)).read(path)
+    assert info.value.reason == (
+        "the text file would expand to more than 1,000 characters of text from 1.5 kB; "
+        "the limit is 1,000 characters per file"
+    )

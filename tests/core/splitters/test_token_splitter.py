@@ -10,6 +10,7 @@ import pytest
 
 from ragloom.schema import Chunk, Page
 from ragloom.splitters import TokenSplitter, approximate_token_count
+from ragloom.splitters.token import MAX_CHARS_PER_TOKEN
 
 # Word lists read better as prose than as one-word-per-line list literals.
 _WORDS = (  # noqa: SIM905
@@ -244,9 +245,72 @@ def test_invalid_sizes(size: int, overlap: int) -> None:
 def test_defaults() -> None:
     splitter = TokenSplitter()
     assert (splitter.chunk_size, splitter.chunk_overlap, splitter.tokenizer) == (240, 36, None)
+    assert splitter.max_chars_per_token == MAX_CHARS_PER_TOKEN
 
 
 def test_approximate_token_count() -> None:
     assert approximate_token_count("Hello, world!") == 4
     assert approximate_token_count("中文。") == 3
     assert approximate_token_count("   ") == 0
+    assert approximate_token_count("日本語\u3000テキスト") == 7  # the ideographic space is a space
+
+
+def _word_piece_like(text: str) -> int:
+    """Counts like WordPiece: a word of more than 100 characters is one unknown token."""
+    return sum(1 if len(word) > 100 else -(-len(word) // 4) for word in text.split())
+
+
+def test_a_chunk_never_holds_more_than_its_character_cap() -> None:
+    text = "a" * 100_000  # one "token" for the model, whatever its length
+    splitter = TokenSplitter(chunk_size=20, chunk_overlap=5, tokenizer=_word_piece_like)
+    chunks = splitter([Page(text)], "src", "file.txt")
+    assert "".join(c.text for c in chunks) == text
+    assert max(len(c.text) for c in chunks) == 20 * MAX_CHARS_PER_TOKEN == 640
+    assert len(chunks) == 158  # 156 of 640 characters; 80 and 80 (a prefix of 81 is 21 tokens)
+
+
+def test_the_cap_splits_a_whitespace_gap_too() -> None:
+    text = "alpha" + " " * 50_000 + "omega."
+    chunks = TokenSplitter(chunk_size=10, chunk_overlap=3)([Page(text)], "src", "file.txt")
+    assert [c.text for c in chunks] == ["alpha", "omega."]
+
+
+def test_the_cap_is_a_setting() -> None:
+    text = " ".join(["word"] * 40)  # 40 tokens, 199 characters
+    splitter = TokenSplitter(chunk_size=50, chunk_overlap=0, max_chars_per_token=2)
+    chunks = splitter([Page(text)], "src", "file.txt")
+    assert [len(c.text) for c in chunks] == [99, 99]  # 100 characters at most
+    with pytest.raises(ValueError, match="max_chars_per_token"):
+        TokenSplitter(max_chars_per_token=0)([Page(text)], "s", "f")
+
+
+def test_a_long_run_is_counted_a_bounded_number_of_times() -> None:
+    counted: list[int] = []
+
+    def count(text: str) -> int:
+        counted.append(len(text))
+        return approximate_token_count(text)
+
+    run = "".join(f"{i:x}+/" for i in range(60_000))  # 356 kB, words and marks, no space
+    chunks = TokenSplitter(chunk_size=240, chunk_overlap=36, tokenizer=count)(
+        [Page(run)], "src", "file.txt"
+    )
+    assert "".join(c.text for c in chunks) == run
+    assert all(approximate_token_count(c.text) <= 240 for c in chunks)
+    # Bisecting the whole rest of the run for each piece counted it 392 times over; 1.6 now.
+    assert sum(counted) < 3 * len(run)
+
+
+def test_units_that_count_as_nothing_are_not_all_repeated() -> None:
+    # The bundled model counts a combining mark alone as no token. Repeating every such
+    # unit of a chunk in the next made 46,000 chunks of 100 kB (3,500 times the text).
+    def count(text: str) -> int:
+        return sum(1 for char in text if not char.isspace() and char != "\u0301")
+
+    text = "\u0301 " * 50_000
+    splitter = TokenSplitter(chunk_size=240, chunk_overlap=36, tokenizer=count)
+    chunks = splitter([Page(text)], "src", "file.txt")
+    assert len(chunks) == 16
+    assert sum(len(c.text) for c in chunks) < 1.2 * len(text)
+    for previous, chunk in pairwise(chunks):
+        assert previous.end - chunk.start <= 36 * MAX_CHARS_PER_TOKEN

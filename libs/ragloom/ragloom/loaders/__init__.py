@@ -8,6 +8,12 @@ readers (plugins) by passing its own mapping, usually built from :func:`default_
 
 Zip archives are not read but unpacked, with :func:`expand_zip`; each member is then read
 like an upload of its own.
+
+A :class:`TextBudget` bounds the page text of one file (relative to its size, and in all).
+The built-in readers take one (``default_readers(budget)``) and stop as soon as a file
+crosses it; :func:`read_file` checks what any reader returned, plugins' included, against
+its own. Errors are :class:`LoaderError` subclasses with a ``reason`` for the user, and
+they survive pickling, so a file read in a worker process fails in the caller alike.
 """
 
 from __future__ import annotations
@@ -20,8 +26,12 @@ from ragloom.loaders.base import (
     EmptyDocumentError,
     FileReader,
     LoaderError,
+    TextBudget,
+    TextBudgetExceededError,
+    TextMeter,
     UnreadableFileError,
     UnsupportedFileTypeError,
+    without_surrogates,
 )
 from ragloom.loaders.docx import DocxReader
 from ragloom.loaders.html import HtmlReader
@@ -41,6 +51,9 @@ __all__ = [
     "JsonReader",
     "LoaderError",
     "PdfReader",
+    "TextBudget",
+    "TextBudgetExceededError",
+    "TextMeter",
     "TextReader",
     "UnreadableFileError",
     "UnsupportedFileTypeError",
@@ -48,19 +61,24 @@ __all__ = [
     "default_readers",
     "expand_zip",
     "read_file",
+    "without_surrogates",
 ]
 
 
-def default_readers() -> dict[str, FileReader]:
-    """A new mapping from extension (``".pdf"``) to the built-in reader for it."""
+def default_readers(budget: TextBudget | None = None) -> dict[str, FileReader]:
+    """A new mapping from extension (``".pdf"``) to the built-in reader for it.
+
+    The readers stop at ``budget`` (default: :class:`TextBudget()`).
+    """
+    budget = budget or TextBudget()
     readers: dict[str, FileReader] = {}
     built_in: tuple[FileReader, ...] = (
-        TextReader(),
-        PdfReader(),
-        HtmlReader(),
+        TextReader(budget),
+        PdfReader(budget),
+        HtmlReader(budget),
         DocxReader(),
-        CsvReader(),
-        JsonReader(),
+        CsvReader(budget),
+        JsonReader(budget),
     )
     for reader in built_in:
         for extension in reader.extensions:
@@ -68,17 +86,42 @@ def default_readers() -> dict[str, FileReader]:
     return readers
 
 
-def read_file(path: Path, readers: Mapping[str, FileReader] | None = None) -> list[Page]:
+def read_file(
+    path: Path,
+    readers: Mapping[str, FileReader] | None = None,
+    budget: TextBudget | None = None,
+) -> list[Page]:
     """The pages of text in ``path``, read by the reader registered for its extension.
 
     ``readers`` maps lower-case extensions with their dot to readers; ``None`` uses
-    :func:`default_readers`. Raises a :class:`LoaderError` (with a user-facing ``reason``)
-    for a file type nobody reads or a file that has no readable text.
+    :func:`default_readers` (with ``budget``). Whatever the reader, its pages must fit in
+    ``budget`` (default: :class:`TextBudget()`), and lone surrogates in them (which no
+    encoder accepts) become U+FFFD. Raises a :class:`LoaderError` (with a user-facing
+    ``reason``) for a file type nobody reads, a file that has no readable text, or one
+    that would give more text than its budget (:class:`TextBudgetExceededError`).
     """
     path = Path(path)
-    table = default_readers() if readers is None else readers
+    budget = budget or TextBudget()
+    table = default_readers(budget) if readers is None else readers
     extension = path.suffix.lower()
     reader = table.get(extension)
     if reader is None:
         raise UnsupportedFileTypeError(extension, table.keys(), path)
-    return reader.read(path)
+    pages = reader.read(path)
+    return _within_budget(pages, path, budget)
+
+
+def _within_budget(pages: list[Page], path: Path, budget: TextBudget) -> list[Page]:
+    """``pages`` checked against ``budget`` and freed of lone surrogates."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
+    kind = f"{path.suffix.lower()} file" if path.suffix else "file"
+    meter = budget.meter(size, kind, path)
+    checked: list[Page] = []
+    for page in pages:
+        meter.add(len(page.text))
+        text = without_surrogates(page.text)
+        checked.append(page if text is page.text else Page(text=text, number=page.number))
+    return checked

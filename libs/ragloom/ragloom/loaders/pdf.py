@@ -8,21 +8,38 @@ anyone else in the process are passed on unchanged.
 
 Encrypted PDFs that open with an empty password (permission-only protection, common in the
 wild) are read; pypdf decrypts RC4 itself but needs the ``cryptography`` package for AES.
+
+pypdf bounds what one stream may decompress to (75 MB) and how many form XObjects one page
+may draw (5,000), but a small compressed form drawn 5,000 times still makes gigabytes of
+text. The text is counted against the reader's :class:`~ragloom.loaders.base.TextBudget`
+while pypdf extracts it (through its ``visitor_text`` callback), so such a page is stopped
+as soon as the file crosses its limit, not after the whole page's text exists. A visitor
+makes pypdf parse every content stream, so pages without an operator that can show text
+(charts, maps, scans) are extracted without one, as fast as before.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import re
 import threading
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
 import pypdf
-from pypdf.errors import DependencyError
+from pypdf.errors import DependencyError, LimitReachedError
 
-from ragloom.loaders.base import EmptyDocumentError, UnreadableFileError
+from ragloom.loaders.base import (
+    EmptyDocumentError,
+    TextBudget,
+    TextBudgetExceededError,
+    TextMeter,
+    UnreadableFileError,
+    without_surrogates,
+)
+from ragloom.loaders.text import read_bytes
 from ragloom.schema import Page
 
 __all__ = ["PdfReader"]
@@ -30,6 +47,9 @@ __all__ = ["PdfReader"]
 logger = logging.getLogger(__name__)
 
 _NO_TEXT_REASON = "no text found (a scanned PDF without a text layer?)"
+# The operators through which pypdf finds text (its own _TEXT_OPERATORS, 7.1): a page
+# whose content has none of them gives no text, and cannot give too much.
+_TEXT_OPERATOR = re.compile(rb"T[jJ]|Do|['\"]")
 # Readers accept a PDF header anywhere in the first KiB (some tools prepend junk).
 _HEADER_WINDOW = 1024
 
@@ -79,18 +99,19 @@ def _route_pypdf_logging() -> None:
 
 
 class PdfReader:
-    """Reads ``.pdf`` files: one :class:`Page` per page that has text, numbered from 1."""
+    """Reads ``.pdf`` files: one :class:`Page` per page that has text, numbered from 1.
+
+    A file whose text would go past ``budget`` is refused.
+    """
 
     extensions: tuple[str, ...] = (".pdf",)
 
+    def __init__(self, budget: TextBudget | None = None) -> None:
+        self.budget = budget or TextBudget()
+
     def read(self, path: Path) -> list[Page]:
         """The pages of ``path`` that have text; raises a ``LoaderError`` if there are none."""
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
-        if not data:
-            raise EmptyDocumentError("the file is empty", path)
+        data = read_bytes(path)
         if b"%PDF-" not in data[:_HEADER_WINDOW]:
             # Without this pypdf fails later with an obscure "Stream has ended unexpectedly".
             raise UnreadableFileError("not a valid PDF: it has no PDF header", path)
@@ -98,7 +119,7 @@ class PdfReader:
         read_log = _ReadLog(path.name)
         token = _current_read.set(read_log)
         try:
-            return _read_pages(data, path)
+            return _read_pages(data, path, self.budget.meter(len(data), "PDF file", path))
         finally:
             _current_read.reset(token)
             if read_log.warnings:
@@ -109,7 +130,48 @@ class PdfReader:
                 )
 
 
-def _read_pages(data: bytes, path: Path) -> list[Page]:
+class _OverBudget(Exception):
+    """Raised from inside pypdf's extraction to stop it; never leaves this module."""
+
+
+class _PageMeter:
+    """pypdf's ``visitor_text``: counts a page's text as it is extracted, stops past budget."""
+
+    def __init__(self, meter: TextMeter) -> None:
+        self.meter = meter
+        self.chars = 0
+
+    def __call__(self, text: str, *_position: object) -> None:
+        self.chars += len(text)
+        if self.meter.used + self.chars > self.meter.limit:
+            # pypdf swallows exceptions from inside a form XObject (and goes on with the
+            # page), so the caller checks the count again once extraction returns.
+            raise _OverBudget
+
+
+def _may_show_text(pdf_page: pypdf.PageObject) -> bool:
+    try:
+        contents = pdf_page.get_contents()
+        return contents is not None and _TEXT_OPERATOR.search(contents.get_data()) is not None
+    except Exception:  # a damaged page: extraction with the budget will tell
+        return True
+
+
+def _extract(pdf_page: pypdf.PageObject, meter: TextMeter) -> str:
+    """The page's text; raises the budget's error as soon as the file goes past it."""
+    if not _may_show_text(pdf_page):
+        return pdf_page.extract_text()
+    visitor = _PageMeter(meter)
+    try:
+        text = pdf_page.extract_text(visitor_text=visitor)
+    except _OverBudget:
+        raise meter.error() from None
+    if meter.used + visitor.chars > meter.limit:
+        raise meter.error()
+    return text
+
+
+def _read_pages(data: bytes, path: Path, meter: TextMeter) -> list[Page]:
     # pypdf raises many exception types on malformed input (PdfReadError, but also
     # ValueError, KeyError, struct errors...): for an uploaded file any of them just means
     # "this PDF is damaged", so the parsing steps below catch Exception.
@@ -127,15 +189,18 @@ def _read_pages(data: bytes, path: Path) -> list[Page]:
     first_error: Exception | None = None
     for number, pdf_page in enumerate(pdf_pages, start=1):
         try:
-            text = pdf_page.extract_text()
+            text = _extract(pdf_page, meter)
+        except TextBudgetExceededError:
+            raise
         except Exception as exc:
             # One broken content stream should not cost the user the rest of the document.
             logger.warning("%s: page %d skipped, unreadable: %s", path.name, number, _detail(exc))
             first_error = first_error or exc
             continue
         text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+        meter.add(len(text))
         if text.strip():
-            pages.append(Page(text=text, number=number))
+            pages.append(Page(text=without_surrogates(text), number=number))
         else:
             logger.debug("%s: page %d has no text", path.name, number)
 
@@ -164,4 +229,9 @@ def _decrypt(reader: pypdf.PdfReader, path: Path) -> None:
 def _detail(exc: BaseException) -> str:
     """A one-line description of a pypdf error for the user."""
     text = " ".join(str(exc).split())
-    return text[:200] if text else type(exc).__name__
+    text = text[:200] if text else type(exc).__name__
+    if isinstance(exc, LimitReachedError):
+        # A stream over 75 MB decompressed, a reference loop, a page tree too deep...
+        bomb = " (a decompression bomb?)" if "decompress" in text.lower() else ""
+        return f"it is past one of pypdf's safety limits{bomb}: {text}"
+    return text

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import charset_normalizer
 
-from ragloom.loaders.base import EmptyDocumentError, UnreadableFileError
+from ragloom.loaders.base import EmptyDocumentError, TextBudget, UnreadableFileError
 from ragloom.schema import Page
 
 __all__ = ["TextReader", "decode_text"]
@@ -66,24 +66,36 @@ class TextReader:
     """Reads ``.txt`` and ``.md`` files into one :class:`Page` (``number`` is ``None``).
 
     Newlines are normalised to ``\\n`` and a byte-order mark is dropped; nothing else is
-    changed, so offsets into the page text stay meaningful to the user.
+    changed, so offsets into the page text stay meaningful to the user. A text file gives at
+    most one character per byte, so only ``budget.max_chars`` can refuse it.
     """
 
     extensions: tuple[str, ...] = (".txt", ".md", ".markdown")
 
+    def __init__(self, budget: TextBudget | None = None) -> None:
+        self.budget = budget or TextBudget()
+
     def read(self, path: Path) -> list[Page]:
         """The text of ``path`` as a single page; raises a ``LoaderError`` if there is none."""
-        return [Page(text=read_text(path), number=None)]
+        data = read_bytes(path)
+        text = text_of(data, path)
+        self.budget.meter(len(data), "text file", path).add(len(text))
+        return [Page(text=text, number=None)]
 
 
-def read_text(path: Path) -> str:
-    """The decoded text of ``path``; refuses an unreadable, empty or blank file."""
+def read_bytes(path: Path) -> bytes:
+    """The bytes of ``path``; refuses a file that cannot be read or is empty."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
     if not data:
         raise EmptyDocumentError("the file is empty", path)
+    return data
+
+
+def text_of(data: bytes, path: Path) -> str:
+    """``data`` (a whole file) decoded as text; refuses binary content or blank text."""
     text = decode_text(data, path)
     if not text.strip():
         raise EmptyDocumentError("the file has no text, only whitespace", path)
