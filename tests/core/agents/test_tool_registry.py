@@ -34,6 +34,10 @@ class EchoTool(BaseTool):
         return ToolResult(content=arguments.text)
 
 
+class OtherCalculator(CalculatorTool):
+    """A plugin's calculator, registered under the built-in's name."""
+
+
 def test_builtins_are_registered_and_each_request_gets_new_tools() -> None:
     registry = ToolRegistry()
     assert registry.names() == ["docsearch", "calculator", "llm"]
@@ -53,9 +57,6 @@ def test_a_plugin_tool_is_added_and_a_taken_name_is_replaced_with_a_warning(
         registry.build(ToolContext(llm=ScriptedLLM()), ["echo"])["echo"].invoke("hi").content
         == "hi"
     )
-
-    class OtherCalculator(CalculatorTool):
-        pass
 
     with caplog.at_level(logging.WARNING):
         registry.register(OtherCalculator)
@@ -82,6 +83,7 @@ def test_the_ledger_numbers_each_chunk_once_and_keeps_numbers_when_trimming() ->
 
 def test_the_runner_retries_retryable_errors_with_exponential_backoff() -> None:
     class Flaky(EchoTool):
+        sandboxed = False  # its failures are counted in this process
         failures = 2
 
         def run(self, arguments: BaseModel) -> ToolResult:
