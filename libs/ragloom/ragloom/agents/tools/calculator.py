@@ -37,6 +37,8 @@ from pydantic import BaseModel, Field
 from ragloom.agents.tools.base import BaseTool, ToolResult
 
 __all__ = [
+    "CONSTANT_NAMES",
+    "FUNCTION_NAMES",
     "MAX_EXPONENT",
     "MAX_EXPRESSION_LENGTH",
     "MAX_FACTORIAL",
@@ -197,6 +199,11 @@ _FUNCTIONS: dict[str, _Function] = {
     "factorial": _Function(_factorial),
 }
 
+FUNCTION_NAMES: tuple[str, ...] = tuple(sorted(_FUNCTIONS))
+"""The functions an expression may call."""
+CONSTANT_NAMES: tuple[str, ...] = tuple(sorted(_CONSTANTS))
+"""The names an expression may use."""
+
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -217,7 +224,7 @@ def _call(node: ast.Call) -> int | float:
     name = node.func.id
     function = _FUNCTIONS.get(name)
     if function is None:
-        known = ", ".join(sorted(_FUNCTIONS))
+        known = ", ".join(FUNCTION_NAMES)
         raise CalculatorError(f"unknown function {name!r}; known: {known}")
     if node.keywords:
         raise CalculatorError(f"{name} takes its arguments by position, not by name")
