@@ -131,13 +131,6 @@ def sandbox() -> Iterator[Sandbox]:
     box.close()
 
 
-def _gone(pid: int) -> bool:
-    deadline = time.monotonic() + 5
-    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not os.path.exists(f"/proc/{pid}")
-
-
 def test_a_sandboxed_tool_runs_in_a_worker_process(sandbox: Sandbox) -> None:
     call = ToolRunner(sandbox=sandbox).call(WhereTool(), "x")
     assert call.result.ok and int(call.result.content) != os.getpid()
