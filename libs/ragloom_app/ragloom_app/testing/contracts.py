@@ -12,6 +12,7 @@ import json
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args
 
@@ -25,6 +26,7 @@ from ragloom.agents.tools import (
     ToolRunner,
     check_runnable,
 )
+from ragloom.agents.tools.runner import SANDBOX_NAME
 from ragloom.events import (
     AnswerCollector,
     AnswerDelta,
@@ -40,6 +42,7 @@ from ragloom.llms.base import ChatLLM, Usage
 from ragloom.loaders import FileReader, LoaderError, default_readers
 from ragloom.qa import cited_numbers
 from ragloom.retrieval import Retriever
+from ragloom.sandbox import Sandbox, get_sandbox
 from ragloom.schema import Page, RetrievedChunk
 from ragloom_app.db.engine import create_db_engine
 from ragloom_app.index.base import BaseIndex, CheckReport, FileOutcome, IndexResources
@@ -262,7 +265,14 @@ def _check_sandboxed(
     except TypeError as exc:
         _fail(owner, str(exc))
     raw = sample_input if isinstance(sample_input, str) else json.dumps(sample_input)
-    outcome = ToolRunner(retries=0).call(tool, raw).result
+    # A sandbox of its own, with the app's limits: its worker starts with today's sys.path
+    # (a test may have just put the plugin on it) and leaves the app's workers alone.
+    limits = replace(get_sandbox(SANDBOX_NAME).limits, workers=1)
+    box = Sandbox(f"check_tool:{tool_cls.__qualname__}", limits)
+    try:
+        outcome = ToolRunner(retries=0, sandbox=box).call(tool, raw).result
+    finally:
+        box.close()
     if not outcome.ok:
         _fail(
             owner,
