@@ -77,11 +77,12 @@ class SleepingTool(GiantIntegerTool):
         return ToolResult(content="never")
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(autouse=True)
 def warm_sandbox() -> None:
-    # Workers started and the modules imported, as the app does at startup: what is timed
-    # below is the hostile call, not a cold start.
-    assert warm_up([CalculatorTool, GiantIntegerTool]) >= 1
+    # Workers started and the modules imported, as the app does at startup (and again for
+    # the workers that replaced killed ones): what is timed below is the hostile call, not
+    # a cold start.
+    assert warm_up([CalculatorTool, GiantIntegerTool]) == 2
 
 
 class OtherCalls:

@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -54,6 +55,18 @@ class SleepTool(WhereTool):
     def run(self, arguments: BaseModel) -> ToolResult:
         time.sleep(60)
         return ToolResult(content="too late")
+
+
+class StampedSleepTool(SleepTool):
+    """Writes when it started to the file its input names, then sleeps."""
+
+    name: ClassVar[str] = "stamped"
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        assert isinstance(arguments, Text)
+        with open(arguments.text, "a") as stamps:
+            stamps.write(f"{time.time()}\n")
+        return super().run(arguments)
 
 
 class DeterministicSleepTool(SleepTool):
@@ -124,11 +137,18 @@ class DeafTool(WhereTool):
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
+def module_sandbox() -> Iterator[Sandbox]:
     box = Sandbox("test-tools", SandboxLimits(workers=2, memory_bytes=512 << 20))
-    warm_up([WhereTool], sandbox=box)
     yield box
     box.close()
+
+
+@pytest.fixture
+def sandbox(module_sandbox: Sandbox) -> Sandbox:
+    # Every worker warm, those that replaced killed ones included: the tools below have a
+    # 0.5 s limit, less than a cold worker may spend importing this module.
+    warm_up([WhereTool], sandbox=module_sandbox)
+    return module_sandbox
 
 
 def test_a_sandboxed_tool_runs_in_a_worker_process(sandbox: Sandbox) -> None:
@@ -158,6 +178,31 @@ def test_a_timed_out_tool_that_may_answer_another_time_is_tried_again(sandbox: S
     call = ToolRunner(sandbox=sandbox, retries=1, sleep=waits.append).call(SleepTool(), "x")
     assert call.result.error is not None and call.result.error.retryable
     assert call.attempts == 2 and waits == [0.5]
+
+
+def _two_calls_at_once(runner: ToolRunner, stamps: Path) -> float:
+    """Seconds between the starts of two calls made together from two threads."""
+    calls = [
+        threading.Thread(target=runner.call, args=(StampedSleepTool(), str(stamps)))
+        for _ in range(2)
+    ]
+    for call in calls:
+        call.start()
+    for call in calls:
+        call.join(10)
+    first, second = sorted(float(line) for line in stamps.read_text().split())
+    stamps.unlink()
+    return second - first
+
+
+def test_one_runner_holds_one_sandbox_worker_at_a_time(sandbox: Sandbox, tmp_path: Path) -> None:
+    # One request's runner: its parallel calls (a ReWOO level) take turns in the sandbox,
+    # so the other worker stays free for other requests.
+    stamps = tmp_path / "stamps"
+    assert _two_calls_at_once(ToolRunner(sandbox=sandbox, retries=0), stamps) >= 0.5
+    warm_up([WhereTool], sandbox=sandbox)  # the killed workers' replacements
+    two_slots = ToolRunner(sandbox=sandbox, retries=0, sandbox_slots=2)
+    assert _two_calls_at_once(two_slots, stamps) < 0.5
 
 
 def test_a_crash_and_the_memory_limit_fail_their_call_alone(sandbox: Sandbox) -> None:

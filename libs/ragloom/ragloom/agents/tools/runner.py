@@ -13,6 +13,10 @@ Every call, whatever the tool (plugins' included), goes through :class:`ToolRunn
   a thread; past its time limit the runner sets its cancellation flag
   (:mod:`ragloom.agents.tools.cancel`), waits ``cancel_grace`` seconds, and logs a warning
   naming the tool if its thread is still running.
+- A runner serves one request (an agent makes its own), and at most
+  ``sandbox_slots`` of its calls use sandbox workers at once (default 1; the others
+  wait): a question that plans many runaway calls holds one worker, not all of them, so
+  the other questions' calls are still served.
 - An error marked retryable is tried again with exponential backoff. A timeout, a crash
   or the memory limit is retryable only for a tool that is not ``deterministic``, and a
   timeout only when its thread stopped.
@@ -83,7 +87,8 @@ class ToolRunner:
     ``retries``: further attempts of a retryable failure, waiting ``backoff * 2**n``;
     ``limits``: the bounds of inputs and results; ``cancel_grace``: seconds an in-process
     tool has to stop once cancelled; ``sandbox``: where sandboxed tools run (default: the
-    shared ``"tools"`` sandbox).
+    shared ``"tools"`` sandbox); ``sandbox_slots``: how many of this runner's calls may use
+    sandbox workers at once.
     """
 
     def __init__(
@@ -96,6 +101,7 @@ class ToolRunner:
         limits: ToolLimits | None = None,
         cancel_grace: float = 0.5,
         sandbox: Sandbox | None = None,
+        sandbox_slots: int = 1,
     ) -> None:
         self.timeout = timeout
         self.retries = retries
@@ -103,6 +109,7 @@ class ToolRunner:
         self.limits = limits or ToolLimits()
         self.cancel_grace = cancel_grace
         self._sandbox = sandbox
+        self._slots = threading.BoundedSemaphore(max(1, sandbox_slots))
         self._sleep = sleep
 
     def time_limit(self, tool: BaseTool) -> float:
@@ -114,13 +121,16 @@ class ToolRunner:
         again = not tool.deterministic
         box = self._sandbox or get_sandbox(SANDBOX_NAME)
         try:
-            return box.run(invoke_bounded, tool, tool_input, self.limits, timeout=limit)
+            with self._slots:
+                return box.run(invoke_bounded, tool, tool_input, self.limits, timeout=limit)
         except SandboxTimeout:
+            _warm_in_background(box, type(tool))
             message = f"{tool.name} did not answer within {limit:g} s and was stopped"
             return ToolResult.failure("timeout", message, retryable=again)
         except SandboxMemoryError as exc:
             return ToolResult.failure("out_of_memory", f"{tool.name} was stopped: {exc}")
         except SandboxCrash as exc:
+            _warm_in_background(box, type(tool))
             message = f"{tool.name} crashed: {exc}"
             return ToolResult.failure("tool_crashed", message, retryable=again)
         except SandboxError as exc:
@@ -199,13 +209,14 @@ def _import_in_worker(modules: tuple[str, ...], hold: float) -> int:
 
 
 def warm_up(
-    tools: Iterable[type[BaseTool]] = (), *, sandbox: Sandbox | None = None, rounds: int = 5
+    tools: Iterable[type[BaseTool]] = (), *, sandbox: Sandbox | None = None, within: float = 30.0
 ) -> int:
     """Start the tool sandbox's workers and import the sandboxed ``tools``' modules in each.
 
     A cold worker costs about 0.3 s (spawn and imports) on its first call; the app calls
-    this at startup in a background thread so that no question pays it. Returns how many
-    workers answered; never raises (a failure is logged, and calls start workers anyway).
+    this at startup in a background thread so that no question pays it. It tries for at
+    most ``within`` seconds and returns how many workers answered; it never raises (a
+    failure is logged, and calls start workers anyway).
     """
     started = time.perf_counter()
     box = sandbox or get_sandbox(SANDBOX_NAME)
@@ -215,19 +226,26 @@ def warm_up(
     seen: set[int] = set()
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tool-warm-up") as pool:
-            for _ in range(rounds):
+            # Calls land on whichever worker is free; one still starting is found later.
+            while len(seen) < workers and time.perf_counter() - started < within:
                 calls = [
-                    pool.submit(box.run, _import_in_worker, modules, 0.05, timeout=60)
+                    pool.submit(box.run, _import_in_worker, modules, 0.05, timeout=within)
                     for _ in range(workers)
                 ]
                 seen.update(call.result() for call in calls)
-                if len(seen) >= workers:
-                    break
     except Exception as exc:
         logger.warning("warming up the tool sandbox failed: %s", exc)
     seconds = time.perf_counter() - started
     logger.info("tool sandbox: %d workers warm in %.2f s", len(seen), seconds)
     return len(seen)
+
+
+def _warm_in_background(box: Sandbox, tool: type[BaseTool]) -> None:
+    """Warm the worker that replaces a killed one, so that its first call (maybe with a
+    tight time limit) does not spend that limit importing."""
+    threading.Thread(
+        target=warm_up, args=([tool],), kwargs={"sandbox": box, "within": 5.0}, daemon=True
+    ).start()
 
 
 def call_record(
