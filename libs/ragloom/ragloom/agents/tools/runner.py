@@ -233,6 +233,8 @@ def warm_up(
                     for _ in range(workers)
                 ]
                 seen.update(call.result() for call in calls)
+    except RuntimeError as exc:  # the interpreter is exiting: no new work may start
+        logger.debug("warming up the tool sandbox stopped: %s", exc)
     except Exception as exc:
         logger.warning("warming up the tool sandbox failed: %s", exc)
     seconds = time.perf_counter() - started
