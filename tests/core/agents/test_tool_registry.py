@@ -68,6 +68,36 @@ def test_a_plugin_tool_is_added_and_a_taken_name_is_replaced_with_a_warning(
         registry.register(object)  # type: ignore[arg-type]
 
 
+class NeedsTheRequest(EchoTool):
+    @classmethod
+    def from_context(cls, context: ToolContext) -> NeedsTheRequest:
+        return cls()
+
+
+class NeedsTheRequestInProcess(NeedsTheRequest):
+    sandboxed = False
+
+
+class NegativeTimeout(EchoTool):
+    timeout = -1.0
+
+
+def test_the_registry_refuses_a_tool_that_cannot_run_as_it_says() -> None:
+    registry = ToolRegistry()
+    with pytest.raises(TypeError, match=r"overrides from_context\(\).*`sandboxed = False`"):
+        registry.register(NeedsTheRequest)
+    registry.register(NeedsTheRequestInProcess)  # in a thread, it may use the request
+
+    class Local(EchoTool):
+        pass
+
+    with pytest.raises(TypeError, match="defined inside a function"):
+        registry.register(Local)
+    with pytest.raises(TypeError, match="timeout must be None or a positive number"):
+        registry.register(NegativeTimeout)
+    assert registry.names() == ["docsearch", "calculator", "llm", "echo"]
+
+
 def _hit(chunk_id: str) -> RetrievedChunk:
     return RetrievedChunk(Chunk(chunk_id, f"text of {chunk_id}", "s", "doc.md"), 1.0)
 

@@ -90,7 +90,8 @@ class BaseTool:
       thread of the agent's process, where it must stop when
       :func:`~ragloom.agents.tools.cancel.cancel_requested` says so.
     - ``deterministic`` (default ``False``): the same input always gives the same outcome,
-      so a call that timed out, crashed or ran out of memory is not tried again.
+      so a call that timed out or crashed is not tried again (one that ran out of memory
+      never is).
     - ``timeout`` (default ``None``): the tool's own time limit in seconds; a call gets the
       smaller of it and the runner's.
     """

@@ -39,7 +39,8 @@ def check_runnable(tool: type[BaseTool]) -> None:
         raise TypeError(f"{where}.timeout must be None or a positive number of seconds")
     if not tool.sandboxed:
         return
-    if tool.from_context.__func__ is not BaseTool.from_context.__func__:  # type: ignore[attr-defined]
+    builds = getattr(tool.from_context, "__func__", tool.from_context)
+    if builds is not BaseTool.from_context.__func__:  # type: ignore[attr-defined]
         raise TypeError(
             f"{where} overrides from_context() to use the request (its LLM, retrievers or "
             "ledger), which cannot be sent to the tool sandbox's worker process: set "

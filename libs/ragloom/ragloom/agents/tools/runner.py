@@ -17,9 +17,9 @@ Every call, whatever the tool (plugins' included), goes through :class:`ToolRunn
   ``sandbox_slots`` of its calls use sandbox workers at once (default 1; the others
   wait): a question that plans many runaway calls holds one worker, not all of them, so
   the other questions' calls are still served.
-- An error marked retryable is tried again with exponential backoff. A timeout, a crash
-  or the memory limit is retryable only for a tool that is not ``deterministic``, and a
-  timeout only when its thread stopped.
+- An error marked retryable is tried again with exponential backoff. A timeout or a
+  crash is retryable only for a tool that is not ``deterministic`` (an in-process tool's
+  timeout only when its thread stopped); the memory limit never is.
 
 :meth:`ToolRunner.call` never raises.
 """
@@ -48,7 +48,7 @@ from ragloom.sandbox import (
     get_sandbox,
 )
 
-__all__ = ["SANDBOX_NAME", "ToolCall", "ToolRunner", "call_record", "warm_up"]
+__all__ = ["SANDBOX_NAME", "ToolCall", "ToolRunner", "call_record", "invoke_bounded", "warm_up"]
 
 logger = logging.getLogger(__name__)
 
