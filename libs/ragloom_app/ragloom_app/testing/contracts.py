@@ -252,11 +252,11 @@ def check_tool(
     if bad_input is not None and tool.invoke(bad_input).ok:
         _fail(owner, f"the bad input {bad_input!r} did not fail")
     if tool_cls.sandboxed:
-        _check_sandboxed(owner, tool_cls, tool, sample_input)
+        _check_tool_in_sandbox(owner, tool_cls, tool, sample_input)
     return result
 
 
-def _check_sandboxed(
+def _check_tool_in_sandbox(
     owner: str, tool_cls: type[BaseTool], tool: BaseTool, sample_input: str | dict[str, Any]
 ) -> None:
     """The sample call, through a ToolRunner into the tool sandbox's worker process."""
