@@ -9,11 +9,11 @@ in one run, per call (median and 95th percentile of ``--calls`` calls):
 - the baseline: ``CalculatorTool().invoke(...)`` called directly, in this process;
 - the runner with the tool in a thread of this process (``sandboxed = False``): the cost
   of the runner itself;
-- the runner with the sandbox, its workers warm (as after ``warm_up()`` at startup).
+- the runner with the sandbox, its workers warm (as after ``warm_tools_sandbox()`` at startup).
 
 It prints the sandbox's overhead per call in ms and the ratio to the direct call (goal:
 under 20 ms), then what a cold start costs (spawning the workers and importing the tools,
-which ``warm_up()`` moves to startup) and how soon a runaway call is stopped.
+which ``warm_tools_sandbox()`` moves to startup) and how soon a runaway call is stopped.
 """
 
 from __future__ import annotations
@@ -26,7 +26,13 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
-from ragloom.agents.tools import BaseTool, CalculatorTool, ToolResult, ToolRunner, warm_up
+from ragloom.agents.tools import (
+    BaseTool,
+    CalculatorTool,
+    ToolResult,
+    ToolRunner,
+    warm_tools_sandbox,
+)
 from ragloom.sandbox import Sandbox, SandboxLimits
 
 EXPRESSION = "3.5 ** 0.98 * 2 + sqrt(16) - round(1234.5678, 2)"
@@ -76,7 +82,7 @@ def main() -> None:
     box = Sandbox("benchmark-tools", SandboxLimits())
     try:
         started = time.perf_counter()
-        warmed = warm_up([CalculatorTool], sandbox=box)
+        warmed = warm_tools_sandbox([CalculatorTool], sandbox=box)
         warm_seconds = time.perf_counter() - started
         tool = CalculatorTool()
         expected = tool.invoke(EXPRESSION).content
@@ -113,7 +119,7 @@ def main() -> None:
             cold.close()
         print(
             f"cold start: first sandboxed call {cold_seconds * 1e3:.0f} ms; "
-            f"warm_up() of {warmed} workers {warm_seconds * 1e3:.0f} ms"
+            f"warm_tools_sandbox() of {warmed} workers {warm_seconds * 1e3:.0f} ms"
         )
 
         started = time.perf_counter()

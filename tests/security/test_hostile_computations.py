@@ -31,7 +31,7 @@ from ragloom.agents.tools import (
     ToolRegistry,
     ToolResult,
     ToolRunner,
-    warm_up,
+    warm_tools_sandbox,
 )
 from ragloom.events import AnswerCollector, StepFinished
 from ragloom_app.testing import SAMPLE_PASSAGES, StaticRetriever
@@ -82,7 +82,7 @@ def warm_sandbox() -> None:
     # Workers started and the modules imported, as the app does at startup (and again for
     # the workers that replaced killed ones): what is timed below is the hostile call, not
     # a cold start.
-    assert warm_up([CalculatorTool, GiantIntegerTool]) == 2
+    assert warm_tools_sandbox([CalculatorTool, GiantIntegerTool]) == 2
 
 
 class OtherCalls:

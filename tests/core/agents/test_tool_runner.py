@@ -23,7 +23,7 @@ from ragloom.agents.tools import (
     ToolResult,
     ToolRunner,
     cancel_requested,
-    warm_up,
+    warm_tools_sandbox,
 )
 from ragloom.agents.tools.limits import bound_result
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMStreamItem, Usage
@@ -147,7 +147,7 @@ def module_sandbox() -> Iterator[Sandbox]:
 def sandbox(module_sandbox: Sandbox) -> Sandbox:
     # Every worker warm, those that replaced killed ones included: the tools below have a
     # 0.5 s limit, less than a cold worker may spend importing this module.
-    warm_up([WhereTool], sandbox=module_sandbox)
+    warm_tools_sandbox([WhereTool], sandbox=module_sandbox)
     return module_sandbox
 
 
@@ -200,7 +200,7 @@ def test_one_runner_holds_one_sandbox_worker_at_a_time(sandbox: Sandbox, tmp_pat
     # so the other worker stays free for other requests.
     stamps = tmp_path / "stamps"
     assert _two_calls_at_once(ToolRunner(sandbox=sandbox, retries=0), stamps) >= 0.5
-    warm_up([WhereTool], sandbox=sandbox)  # the killed workers' replacements
+    warm_tools_sandbox([WhereTool], sandbox=sandbox)  # the killed workers' replacements
     two_slots = ToolRunner(sandbox=sandbox, retries=0, sandbox_slots=2)
     assert _two_calls_at_once(two_slots, stamps) < 0.5
 
@@ -340,9 +340,9 @@ def test_a_cancelled_llm_call_closes_its_stream() -> None:
     assert STREAM_CLOSED.wait(1), "the generation went on after the call was cancelled"
 
 
-def test_warm_up_starts_every_worker() -> None:
+def test_warming_the_sandbox_starts_every_worker() -> None:
     box = Sandbox("warm", SandboxLimits(workers=2))
     try:
-        assert warm_up([CalculatorTool, DocSearchTool], sandbox=box) == 2
+        assert warm_tools_sandbox([CalculatorTool, DocSearchTool], sandbox=box) == 2
     finally:
         box.close()

@@ -7,7 +7,7 @@ from ragloom.agents.tools.docsearch import DocSearchTool
 from ragloom.agents.tools.limits import ToolLimits
 from ragloom.agents.tools.llm import LLMTool
 from ragloom.agents.tools.registry import BUILTIN_TOOLS, ToolRegistry, check_runnable
-from ragloom.agents.tools.runner import ToolCall, ToolRunner, warm_up
+from ragloom.agents.tools.runner import ToolCall, ToolRunner, warm_tools_sandbox
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -28,5 +28,5 @@ __all__ = [
     "check_runnable",
     "evaluate_expression",
     "raise_if_cancelled",
-    "warm_up",
+    "warm_tools_sandbox",
 ]

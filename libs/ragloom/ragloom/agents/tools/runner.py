@@ -48,7 +48,14 @@ from ragloom.sandbox import (
     get_sandbox,
 )
 
-__all__ = ["SANDBOX_NAME", "ToolCall", "ToolRunner", "call_record", "invoke_bounded", "warm_up"]
+__all__ = [
+    "SANDBOX_NAME",
+    "ToolCall",
+    "ToolRunner",
+    "call_record",
+    "invoke_bounded",
+    "warm_tools_sandbox",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -208,7 +215,7 @@ def _import_in_worker(modules: tuple[str, ...], hold: float) -> int:
     return os.getpid()
 
 
-def warm_up(
+def warm_tools_sandbox(
     tools: Iterable[type[BaseTool]] = (), *, sandbox: Sandbox | None = None, within: float = 30.0
 ) -> int:
     """Start the tool sandbox's workers and import the sandboxed ``tools``' modules in each.
@@ -246,7 +253,10 @@ def _warm_in_background(box: Sandbox, tool: type[BaseTool]) -> None:
     """Warm the worker that replaces a killed one, so that its first call (maybe with a
     tight time limit) does not spend that limit importing."""
     threading.Thread(
-        target=warm_up, args=([tool],), kwargs={"sandbox": box, "within": 5.0}, daemon=True
+        target=warm_tools_sandbox,
+        args=([tool],),
+        kwargs={"sandbox": box, "within": 5.0},
+        daemon=True,
     ).start()
 
 
