@@ -30,6 +30,8 @@ class SleepTool(BaseTool):
 
     name: ClassVar[str] = "slow"
     description: ClassVar[str] = "Takes a while."
+    # A remote call waits, it does not compute: in threads, not the tool sandbox's workers.
+    sandboxed: ClassVar[bool] = False
 
     def __init__(self, delay: float) -> None:
         self.delay = delay

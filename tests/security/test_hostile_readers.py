@@ -3,8 +3,9 @@
 Reading and chunking run in the readers sandbox, so the app process never runs a reader
 itself: a segfault kills a worker, a hungry reader meets the worker's memory limit, a
 sleeper is killed at the file's time budget, a flood of text meets the page-text budget
-in the worker (the chunk budget, for text within that, is tests/core/test_indexing.py's). The other files of the same upload are indexed, the app never pauses (a heartbeat
-thread ticks throughout), and no worker keeps running the hostile file.
+in the worker (the chunk budget, for text within that, is tests/core/test_indexing.py's).
+The other files of the same upload are indexed, the app never pauses (a heartbeat thread
+ticks throughout), and no worker keeps running the hostile file.
 """
 
 from __future__ import annotations

@@ -27,7 +27,13 @@ class DateArguments(BaseModel):
 
 
 class DateCalcTool(BaseTool):
-    """Date arithmetic, exact where small models miscount."""
+    """Date arithmetic, exact where small models miscount.
+
+    Like every tool it runs in Ragloom's tool sandbox, a worker process (it defines no
+    ``from_context``, so it needs nothing of the request). Its answers depend on its input
+    alone: ``deterministic`` tells Ragloom not to try a timed-out call again, and it gets a
+    short time limit of its own.
+    """
 
     name: ClassVar[str] = "date_calc"
     description: ClassVar[str] = (
@@ -35,6 +41,8 @@ class DateCalcTool(BaseTool):
         'between two dates; {"start": "2024-01-31", "add_days": 30} the date 30 days later.'
     )
     Arguments: ClassVar[type[BaseModel]] = DateArguments
+    deterministic: ClassVar[bool] = True
+    timeout: ClassVar[float | None] = 5.0
 
     @classmethod
     def parse_arguments(cls, raw: str | dict[str, Any]) -> BaseModel:

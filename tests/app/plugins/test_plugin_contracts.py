@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -143,6 +144,28 @@ class Crashing(CalculatorTool):
 def test_a_tool_that_raises_fails_the_contract() -> None:
     with pytest.raises(AssertionError, match=r"invoke\(''\) raised ValueError"):
         check_tool(Crashing, "1 + 1")
+
+
+class Locked(CalculatorTool):
+    """Holds a lock, which cannot be pickled: it cannot be sent to the tool sandbox."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+class NeedsTheRequest(CalculatorTool):
+    """Builds itself from the request, yet keeps the default ``sandboxed = True``."""
+
+    @classmethod
+    def from_context(cls, context: ToolContext) -> NeedsTheRequest:
+        return cls()
+
+
+def test_a_sandboxed_tool_that_cannot_reach_its_worker_fails_the_contract() -> None:
+    with pytest.raises(AssertionError, match=r"failed in the tool sandbox: .*cannot be sent"):
+        check_tool(Locked, "1 + 1")
+    with pytest.raises(AssertionError, match=r"overrides from_context\(\).*sandboxed = False"):
+        check_tool(NeedsTheRequest, "1 + 1")
 
 
 class Strict(TextReader):

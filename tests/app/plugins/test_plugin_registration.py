@@ -223,10 +223,29 @@ def test_a_shared_id_is_won_by_the_later_registration_with_a_warning(
     assert info.warnings[0] in caplog.text
 
 
-def test_two_plugins_with_one_tool_name_the_later_wins(tmp_path: Path) -> None:
-    class OtherShout(ShoutTool):
-        pass
+class OtherShout(ShoutTool):
+    """Another plugin's tool under the same name."""
 
+
+class RequestShout(ShoutTool):
+    """Needs the request, yet says it runs in the sandbox (as every tool does by default)."""
+
+    @classmethod
+    def from_context(cls, context: Any) -> RequestShout:
+        return cls()
+
+
+def test_a_sandboxed_tool_that_needs_the_request_leaves_its_plugin_out(tmp_path: Path) -> None:
+    plugin = type("Needy", (), {"ragloom_tools": staticmethod(hookimpl(lambda: [RequestShout]))})
+    app = _app(tmp_path, ("needy", plugin), ("good", GoodPlugin()))
+    needy, good = app.plugins
+    assert needy.error is not None
+    assert "RequestShout overrides from_context()" in needy.error
+    assert "set `sandboxed = False` on it" in needy.error
+    assert good.error is None and app.tools.get("shout") is ShoutTool
+
+
+def test_two_plugins_with_one_tool_name_the_later_wins(tmp_path: Path) -> None:
     other = type("Other", (), {"ragloom_tools": staticmethod(hookimpl(lambda: [OtherShout]))})
     app = _app(tmp_path, ("good", GoodPlugin()), ("other", other))
     assert app.tools.get("shout") is OtherShout

@@ -34,6 +34,10 @@ class EchoTool(BaseTool):
         return ToolResult(content=arguments.text)
 
 
+class OtherCalculator(CalculatorTool):
+    """A plugin's calculator, registered under the built-in's name."""
+
+
 def test_builtins_are_registered_and_each_request_gets_new_tools() -> None:
     registry = ToolRegistry()
     assert registry.names() == ["docsearch", "calculator", "llm"]
@@ -54,9 +58,6 @@ def test_a_plugin_tool_is_added_and_a_taken_name_is_replaced_with_a_warning(
         == "hi"
     )
 
-    class OtherCalculator(CalculatorTool):
-        pass
-
     with caplog.at_level(logging.WARNING):
         registry.register(OtherCalculator)
     assert registry.get("calculator") is OtherCalculator
@@ -65,6 +66,36 @@ def test_a_plugin_tool_is_added_and_a_taken_name_is_replaced_with_a_warning(
         registry.build(ToolContext(llm=ScriptedLLM()), ["teleport"])
     with pytest.raises(TypeError):
         registry.register(object)  # type: ignore[arg-type]
+
+
+class NeedsTheRequest(EchoTool):
+    @classmethod
+    def from_context(cls, context: ToolContext) -> NeedsTheRequest:
+        return cls()
+
+
+class NeedsTheRequestInProcess(NeedsTheRequest):
+    sandboxed = False
+
+
+class NegativeTimeout(EchoTool):
+    timeout = -1.0
+
+
+def test_the_registry_refuses_a_tool_that_cannot_run_as_it_says() -> None:
+    registry = ToolRegistry()
+    with pytest.raises(TypeError, match=r"overrides from_context\(\).*`sandboxed = False`"):
+        registry.register(NeedsTheRequest)
+    registry.register(NeedsTheRequestInProcess)  # in a thread, it may use the request
+
+    class Local(EchoTool):
+        pass
+
+    with pytest.raises(TypeError, match="defined inside a function"):
+        registry.register(Local)
+    with pytest.raises(TypeError, match="timeout must be None or a positive number"):
+        registry.register(NegativeTimeout)
+    assert registry.names() == ["docsearch", "calculator", "llm", "echo"]
 
 
 def _hit(chunk_id: str) -> RetrievedChunk:
@@ -82,6 +113,7 @@ def test_the_ledger_numbers_each_chunk_once_and_keeps_numbers_when_trimming() ->
 
 def test_the_runner_retries_retryable_errors_with_exponential_backoff() -> None:
     class Flaky(EchoTool):
+        sandboxed = False  # its failures are counted in this process
         failures = 2
 
         def run(self, arguments: BaseModel) -> ToolResult:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pluggy
 
-from ragloom.agents.tools import BaseTool
+from ragloom.agents.tools import BaseTool, check_runnable
 from ragloom.loaders import FileReader
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.plugins import hookspecs
@@ -229,6 +229,10 @@ def _add(found: Contributions, hook: str, value: Any) -> None:
         for tool in _classes(value, BaseTool, hook):
             if not isinstance(getattr(tool, "name", None), str) or not tool.name.isidentifier():
                 raise PluginError(f"{tool.__qualname__}.name must be an identifier")
+            try:
+                check_runnable(tool)  # e.g. a sandboxed tool that needs the request
+            except TypeError as exc:
+                raise PluginError(str(exc)) from None
             found.tools.append(tool)
     elif hook == "ragloom_file_readers":
         for extension, reader in _mapping(value, hook).items():

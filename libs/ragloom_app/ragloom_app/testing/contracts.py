@@ -12,12 +12,21 @@ import json
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from ragloom.agents.tools import BaseTool, ToolContext, ToolRegistry, ToolResult
+from ragloom.agents.tools import (
+    BaseTool,
+    ToolContext,
+    ToolRegistry,
+    ToolResult,
+    ToolRunner,
+    check_runnable,
+)
+from ragloom.agents.tools.runner import SANDBOX_NAME
 from ragloom.chunking import ReaderFailedError, read_in_sandbox
 from ragloom.events import (
     AnswerCollector,
@@ -34,6 +43,7 @@ from ragloom.llms.base import ChatLLM, Usage
 from ragloom.loaders import FileReader, LoaderError, default_readers
 from ragloom.qa import cited_numbers
 from ragloom.retrieval import Retriever
+from ragloom.sandbox import Sandbox, get_sandbox
 from ragloom.schema import Page, RetrievedChunk
 from ragloom_app.db.engine import create_db_engine
 from ragloom_app.index.base import BaseIndex, CheckReport, FileOutcome, IndexResources
@@ -203,7 +213,9 @@ def check_tool(
     """Check a tool class: its metadata, a successful call, and failures as results.
 
     ``sample_input`` must succeed (and its content contain ``expect`` if given);
-    ``bad_input`` must fail with an error code. Garbage input must never raise.
+    ``bad_input`` must fail with an error code. Garbage input must never raise. A
+    sandboxed tool (the default) must also succeed with ``sample_input`` in the tool
+    sandbox, as the agents call it: its class importable, it and its result picklable.
     """
     owner = getattr(tool_cls, "__qualname__", repr(tool_cls))
     if not (isinstance(tool_cls, type) and issubclass(tool_cls, BaseTool)):
@@ -241,7 +253,35 @@ def check_tool(
             _fail(owner, f"invoke({raw!r}) failed without an error code and message")
     if bad_input is not None and tool.invoke(bad_input).ok:
         _fail(owner, f"the bad input {bad_input!r} did not fail")
+    if tool_cls.sandboxed:
+        _check_tool_in_sandbox(owner, tool_cls, tool, sample_input)
     return result
+
+
+def _check_tool_in_sandbox(
+    owner: str, tool_cls: type[BaseTool], tool: BaseTool, sample_input: str | dict[str, Any]
+) -> None:
+    """The sample call, through a ToolRunner into the tool sandbox's worker process."""
+    try:
+        check_runnable(tool_cls)
+    except TypeError as exc:
+        _fail(owner, str(exc))
+    raw = sample_input if isinstance(sample_input, str) else json.dumps(sample_input)
+    # A sandbox of its own, with the app's limits: its worker starts with today's sys.path
+    # (a test may have just put the plugin on it) and leaves the app's workers alone.
+    limits = replace(get_sandbox(SANDBOX_NAME).limits, workers=1)
+    box = Sandbox(f"check_tool:{tool_cls.__qualname__}", limits)
+    try:
+        outcome = ToolRunner(retries=0, sandbox=box).call(tool, raw).result
+    finally:
+        box.close()
+    if not outcome.ok:
+        _fail(
+            owner,
+            f"the sample input failed in the tool sandbox: {outcome.as_observation()} (a "
+            "sandboxed tool runs in a worker process: its class must be importable and it "
+            "and its result picklable; or set `sandboxed = False`)",
+        )
 
 
 def _refuses(owner: str, reader: FileReader, path: Path, what: str) -> None:

@@ -95,7 +95,9 @@ class ReActAgent(BaseComponent):
     native_tools: bool | None = Param(
         None, help="Use the endpoint's native tool calling (None: where the LLM has it)."
     )
-    tool_timeout: float = Param(60.0, help="Seconds a tool call may take.")
+    tool_timeout: float = Param(
+        60.0, help="Seconds a tool call may take (a tool's own limit may be shorter)."
+    )
     tool_retries: int = Param(2, help="Retries of a call whose error is worth retrying.")
 
     def system_prompt(self) -> str:

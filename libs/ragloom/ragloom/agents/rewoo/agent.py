@@ -37,7 +37,9 @@ class ReWOOAgent(BaseComponent):
     ledger: EvidenceLedger = Param(
         default_callback=lambda _: EvidenceLedger(), help="Numbers the documents found."
     )
-    tool_timeout: float = Param(60.0, help="Seconds a tool call may take.")
+    tool_timeout: float = Param(
+        60.0, help="Seconds a tool call may take (a tool's own limit may be shorter)."
+    )
     tool_retries: int = Param(2, help="Retries of a call whose error is worth retrying.")
 
     def stream(self, question: str) -> Iterator[Event]:

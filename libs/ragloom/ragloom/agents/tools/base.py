@@ -76,11 +76,32 @@ class ToolResult:
 
 
 class BaseTool:
-    """A tool. Subclasses set ``name``, ``description``, ``Arguments`` and implement ``run``."""
+    """A tool. Subclasses set ``name``, ``description``, ``Arguments`` and implement ``run``.
+
+    Three class attributes say how the :class:`~ragloom.agents.tools.runner.ToolRunner`
+    runs a call (see docs/plugins.md):
+
+    - ``sandboxed`` (default ``True``): in a worker process of the ``"tools"`` sandbox
+      (:mod:`ragloom.sandbox`), under its memory limit, killed at the call's timeout. The
+      tool object goes to the worker pickled, so its class must be importable by name (at
+      a module's top level) and its attributes picklable; so must its result. A tool that
+      needs the request (its LLM, retrievers or ledger, through an overridden
+      :meth:`from_context`) cannot cross: it sets ``sandboxed = False`` and runs in a
+      thread of the agent's process, where it must stop when
+      :func:`~ragloom.agents.tools.cancel.cancel_requested` says so.
+    - ``deterministic`` (default ``False``): the same input always gives the same outcome,
+      so a call that timed out or crashed is not tried again (one that ran out of memory
+      never is).
+    - ``timeout`` (default ``None``): the tool's own time limit in seconds; a call gets the
+      smaller of it and the runner's.
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]
     Arguments: ClassVar[type[BaseModel]]
+    sandboxed: ClassVar[bool] = True
+    deterministic: ClassVar[bool] = False
+    timeout: ClassVar[float | None] = None
 
     @classmethod
     def from_context(cls, context: ToolContext) -> BaseTool:
@@ -125,12 +146,16 @@ class BaseTool:
             raise ValueError(f"invalid arguments for {cls.name}: {problems}") from None
 
     def invoke(self, raw: str | dict[str, Any]) -> ToolResult:
-        """Parse ``raw`` and run; bad input and exceptions become a failed result."""
+        """Parse ``raw`` and run; bad input and exceptions become a failed result.
+
+        Only ``MemoryError`` passes: the runner reports it as ``out_of_memory``."""
         try:
             arguments = self.parse_arguments(raw)
         except ValueError as exc:
             return ToolResult.failure("invalid_arguments", str(exc))
         try:
             return self.run(arguments)
+        except MemoryError:
+            raise  # the sandbox reports it as the memory limit, not as a bug of the tool
         except Exception as exc:  # a tool bug must not end the agent's run
             return ToolResult.failure("tool_failed", f"{type(exc).__name__}: {exc}")

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.tools.base import BaseTool, ToolContext, ToolResult
+from ragloom.agents.tools.cancel import raise_if_cancelled
 from ragloom.qa.citations import passage_text
 from ragloom.retrieval import Retriever, SentenceFocus, retrieve_from_all
 from ragloom.retrieval.focus import Spans
@@ -24,6 +25,10 @@ class DocSearchTool(BaseTool):
     text``) so that an answer can cite it; without one, as ``(file) text``. With a
     ``focus``, a passage shows only its sentences nearest the query (a passage with none
     of them is left out).
+
+    It holds the request's retrievers and ledger, so it runs in the agent's process
+    (``sandboxed = False``); told to stop, it stops before its next retriever and never
+    numbers passages in the ledger after its call has timed out.
     """
 
     class Arguments(BaseModel):
@@ -36,6 +41,7 @@ class DocSearchTool(BaseTool):
         "Search the user's documents. Input: a short search query. "
         "Output: the most relevant passages, each with its source."
     )
+    sandboxed: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -67,7 +73,9 @@ class DocSearchTool(BaseTool):
 
     def run(self, arguments: BaseModel) -> ToolResult:
         assert isinstance(arguments, DocSearchTool.Arguments)
-        hits = retrieve_from_all(self.retrievers, arguments.query, self.top_k)
+        checked = [_until_cancelled(retriever) for retriever in self.retrievers]
+        hits = retrieve_from_all(checked, arguments.query, self.top_k)  # type: ignore[arg-type]
+        raise_if_cancelled()
         if not hits:
             return ToolResult(content="No passage in the documents matches this query.")
         shown = self.focus.run(arguments.query, hits) if self.focus else [None] * len(hits)
@@ -86,7 +94,18 @@ class DocSearchTool(BaseTool):
             kept_spans.append(spans)
             lines.append(line)
             used += cost
+        raise_if_cancelled()  # a late call must not number passages the agent never sees
         if self.ledger is not None:
             numbers = self.ledger.add(kept, kept_spans)
             lines = [f"[{n}] {line}" for n, line in zip(numbers, lines, strict=True)]
         return ToolResult(content="\n".join(lines), sources=kept)
+
+
+def _until_cancelled(retriever: Retriever) -> Callable[..., list[RetrievedChunk]]:
+    """``retriever``, called only while the tool call has not been told to stop."""
+
+    def search(query: str, top_k: int) -> list[RetrievedChunk]:
+        raise_if_cancelled()
+        return retriever(query, top_k=top_k)
+
+    return search

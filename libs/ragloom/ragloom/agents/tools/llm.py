@@ -7,13 +7,18 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from ragloom.agents.tools.base import BaseTool, ToolContext, ToolResult
-from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMError
+from ragloom.agents.tools.cancel import raise_if_cancelled
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMError, LLMResult
 
 __all__ = ["LLMTool"]
 
 
 class LLMTool(BaseTool):
-    """Answers a self-contained question or instruction with the LLM, without tools."""
+    """Answers a self-contained question or instruction with the LLM, without tools.
+
+    It uses the request's LLM, so it runs in the agent's process (``sandboxed = False``);
+    it streams the reply and, told to stop, closes the stream (which frees the model).
+    """
 
     class Arguments(BaseModel):
         """The prompt."""
@@ -25,6 +30,7 @@ class LLMTool(BaseTool):
         "Ask a language model a self-contained question, e.g. to combine or reformulate "
         "facts found earlier. Input: the full question with every fact it needs."
     )
+    sandboxed: ClassVar[bool] = False
 
     def __init__(self, llm: ChatLLM, *, max_tokens: int = 200) -> None:
         self.llm = llm
@@ -41,7 +47,20 @@ class LLMTool(BaseTool):
             ChatMessage("user", arguments.prompt),
         ]
         try:
-            result = self.llm.run(messages, GenerationOptions(max_tokens=self.max_tokens))
+            result = self._generate(messages)
         except LLMError as exc:
             return ToolResult.failure("llm_failed", str(exc), retryable=True)
         return ToolResult(content=result.text.strip(), usage=result.usage)
+
+    def _generate(self, messages: list[ChatMessage]) -> LLMResult:
+        stream = self.llm.stream(messages, GenerationOptions(max_tokens=self.max_tokens))
+        try:
+            for item in stream:
+                raise_if_cancelled()
+                if item.result is not None:
+                    return item.result
+        finally:
+            close = getattr(stream, "close", None)  # a generator: ends the generation
+            if close is not None:
+                close()
+        raise LLMError(f"{self.llm.name} ended its stream without a result")

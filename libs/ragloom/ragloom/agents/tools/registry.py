@@ -15,11 +15,44 @@ from ragloom.agents.tools.calculator import CalculatorTool
 from ragloom.agents.tools.docsearch import DocSearchTool
 from ragloom.agents.tools.llm import LLMTool
 
-__all__ = ["BUILTIN_TOOLS", "ToolRegistry"]
+__all__ = ["BUILTIN_TOOLS", "ToolRegistry", "check_runnable"]
 
 logger = logging.getLogger(__name__)
 
 BUILTIN_TOOLS: tuple[type[BaseTool], ...] = (DocSearchTool, CalculatorTool, LLMTool)
+
+
+def check_runnable(tool: type[BaseTool]) -> None:
+    """Raise ``TypeError``, saying what to set, if ``tool`` cannot run the way it says.
+
+    A sandboxed tool is sent to a worker process by reference to its class, so the class
+    must be importable by name, and it cannot hold the request, so it must not override
+    ``from_context``. ``timeout`` must be ``None`` or a positive number of seconds.
+    """
+    where = f"{tool.__module__}.{tool.__qualname__}"
+    own_timeout = getattr(tool, "timeout", None)
+    if own_timeout is not None and (
+        isinstance(own_timeout, bool)
+        or not isinstance(own_timeout, int | float)
+        or not own_timeout > 0
+    ):
+        raise TypeError(f"{where}.timeout must be None or a positive number of seconds")
+    if not tool.sandboxed:
+        return
+    builds = getattr(tool.from_context, "__func__", tool.from_context)
+    if builds is not BaseTool.from_context.__func__:  # type: ignore[attr-defined]
+        raise TypeError(
+            f"{where} overrides from_context() to use the request (its LLM, retrievers or "
+            "ledger), which cannot be sent to the tool sandbox's worker process: set "
+            "`sandboxed = False` on it (it then runs in a thread of the app and must stop "
+            "when ragloom.agents.tools.cancel_requested() says so)"
+        )
+    if "<locals>" in tool.__qualname__:
+        raise TypeError(
+            f"{where} is defined inside a function, where the tool sandbox's worker "
+            "process cannot import it: define it at the top level of a module, or set "
+            "`sandboxed = False` on it"
+        )
 
 
 class ToolRegistry:
@@ -31,12 +64,17 @@ class ToolRegistry:
             self.register(tool)
 
     def register(self, tool: type[BaseTool]) -> None:
-        """Make ``tool`` available to agents under ``tool.name``."""
+        """Make ``tool`` available to agents under ``tool.name``.
+
+        Raises ``TypeError`` for a tool that cannot run as it says (see
+        :func:`check_runnable`) and ``ValueError`` for a name agents cannot write.
+        """
         if not (isinstance(tool, type) and issubclass(tool, BaseTool)):
             raise TypeError(f"{tool!r} is not a BaseTool subclass")
         name = getattr(tool, "name", "")
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"{tool.__qualname__}.name must be an identifier, not {name!r}")
+        check_runnable(tool)
         previous = self._tools.get(name)
         if previous is not None and previous is not tool:
             logger.warning(

@@ -1,19 +1,66 @@
-"""Calling a tool the way agents do: with a timeout, and retries when they may help."""
+"""Calling a tool the way agents do: bounded, sandboxed or cancellable, retried if it helps.
+
+Every call, whatever the tool (plugins' included), goes through :class:`ToolRunner`:
+
+- Its input is bounded (:class:`~ragloom.agents.tools.limits.ToolLimits`); so is its
+  result, whatever the tool returned.
+- It has a time limit: the runner's ``timeout``, or the tool's own ``timeout`` if smaller.
+- A tool with ``sandboxed = True`` (the default) runs in a worker process of the
+  ``"tools"`` sandbox (:mod:`ragloom.sandbox`): past its time limit the worker is killed,
+  so nothing keeps running and no computation, however it holds the GIL, can stall the
+  app. A crash or the memory limit fails that call alone.
+- A tool with ``sandboxed = False`` (it needs the request: ``docsearch``, ``llm``) runs in
+  a thread; past its time limit the runner sets its cancellation flag
+  (:mod:`ragloom.agents.tools.cancel`), waits ``cancel_grace`` seconds, and logs a warning
+  naming the tool if its thread is still running.
+- A runner serves one request (an agent makes its own), and at most
+  ``sandbox_slots`` of its calls use sandbox workers at once (default 1; the others
+  wait): a question that plans many runaway calls holds one worker, not all of them, so
+  the other questions' calls are still served.
+- An error marked retryable is tried again with exponential backoff. A timeout or a
+  crash is retryable only for a tool that is not ``deterministic`` (an in-process tool's
+  timeout only when its thread stopped); the memory limit never is.
+
+:meth:`ToolRunner.call` never raises.
+"""
 
 from __future__ import annotations
 
+import importlib
 import logging
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from ragloom.agents.tools.base import BaseTool, ToolResult
+from ragloom.agents.tools.cancel import cancellable
+from ragloom.agents.tools.limits import ToolLimits, bound_result, refuse_input
+from ragloom.sandbox import (
+    Sandbox,
+    SandboxCrash,
+    SandboxError,
+    SandboxMemoryError,
+    SandboxTimeout,
+    get_sandbox,
+)
 
-__all__ = ["ToolCall", "ToolRunner", "call_record"]
+__all__ = [
+    "SANDBOX_NAME",
+    "ToolCall",
+    "ToolRunner",
+    "call_record",
+    "invoke_bounded",
+    "warm_tools_sandbox",
+]
 
 logger = logging.getLogger(__name__)
+
+SANDBOX_NAME = "tools"
+"""The shared sandbox (:func:`ragloom.sandbox.get_sandbox`) sandboxed tools run in."""
 
 
 @dataclass(frozen=True)
@@ -25,12 +72,30 @@ class ToolCall:
     attempts: int
 
 
-class ToolRunner:
-    """Runs tool calls with a timeout each, retrying retryable errors with backoff.
+def invoke_bounded(tool: BaseTool, tool_input: str, limits: ToolLimits) -> ToolResult:
+    """``tool.invoke(tool_input)``, never raising, its result bounded.
 
-    A call that times out counts as a retryable ``timeout`` error. Its thread cannot be
-    stopped: it finishes in the background and its result is ignored. ``tool.invoke``
-    turns exceptions into failed results, so nothing escapes the thread.
+    What a sandbox worker runs, so that an oversized result is cut before it is pickled
+    back; the thread of an in-process tool runs it too.
+    """
+    try:
+        result = tool.invoke(tool_input)
+    except MemoryError:
+        raise  # a sandbox worker reports it as its memory limit
+    except Exception as exc:  # invoke() must not raise, but a plugin may override it
+        result = ToolResult.failure("tool_failed", f"{type(exc).__name__}: {exc}")
+    return bound_result(tool.name, result, limits)
+
+
+class ToolRunner:
+    """Runs tool calls under their limits and retries them when that may help.
+
+    ``timeout``: seconds a call may take (a tool's own ``timeout`` may lower it);
+    ``retries``: further attempts of a retryable failure, waiting ``backoff * 2**n``;
+    ``limits``: the bounds of inputs and results; ``cancel_grace``: seconds an in-process
+    tool has to stop once cancelled; ``sandbox``: where sandboxed tools run (default: the
+    shared ``"tools"`` sandbox); ``sandbox_slots``: how many of this runner's calls may use
+    sandbox workers at once.
     """
 
     def __init__(
@@ -40,30 +105,95 @@ class ToolRunner:
         retries: int = 2,
         backoff: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
+        limits: ToolLimits | None = None,
+        cancel_grace: float = 0.5,
+        sandbox: Sandbox | None = None,
+        sandbox_slots: int = 1,
     ) -> None:
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self.limits = limits or ToolLimits()
+        self.cancel_grace = cancel_grace
+        self._sandbox = sandbox
+        self._slots = threading.BoundedSemaphore(max(1, sandbox_slots))
         self._sleep = sleep
 
-    def _once(self, tool: BaseTool, tool_input: str) -> ToolResult:
+    def time_limit(self, tool: BaseTool) -> float:
+        """Seconds a call of ``tool`` may take: the smaller of the runner's and the tool's."""
+        own = getattr(tool, "timeout", None)
+        return min(self.timeout, own) if own else self.timeout
+
+    def _in_sandbox(self, tool: BaseTool, tool_input: str, limit: float) -> ToolResult:
+        again = not tool.deterministic
+        box = self._sandbox or get_sandbox(SANDBOX_NAME)
+        try:
+            with self._slots:
+                return box.run(invoke_bounded, tool, tool_input, self.limits, timeout=limit)
+        except SandboxTimeout:
+            _warm_in_background(box, type(tool))
+            message = f"{tool.name} did not answer within {limit:g} s and was stopped"
+            return ToolResult.failure("timeout", message, retryable=again)
+        except SandboxMemoryError as exc:
+            return ToolResult.failure("out_of_memory", f"{tool.name} was stopped: {exc}")
+        except SandboxCrash as exc:
+            _warm_in_background(box, type(tool))
+            message = f"{tool.name} crashed: {exc}"
+            return ToolResult.failure("tool_crashed", message, retryable=again)
+        except SandboxError as exc:
+            return ToolResult.failure("tool_failed", f"{tool.name} could not run: {exc}")
+        except Exception as exc:  # invoke_bounded catches everything; this is the last net
+            return ToolResult.failure("tool_failed", f"{type(exc).__name__}: {exc}")
+
+    def _in_thread(self, tool: BaseTool, tool_input: str, limit: float) -> ToolResult:
         box: list[ToolResult] = []
-        # A daemon thread per attempt: a call that hangs can be abandoned (it cannot be
-        # stopped) without holding up its retry, the agent, or the interpreter's exit.
-        thread = threading.Thread(
-            target=lambda: box.append(tool.invoke(tool_input)), daemon=True, name=tool.name
-        )
+        flag = threading.Event()
+
+        def work() -> None:
+            with cancellable(flag):
+                try:
+                    box.append(invoke_bounded(tool, tool_input, self.limits))
+                except MemoryError:
+                    message = f"{tool.name} ran out of memory"
+                    box.append(ToolResult.failure("out_of_memory", message))
+
+        # A daemon thread per attempt: one that ignores its cancellation is abandoned
+        # without holding up its retry, the agent, or the interpreter's exit.
+        thread = threading.Thread(target=work, daemon=True, name=f"tool:{tool.name}")
         thread.start()
-        thread.join(self.timeout)
+        thread.join(limit)
         if box:
             return box[0]
-        return ToolResult.failure(
-            "timeout", f"{tool.name} did not answer within {self.timeout:g} s", retryable=True
-        )
+        if not thread.is_alive():
+            return ToolResult.failure("tool_failed", f"{tool.name} ended without a result")
+        flag.set()
+        thread.join(self.cancel_grace)
+        stopped = not thread.is_alive()
+        if not stopped:
+            logger.warning(
+                "tool %s ran past its %g s limit and did not stop %g s after it was "
+                "cancelled: its thread is left running",
+                tool.name,
+                limit,
+                self.cancel_grace,
+            )
+        message = f"{tool.name} did not answer within {limit:g} s and was cancelled"
+        return ToolResult.failure("timeout", message, retryable=stopped and not tool.deterministic)
+
+    def _once(self, tool: BaseTool, tool_input: str) -> ToolResult:
+        limit = self.time_limit(tool)
+        if getattr(tool, "sandboxed", True):
+            result = self._in_sandbox(tool, tool_input, limit)
+        else:
+            result = self._in_thread(tool, tool_input, limit)
+        return bound_result(tool.name, result, self.limits)
 
     def call(self, tool: BaseTool, tool_input: str) -> ToolCall:
         """Call ``tool`` with ``tool_input``; never raises."""
         started = time.perf_counter()
+        refused = refuse_input(tool.name, tool_input, self.limits)
+        if refused is not None:
+            return ToolCall(refused, time.perf_counter() - started, 0)
         attempts = 0
         while True:
             attempts += 1
@@ -74,6 +204,60 @@ class ToolRunner:
             logger.info("%s failed (%s); retry in %.2f s", tool.name, result.error.code, delay)
             self._sleep(delay)
         return ToolCall(result, time.perf_counter() - started, attempts)
+
+
+def _import_in_worker(modules: tuple[str, ...], hold: float) -> int:
+    """Import ``modules`` in a sandbox worker; hold it a moment so the next call finds
+    another worker; return its process id."""
+    for module in modules:
+        importlib.import_module(module)
+    time.sleep(hold)
+    return os.getpid()
+
+
+def warm_tools_sandbox(
+    tools: Iterable[type[BaseTool]] = (), *, sandbox: Sandbox | None = None, within: float = 30.0
+) -> int:
+    """Start the tool sandbox's workers and import the sandboxed ``tools``' modules in each.
+
+    A cold worker costs about 0.3 s (spawn and imports) on its first call; the app calls
+    this at startup in a background thread so that no question pays it. It tries for at
+    most ``within`` seconds and returns how many workers answered; it never raises (a
+    failure is logged, and calls start workers anyway).
+    """
+    started = time.perf_counter()
+    box = sandbox or get_sandbox(SANDBOX_NAME)
+    sandboxed = sorted({tool.__module__ for tool in tools if getattr(tool, "sandboxed", True)})
+    modules = ("ragloom.agents.tools", *sandboxed)
+    workers = box.limits.workers
+    seen: set[int] = set()
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tool-warm-up") as pool:
+            # Calls land on whichever worker is free; one still starting is found later.
+            while len(seen) < workers and time.perf_counter() - started < within:
+                calls = [
+                    pool.submit(box.run, _import_in_worker, modules, 0.05, timeout=within)
+                    for _ in range(workers)
+                ]
+                seen.update(call.result() for call in calls)
+    except RuntimeError as exc:  # the interpreter is exiting: no new work may start
+        logger.debug("warming up the tool sandbox stopped: %s", exc)
+    except Exception as exc:
+        logger.warning("warming up the tool sandbox failed: %s", exc)
+    seconds = time.perf_counter() - started
+    logger.info("tool sandbox: %d workers warm in %.2f s", len(seen), seconds)
+    return len(seen)
+
+
+def _warm_in_background(box: Sandbox, tool: type[BaseTool]) -> None:
+    """Warm the worker that replaces a killed one, so that its first call (maybe with a
+    tight time limit) does not spend that limit importing."""
+    threading.Thread(
+        target=warm_tools_sandbox,
+        args=([tool],),
+        kwargs={"sandbox": box, "within": 5.0},
+        daemon=True,
+    ).start()
 
 
 def call_record(

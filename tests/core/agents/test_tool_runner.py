@@ -1,0 +1,348 @@
+"""The tool runner: sandboxed calls, cancellable in-process calls, bounded inputs and results."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from pydantic import BaseModel
+
+from ragloom.agents.evidence import EvidenceLedger
+from ragloom.agents.tools import (
+    BaseTool,
+    CalculatorTool,
+    DocSearchTool,
+    LLMTool,
+    ToolLimits,
+    ToolResult,
+    ToolRunner,
+    cancel_requested,
+    warm_tools_sandbox,
+)
+from ragloom.agents.tools.limits import bound_result
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMStreamItem, Usage
+from ragloom.sandbox import Sandbox, SandboxLimits
+from ragloom.schema import Chunk, RetrievedChunk
+
+
+class Text(BaseModel):
+    text: str
+
+
+class WhereTool(BaseTool):
+    """Says which process ran it."""
+
+    name: ClassVar[str] = "where"
+    description: ClassVar[str] = "The process id."
+    Arguments: ClassVar[type[BaseModel]] = Text
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        return ToolResult(content=str(os.getpid()))
+
+
+class SleepTool(WhereTool):
+    """Sleeps far past any time limit (a hung remote call)."""
+
+    name: ClassVar[str] = "sleep"
+    timeout: ClassVar[float | None] = 0.5
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        time.sleep(60)
+        return ToolResult(content="too late")
+
+
+class StampedSleepTool(SleepTool):
+    """Writes when it started to the file its input names, then sleeps."""
+
+    name: ClassVar[str] = "stamped"
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        assert isinstance(arguments, Text)
+        with open(arguments.text, "a") as stamps:
+            stamps.write(f"{time.time()}\n")
+        return super().run(arguments)
+
+
+class DeterministicSleepTool(SleepTool):
+    deterministic: ClassVar[bool] = True
+
+
+class AbortTool(WhereTool):
+    """Kills its own process, as a crash in a native library does."""
+
+    name: ClassVar[str] = "abort"
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        os.abort()
+
+
+class GreedyTool(WhereTool):
+    """Asks for more memory than its sandbox allows."""
+
+    name: ClassVar[str] = "greedy"
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        return ToolResult(content=str(len(bytearray(2 << 30))))
+
+
+class FloodTool(WhereTool):
+    """Returns far more than an agent can read, and more sources than it can cite."""
+
+    name: ClassVar[str] = "flood"
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        hits = [RetrievedChunk(Chunk(f"c{n}", "text", "s", "a.md"), 1.0) for n in range(500)]
+        return ToolResult(content="x" * 1_000_000, sources=hits)
+
+
+class WrongTypeTool(WhereTool):
+    """Returns what a ToolResult is not."""
+
+    name: ClassVar[str] = "wrong"
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        return {"content": "not a ToolResult"}  # type: ignore[return-value]
+
+
+class PoliteTool(WhereTool):
+    """In-process: works in small pieces and stops when told to."""
+
+    name: ClassVar[str] = "polite"
+    sandboxed: ClassVar[bool] = False
+    stopped = threading.Event()
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        while not cancel_requested():
+            time.sleep(0.01)
+        PoliteTool.stopped.set()
+        return ToolResult(content="stopped")
+
+
+class DeafTool(WhereTool):
+    """In-process: ignores its cancellation."""
+
+    name: ClassVar[str] = "deaf"
+    sandboxed: ClassVar[bool] = False
+    release = threading.Event()
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        DeafTool.release.wait(10)
+        return ToolResult(content="late")
+
+
+@pytest.fixture(scope="module")
+def module_sandbox() -> Iterator[Sandbox]:
+    box = Sandbox("test-tools", SandboxLimits(workers=2, memory_bytes=512 << 20))
+    yield box
+    box.close()
+
+
+@pytest.fixture
+def sandbox(module_sandbox: Sandbox) -> Sandbox:
+    # Every worker warm, those that replaced killed ones included: the tools below have a
+    # 0.5 s limit, less than a cold worker may spend importing this module.
+    warm_tools_sandbox([WhereTool], sandbox=module_sandbox)
+    return module_sandbox
+
+
+def test_a_sandboxed_tool_runs_in_a_worker_process(sandbox: Sandbox) -> None:
+    call = ToolRunner(sandbox=sandbox).call(WhereTool(), "x")
+    assert call.result.ok and int(call.result.content) != os.getpid()
+    assert ToolRunner(sandbox=sandbox).call(CalculatorTool(), "6 * 7").result.content == "42"
+
+
+def test_the_smaller_time_limit_wins() -> None:
+    assert ToolRunner(timeout=60).time_limit(CalculatorTool()) == 5.0
+    assert ToolRunner(timeout=2).time_limit(CalculatorTool()) == 2
+    assert ToolRunner(timeout=60).time_limit(WhereTool()) == 60
+
+
+def test_a_timed_out_deterministic_tool_is_killed_and_not_tried_again(sandbox: Sandbox) -> None:
+    waits: list[float] = []
+    runner = ToolRunner(sandbox=sandbox, retries=2, sleep=waits.append)
+    call = runner.call(DeterministicSleepTool(), "x")
+    assert call.result.error is not None and call.result.error.code == "timeout"
+    assert call.result.error.message == "sleep did not answer within 0.5 s and was stopped"
+    assert not call.result.error.retryable and call.attempts == 1 and waits == []
+    assert runner.call(WhereTool(), "x").result.ok  # a fresh worker serves the next call
+
+
+def test_a_timed_out_tool_that_may_answer_another_time_is_tried_again(sandbox: Sandbox) -> None:
+    waits: list[float] = []
+    call = ToolRunner(sandbox=sandbox, retries=1, sleep=waits.append).call(SleepTool(), "x")
+    assert call.result.error is not None and call.result.error.retryable
+    assert call.attempts == 2 and waits == [0.5]
+
+
+def _two_calls_at_once(runner: ToolRunner, stamps: Path) -> float:
+    """Seconds between the starts of two calls made together from two threads."""
+    calls = [
+        threading.Thread(target=runner.call, args=(StampedSleepTool(), str(stamps)))
+        for _ in range(2)
+    ]
+    for call in calls:
+        call.start()
+    for call in calls:
+        call.join(10)
+    first, second = sorted(float(line) for line in stamps.read_text().split())
+    stamps.unlink()
+    return second - first
+
+
+def test_one_runner_holds_one_sandbox_worker_at_a_time(sandbox: Sandbox, tmp_path: Path) -> None:
+    # One request's runner: its parallel calls (a ReWOO level) take turns in the sandbox,
+    # so the other worker stays free for other requests.
+    stamps = tmp_path / "stamps"
+    assert _two_calls_at_once(ToolRunner(sandbox=sandbox, retries=0), stamps) >= 0.5
+    warm_tools_sandbox([WhereTool], sandbox=sandbox)  # the killed workers' replacements
+    two_slots = ToolRunner(sandbox=sandbox, retries=0, sandbox_slots=2)
+    assert _two_calls_at_once(two_slots, stamps) < 0.5
+
+
+def test_a_crash_and_the_memory_limit_fail_their_call_alone(sandbox: Sandbox) -> None:
+    runner = ToolRunner(sandbox=sandbox, retries=0)
+    crashed = runner.call(AbortTool(), "x").result.error
+    assert crashed is not None and crashed.code == "tool_crashed"
+    assert crashed.message == "abort crashed: the worker process died (signal SIGABRT)"
+    greedy = runner.call(GreedyTool(), "x").result.error
+    assert greedy is not None and greedy.code == "out_of_memory"
+    assert greedy.message == "greedy was stopped: it needed more memory than the 512 MiB limit"
+    assert runner.call(WhereTool(), "x").result.ok
+
+
+def test_a_tool_that_cannot_reach_its_worker_fails_with_the_reason(sandbox: Sandbox) -> None:
+    class Local(WhereTool):
+        pass
+
+    failed = ToolRunner(sandbox=sandbox).call(Local(), "x").result.error
+    assert failed is not None and failed.code == "tool_failed"
+    assert "cannot be sent to a worker process" in failed.message
+
+
+def test_inputs_past_the_limit_are_refused_before_anything_runs(sandbox: Sandbox) -> None:
+    runner = ToolRunner(sandbox=sandbox, limits=ToolLimits(input_chars=100))
+    call = runner.call(WhereTool(), "x" * 101)
+    assert call.attempts == 0 and call.result.error is not None
+    assert call.result.error.code == "input_too_long"
+    assert call.result.error.message == (
+        "the input of where has 101 characters; tool inputs are limited to 100"
+    )
+
+
+def test_results_past_the_limits_are_cut_saying_so(sandbox: Sandbox) -> None:
+    result = ToolRunner(sandbox=sandbox).call(FloodTool(), "x").result
+    assert len(result.content) == ToolLimits().content_chars
+    assert result.content.endswith(
+        "[… cut: the result had 1,000,000 characters, the limit is 8,000]"
+    )
+    assert len(result.sources) == ToolLimits().sources
+    wrong = ToolRunner(sandbox=sandbox).call(WrongTypeTool(), "x").result.error
+    assert wrong is not None and wrong.code == "invalid_result"
+    assert wrong.message == "wrong returned an invalid result: a dict, not a ToolResult"
+
+
+def test_bound_result_checks_every_part_and_leaves_a_good_result_as_it_is() -> None:
+    limits = ToolLimits(content_chars=100, error_chars=80)
+    good = ToolResult(content="fine", usage=Usage(1, 2))
+    assert bound_result("t", good, limits) is good
+    cut = bound_result("t", ToolResult(content="y" * 500), limits)
+    assert len(cut.content) == 100 and bound_result("t", cut, limits) is cut
+    long_error = bound_result("t", ToolResult.failure("busy", "z" * 500), limits)
+    assert long_error.error is not None and len(long_error.error.message) == 80
+    assert long_error.error.message.endswith("the limit is 80]")
+    for bad, problem in [
+        (ToolResult(content=b"bytes"), "its content is a bytes, not text"),  # type: ignore[arg-type]
+        (ToolResult(content="a", sources=["a.md"]), "sources must be RetrievedChunk objects"),
+        (ToolResult(content="a", usage={"tokens": 3}), "usage must be"),  # type: ignore[arg-type]
+        (ToolResult.failure("", "no code"), "an error needs a code and a message"),
+    ]:
+        error = bound_result("t", bad, limits).error
+        assert error is not None and error.code == "invalid_result" and problem in error.message
+
+
+def test_an_in_process_tool_is_cancelled_at_its_timeout_and_stops(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    PoliteTool.stopped.clear()
+    with caplog.at_level(logging.WARNING):
+        call = ToolRunner(timeout=0.2, retries=0).call(PoliteTool(), "x")
+    assert call.result.error is not None and call.result.error.code == "timeout"
+    assert call.result.error.message == "polite did not answer within 0.2 s and was cancelled"
+    assert call.result.error.retryable  # its thread stopped: another try adds no thread
+    assert PoliteTool.stopped.is_set() and "left running" not in caplog.text
+
+
+def test_an_in_process_tool_that_ignores_its_cancellation_is_named_and_not_retried(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    DeafTool.release.clear()
+    try:
+        with caplog.at_level(logging.WARNING):
+            call = ToolRunner(timeout=0.2, retries=2, cancel_grace=0.1).call(DeafTool(), "x")
+    finally:
+        DeafTool.release.set()
+    assert call.attempts == 1 and call.result.error is not None
+    assert not call.result.error.retryable
+    assert "tool deaf ran past its 0.2 s limit" in caplog.text
+    assert "its thread is left running" in caplog.text
+
+
+class SlowRetriever:
+    """A retriever that takes its time, and counts its calls."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.calls = 0
+
+    def __call__(self, query: str, top_k: int) -> list[RetrievedChunk]:
+        self.calls += 1
+        time.sleep(self.delay)
+        return [RetrievedChunk(Chunk(f"r{self.calls}", "found", "s", "a.md"), 1.0)]
+
+
+def test_a_cancelled_docsearch_stops_before_its_next_retriever_and_numbers_nothing() -> None:
+    first, second = SlowRetriever(0.4), SlowRetriever(0.0)
+    ledger = EvidenceLedger()
+    tool = DocSearchTool([first, second], ledger=ledger)  # type: ignore[list-item]
+    call = ToolRunner(timeout=0.1, retries=0, cancel_grace=1.0).call(tool, "found")
+    assert call.result.error is not None and call.result.error.retryable
+    assert (first.calls, second.calls) == (1, 0)
+    assert len(ledger) == 0
+
+
+STREAM_CLOSED = threading.Event()
+
+
+class TricklingLLM(ChatLLM):
+    """Streams one word every 50 ms, forever; sets STREAM_CLOSED when its stream is closed."""
+
+    def stream(
+        self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
+    ) -> Iterator[LLMStreamItem]:
+        try:
+            while True:
+                time.sleep(0.05)
+                yield LLMStreamItem("word ")
+        finally:
+            STREAM_CLOSED.set()
+
+
+def test_a_cancelled_llm_call_closes_its_stream() -> None:
+    STREAM_CLOSED.clear()
+    call = ToolRunner(timeout=0.2, retries=0).call(LLMTool(TricklingLLM()), "Go on")
+    assert call.result.error is not None and call.result.error.code == "timeout"
+    assert STREAM_CLOSED.wait(1), "the generation went on after the call was cancelled"
+
+
+def test_warming_the_sandbox_starts_every_worker() -> None:
+    box = Sandbox("warm", SandboxLimits(workers=2))
+    try:
+        assert warm_tools_sandbox([CalculatorTool, DocSearchTool], sandbox=box) == 2
+    finally:
+        box.close()
