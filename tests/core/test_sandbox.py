@@ -131,6 +131,23 @@ def test_what_cannot_cross_fails_its_own_call_and_not_the_pool(sandbox: Sandbox)
     assert sandbox.run(add, 2, 2, timeout=30) == 4
 
 
+def imported_at() -> float:
+    from tests.helpers.slow_import import IMPORTED_AT
+
+    return IMPORTED_AT
+
+
+def test_what_a_worker_preloads_is_not_counted_against_a_call() -> None:
+    # The module takes 1.5 s to import: as a call's own import it would miss a 1 s limit.
+    limits = SandboxLimits(workers=1, preload=("tests.helpers.slow_import", "no.such.module"))
+    box = Sandbox("preloaded", limits)
+    try:
+        box.run(add, 0, 0, timeout=30)  # the worker is up, its preload done
+        assert box.run(imported_at, timeout=1.0) < time.time()
+    finally:
+        box.close()
+
+
 def test_a_result_past_its_size_limit_is_refused() -> None:
     box = Sandbox("small", SandboxLimits(workers=1, result_bytes=1 << 20))
     try:

@@ -77,13 +77,15 @@ READERS_SANDBOX = "readers"
 #: 2 GiB of address space: reading and chunking a 96 MB PDF of 20,000 pages of text peaked
 #: at 670 MB (VmPeak), so a 200 MB one (the size limit) needs about 1.3 GB. A worker is
 #: replaced after 25 files, to hand back what lxml and pypdf keep. 256 MiB of pickled
-#: chunks bounds what one file sends back to the app.
+#: chunks bounds what one file sends back to the app. Workers import the readers and the
+#: tokenizer when they start, so a file's time budget is not spent importing them.
 READERS_LIMITS = SandboxLimits(
     memory_bytes=2048 * _MiB,
     file_bytes=64 * _MiB,
     result_bytes=256 * _MiB,
     workers=2,
     tasks_per_worker=25,
+    preload=("tokenizers", "ragloom.loaders", "ragloom.chunking"),
 )
 
 

@@ -43,6 +43,7 @@ from ragloom.sandbox import (
     Sandbox,
     SandboxCrash,
     SandboxError,
+    SandboxLimits,
     SandboxMemoryError,
     SandboxTimeout,
     get_sandbox,
@@ -50,6 +51,7 @@ from ragloom.sandbox import (
 
 __all__ = [
     "SANDBOX_NAME",
+    "TOOLS_LIMITS",
     "ToolCall",
     "ToolRunner",
     "call_record",
@@ -61,6 +63,11 @@ logger = logging.getLogger(__name__)
 
 SANDBOX_NAME = "tools"
 """The shared sandbox (:func:`ragloom.sandbox.get_sandbox`) sandboxed tools run in."""
+
+TOOLS_LIMITS = SandboxLimits(preload=("ragloom.agents.tools",))
+"""The tool sandbox's limits unless configured otherwise (``configure_sandbox``): the
+defaults of :class:`~ragloom.sandbox.SandboxLimits` (1 GiB of address space, 64 MiB of
+files, two workers), each worker importing the tool interface when it starts."""
 
 
 @dataclass(frozen=True)
@@ -126,18 +133,16 @@ class ToolRunner:
 
     def _in_sandbox(self, tool: BaseTool, tool_input: str, limit: float) -> ToolResult:
         again = not tool.deterministic
-        box = self._sandbox or get_sandbox(SANDBOX_NAME)
+        box = self._sandbox or get_sandbox(SANDBOX_NAME, TOOLS_LIMITS)
         try:
             with self._slots:
                 return box.run(invoke_bounded, tool, tool_input, self.limits, timeout=limit)
         except SandboxTimeout:
-            _warm_in_background(box, type(tool))
             message = f"{tool.name} did not answer within {limit:g} s and was stopped"
             return ToolResult.failure("timeout", message, retryable=again)
         except SandboxMemoryError as exc:
             return ToolResult.failure("out_of_memory", f"{tool.name} was stopped: {exc}")
         except SandboxCrash as exc:
-            _warm_in_background(box, type(tool))
             message = f"{tool.name} crashed: {exc}"
             return ToolResult.failure("tool_crashed", message, retryable=again)
         except SandboxError as exc:
@@ -226,7 +231,7 @@ def warm_tools_sandbox(
     failure is logged, and calls start workers anyway).
     """
     started = time.perf_counter()
-    box = sandbox or get_sandbox(SANDBOX_NAME)
+    box = sandbox or get_sandbox(SANDBOX_NAME, TOOLS_LIMITS)
     sandboxed = sorted({tool.__module__ for tool in tools if getattr(tool, "sandboxed", True)})
     modules = ("ragloom.agents.tools", *sandboxed)
     workers = box.limits.workers
@@ -247,17 +252,6 @@ def warm_tools_sandbox(
     seconds = time.perf_counter() - started
     logger.info("tool sandbox: %d workers warm in %.2f s", len(seen), seconds)
     return len(seen)
-
-
-def _warm_in_background(box: Sandbox, tool: type[BaseTool]) -> None:
-    """Warm the worker that replaces a killed one, so that its first call (maybe with a
-    tight time limit) does not spend that limit importing."""
-    threading.Thread(
-        target=warm_tools_sandbox,
-        args=([tool],),
-        kwargs={"sandbox": box, "within": 5.0},
-        daemon=True,
-    ).start()
 
 
 def call_record(
