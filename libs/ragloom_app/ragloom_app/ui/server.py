@@ -81,6 +81,7 @@ def _prepare(app: BaseApp, first_run_docs: bool, warm_up: bool) -> None:
             logger.info("UI: the embedding model is ready")
         except Exception:
             logger.exception("UI: loading the embedding model failed")
+        _start_sandboxes(app)
     if not first_run_docs:
         return
     try:
@@ -98,6 +99,20 @@ def _prepare(app: BaseApp, first_run_docs: bool, warm_up: bool) -> None:
                     )
     except Exception:
         logger.exception("first run: indexing the bundled documents failed")
+
+
+def _start_sandboxes(app: BaseApp) -> None:
+    """Start the worker processes files are read in and tools run in (about a second).
+
+    Neither raises: a sandbox that cannot start is logged, and the file or tool call that
+    needs it fails with the reason instead.
+    """
+    from ragloom.agents.tools import warm_tools_sandbox
+    from ragloom.chunking import warm_readers_sandbox
+
+    if warm_readers_sandbox():
+        logger.info("UI: the readers sandbox is ready")
+    warm_tools_sandbox(app.tools_by_name().values())
 
 
 def prepare_in_background(
