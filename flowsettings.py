@@ -104,3 +104,10 @@ DISABLED_PLUGINS: list[str] = []
 # The UI answers only to loopback names (and the --host it serves on): add the name a
 # reverse proxy forwards, for one. `ragloom serve` still listens on loopback only.
 # ALLOWED_HOSTS: list[str] = []
+
+# What indexing may spend (docs/security.md). Each one left out keeps its default; a file
+# past one fails alone, with the limit named, and the rest of the upload indexes.
+# MAX_FILE_CHUNKS = 50_000             # chunks one file may make
+# MAX_FILE_SECONDS = 300               # seconds to read and chunk one file (its reader killed)
+# MAX_UPLOAD_BYTES = 2 * 1024**3       # one upload: its files and what its archives unpack to
+# MAX_UPLOAD_CHUNKS = 100_000          # chunks one upload may make

@@ -97,3 +97,42 @@ def test_web_limits_from_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert (settings.max_file_bytes, settings.queue_max_size) == (1024, 3)
     assert settings.allowed_hosts == ["ragloom.lan"]
     assert AppSettings().max_files_per_upload == 100  # the defaults hold the rest
+
+
+def test_indexing_budgets_reach_every_index(tmp_path: Path) -> None:
+    from ragloom_app.app import BaseApp
+
+    settings = AppSettings(
+        data_dir=tmp_path / "data",
+        max_file_chunks=10,
+        max_file_seconds=2.5,
+        max_upload_bytes=4096,
+        max_upload_chunks=20,
+    )
+    resources = BaseApp(settings).start().indices.indices[0].resources
+    assert (
+        resources.max_file_chunks,
+        resources.max_file_seconds,
+        resources.max_upload_bytes,
+        resources.max_upload_chunks,
+    ) == (10, 2.5, 4096, 20)
+    # Left unset, each keeps the index's own default.
+    default = BaseApp(AppSettings(data_dir=tmp_path / "other")).start().indices.indices[0].resources
+    assert default.max_file_chunks == 50_000 and default.max_upload_chunks == 100_000
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("MAX_FILE_CHUNKS = 0", "MAX_FILE_CHUNKS: must be a positive whole number or None"),
+        ("MAX_UPLOAD_BYTES = 1.5", "MAX_UPLOAD_BYTES: must be a positive whole number or None"),
+        ("MAX_FILE_SECONDS = -1", "MAX_FILE_SECONDS: must be a positive number"),
+    ],
+)
+def test_a_wrong_indexing_budget_stops_startup_naming_it(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    file = tmp_path / "flowsettings.py"
+    file.write_text(line + "\n")
+    with pytest.raises(SettingsError, match=message):
+        AppSettings.load(file)

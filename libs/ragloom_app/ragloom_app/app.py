@@ -254,14 +254,26 @@ class BaseApp:
         return info
 
     def _index_resources(self, index_id: int) -> IndexResources:
+        settings = self.settings
+        budgets = {
+            name: value
+            for name, value in (
+                ("max_file_chunks", settings.max_file_chunks),
+                ("max_file_seconds", settings.max_file_seconds),
+                ("max_upload_bytes", settings.max_upload_bytes),
+                ("max_upload_chunks", settings.max_upload_chunks),
+            )
+            if value is not None  # None: the index's own default
+        }
         return IndexResources(
             engine=self.engine,
-            data_dir=self.settings.data_dir / "indices" / str(index_id),
-            shared_dir=self.settings.data_dir,
+            data_dir=settings.data_dir / "indices" / str(index_id),
+            shared_dir=settings.data_dir,
             embeddings=self.embeddings,
             readers=self.readers,
             # The one per-file limit: gradio refuses the same size while receiving it.
-            max_file_bytes=self.settings.max_file_bytes,
+            max_file_bytes=settings.max_file_bytes,
+            **budgets,
         )
 
     @property

@@ -82,6 +82,14 @@ class AppSettings:
     queue_max_size: int = 64
     # Host names the UI answers to besides its own and loopback names (a reverse proxy's).
     allowed_hosts: list[str] = field(default_factory=list)
+    # -- what indexing may spend (docs/security.md); None keeps the library's default ------
+    # Chunks one file may make (50,000) and seconds it may take to be read and chunked (300).
+    max_file_chunks: int | None = None
+    max_file_seconds: float | None = None
+    # Bytes one upload may spend, what its archives unpack to included (2 GiB), and the
+    # chunks it may make (100,000).
+    max_upload_bytes: int | None = None
+    max_upload_chunks: int | None = None
     source: str = "defaults"
 
     def __post_init__(self) -> None:
@@ -96,11 +104,20 @@ class AppSettings:
                 raise SettingsError(
                     f"{name.upper()}: must be a positive whole number, not {value!r}"
                 )
-        deadline = self.answer_deadline_seconds
-        if isinstance(deadline, bool) or not isinstance(deadline, int | float) or deadline <= 0:
-            raise SettingsError(
-                f"ANSWER_DEADLINE_SECONDS: must be a positive number, not {deadline!r}"
-            )
+        for name in ("max_file_chunks", "max_upload_bytes", "max_upload_chunks"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value <= 0
+            ):
+                raise SettingsError(
+                    f"{name.upper()}: must be a positive whole number or None, not {value!r}"
+                )
+        for name in ("answer_deadline_seconds", "max_file_seconds"):
+            value = getattr(self, name)
+            if value is None and name == "max_file_seconds":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise SettingsError(f"{name.upper()}: must be a positive number, not {value!r}")
         if not isinstance(self.selectable_llms, list | tuple) or not all(
             isinstance(name, str) for name in self.selectable_llms
         ):
