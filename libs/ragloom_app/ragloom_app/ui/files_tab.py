@@ -19,6 +19,7 @@ from typing import Any
 import gradio as gr
 
 from ragloom_app.app import BaseApp
+from ragloom_app.errors import scrub, user_error
 from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
 from ragloom_app.ui import file_filter, render
 from ragloom_app.ui.indices_panel import IndicesPanel, build_indices_panel
@@ -94,8 +95,8 @@ class FilesHandlers:
         except gr.Error:
             raise
         except Exception as exc:
-            logger.exception("cannot list the files of %r", index_name)
-            gr.Warning(html.escape(f"Could not list the files: {exc}"))
+            failure = user_error(exc, "Listing the files", log=logger)
+            gr.Warning(html.escape(failure.message))
             return render.sources_html([])
 
     def on_load(self, current: str | None) -> tuple[Any, str]:
@@ -126,7 +127,7 @@ class FilesHandlers:
         try:
             index = self._index(index_name)
         except KeyError as exc:  # the index was deleted since the page loaded
-            raise gr.Error(html.escape(str(exc))) from exc
+            raise gr.Error(html.escape(scrub(str(exc)))) from exc
         # Building the pipeline loads the embedding model on first use: say so.
         progress(0.0, desc="Preparing the index…")
         outcomes: list[FileOutcome] = []
@@ -139,8 +140,8 @@ class FilesHandlers:
                     outcomes.append(event)
         except Exception as exc:
             # The pipeline reports bad files as outcomes; this is the index itself failing.
-            logger.exception("indexing into %r failed", index.name)
-            raise gr.Error(html.escape(f"Indexing failed: {type(exc).__name__}: {exc}")) from exc
+            failure = user_error(exc, f"Indexing into {index.name!r}", log=logger)
+            raise gr.Error(html.escape(failure.message)) from exc
         # Every file is now stored in the index or refused: the copies have done their job.
         # (Kept when the index itself failed above, so pressing "Index" again can retry.)
         discard_upload_copies(paths, self.upload_cache)

@@ -84,7 +84,9 @@ def build_web_app(
         # private documents. No "Built with Gradio" link either.
         run_history=False,
         footer_links=["api", "settings"],
-        show_error=True,
+        # Only errors raised as gr.Error (worded, with a log reference) reach the browser;
+        # anything else escaping a handler shows as "Error", its text stays in the log.
+        show_error=False,
         ssr_mode=False,
         mcp_server=False,
         pwa=False,
