@@ -88,3 +88,18 @@ def test_ask_json_keeps_them_escaped(folder: Path) -> None:
     assert record["answer"].startswith("\x1b[2J\x1b[H\x1b]0;pwned\x07The reactor")
     assert "\x9b31mC1" in record["answer"]
     assert HOSTILE.replace("\r", "\n") in record["citations"][0]["text"]  # as read
+
+
+def test_listings_and_errors_print_no_control_sequence(folder: Path) -> None:
+    # Index names and what the app says of them are printed too, by index create and
+    # list, and errors that quote what was given.
+    name = "notes\x1b]0;pwned\x07\x1b[2J"
+    created = _ragloom(folder, "index", "create", name)
+    assert created.returncode == 0, created.stderr
+    listing = _ragloom(folder, "index", "list")
+    missing = _ragloom(folder, "index", "remove", "gone\x1b[31m.md", "--index", name)
+    for run in (created, listing, missing):
+        assert not CONTROLS.search(run.stdout + run.stderr), repr(run.stdout + run.stderr)
+    assert "notes]0;pwned" not in listing.stdout and "notes (FileIndex, 0 files)" in listing.stdout
+    # Quoted with repr, the name shows its escapes as visible text, never as controls.
+    assert "not in 'notes\\x1b]0;pwned\\x07\\x1b[2J': gone.md" in missing.stderr

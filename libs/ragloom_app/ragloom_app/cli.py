@@ -9,13 +9,21 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ragloom_app.privacy import switch_off_telemetry
 
 __all__ = ["main"]
 
 logger = logging.getLogger("ragloom")
+
+
+def _say(text: str, *, file: TextIO | None = None) -> None:
+    """Print a line for a person: file names, reasons and messages can come from a
+    document, so no terminal control sequence in them reaches the terminal."""
+    from ragloom_app.terminal import terminal_text
+
+    print(terminal_text(text), file=file)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -109,13 +117,13 @@ def _cmd_index_add(app: Any, args: argparse.Namespace) -> int:
     pipeline = index.get_indexing_pipeline({})
     for event in pipeline.stream(_expand(args.paths), reindex=args.reindex):
         if isinstance(event, IndexingProgress):
-            print(f"[{event.fraction:4.0%}] {event.name}: {event.message}", file=sys.stderr)
+            _say(f"[{event.fraction:4.0%}] {event.name}: {event.message}", file=sys.stderr)
         else:
             outcomes.append(event)
             if not args.json:
                 detail = f"{event.chunks} chunks" if event.status != "failed" else ""
                 reason = f" ({event.reason})" if event.reason else ""
-                print(f"{event.status:8} {event.name} {detail}{reason}".rstrip())
+                _say(f"{event.status:8} {event.name} {detail}{reason}".rstrip())
     if args.json:
         print(json.dumps({"index": index.name, "files": [o.to_dict() for o in outcomes]}))
     return 1 if any(o.status == "failed" for o in outcomes) else 0
@@ -130,10 +138,10 @@ def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
         print(json.dumps(data, default=str))
         return 0
     for entry in data:
-        print(f"{entry['name']} ({entry['type']}, {len(entry['files'])} files)")
+        _say(f"{entry['name']} ({entry['type']}, {len(entry['files'])} files)")
         for f in entry["files"]:
             reason = f": {f['reason']}" if f["reason"] else ""
-            print(f"  {f['status']:8} {f['name']} ({f['chunks']} chunks){reason}")
+            _say(f"  {f['status']:8} {f['name']} ({f['chunks']} chunks){reason}")
     return 0
 
 
@@ -141,7 +149,7 @@ def _cmd_index_remove(app: Any, args: argparse.Namespace) -> int:
     index = app.indices.get(args.index) if args.index else app.indices.indices[0]
     missing = [name for name in args.files if not index.remove_source(name)]
     for name in missing:
-        print(f"not in {index.name!r}: {name}", file=sys.stderr)
+        _say(f"not in {index.name!r}: {name}", file=sys.stderr)
     return 1 if missing else 0
 
 
@@ -180,7 +188,7 @@ def _cmd_index_create(app: Any, args: argparse.Namespace) -> int:
         f"{key}={','.join(map(str, v)) if isinstance(v, list) else v}"
         for key, v in index.config.items()
     )
-    print(f"created index {index.name!r}" + (f": {shown}" if shown else ""))
+    _say(f"created index {index.name!r}" + (f": {shown}" if shown else ""))
     return 0
 
 
@@ -198,16 +206,16 @@ def _cmd_index_check(app: Any, args: argparse.Namespace) -> int:
             + ", ".join(f"{k} {v}" for k, v in counts.items() if k not in {"sources", "chunks"})
         )
         if report.clean:
-            print(f"{report.index}: clean ({summary})")
+            _say(f"{report.index}: clean ({summary})")
         else:
             state = "all repaired" if report.ok else "problems remain"
-            print(f"{report.index}: {len(report.problems)} problems, {state} ({summary})")
+            _say(f"{report.index}: {len(report.problems)} problems, {state} ({summary})")
         for problem in report.problems:
             where = f" [{problem.store}]" if problem.store else ""
             fixed = " (repaired)" if problem.repaired else ""
-            print(f"  {problem.kind}{where}: {problem.message}{fixed}")
+            _say(f"  {problem.kind}{where}: {problem.message}{fixed}")
         for note in report.notes:
-            print(f"  note: {note}")
+            _say(f"  note: {note}")
     if not ok and not args.repair:
         print("run `ragloom index check --repair` to fix them", file=sys.stderr)
     return 0 if ok else 1
@@ -252,14 +260,14 @@ def _cmd_plugins(app: Any, args: argparse.Namespace) -> int:
         print("No plugins installed (see docs/plugins.md).")
     for info in infos:
         state = " (disabled)" if info.disabled else ""
-        print(f"{info.name} {info.version or ''}{state}".rstrip())
+        _say(f"{info.name} {info.version or ''}{state}".rstrip())
         for kind, ids in info.registered.items():
             if ids:
-                print(f"  {kind.replace('_', ' ')}: {', '.join(ids)}")
+                _say(f"  {kind.replace('_', ' ')}: {', '.join(ids)}")
         if info.error:
-            print(f"  error: {info.error}")
+            _say(f"  error: {info.error}")
         for warning in info.warnings:
-            print(f"  warning: {warning}")
+            _say(f"  warning: {warning}")
     return 0
 
 
@@ -275,7 +283,7 @@ def _cmd_serve(app: Any, args: argparse.Namespace) -> int:
             on_listening=lambda url: print(f"Ragloom is at {url} (Ctrl-C stops it)", flush=True),
         )
     except OSError as exc:  # the port is taken: uvicorn has logged the details
-        print(f"ragloom: error: {exc}", file=sys.stderr)
+        _say(f"ragloom: error: {exc}", file=sys.stderr)
         return 2
     return 0
 
@@ -334,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         app.indices.delete(args.name)
         return 0
     except (LLMError, SettingsError, UnknownIndexError, UnknownModeError, ValueError) as exc:
-        print(f"ragloom: error: {exc}", file=sys.stderr)
+        _say(f"ragloom: error: {exc}", file=sys.stderr)
         return 2
 
 
