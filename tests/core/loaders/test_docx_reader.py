@@ -11,7 +11,13 @@ import pytest
 from docx.enum.text import WD_BREAK
 
 import ragloom.loaders.docx as docx_loader
-from ragloom.loaders import DocxReader, EmptyDocumentError, UnreadableFileError
+from ragloom.loaders import (
+    DocxReader,
+    EmptyDocumentError,
+    TextBudget,
+    TextBudgetExceededError,
+    UnreadableFileError,
+)
 from ragloom.schema import Page
 from tests.helpers.zip_bombs import docx_bomb, zip_of_repeats
 
@@ -171,3 +177,15 @@ def test_many_small_parts_are_judged_as_a_whole(tmp_path: Path) -> None:
         DocxReader().read(bomb)
     assert info.value.reason.startswith("the document would unpack to 8.0 MB from ")
     assert "to 1 as a whole, more than the limit of 200 to 1" in info.value.reason
+
+
+def test_text_past_the_budget_is_refused_as_it_is_read(tmp_path: Path) -> None:
+    document = docx.Document()
+    for number in range(50):
+        document.add_paragraph(f"Paragraph {number} of the long report. " * 20)
+    path = tmp_path / "long.docx"
+    document.save(str(path))
+    budget = TextBudget(ratio=0.5, min_chars=10, max_chars=10_000)
+    with pytest.raises(TextBudgetExceededError, match="the Word file would expand to more than"):
+        DocxReader(budget).read(path)
+    assert DocxReader().read(path)[0].text.count("Paragraph") == 50 * 20

@@ -76,7 +76,7 @@ def default_readers(budget: TextBudget | None = None) -> dict[str, FileReader]:
         TextReader(budget),
         PdfReader(budget),
         HtmlReader(budget),
-        DocxReader(),
+        DocxReader(budget),
         CsvReader(budget),
         JsonReader(budget),
     )

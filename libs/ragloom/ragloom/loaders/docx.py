@@ -18,7 +18,7 @@ from docx.table import Table, _Cell, _Row
 from docx.text.paragraph import Paragraph
 
 from ragloom.loaders.archive import ZipLimits, declared_problem
-from ragloom.loaders.base import EmptyDocumentError, UnreadableFileError
+from ragloom.loaders.base import EmptyDocumentError, LoaderError, TextBudget, UnreadableFileError
 from ragloom.schema import Page
 
 __all__ = ["DocxReader"]
@@ -37,9 +37,13 @@ class DocxReader:
     """Reads ``.docx`` files into one :class:`Page`.
 
     ``number`` is ``None``: a .docx has no fixed pages until Word lays the document out.
+    The text stops at ``budget`` (:class:`TextBudget`), counted block by block.
     """
 
     extensions: tuple[str, ...] = (".docx",)
+
+    def __init__(self, budget: TextBudget | None = None) -> None:
+        self.budget = budget or TextBudget()
 
     def read(self, path: Path) -> list[Page]:
         """The text of ``path`` as a single page; raises a ``LoaderError`` if there is none."""
@@ -56,8 +60,15 @@ class DocxReader:
             # python-docx raises PackageNotFoundError, KeyError, ValueError or lxml errors
             # for a damaged or foreign package: to the user they all mean the same thing.
             raise UnreadableFileError(f"not a valid .docx file: {_detail(exc)}", path) from exc
+        meter = self.budget.meter(size, "Word file", path)
+        blocks: list[str] = []
         try:
-            blocks = [text for text in _blocks(document) if text]
+            for text in _blocks(document):
+                if text:
+                    meter.add(len(text) + 2)  # and the blank line that joins blocks
+                    blocks.append(text)
+        except LoaderError:
+            raise
         except Exception as exc:
             raise UnreadableFileError(f"not a valid .docx file: {_detail(exc)}", path) from exc
         if not blocks:
