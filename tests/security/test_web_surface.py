@@ -280,6 +280,7 @@ def test_every_response_carries_the_security_headers(surface: Surface) -> None:
         assert answer.headers["x-content-type-options"] == "nosniff"
         assert answer.headers["referrer-policy"] == "no-referrer"
         assert answer.headers["x-frame-options"] == "DENY"
+        assert answer.headers["x-dns-prefetch-control"] == "off"
         policy = _directives(answer.headers["content-security-policy"])
         assert policy["default-src"] == ["'none'"]
         assert policy["frame-ancestors"] == ["'none'"]

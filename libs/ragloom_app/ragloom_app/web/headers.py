@@ -57,6 +57,9 @@ SECURITY_HEADERS: dict[str, str] = {
     # Another site's page may not embed (and so read, through side channels) a response.
     "Cross-Origin-Resource-Policy": "same-origin",
     "Cross-Origin-Opener-Policy": "same-origin",
+    # Links in answers may point anywhere; the browser must not look their hosts up in
+    # DNS before anyone clicks (a lookup tells a planted document's server it was shown).
+    "X-DNS-Prefetch-Control": "off",
 }
 """Sent with every response, besides ``Content-Security-Policy``."""
 
