@@ -27,9 +27,15 @@ from chromadb.errors import NotFoundError
 from ragloom.schema import Chunk
 from ragloom.stores.base import VectorStore
 
-__all__ = ["ChromaVectorStore", "chroma_client", "chroma_http_client"]
+__all__ = ["ROWS_PER_WRITE", "ChromaVectorStore", "chroma_client", "chroma_http_client"]
 
 logger = logging.getLogger(__name__)
+
+ROWS_PER_WRITE = 128
+"""Rows written or deleted per call into Chroma. Its Rust core keeps the GIL for the whole
+of a call: one upsert of 2,941 chunks paused every other thread of the app (the UI, other
+questions) for 2.2 s; in calls of 128 rows the longest pause was 0.23 s, at the same speed
+(64 rows: 0.12 s but a quarter slower)."""
 
 _T = TypeVar("_T")
 
@@ -141,7 +147,7 @@ class ChromaVectorStore(VectorStore):
         # One round trip for an HttpClient, so ask once.
         if self._max_batch is None:
             self._max_batch = max(1, int(self.client.get_max_batch_size()))
-        return self._max_batch
+        return min(self._max_batch, ROWS_PER_WRITE)
 
     def add(self, chunks: Sequence[Chunk], embeddings: np.ndarray) -> None:
         """Insert or replace ``chunks`` with their ``embeddings`` (one row per chunk)."""
@@ -180,7 +186,10 @@ class ChromaVectorStore(VectorStore):
 
     def delete_source(self, source_id: str) -> None:
         """Remove every chunk of ``source_id``."""
-        self._call(lambda col: col.delete(where={"source_id": source_id}))
+        # By ids, in calls of ROWS_PER_WRITE: one delete by a filter held the GIL for 1 s
+        # on 2,941 chunks. Listing the ids takes a few milliseconds per thousand.
+        found = self._call(lambda col: col.get(where={"source_id": source_id}, include=[]))
+        self.delete(found["ids"])
 
     def query(
         self, embedding: np.ndarray, k: int, source_ids: Collection[str] | None = None
