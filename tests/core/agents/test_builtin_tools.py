@@ -1,12 +1,15 @@
 """docsearch searches the request's retrievers; llm makes a real call through ChatLLM."""
 
+import threading
+from collections.abc import Collection
 from pathlib import Path
 
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.tools import DocSearchTool, LLMTool
+from ragloom.agents.tools.cancel import cancellable
 from ragloom.embeddings import SentenceTransformerEmbeddings
-from ragloom.retrieval import FullTextRetriever, SentenceFocus
-from ragloom.schema import Chunk
+from ragloom.retrieval import FullTextRetriever, Retriever, SentenceFocus
+from ragloom.schema import Chunk, RetrievedChunk
 from ragloom.stores import BM25Store
 from tests.helpers.scripted_llm import ScriptedLLM
 
@@ -62,3 +65,29 @@ def test_llm_tool_asks_the_model_and_records_usage() -> None:
     assert result.content == "Lund"
     assert llm.prompts[0][-1].content.startswith("In which city")
     assert result.usage is not None and result.usage.completion_tokens == 1
+
+
+class _BrokenRetriever(Retriever):
+    """An index whose store is gone."""
+
+    def run(
+        self, query: str, top_k: int | None = None, source_ids: Collection[str] | None = None
+    ) -> list[RetrievedChunk]:
+        raise OSError("the store is gone")
+
+
+def test_docsearch_leaves_out_an_index_that_fails_and_searches_the_others(tmp_path: Path) -> None:
+    result = DocSearchTool([_BrokenRetriever(), _retriever(tmp_path)], top_k=2).invoke("reactor")
+    assert result.ok, result.as_observation()
+    assert result.content.splitlines()[0] == "(reactor.md) The Zorblax reactor runs at 451 kelvin."
+
+
+def test_docsearch_told_to_stop_searches_no_further_and_numbers_nothing(tmp_path: Path) -> None:
+    ledger = EvidenceLedger()
+    flag = threading.Event()
+    flag.set()
+    with cancellable(flag):
+        result = DocSearchTool([_retriever(tmp_path)], top_k=2, ledger=ledger).invoke("reactor")
+    assert result.error is not None and result.error.code == "tool_failed"
+    assert "cancelled" in result.error.message
+    assert len(ledger) == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ragloom.retrieval.base import Retriever
 from ragloom.schema import RetrievedChunk
@@ -19,7 +19,11 @@ class RetrievalError(RuntimeError):
 
 
 def retrieve_from_all(
-    retrievers: Sequence[Retriever], query: str, top_k: int
+    retrievers: Sequence[Retriever],
+    query: str,
+    top_k: int,
+    *,
+    stop: Callable[[], bool] | None = None,
 ) -> list[RetrievedChunk]:
     """The best ``top_k`` chunks over every retriever, each chunk once.
 
@@ -29,16 +33,19 @@ def retrieve_from_all(
 
     A retriever that raises is left out of this search, its error logged, so one broken
     index does not fail every question; when every retriever raises, :class:`RetrievalError`.
+    ``stop`` is asked before each retriever: once it says so, the search ends with what it
+    has (a tool call past its time limit).
     """
     queues: list[deque[RetrievedChunk]] = []
     failures: list[Exception] = []
     for retriever in retrievers:
+        if stop is not None and stop():
+            break
         try:
             queues.append(deque(retriever(query, top_k=top_k)))
         except Exception as exc:
-            logger.warning(
-                "retriever %s failed; left out of this search", retriever.name, exc_info=True
-            )
+            name = getattr(retriever, "name", type(retriever).__name__)
+            logger.warning("retriever %s failed; left out of this search", name, exc_info=True)
             failures.append(exc)
     if failures and not queues:
         raise RetrievalError(

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.tools.base import BaseTool, ToolContext, ToolResult
-from ragloom.agents.tools.cancel import raise_if_cancelled
+from ragloom.agents.tools.cancel import cancel_requested, raise_if_cancelled
 from ragloom.qa.citations import passage_text
 from ragloom.retrieval import Retriever, SentenceFocus, retrieve_from_all
 from ragloom.retrieval.focus import Spans
@@ -73,8 +73,9 @@ class DocSearchTool(BaseTool):
 
     def run(self, arguments: BaseModel) -> ToolResult:
         assert isinstance(arguments, DocSearchTool.Arguments)
-        checked = [_until_cancelled(retriever) for retriever in self.retrievers]
-        hits = retrieve_from_all(checked, arguments.query, self.top_k)  # type: ignore[arg-type]
+        hits = retrieve_from_all(
+            self.retrievers, arguments.query, self.top_k, stop=cancel_requested
+        )
         raise_if_cancelled()
         if not hits:
             return ToolResult(content="No passage in the documents matches this query.")
@@ -99,13 +100,3 @@ class DocSearchTool(BaseTool):
             numbers = self.ledger.add(kept, kept_spans)
             lines = [f"[{n}] {line}" for n, line in zip(numbers, lines, strict=True)]
         return ToolResult(content="\n".join(lines), sources=kept)
-
-
-def _until_cancelled(retriever: Retriever) -> Callable[..., list[RetrievedChunk]]:
-    """``retriever``, called only while the tool call has not been told to stop."""
-
-    def search(query: str, top_k: int) -> list[RetrievedChunk]:
-        raise_if_cancelled()
-        return retriever(query, top_k=top_k)
-
-    return search
