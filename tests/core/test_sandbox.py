@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -17,6 +19,8 @@ from ragloom.sandbox import (
     SandboxRaised,
     SandboxTimeout,
     SandboxTransferError,
+    configure_sandbox,
+    get_sandbox,
 )
 from tests.helpers.heartbeat import Heartbeat
 
@@ -60,6 +64,14 @@ def raise_two_argument_error() -> None:
 
 def raise_value_error() -> None:
     raise ValueError("not a number")
+
+
+def raise_huge_error() -> None:
+    raise ValueError("x" * (10 << 20))
+
+
+def sleep_for(seconds: float) -> None:
+    time.sleep(seconds)
 
 
 @pytest.fixture
@@ -118,6 +130,45 @@ def test_exceptions_come_back_as_raised(sandbox: Sandbox) -> None:
     # One that cannot be rebuilt from its arguments still comes back, named.
     with pytest.raises(SandboxRaised, match="TwoArgumentError: 1 and 2"):
         sandbox.run(raise_two_argument_error, timeout=30)
+
+
+def test_an_exit_from_the_work_ends_the_call_not_the_caller(sandbox: Sandbox) -> None:
+    with pytest.raises(SandboxRaised, match="SystemExit: 3"):
+        sandbox.run(sys.exit, 3, timeout=30)
+    assert sandbox.run(add, 1, 1, timeout=30) == 2
+
+
+def test_an_exception_is_bounded_like_a_result(sandbox: Sandbox) -> None:
+    with pytest.raises(SandboxRaised) as raised:
+        sandbox.run(raise_huge_error, timeout=30)
+    assert len(str(raised.value)) < 2100 and str(raised.value).endswith("…")
+
+
+def test_a_call_running_when_its_sandbox_is_closed_ends_at_once(sandbox: Sandbox) -> None:
+    sandbox.run(add, 0, 0, timeout=30)
+    closer = threading.Timer(0.5, sandbox.close)
+    closer.start()
+    started = time.perf_counter()
+    with pytest.raises(SandboxCrash, match="stopped while the call ran"):
+        sandbox.run(sleep_for, 60, timeout=60)
+    assert time.perf_counter() - started < 10
+    closer.join()
+
+
+def test_configuring_a_sandbox_changes_only_what_is_named() -> None:
+    kind = SandboxLimits(workers=1, tasks_per_worker=7, preload=("json",))
+    box = get_sandbox("configured", kind)
+    try:
+        configure_sandbox("configured", memory_bytes=256 << 20)
+        limits = get_sandbox("configured").limits
+        assert (limits.memory_bytes, limits.tasks_per_worker, limits.preload) == (
+            256 << 20,
+            7,
+            ("json",),
+        )
+    finally:
+        box.close()
+        get_sandbox("configured").close()
 
 
 def test_what_cannot_cross_fails_its_own_call_and_not_the_pool(sandbox: Sandbox) -> None:

@@ -58,6 +58,11 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _MiB = 1 << 20
+# An exception from the work is data from the work: bounded like a result, more tightly.
+_MAX_ERROR_BYTES = 64 << 10
+_MAX_ERROR_CHARS = 2000
+# How often a call waiting for its result looks whether its sandbox was stopped meanwhile.
+_POLL_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -124,10 +129,17 @@ def _limit_worker(limits: SandboxLimits) -> None:
     """Pebble's worker initializer: apply ``limits`` to the new worker process."""
     import resource
 
-    if limits.memory_bytes is not None:
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-    if limits.file_bytes is not None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+    for kind, value in (
+        (resource.RLIMIT_AS, limits.memory_bytes),
+        (resource.RLIMIT_FSIZE, limits.file_bytes),
+    ):
+        if value is not None:
+            # Never above a hard limit set already (``ulimit -v``): raising it would fail
+            # and the worker would die at every start.
+            _, hard = resource.getrlimit(kind)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(kind, (value, value))
     if limits.niceness:
         with contextlib.suppress(OSError):
             os.nice(limits.niceness)
@@ -154,14 +166,27 @@ def _dumps(value: Any) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def _described(exc: BaseException) -> bytes:
+    text = " ".join(str(exc).split())
+    if len(text) > _MAX_ERROR_CHARS:
+        text = text[: _MAX_ERROR_CHARS - 1] + "…"
+    return _dumps(_Failed("raised", f"{type(exc).__name__}: {text}"))
+
+
 def _raised(exc: BaseException) -> bytes:
-    """``exc`` ready to be raised in the caller, if it survives the trip; else described."""
+    """``exc`` ready to be raised in the caller, if it survives the trip; else described.
+
+    Only an ``Exception`` is raised again as itself, and only a small one: ``SystemExit``
+    or ``KeyboardInterrupt`` from the work would stop the caller, not the work.
+    """
+    if not isinstance(exc, Exception):
+        return _described(exc)
     try:
         blob = _dumps(("raised", exc))
         pickle.loads(blob)  # an exception with extra __init__ arguments may not come back
-        return blob
     except Exception:
-        return _dumps(_Failed("raised", f"{type(exc).__name__}: {exc}"))
+        return _described(exc)
+    return blob if len(blob) <= _MAX_ERROR_BYTES else _described(exc)
 
 
 def _run_pickled(payload: bytes, result_bytes: int) -> bytes:
@@ -176,7 +201,7 @@ def _run_pickled(payload: bytes, result_bytes: int) -> bytes:
         value = function(*args, **kwargs)
     except MemoryError:
         return _dumps(_Failed("memory", "the call ran out of memory"))
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit too: it must end the call, not the worker
         return _raised(exc)
     try:
         blob = _dumps(("ok", value))
@@ -269,7 +294,7 @@ class Sandbox:
         from pebble import ProcessExpired
 
         try:
-            blob = future.result()
+            blob = self._wait(pool, future)
         except FutureTimeout:
             raise SandboxTimeout(f"stopped after {timeout:g} s (the time limit)") from None
         except ProcessExpired as exc:
@@ -294,6 +319,19 @@ class Sandbox:
             raise value
         return value
 
+    def _wait(self, pool: Any, future: Any) -> Any:
+        """The future's result; :class:`SandboxCrash` once its pool is stopped or replaced
+        (pebble leaves the calls of a stopped pool unresolved forever)."""
+        while True:
+            try:
+                return future.result(timeout=_POLL_SECONDS)
+            except FutureTimeout:
+                if future.done():
+                    raise  # the call's own time limit: pebble killed its worker
+                if self._pool is not pool:
+                    future.cancel()
+                    raise SandboxCrash("the sandbox was stopped while the call ran") from None
+
     def _memory_message(self) -> str:
         limit = self.limits.memory_bytes
         shown = f"the {limit // _MiB} MiB limit" if limit else "the memory available"
@@ -310,19 +348,31 @@ class Sandbox:
 
 _SANDBOXES: dict[str, Sandbox] = {}
 _LIMITS: dict[str, SandboxLimits] = {}
+_DEFAULTS: dict[str, SandboxLimits] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
 def configure_sandbox(name: str, limits: SandboxLimits | None = None, **changes: Any) -> None:
-    """Set the limits of the shared sandbox ``name`` (``limits``, or defaults with ``changes``).
+    """Set the limits of the shared sandbox ``name``: ``limits`` with ``changes`` applied.
 
+    Without ``limits``, the ``changes`` apply to the limits ``name`` has now: those set
+    before, else those of the running sandbox, else the kind's defaults once
+    :func:`get_sandbox` has been given them, else :class:`SandboxLimits`' (so before first
+    use, pass the kind's own: ``configure_sandbox("readers", READERS_LIMITS, ...)``).
     A sandbox already running is stopped, so the next call starts workers with the new
     limits.
     """
-    chosen = replace(limits or SandboxLimits(), **changes)
     with _REGISTRY_LOCK:
-        _LIMITS[name] = chosen
-        running = _SANDBOXES.pop(name, None)
+        running = _SANDBOXES.get(name)
+        base = (
+            limits
+            or _LIMITS.get(name)
+            or (running.limits if running is not None else None)
+            or _DEFAULTS.get(name)
+            or SandboxLimits()
+        )
+        _LIMITS[name] = replace(base, **changes)
+        _SANDBOXES.pop(name, None)
     if running is not None:
         running.close()
 
@@ -335,11 +385,13 @@ def get_sandbox(name: str, defaults: SandboxLimits | None = None) -> Sandbox:
     :class:`SandboxLimits`' defaults.
     """
     with _REGISTRY_LOCK:
+        if defaults is not None:
+            _DEFAULTS.setdefault(name, defaults)
         box = _SANDBOXES.get(name)
         if box is None:
             if not _SANDBOXES:
                 atexit.register(shutdown_sandboxes)
-            box = _SANDBOXES[name] = Sandbox(name, _LIMITS.get(name, defaults))
+            box = _SANDBOXES[name] = Sandbox(name, _LIMITS.get(name, _DEFAULTS.get(name)))
         return box
 
 

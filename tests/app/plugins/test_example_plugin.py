@@ -14,9 +14,8 @@ from types import ModuleType
 
 import pytest
 
-from ragloom.agents.tools.runner import SANDBOX_NAME
+from ragloom.agents.tools.runner import tools_sandbox
 from ragloom.events import AnswerCollector
-from ragloom.sandbox import get_sandbox
 from ragloom_app.app import BaseApp
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.plugins.manager import create_plugin_manager
@@ -32,7 +31,7 @@ FILE_INDEX = "ragloom_app.index.file.FileIndex"
 def example(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     monkeypatch.syspath_prepend(str(EXAMPLE))
     # Tool sandbox workers get sys.path when they start: new ones, to import the plugin.
-    get_sandbox(SANDBOX_NAME).close()
+    tools_sandbox().close()
     import ragloom_plugin_example
 
     yield ragloom_plugin_example

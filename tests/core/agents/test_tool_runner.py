@@ -22,7 +22,7 @@ from ragloom.agents.tools import (
     ToolLimits,
     ToolResult,
     ToolRunner,
-    cancel_requested,
+    raise_if_cancelled,
     warm_tools_sandbox,
 )
 from ragloom.agents.tools.limits import bound_result
@@ -118,10 +118,23 @@ class PoliteTool(WhereTool):
     stopped = threading.Event()
 
     def run(self, arguments: BaseModel) -> ToolResult:
-        while not cancel_requested():
-            time.sleep(0.01)
-        PoliteTool.stopped.set()
-        return ToolResult(content="stopped")
+        try:
+            while True:
+                raise_if_cancelled()
+                time.sleep(0.01)
+        finally:
+            PoliteTool.stopped.set()
+
+
+class LateTool(WhereTool):
+    """In-process: finishes a moment after its time limit, without looking at the flag."""
+
+    name: ClassVar[str] = "late"
+    sandboxed: ClassVar[bool] = False
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        time.sleep(0.3)
+        return ToolResult(content="found it")
 
 
 class DeafTool(WhereTool):
@@ -276,6 +289,12 @@ def test_an_in_process_tool_is_cancelled_at_its_timeout_and_stops(
     assert call.result.error.message == "polite did not answer within 0.2 s and was cancelled"
     assert call.result.error.retryable  # its thread stopped: another try adds no thread
     assert PoliteTool.stopped.is_set() and "left running" not in caplog.text
+
+
+def test_a_result_that_arrives_within_the_grace_is_the_calls_result() -> None:
+    # What it did (docsearch numbering passages) must not be thrown away for being late.
+    call = ToolRunner(timeout=0.2, retries=0, cancel_grace=1.0).call(LateTool(), "x")
+    assert call.result.ok and call.result.content == "found it"
 
 
 def test_an_in_process_tool_that_ignores_its_cancellation_is_named_and_not_retried(

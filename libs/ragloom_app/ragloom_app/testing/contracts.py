@@ -26,7 +26,7 @@ from ragloom.agents.tools import (
     ToolRunner,
     check_runnable,
 )
-from ragloom.agents.tools.runner import SANDBOX_NAME
+from ragloom.agents.tools.runner import tools_sandbox
 from ragloom.chunking import ReaderFailedError, read_in_sandbox
 from ragloom.events import (
     AnswerCollector,
@@ -43,7 +43,7 @@ from ragloom.llms.base import ChatLLM, Usage
 from ragloom.loaders import FileReader, LoaderError, default_readers
 from ragloom.qa import cited_numbers
 from ragloom.retrieval import Retriever
-from ragloom.sandbox import Sandbox, get_sandbox
+from ragloom.sandbox import Sandbox
 from ragloom.schema import Page, RetrievedChunk
 from ragloom_app.db.engine import create_db_engine
 from ragloom_app.index.base import BaseIndex, CheckReport, FileOutcome, IndexResources
@@ -269,7 +269,7 @@ def _check_tool_in_sandbox(
     raw = sample_input if isinstance(sample_input, str) else json.dumps(sample_input)
     # A sandbox of its own, with the app's limits: its worker starts with today's sys.path
     # (a test may have just put the plugin on it) and leaves the app's workers alone.
-    limits = replace(get_sandbox(SANDBOX_NAME).limits, workers=1)
+    limits = replace(tools_sandbox().limits, workers=1)
     box = Sandbox(f"check_tool:{tool_cls.__qualname__}", limits)
     try:
         outcome = ToolRunner(retries=0, sandbox=box).call(tool, raw).result

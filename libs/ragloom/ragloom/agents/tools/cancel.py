@@ -4,8 +4,10 @@ A thread cannot be stopped from outside. So when a call of an in-process tool (o
 ``sandboxed = False``: ``docsearch``, ``llm``) runs past its timeout, the
 :class:`~ragloom.agents.tools.runner.ToolRunner` sets the call's cancellation flag and
 waits a short grace; the tool is expected to look at the flag between pieces of its work
-(:func:`cancel_requested`, or :func:`raise_if_cancelled`) and return. A tool that does not
-is left running, and the runner logs a warning naming it.
+and stop: :func:`raise_if_cancelled` raises :class:`ToolCancelled`, which ends the call as
+a timeout (a tool that checks :func:`cancel_requested` itself returns a failed result). A
+successful result that arrives within the grace is the call's result after all. A tool
+that does not stop is left running, and the runner logs a warning naming it.
 """
 
 from __future__ import annotations

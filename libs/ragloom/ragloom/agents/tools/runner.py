@@ -56,6 +56,7 @@ __all__ = [
     "ToolRunner",
     "call_record",
     "invoke_bounded",
+    "tools_sandbox",
     "warm_tools_sandbox",
 ]
 
@@ -68,6 +69,11 @@ TOOLS_LIMITS = SandboxLimits(preload=("ragloom.agents.tools",))
 """The tool sandbox's limits unless configured otherwise (``configure_sandbox``): the
 defaults of :class:`~ragloom.sandbox.SandboxLimits` (1 GiB of address space, 64 MiB of
 files, two workers), each worker importing the tool interface when it starts."""
+
+
+def tools_sandbox() -> Sandbox:
+    """The process's tool sandbox (:data:`TOOLS_LIMITS` unless configured)."""
+    return get_sandbox(SANDBOX_NAME, TOOLS_LIMITS)
 
 
 @dataclass(frozen=True)
@@ -133,10 +139,10 @@ class ToolRunner:
 
     def _in_sandbox(self, tool: BaseTool, tool_input: str, limit: float) -> ToolResult:
         again = not tool.deterministic
-        box = self._sandbox or get_sandbox(SANDBOX_NAME, TOOLS_LIMITS)
+        sandbox = self._sandbox or tools_sandbox()
         try:
             with self._slots:
-                return box.run(invoke_bounded, tool, tool_input, self.limits, timeout=limit)
+                return sandbox.run(invoke_bounded, tool, tool_input, self.limits, timeout=limit)
         except SandboxTimeout:
             message = f"{tool.name} did not answer within {limit:g} s and was stopped"
             return ToolResult.failure("timeout", message, retryable=again)
@@ -151,29 +157,32 @@ class ToolRunner:
             return ToolResult.failure("tool_failed", f"{type(exc).__name__}: {exc}")
 
     def _in_thread(self, tool: BaseTool, tool_input: str, limit: float) -> ToolResult:
-        box: list[ToolResult] = []
+        results: list[ToolResult] = []
         flag = threading.Event()
 
         def work() -> None:
             with cancellable(flag):
                 try:
-                    box.append(invoke_bounded(tool, tool_input, self.limits))
+                    results.append(invoke_bounded(tool, tool_input, self.limits))
                 except MemoryError:
                     message = f"{tool.name} ran out of memory"
-                    box.append(ToolResult.failure("out_of_memory", message))
+                    results.append(ToolResult.failure("out_of_memory", message))
 
         # A daemon thread per attempt: one that ignores its cancellation is abandoned
         # without holding up its retry, the agent, or the interpreter's exit.
         thread = threading.Thread(target=work, daemon=True, name=f"tool:{tool.name}")
         thread.start()
         thread.join(limit)
-        if box:
-            return box[0]
         if not thread.is_alive():
+            if results:
+                return results[0]
             return ToolResult.failure("tool_failed", f"{tool.name} ended without a result")
         flag.set()
         thread.join(self.cancel_grace)
         stopped = not thread.is_alive()
+        if stopped and results and results[0].ok:
+            # It finished as its time ran out: its result, and what it recorded, stand.
+            return results[0]
         if not stopped:
             logger.warning(
                 "tool %s ran past its %g s limit and did not stop %g s after it was "
@@ -231,7 +240,7 @@ def warm_tools_sandbox(
     failure is logged, and calls start workers anyway).
     """
     started = time.perf_counter()
-    box = sandbox or get_sandbox(SANDBOX_NAME, TOOLS_LIMITS)
+    box = sandbox or tools_sandbox()
     sandboxed = sorted({tool.__module__ for tool in tools if getattr(tool, "sandboxed", True)})
     modules = ("ragloom.agents.tools", *sandboxed)
     workers = box.limits.workers
