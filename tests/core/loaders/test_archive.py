@@ -25,7 +25,7 @@ from ragloom.loaders import (
     expand_zip,
     read_file,
 )
-from ragloom.loaders.archive import ZipLimits, is_zip_file
+from ragloom.loaders.archive import ZipLimits, declared_entries
 from tests.helpers.zip_bombs import docx_bomb, zip_of_repeats
 
 # (signature, offset of the name length, offset of the name, offsets of patched fields)
@@ -196,10 +196,38 @@ def test_members_just_under_the_ratio_floor_are_judged_as_a_whole(tmp_path: Path
     assert _all_files(tmp_path) == {upload}
 
 
+def test_a_nested_archive_behind_a_prefix_counts_too(tmp_path: Path) -> None:
+    # zipfile (and python-docx) open a zip that follows other bytes: so must the count.
+    inner = docx_bomb(tmp_path / "inner.docx", 8 << 20)
+    disguised = b"MZ" + b"\x00" * 8190 + inner.read_bytes()
+    upload = _zip(tmp_path / "upload.zip", {"notes.md": "# Notes\n", "report.docx": disguised})
+    inner.unlink()
+    with pytest.raises(UnreadableFileError, match=r"'report\.docx' is itself an archive"):
+        expand_zip(upload, tmp_path / "out")
+
+
+def test_a_directory_of_too_many_entries_is_refused_from_its_end_record(tmp_path: Path) -> None:
+    # Empty folders cost nothing to store and about 460 bytes each to list: refused first.
+    upload = tmp_path / "folders.zip"
+    with zipfile.ZipFile(upload, "w") as archive:
+        for number in range(5000):
+            archive.writestr(f"d{number}/", b"")
+        archive.writestr("notes.md", "# Notes\n")
+    with pytest.raises(UnreadableFileError) as info:
+        expand_zip(upload, tmp_path / "out")
+    assert info.value.reason == (
+        "the archive lists 5,001 entries (files and folders), more than the limit of 4,000"
+    )
+    # Inside another archive (as a document: .zip members are never unpacked) as well.
+    nested = _zip(tmp_path / "outer.zip", {"inner.odt": upload.read_bytes()})
+    with pytest.raises(UnreadableFileError, match=r"'inner\.odt' is itself an archive that lists"):
+        expand_zip(nested, tmp_path / "out2")
+
+
 def test_a_document_inside_counts_as_a_nested_archive(tmp_path: Path) -> None:
     # The .docx member itself barely compresses; what it unpacks to is what counts.
     inner = docx_bomb(tmp_path / "inner.docx", 8 << 20)
-    assert is_zip_file(inner)
+    assert declared_entries(inner) == 2
     upload = _zip(
         tmp_path / "upload.zip", {"notes.md": "# Notes\n", "report.docx": inner.read_bytes()}
     )

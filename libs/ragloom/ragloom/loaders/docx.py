@@ -17,7 +17,7 @@ from docx.document import Document as DocxDocument
 from docx.table import Table, _Cell, _Row
 from docx.text.paragraph import Paragraph
 
-from ragloom.loaders.archive import ZipLimits, declared_problem
+from ragloom.loaders.archive import ZipLimits, declared_problem, entries_problem
 from ragloom.loaders.base import EmptyDocumentError, LoaderError, TextBudget, UnreadableFileError
 from ragloom.schema import Page
 
@@ -30,7 +30,9 @@ logger = logging.getLogger(__name__)
 # compressed already), so more than 512 MB, or XML compressed past 200 to 1 (a docx bomb:
 # gigabytes of word/document.xml in a MB), is refused. Hundreds of parts are common
 # (a picture is one), ten thousand is not.
-DOCX_LIMITS = ZipLimits(max_members=10_000, max_total_bytes=512 << 20, max_ratio=200.0)
+DOCX_LIMITS = ZipLimits(
+    max_members=10_000, max_total_bytes=512 << 20, max_ratio=200.0, max_entries=20_000
+)
 
 
 class DocxReader:
@@ -79,6 +81,9 @@ class DocxReader:
 
 def _check_package(path: Path, size: int) -> None:
     """Refuse a file that is not a zip, or one over :data:`DOCX_LIMITS` (a docx bomb)."""
+    problem = entries_problem(path, DOCX_LIMITS, what="the document")
+    if problem:
+        raise UnreadableFileError(problem, path)
     try:
         with zipfile.ZipFile(path) as package:
             parts = package.infolist()
