@@ -167,3 +167,35 @@ def test_warming_imports_what_reading_needs_in_every_worker() -> None:
             for _ in range(box.limits.workers)
         ]
         assert [call.result() for call in calls] == [True] * box.limits.workers
+
+
+class ValueErrorReader:
+    """A plugin reader that fails with an error of its own kind."""
+
+    extensions = (".bad",)
+
+    def read(self, path: Path) -> list[Page]:
+        raise ValueError("unexpected byte at offset 12")
+
+
+def test_a_readers_own_error_fails_the_file_with_it(sandbox: Sandbox, tmp_path: Path) -> None:
+    path = tmp_path / "notes.bad"
+    path.write_text("whatever")
+    with pytest.raises(ReaderFailedError) as info:
+        chunk_in_sandbox(
+            path, {".bad": ValueErrorReader()}, _splitter(), "s", "notes.bad", sandbox=sandbox
+        )
+    assert info.value.reason == (
+        "the reader ValueErrorReader failed: ValueError: unexpected byte at offset 12"
+    )
+
+
+def test_the_splitters_character_cap_holds_in_the_worker(sandbox: Sandbox, tmp_path: Path) -> None:
+    path = tmp_path / "word.txt"
+    path.write_text("a" * 5000)  # one "word": the approximate count calls it one token
+    splitter = _splitter(max_chars_per_token=10)
+    chunks = chunk_in_sandbox(path, default_readers(), splitter, "s", "word.txt", sandbox=sandbox)
+    assert max(len(c.text) for c in chunks) == 32 * 10
+    assert chunks == splitter(
+        [Page("a" * 5000, number=None)], source_id="s", source_name="word.txt"
+    )

@@ -28,7 +28,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ragloom.loaders import FileReader, LoaderError, UnsupportedFileTypeError, read_file
+from ragloom.loaders import (
+    FileReader,
+    LoaderError,
+    TextBudget,
+    UnsupportedFileTypeError,
+    read_file,
+)
 from ragloom.sandbox import (
     Sandbox,
     SandboxCrash,
@@ -41,6 +47,7 @@ from ragloom.sandbox import (
 )
 from ragloom.schema import Chunk, Page
 from ragloom.splitters import TokenSplitter
+from ragloom.splitters.token import MAX_CHARS_PER_TOKEN
 
 __all__ = [
     "MAX_FILE_CHUNKS",
@@ -116,11 +123,12 @@ class ChunkingJob:
     source_name: str = ""
     chunk_size: int = 240
     chunk_overlap: int = 36
+    max_chars_per_token: int = MAX_CHARS_PER_TOKEN
     counter: Callable[[str], int] | None = None
     read_only: bool = False
     max_chunks: int = MAX_FILE_CHUNKS
     chunk_limit_name: str = PER_FILE
-    text_budget: Any = None
+    text_budget: TextBudget | None = None
 
 
 def readers_sandbox() -> Sandbox:
@@ -198,12 +206,22 @@ def run_job(job: ChunkingJob) -> list[Chunk] | list[Page]:
             f"the reader for '{job.extension}' files could not be loaded in the readers "
             f"sandbox: {type(exc).__name__}: {exc}"
         ) from None
-    budget = {} if job.text_budget is None else {"budget": job.text_budget}
-    pages = read_file(job.path, {job.extension: reader}, **budget)
+    try:
+        pages = read_file(job.path, {job.extension: reader}, budget=job.text_budget)
+    except (LoaderError, MemoryError):
+        raise  # a reason of its own; the sandbox's memory limit
+    except Exception as exc:
+        # A plugin reader's own error: the file fails with it, like any reader's refusal.
+        raise ReaderFailedError(
+            f"the reader {type(reader).__name__} failed: {type(exc).__name__}: {exc}"
+        ) from None
     if job.read_only:
         return pages
     splitter = TokenSplitter(
-        chunk_size=job.chunk_size, chunk_overlap=job.chunk_overlap, tokenizer=job.counter
+        chunk_size=job.chunk_size,
+        chunk_overlap=job.chunk_overlap,
+        max_chars_per_token=job.max_chars_per_token,
+        tokenizer=job.counter,
     )
     return split_within_budget(
         pages, splitter, job.source_id, job.source_name, job.max_chunks, job.chunk_limit_name
@@ -263,7 +281,7 @@ def read_in_sandbox(
     reader: FileReader,
     *,
     max_seconds: float = MAX_FILE_SECONDS,
-    text_budget: Any = None,
+    text_budget: TextBudget | None = None,
     sandbox: Sandbox | None = None,
 ) -> list[Page]:
     """The pages ``reader`` reads from ``path``, read in ``sandbox`` as the app reads files.
@@ -285,7 +303,7 @@ def chunk_in_sandbox(
     max_chunks: int = MAX_FILE_CHUNKS,
     max_seconds: float = MAX_FILE_SECONDS,
     chunk_limit_name: str = PER_FILE,
-    text_budget: Any = None,
+    text_budget: TextBudget | None = None,
     sandbox: Sandbox | None = None,
 ) -> list[Chunk]:
     """The chunks of ``path``, read by its reader in ``readers`` and split by ``splitter``.
@@ -297,9 +315,15 @@ def chunk_in_sandbox(
     """
     path = Path(path)
     counter = splitter.tokenizer
-    read_only = counter is not None and _pickled(counter)[1] is not None
-    if read_only:
+    if type(splitter) is not TokenSplitter:
+        # A subclass splits its own way: the worker could only rebuild the base class.
+        read_only = True
+        logger.info("%s: %s splits in this process", source_name, type(splitter).__name__)
+    elif counter is not None and _pickled(counter)[1] is not None:
+        read_only = True
         logger.info("%s: the token counter cannot cross to a worker; chunking here", source_name)
+    else:
+        read_only = False
     job = _job(
         path,
         readers,
@@ -307,6 +331,7 @@ def chunk_in_sandbox(
         source_name=source_name,
         chunk_size=int(splitter.chunk_size),
         chunk_overlap=int(splitter.chunk_overlap),
+        max_chars_per_token=int(splitter.max_chars_per_token),
         counter=None if read_only else counter,
         read_only=read_only,
         max_chunks=max_chunks,

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from theflow import Param
 
 from ragloom.base import BaseComponent
 from ragloom.chunking import MAX_FILE_CHUNKS, MAX_FILE_SECONDS, PER_FILE, chunk_in_sandbox
 from ragloom.embeddings import Embeddings
-from ragloom.loaders import FileReader, default_readers
+from ragloom.loaders import FileReader, TextBudget, default_readers
 from ragloom.schema import Chunk
 from ragloom.splitters import TokenSplitter
 from ragloom.stores import FullTextStore, VectorStore
@@ -40,8 +39,8 @@ class FileIngestor(BaseComponent):
     )
     max_chunks: int = Param(MAX_FILE_CHUNKS, help="Most chunks one file may make.")
     max_seconds: float = Param(MAX_FILE_SECONDS, help="Most seconds to read and chunk a file.")
-    text_budget: Any = Param(
-        None, help="A page-text budget passed to read_file as budget= (None: the readers' own)."
+    text_budget: TextBudget | None = Param(
+        None, help="The page-text budget of every file (None: TextBudget's defaults)."
     )
 
     def chunk(
@@ -60,7 +59,7 @@ class FileIngestor(BaseComponent):
         """
         return chunk_in_sandbox(
             Path(path),
-            self.readers if self.readers is not None else default_readers(),
+            self.readers if self.readers is not None else default_readers(self.text_budget),
             self.splitter,
             source_id,
             source_name,

@@ -67,3 +67,10 @@ def test_the_json_or_a_loader_is_required() -> None:
         TokenizerCounter()
     with pytest.raises(ValueError, match="not both"):
         TokenizerCounter("{}", load=lambda: "{}")
+
+
+def test_a_model_without_a_fast_tokenizer_counts_in_this_process_only() -> None:
+    counter = TokenizerCounter(load=lambda: None, fallback=lambda text: len(text.split()))
+    assert counter("three little words") == 3
+    with pytest.raises(TypeError, match="counts only in this process"):
+        pickle.dumps(counter)

@@ -259,18 +259,13 @@ class SentenceTransformerEmbeddings(Embeddings):
     def token_counter(self) -> TokenizerCounter:
         """A picklable counter equal to :meth:`count_tokens` (a :class:`TokenizerCounter`).
 
-        The model loads only when the counter is first used or pickled.
+        The model loads only when the counter is first used or pickled. A model without a
+        fast (Rust) tokenizer counts with :meth:`count_tokens`, in this process only.
         """
-        return TokenizerCounter(load=self._tokenizer_json)
+        return TokenizerCounter(load=self._tokenizer_json, fallback=self.count_tokens)
 
-    def _tokenizer_json(self) -> str:
-        tokenizer_json = self._loaded().tokenizer_json
-        if tokenizer_json is None:
-            raise EmbeddingsError(
-                "the model has no fast (Rust) tokenizer, so its tokens can only be counted "
-                "in this process"
-            )
-        return tokenizer_json
+    def _tokenizer_json(self) -> str | None:
+        return self._loaded().tokenizer_json
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts`` in their order: float32 ``(n, dimension)``, L2-normalised."""

@@ -40,24 +40,34 @@ class TokenizerCounter:
 
     ``tokenizer_json`` is the tokenizer's serialised form (``Tokenizer.to_str()``); or
     ``load`` gives it on first need, so that creating a counter loads no model. Only the
-    JSON is pickled.
+    JSON is pickled. A model without such a tokenizer (``load`` returns ``None``) counts
+    with ``fallback`` instead, in this process only: such a counter does not pickle, so
+    files are chunked in the app rather than in the readers sandbox.
     """
 
     def __init__(
-        self, tokenizer_json: str | None = None, *, load: Callable[[], str] | None = None
+        self,
+        tokenizer_json: str | None = None,
+        *,
+        load: Callable[[], str | None] | None = None,
+        fallback: Callable[[str], int] | None = None,
     ) -> None:
         if (tokenizer_json is None) == (load is None):
             raise ValueError("give the tokenizer's JSON or a function that loads it, not both")
         self._json = tokenizer_json
         self._load = load
+        self._loaded = tokenizer_json is not None
+        self._fallback = fallback
         self._tokenizer: Any = None
 
     @property
-    def tokenizer_json(self) -> str:
-        """The tokenizer's JSON (loaded on first use if the counter was given ``load``)."""
-        if self._json is None:
+    def tokenizer_json(self) -> str | None:
+        """The tokenizer's JSON (loaded on first use if the counter was given ``load``);
+        ``None`` when the model has none."""
+        if not self._loaded:
             assert self._load is not None
             self._json = self._load()
+            self._loaded = True
         return self._json
 
     def __call__(self, text: str, /) -> int:
@@ -65,13 +75,20 @@ class TokenizerCounter:
         tokenizer = self._tokenizer
         if tokenizer is None:
             source = self.tokenizer_json
+            if source is None:
+                if self._fallback is None:
+                    raise TypeError("this counter has neither a tokenizer nor a fallback")
+                return self._fallback(text)
             digest = hashlib.sha256(source.encode()).hexdigest()
             tokenizer = self._tokenizer = _build(digest, source)
         return len(tokenizer.encode(text, add_special_tokens=False).ids)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (TokenizerCounter, (self.tokenizer_json,))
+        source = self.tokenizer_json
+        if source is None:
+            raise TypeError("the model's tokenizer counts only in this process (no fast tokenizer)")
+        return (TokenizerCounter, (source,))
 
     def __repr__(self) -> str:
-        state = "loaded" if self._json is not None else "not loaded"
+        state = "loaded" if self._loaded else "not loaded"
         return f"TokenizerCounter({state})"

@@ -58,6 +58,8 @@ class DocxReader:
         _check_package(path, size)
         try:
             document = docx.Document(str(path))
+        except MemoryError:
+            raise  # the readers sandbox's limit says so; not a damaged file
         except Exception as exc:
             # python-docx raises PackageNotFoundError, KeyError, ValueError or lxml errors
             # for a damaged or foreign package: to the user they all mean the same thing.
@@ -69,7 +71,7 @@ class DocxReader:
                 if text:
                     meter.add(len(text) + 2)  # and the blank line that joins blocks
                     blocks.append(text)
-        except LoaderError:
+        except (LoaderError, MemoryError):
             raise
         except Exception as exc:
             raise UnreadableFileError(f"not a valid .docx file: {_detail(exc)}", path) from exc

@@ -143,6 +143,8 @@ class HtmlReader:
         meter = self.budget.meter(len(data), "HTML file", path)
         try:
             soup = BeautifulSoup(markup, "lxml")
+        except MemoryError:
+            raise  # the readers sandbox's limit says so; not a damaged file
         except Exception as exc:  # lxml is lenient; anything it still rejects is unreadable
             raise UnreadableFileError(f"not a valid HTML file: {exc}", path) from exc
         title = _title(soup)

@@ -177,11 +177,15 @@ def _read_pages(data: bytes, path: Path, meter: TextMeter) -> list[Page]:
     # "this PDF is damaged", so the parsing steps below catch Exception.
     try:
         reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
+    except MemoryError:
+        raise  # the readers sandbox's limit says so; not a damaged file
     except Exception as exc:
         raise UnreadableFileError(f"not a valid PDF: {_detail(exc)}", path) from exc
     _decrypt(reader, path)
     try:
         pdf_pages = list(reader.pages)
+    except MemoryError:
+        raise
     except Exception as exc:
         raise UnreadableFileError(f"not a valid PDF: {_detail(exc)}", path) from exc
 
@@ -190,7 +194,7 @@ def _read_pages(data: bytes, path: Path, meter: TextMeter) -> list[Page]:
     for number, pdf_page in enumerate(pdf_pages, start=1):
         try:
             text = _extract(pdf_page, meter)
-        except TextBudgetExceededError:
+        except (TextBudgetExceededError, MemoryError):
             raise
         except Exception as exc:
             # One broken content stream should not cost the user the rest of the document.
