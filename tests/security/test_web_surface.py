@@ -368,6 +368,21 @@ def test_a_write_sent_by_another_site_is_refused(surface: Surface) -> None:
     assert answer.status_code == 200
 
 
+def test_a_read_sent_by_a_page_on_another_port_is_refused(surface: Surface) -> None:
+    # gradio grants CORS reads to any localhost origin: a page served on another port of
+    # this machine could read the file names in the page and its config otherwise.
+    for path in ("", "config", "gradio_api/info"):
+        answer = httpx.get(
+            f"{surface.url}{path}", headers={"Origin": "http://localhost:8888"}, timeout=10
+        )
+        assert answer.status_code == 403, path
+        assert "another port of this machine" in answer.text
+        assert not any(name.startswith("access-control-") for name in answer.headers)
+    own = httpx.get(f"{surface.url}config", headers={"Origin": surface.url.rstrip("/")})
+    assert own.status_code == 200
+    assert not any(name.startswith("access-control-") for name in own.headers)
+
+
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "ragloom.lan"])
 def test_serve_refuses_a_host_other_machines_reach(tmp_path: Path, host: str) -> None:
     env = {**os.environ, "RAGLOOM_DATA_DIR": str(tmp_path / "data")}

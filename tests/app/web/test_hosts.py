@@ -75,11 +75,21 @@ def test_allowed_hosts_are_served() -> None:
         ("http://[::1", 403),
     ],
 )
-def test_origin_of_a_write(origin: str | None, status: int) -> None:
+def test_origin_of_a_request(origin: str | None, status: int) -> None:
     headers = {"Host": "127.0.0.1:7860", **({"Origin": origin} if origin else {})}
     client = _client()
     assert client.post("/", headers=headers).status_code == status
-    assert client.get("/", headers=headers).status_code == 200  # reads are not writes
+    # Reads too: gradio would let another origin read the answer through CORS.
+    assert client.get("/", headers=headers).status_code == status
+
+
+def test_a_proxys_public_name_may_send_requests() -> None:
+    # A reverse proxy that rewrites Host: its pages' Origin is the name the admin allowed.
+    client = _client(allowed_hosts=["ragloom.example"], allowed_origins=["ragloom.example"])
+    headers = {"Host": "127.0.0.1:7860", "Origin": "https://ragloom.example"}
+    assert client.post("/", headers=headers).status_code == 200
+    other = {"Host": "127.0.0.1:7860", "Origin": "https://other.example"}
+    assert client.post("/", headers=other).status_code == 403
 
 
 def test_a_websocket_from_another_site_is_closed() -> None:

@@ -62,7 +62,11 @@ def build_web_app(
         openapi_url=None,
         middleware=[
             Middleware(SecurityHeaders),
-            Middleware(HostGuard, allowed_hosts=[host, *settings.allowed_hosts]),
+            Middleware(
+                HostGuard,
+                allowed_hosts=[host, *settings.allowed_hosts],
+                allowed_origins=settings.allowed_hosts,
+            ),
             Middleware(
                 RequestGuard,
                 max_request_bytes=settings.max_request_bytes,

@@ -8,8 +8,12 @@ user's browser:
   ``Host: evil.example``, so :class:`HostGuard` refuses a Host that is neither loopback
   nor a name the admin allowed.
 - Cross-site requests: any page may POST a form (an upload, for one) to
-  ``http://127.0.0.1:7860`` without reading the answer. Browsers name the page's origin
-  in ``Origin``; a state-changing request whose origin is not the app's own is refused.
+  ``http://127.0.0.1:7860`` without reading the answer, and gradio answers the reads of a
+  page at any other port of ``localhost`` with CORS headers that let it read them. Browsers
+  name the page's origin in ``Origin`` on every such request (and never on a page's own
+  navigation and reads), so a request whose ``Origin`` is not the app's own address, or a
+  name the admin allowed (``ALLOWED_HOSTS``, a reverse proxy's), is refused, whatever its
+  method.
 """
 
 from __future__ import annotations
@@ -28,8 +32,6 @@ __all__ = ["LOOPBACK_NAMES", "HostGuard", "UnsafeHostError", "check_serving_host
 LOOPBACK_NAMES = frozenset({"localhost"})
 """Names that always mean this machine (besides the 127.0.0.0/8 and ::1 addresses)."""
 
-# Methods that change nothing: a cross-site page cannot read their answers anyway.
-_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # A Host header is a name or an address, maybe bracketed (IPv6), maybe with a port.
 _HOST_HEADER = re.compile(r"[A-Za-z0-9.\-]+(:\d{1,5})?|\[[0-9A-Fa-f:.]+\](:\d{1,5})?")
 _SHOWN = 80  # characters of a refused Host or Origin repeated in the refusal
@@ -81,22 +83,35 @@ def _host_name(header: str | None) -> str | None:
         return None
 
 
+def _normal_name(host: str) -> str:
+    """``host`` as :func:`_host_name` gives it, or lower-case without brackets."""
+    return _host_name(host) or host.strip("[]").lower()
+
+
 def _shown(text: str) -> str:
     text = text[:_SHOWN] + ("…" if len(text) > _SHOWN else "")
     return ascii(text)
 
 
 class HostGuard:
-    """ASGI middleware: refuse a foreign ``Host`` (400) and a cross-site write (403).
+    """ASGI middleware: refuse a foreign ``Host`` (400) and a cross-site request (403).
 
-    ``allowed_hosts`` are names accepted besides loopback ones (the host the UI listens on,
-    ``ALLOWED_HOSTS``). A request without ``Origin`` (a script, ``curl``) is not a browser
-    sent there by another page, so only the Host check applies to it.
+    ``allowed_hosts`` are names accepted as ``Host`` besides loopback ones (the host the UI
+    listens on, ``ALLOWED_HOSTS``); ``allowed_origins`` names whose pages may send requests
+    besides the app's own address (``ALLOWED_HOSTS``: a proxy that rewrites ``Host``). A
+    request without ``Origin`` (the page's own, a script, ``curl``) is not a browser sent
+    there by another page, so only the Host check applies to it.
     """
 
-    def __init__(self, app: ASGIApp, allowed_hosts: Collection[str] = ()) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        allowed_hosts: Collection[str] = (),
+        allowed_origins: Collection[str] = (),
+    ) -> None:
         self.app = app
-        self.allowed = frozenset(_host_name(h) or h.strip("[]").lower() for h in allowed_hosts)
+        self.allowed = frozenset(_normal_name(h) for h in allowed_hosts)
+        self.origins = frozenset(_normal_name(h) for h in allowed_origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -106,9 +121,7 @@ class HostGuard:
         host_header = headers.get("host", "")
         port = (scope.get("server") or ("", 7860))[1]
         refusal = self._check_host(host_header, port)
-        # A websocket is opened with a GET, but what it carries can change things.
-        writes = scope["type"] == "websocket" or scope["method"] not in _SAFE_METHODS
-        if refusal is None and writes:
+        if refusal is None:
             refusal = self._check_origin(headers.get("origin"), host_header)
         if refusal is None:
             await self.app(scope, receive, send)
@@ -130,19 +143,20 @@ class HostGuard:
             "the name to ALLOWED_HOSTS in the settings if a reverse proxy forwards it."
         )
 
-    @staticmethod
-    def _check_origin(origin: str | None, host_header: str) -> tuple[int, str] | None:
+    def _check_origin(self, origin: str | None, host_header: str) -> tuple[int, str] | None:
         if origin is None:
             return None
         try:
             parts = urlsplit(origin)
-            same = parts.scheme in ("http", "https") and parts.netloc.lower() == host_header.lower()
+            web = parts.scheme in ("http", "https")
+            same = web and parts.netloc.lower() == host_header.lower()
+            allowed = web and (parts.hostname or "") in self.origins
         except ValueError:
-            same = False
-        if same:
+            same = allowed = False
+        if same or allowed:
             return None
         return 403, (
             f"Refused: this request was sent by a page at {_shown(origin)}, not by Ragloom's "
-            "own page. Another site cannot upload, ask or change anything here; use Ragloom "
-            "from its own address."
+            "own page. Another site (another port of this machine included) cannot read, "
+            "upload, ask or change anything here; use Ragloom from its own address."
         )
