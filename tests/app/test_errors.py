@@ -39,6 +39,14 @@ from ragloom_app.settings import SettingsError
         ("\x1b[31mred\x1b[0m \u202eevil", "[31mred [0m evil"),
         # Slashes inside words and arithmetic are not paths.
         ("ReAct/ReWOO and/or 1 / 2", "ReAct/ReWOO and/or 1 / 2"),
+        ("C:/Users/bob/secret.pdf is locked", "[path hidden] is locked"),
+        (r"\\server\share\x.pdf is gone", "[path hidden] is gone"),
+        ("path:/srv/ragloom/x.db", "path:[path hidden]"),
+        ("cannot reach localhost:11434/api/chat", "cannot reach [address hidden]"),
+        ("cannot reach 10.0.0.5:8000.", "cannot reach [address hidden]."),
+        ("no file '/home/u/My Documents/x.pdf' here", "no file '[path hidden]' here"),
+        # Times, ratios and line numbers are not addresses.
+        ("line 3:45 at 12:30, ratio 2:1", "line 3:45 at 12:30, ratio 2:1"),
     ],
 )
 def test_scrub_hides_urls_paths_and_later_lines(text: str, shown: str) -> None:
@@ -48,6 +56,10 @@ def test_scrub_hides_urls_paths_and_later_lines(text: str, shown: str) -> None:
 def test_scrub_bounds_the_length() -> None:
     shown = scrub("word " * 1000)
     assert len(shown) == MAX_MESSAGE_CHARS and shown.endswith("…")
+    # A long message keeps the log reference it ends with.
+    referenced = scrub("word " * 1000 + "(log reference 3fa2b9c1)")
+    assert len(referenced) == MAX_MESSAGE_CHARS
+    assert referenced.endswith("… (log reference 3fa2b9c1)")
 
 
 @given(st.text())

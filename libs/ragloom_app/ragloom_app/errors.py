@@ -81,9 +81,17 @@ _KIND_WORDS: tuple[tuple[type[BaseException], str], ...] = (
 _UNEXPECTED = "something unexpected went wrong inside Ragloom"
 
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]*")
-_WINDOWS_PATH = re.compile(r"\b[A-Za-z]:\\[^\s'\"]*")
+# An address without a scheme: a host name with a dot (or localhost) and a port.
+_HOST_PORT = re.compile(
+    r"\b(?:localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+):\d{2,5}\b(?:/[^\s'\"<>]*)?"
+)
+# A quoted path may hold spaces: hidden whole, up to its closing quote.
+_QUOTED_PATH = re.compile(r"(['\"])(?:[A-Za-z]:[\\/]|\\\\|~/|\.\.?/|/)[^'\"\n]*\1")
+_WINDOWS_PATH = re.compile(r"\b[A-Za-z]:[\\/][^\s'\"]*|\\\\[^\s'\"]+")
 # An absolute, home or relative path: a slash not inside a word ("and/or" stays).
-_POSIX_PATH = re.compile(r"(?<![\w.~/:-])(?:~|\.\.?)?/[^\s'\"(),;]+")
+_POSIX_PATH = re.compile(r"(?<![\w.~/-])(?:~|\.\.?)?/[^\s'\"(),;]+")
+# What user_error ends a message with: kept whole when a long message is cut.
+_REFERENCE = re.compile(r" \(log reference [0-9a-f]+\)$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c]+")
 
 
@@ -113,10 +121,17 @@ def scrub(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
     first = lines[0] if lines else ""
     first = _URL.sub(_hidden("[address hidden]"), first)
+    first = _HOST_PORT.sub(_hidden("[address hidden]"), first)
+    first = _QUOTED_PATH.sub(lambda m: f"{m.group(1)}[path hidden]{m.group(1)}", first)
     first = _WINDOWS_PATH.sub(_hidden("[path hidden]"), first)
     first = _POSIX_PATH.sub(_hidden("[path hidden]"), first)
     first = " ".join(_CONTROL.sub(" ", first).split())
-    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
+    if len(first) <= limit:
+        return first
+    reference = _REFERENCE.search(first)
+    keep = reference.group(0) if reference else ""
+    body = first[: len(first) - len(keep)]
+    return body[: limit - 1 - len(keep)].rstrip() + "…" + keep
 
 
 def _hidden(label: str) -> Callable[[re.Match[str]], str]:
@@ -142,7 +157,10 @@ def reason_for(exc: BaseException, worded: tuple[type[BaseException], ...] = ())
             return words
     for kind, words in _KIND_WORDS:
         if isinstance(exc, kind):
-            return words
+            # The system's own words for a file error ("No space left on device") say what
+            # to do and never hold the path (that is ``exc.filename``).
+            strerror = getattr(exc, "strerror", None) if isinstance(exc, OSError) else None
+            return f"{words}: {scrub(strerror)}" if strerror else words
     return _UNEXPECTED
 
 

@@ -1,5 +1,6 @@
 """The file index: what each file becomes, and stores that always agree."""
 
+import errno
 from dataclasses import replace
 from pathlib import Path
 
@@ -110,12 +111,13 @@ def test_a_store_failure_leaves_no_chunk_anywhere(
     (tmp_path / "a.md").write_text(REACTOR)
 
     def disk_full(chunks: object) -> None:
-        raise OSError("No space left on device")
+        raise OSError(errno.ENOSPC, "No space left on device", "/srv/ragloom/bm25/part-7")
 
     pipeline = index.get_indexing_pipeline({})
     monkeypatch.setattr(pipeline.ingestor.fulltext_store, "add", disk_full)
     (outcome,) = pipeline.run([tmp_path / "a.md"])
     assert outcome.status == "failed" and "No space left on device" in outcome.reason
+    assert "/srv" not in outcome.reason and "log reference" in outcome.reason
     assert _chunk_ids(index) == (set(), set(), set())
     with Session(index.resources.engine) as session:
         (source,) = session.exec(select(Source)).all()

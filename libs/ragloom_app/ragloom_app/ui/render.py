@@ -236,7 +236,7 @@ def outcomes_html(outcomes: Iterable[Any]) -> str:
             _esc(o.get("name", o.get("file"))),
             _badge(str(o.get("status"))),
             _esc(o.get("chunks", 0)) if o.get("status") != "failed" else "",
-            _esc(o.get("reason") or ""),
+            _esc(scrub(o.get("reason") or "")),
         ]
         for o in items
     ]
@@ -267,7 +267,7 @@ def sources_html(sources: Iterable[Mapping[str, Any]], index_name: str | None = 
             _badge(str(s.get("status"))),
             _esc(s.get("chunks", 0)),
             _esc(_size(s.get("size"))),
-            _esc(s.get("reason") or ""),
+            _esc(scrub(s.get("reason") or "")),
             _esc(str(s.get("updated_at") or "")[:16].replace("T", " ")),
         ]
         for s in items

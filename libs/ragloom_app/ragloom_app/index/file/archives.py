@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from ragloom.loaders import LoaderError
 from ragloom.loaders.archive import ArchiveContents, ZipLimits, expand_zip
+from ragloom_app.errors import user_error
 from ragloom_app.index.base import FileOutcome, IndexingProgress
 from ragloom_app.index.budget import UploadBudget
 from ragloom_app.index.file.names import UnsafeNameError, clean_name
@@ -96,10 +97,10 @@ def index_archive(
             yield IndexingProgress(name, end, "failed")
             yield FileOutcome(name, "failed", reason=exc.reason)
             return
-        except OSError as exc:
-            logger.exception("expanding %s failed", name)
+        except OSError as exc:  # the disk, not the archive: its words, a log reference
+            reason = user_error(exc, "Expanding the archive", log=logger).message
             yield IndexingProgress(name, end, "failed")
-            yield FileOutcome(name, "failed", reason=f"could not expand the archive: {exc}")
+            yield FileOutcome(name, "failed", reason=reason)
             return
         if budget is not None:
             budget.spend_bytes(contents.unpacked_bytes)  # fits: room bounded the expansion

@@ -48,6 +48,7 @@ from ragloom.loaders import LoaderError
 from ragloom.loaders.archive import ZipLimits
 from ragloom.schema import Chunk
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
+from ragloom_app.errors import user_error
 from ragloom_app.index.base import FileOutcome, IndexingPipeline, IndexingProgress
 from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS, UploadBudget
 from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, index_archive, shown_member_name
@@ -317,8 +318,9 @@ class FileIndexingPipeline(IndexingPipeline):
             self._fail(source_id, exc.reason)
             return FileOutcome(name, "failed", reason=exc.reason, source_id=source_id)
         except Exception as exc:
-            logger.exception("indexing %s failed", name)
-            reason = f"indexing failed: {type(exc).__name__}: {exc}"
+            # Not a reason written for the user (a store or database failing): its words
+            # and a log reference, the exception itself in the log.
+            reason = user_error(exc, f"Indexing {name!r}", log=logger).message
             self._fail(source_id, reason)
             return FileOutcome(name, "failed", reason=reason, source_id=source_id)
         if not flipped:
