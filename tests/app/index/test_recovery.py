@@ -11,6 +11,7 @@ tests/e2e/test_crash_recovery.py and tests/security/test_crash_loop.py.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from sqlmodel import Session, select
 
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import ChunkRecord, Source
-from ragloom_app.index.file import FileIndex, FileIndexingPipeline
+from ragloom_app.index.file import FileIndex, FileIndexingPipeline, attempts
 from ragloom_app.index.file.pipeline import INTERRUPTED_REASON
 from ragloom_app.index.file.recovery import GAVE_UP_REASON, MAX_INDEXING_ATTEMPTS
 from ragloom_app.index.file.worklock import WorkLock
@@ -367,3 +368,46 @@ def test_an_index_with_nothing_to_recover_starts_without_touching_its_stores(
     assert _store_ids(index) == before
     with Session(index.resources.engine) as session:
         assert [(s.status, s.attempts) for s in session.exec(select(Source))] == [("indexed", 1)]
+
+
+def test_a_stop_on_purpose_is_not_counted_as_an_attempt(
+    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C while `ragloom index add` embeds: the file waits for the recovery, uncounted.
+    index = _start(data_dir)
+    pipeline = index.get_indexing_pipeline({})
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "_flip", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.run([upload])
+    assert (_raw(index).status, _raw(index).attempts) == ("indexing", 0)
+    monkeypatch.undo()
+    (outcome,) = _start(data_dir).recover()
+    assert outcome.status == "indexed"
+    assert _raw(index).attempts == 1
+
+
+def test_an_attempt_still_running_at_exit_is_taken_back(data_dir: Path, upload: Path) -> None:
+    # `ragloom serve` shutting down while its background thread recovers a file.
+    index = _start(data_dir)
+    started, release = threading.Event(), threading.Event()
+    pipeline = index.get_indexing_pipeline({})
+    original = pipeline.ingestor.store
+
+    def slow_store(chunks: object) -> None:
+        started.set()
+        release.wait(30)
+        original(chunks)
+
+    object.__setattr__(pipeline.ingestor, "store", slow_store)
+    worker = threading.Thread(target=pipeline.run, args=([upload],), daemon=True)
+    worker.start()
+    assert started.wait(30)
+    assert _raw(index).attempts == 1
+    attempts._take_back_underway()  # what atexit runs as the interpreter stops
+    assert (_raw(index).status, _raw(index).attempts) == ("indexing", 0)
+    release.set()
+    worker.join(30)

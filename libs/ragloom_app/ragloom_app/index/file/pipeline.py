@@ -52,6 +52,7 @@ from ragloom_app.errors import user_error
 from ragloom_app.index.base import FileOutcome, IndexingPipeline, IndexingProgress
 from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS, UploadBudget
 from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, index_archive, shown_member_name
+from ragloom_app.index.file.attempts import attempt_underway, start_attempt
 from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
 from ragloom_app.index.file.worklock import WorkLock, is_busy
 
@@ -278,17 +279,18 @@ class FileIndexingPipeline(IndexingPipeline):
                         owner=self.owner,
                         status=SourceStatus.INDEXING,
                         stored_path=str(stored),
-                        attempts=1,  # committed before any reading: see _start_attempt
+                        attempts=1,  # committed before any reading: see .attempts
                     )
                 )
                 session.commit()
-            try:
-                self._keep_copy(path, stored, source_id)
-            except OSError as exc:
-                reason = f"could not store the file: {exc.strerror or exc}"
-                self._fail(source_id, reason)
-                return FileOutcome(name, "failed", reason=reason, source_id=source_id)
-            return self._run_ingest(source_id, stored, name, budget)
+            with attempt_underway(self.engine, source_id):
+                try:
+                    self._keep_copy(path, stored, source_id)
+                except OSError as exc:
+                    reason = f"could not store the file: {exc.strerror or exc}"
+                    self._fail(source_id, reason)
+                    return FileOutcome(name, "failed", reason=reason, source_id=source_id)
+                return self._run_ingest(source_id, stored, name, budget)
 
     def _keep_copy(self, path: Path, stored: Path, source_id: str) -> None:
         """Copy the upload to its content-addressed place, complete or not at all."""
@@ -405,39 +407,18 @@ class FileIndexingPipeline(IndexingPipeline):
             self.remove(source_id)
             return FileOutcome(source.name, "failed", reason="removed", source_id=source_id)
         # Not indexed from here on, so the chunks about to be deleted are never missed.
-        self._start_attempt(source)
+        start_attempt(self.engine, source)
         self._remove_from_stores(source_id)
         self._delete_chunk_rows(source_id)
         self.partial_path(source_id).unlink(missing_ok=True)
         stored = Path(source.stored_path) if source.stored_path else None
         if stored is not None and stored.is_file() and sha256_of(stored) == source.sha256:
             logger.info("indexing %s again from its stored copy", source.name)
-            return self._run_ingest(source_id, stored, source.name)
+            with attempt_underway(self.engine, source_id):
+                return self._run_ingest(source_id, stored, source.name)
         logger.warning("%s: no stored copy to index again from", source.name)
         self._set_status(source_id, SourceStatus.FAILED, lost_reason)
         return FileOutcome(source.name, "failed", reason=lost_reason, source_id=source_id)
-
-    def _start_attempt(self, source: Source) -> None:
-        """Mark ``source`` indexing and count the attempt, in one commit, before any reading.
-
-        A crash while indexing leaves the count behind, so the recovery can tell a file
-        that keeps killing the process (``recovery.MAX_INDEXING_ATTEMPTS``). Indexing an
-        indexed source again (a repair) counts afresh.
-        """
-        attempts = 1 if source.status == SourceStatus.INDEXED else Source.attempts + 1
-        with Session(self.engine) as session:
-            session.exec(
-                update(Source)
-                .where(Source.id == source.id)
-                .values(
-                    status=SourceStatus.INDEXING,
-                    reason=None,
-                    chunk_count=0,
-                    attempts=attempts,
-                    updated_at=_now(),
-                )
-            )
-            session.commit()
 
     def unindex(self, source_id: str, reason: str) -> None:
         """Take a source out of every store and mark it failed with ``reason``."""
