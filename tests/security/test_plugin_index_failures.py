@@ -8,6 +8,8 @@ failed every question, whatever index it was about.
 
 from __future__ import annotations
 
+import argparse
+import json
 import re
 import types
 from collections.abc import Collection, Mapping
@@ -122,6 +124,22 @@ def test_an_index_that_fails_to_start_is_left_out_and_shown(
     record, _ = _answer(app)
     assert record["answer"] == "The documents say so [1]."
     assert [c["source"] for c in record["citations"]] == ["reactor.md"]
+
+
+def test_index_list_names_an_index_left_out_and_why(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragloom_app.cli import _cmd_index_list
+
+    PluginIndex.failure = "start"
+    app = _start(data_dir)
+    _cmd_index_list(app, argparse.Namespace(json=False))
+    shown = capsys.readouterr().out
+    assert "Plugin notes (unavailable: Starting the index 'Plugin notes' failed: " in shown
+    assert "My files (FileIndex, 1 files)" in shown and SECRET not in shown
+    _cmd_index_list(app, argparse.Namespace(json=True))
+    listed = {entry["name"]: entry for entry in json.loads(capsys.readouterr().out)}
+    assert listed["Plugin notes"]["unavailable"].startswith("Starting the index")
 
 
 @pytest.mark.parametrize("failure", ["retrievers", "search"])

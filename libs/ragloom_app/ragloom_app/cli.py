@@ -134,9 +134,16 @@ def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
         {"name": i.name, "id": i.id, "type": type(i).__name__, "files": i.list_sources()}
         for i in app.indices.indices
     ]
+    # Indices left out at start (a type that failed or is gone) are listed with why.
+    left_out = [
+        {"name": name, "unavailable": reason, "files": []}
+        for name, reason in app.indices.unavailable.items()
+    ]
     if args.json:
-        print(json.dumps(data, default=str))
+        print(json.dumps(data + left_out, default=str))
         return 0
+    for entry in left_out:
+        _say(f"{entry['name']} (unavailable: {entry['unavailable']})")
     for entry in data:
         _say(f"{entry['name']} ({entry['type']}, {len(entry['files'])} files)")
         for f in entry["files"]:

@@ -6,6 +6,7 @@ import logging
 import shutil
 from collections.abc import Collection, Mapping
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from sqlmodel import Session, delete, select
@@ -158,7 +159,7 @@ class FileIndex(BaseIndex):
         Interrupted files are left to :meth:`recover`: indexing them again at start would
         let a file that kills the process keep every command from running.
         """
-        clean_leftovers(self.get_indexing_pipeline({}))
+        clean_leftovers(self)
 
     def recover(self) -> list[FileOutcome]:
         """Index interrupted files again, at most once each (``recovery.recover_index``)."""
@@ -194,12 +195,27 @@ class FileIndex(BaseIndex):
             max_seconds=self.resources.max_file_seconds,
         )
 
+    @property
+    def files_dir(self) -> Path:
+        """Stored copies of the indexed files, named by content hash."""
+        return self.resources.data_dir / "files"
+
+    @property
+    def locks_dir(self) -> Path:
+        """Lock files of work in progress (the pipeline's)."""
+        return self.resources.data_dir / "locks"
+
+    @property
+    def tmp_dir(self) -> Path:
+        """Temporary folders (expanded archives), removed after use."""
+        return self.resources.data_dir / "tmp"
+
     def get_indexing_pipeline(self, settings: Mapping[str, Any]) -> FileIndexingPipeline:
         return FileIndexingPipeline(
             index_id=self.id,
             engine=self.resources.engine,
             ingestor=self._ingestor(),
-            files_dir=self.resources.data_dir / "files",
+            files_dir=self.files_dir,
             extensions=self.setting("extensions"),
             max_file_bytes=self.resources.max_file_bytes,
             owner=str(settings.get("owner", "local")),
@@ -291,7 +307,7 @@ class FileIndex(BaseIndex):
                     select(Source).where(Source.index_id == self.id).order_by(Source.created_at)
                 )
             )
-        locks_dir = self.get_indexing_pipeline({}).locks_dir
+        locks_dir = self.locks_dir
         listing = []
         for s in rows:
             # An interrupted file shows as queued, with when it will be indexed again.

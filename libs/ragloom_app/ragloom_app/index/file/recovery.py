@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Protocol
 
 from sqlmodel import Session, col, select
 
@@ -36,6 +37,7 @@ __all__ = [
     "GAVE_UP_REASON",
     "MAX_INDEXING_ATTEMPTS",
     "UNFINISHED",
+    "IndexFolders",
     "clean_leftovers",
     "recover_index",
     "shown_state",
@@ -65,11 +67,29 @@ _RECOVERED_BY = "when `ragloom serve` starts, or by `ragloom index check --repai
 _PARTIAL = ".partial"
 
 
-def clean_leftovers(pipeline: FileIndexingPipeline) -> None:
-    """Delete partial copies and expanded archive folders whose process is gone."""
-    for partial in stale_partials(pipeline):
+class IndexFolders(Protocol):
+    """Where a file index keeps stored files, lock files and temporary folders (a
+    :class:`FileIndexingPipeline` is one, and so is a :class:`FileIndex`)."""
+
+    @property
+    def files_dir(self) -> Path: ...
+
+    @property
+    def locks_dir(self) -> Path: ...
+
+    @property
+    def tmp_dir(self) -> Path: ...
+
+
+def clean_leftovers(folders: IndexFolders) -> None:
+    """Delete partial copies and expanded archive folders whose process is gone.
+
+    Needs the folders only (no store, no model): it runs at every start and cannot fail
+    for a reason of the index's configuration.
+    """
+    for partial in stale_partials(folders):
         partial.unlink(missing_ok=True)
-    clean_stale_archives(pipeline.tmp_dir, pipeline.locks_dir)
+    clean_stale_archives(folders.tmp_dir, folders.locks_dir)
 
 
 def recover_index(pipeline: FileIndexingPipeline) -> list[FileOutcome]:
@@ -150,13 +170,13 @@ def shown_state(source: Source, locks_dir: Path) -> tuple[str, str | None]:
     return str(SourceStatus.QUEUED), f"interrupted; indexed again {_RECOVERED_BY}"
 
 
-def stale_partials(pipeline: FileIndexingPipeline) -> list[Path]:
+def stale_partials(folders: IndexFolders) -> list[Path]:
     """Partial copies (``.<source id>.partial``) whose writer is gone."""
-    files_dir = pipeline.files_dir
+    files_dir = folders.files_dir
     if not files_dir.is_dir():
         return []
     return [
         path
         for path in sorted(files_dir.glob(f".*{_PARTIAL}"))
-        if not is_busy(pipeline.locks_dir, path.name[1 : -len(_PARTIAL)])
+        if not is_busy(folders.locks_dir, path.name[1 : -len(_PARTIAL)])
     ]
