@@ -118,7 +118,8 @@ class FilesHandlers:
         paths = [_upload_path(item) for item in files]
         names = [path.name for path in paths]
         if len(paths) > self.max_files:
-            discard_upload_copies(paths, self.upload_cache)
+            # The copies stay: the upload box still holds the files, and pressing "Index"
+            # again with fewer of them must find them (gradio's cache drops them in a day).
             raise gr.Error(
                 f"Too many files in one upload: {len(paths)}. The limit is {self.max_files} "
                 "files (MAX_FILES_PER_UPLOAD): add them in smaller batches, or a whole folder "
