@@ -136,3 +136,11 @@ def test_a_wrong_indexing_budget_stops_startup_naming_it(
     file.write_text(line + "\n")
     with pytest.raises(SettingsError, match=message):
         AppSettings.load(file)
+
+
+@pytest.mark.parametrize("value", ["float('nan')", "float('inf')"])
+def test_a_deadline_must_be_a_finite_number(tmp_path: Path, value: str) -> None:
+    file = tmp_path / "flowsettings.py"
+    file.write_text(f"ANSWER_DEADLINE_SECONDS = {value}\n")
+    with pytest.raises(SettingsError, match="ANSWER_DEADLINE_SECONDS: must be a positive number"):
+        AppSettings.load(file)

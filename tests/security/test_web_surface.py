@@ -264,6 +264,19 @@ def test_an_existing_open_data_folder_is_tightened(tmp_path: Path) -> None:
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
 
 
+def test_a_data_folder_of_another_user_is_refused(tmp_path: Path) -> None:
+    from ragloom_app.app import make_private_folder
+    from ragloom_app.settings import SettingsError
+
+    folder = tmp_path / "theirs"
+    folder.mkdir(mode=0o700)
+    if os.getuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    os.chown(folder, 65534, 65534)  # nobody
+    with pytest.raises(SettingsError, match="belongs to another user"):
+        make_private_folder(folder)
+
+
 # -- headers ------------------------------------------------------------------------------
 def _directives(policy: str) -> dict[str, list[str]]:
     parts = (d.split() for d in policy.split(";") if d.strip())

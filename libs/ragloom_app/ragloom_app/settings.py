@@ -8,6 +8,7 @@ A settings module is a Python file of upper-case names (see the project's
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,7 +117,12 @@ class AppSettings:
             value = getattr(self, name)
             if value is None and name == "max_file_seconds":
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)  # NaN would make a deadline that never comes
+                or value <= 0
+            ):
                 raise SettingsError(f"{name.upper()}: must be a positive number, not {value!r}")
         if not isinstance(self.selectable_llms, list | tuple) or not all(
             isinstance(name, str) for name in self.selectable_llms

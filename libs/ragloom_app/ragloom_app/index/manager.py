@@ -148,12 +148,19 @@ class IndexManager:
             session.add(record)
             session.commit()
             session.refresh(record)
+        index: BaseIndex | None = None
         try:
             index = self._instantiate(record)
             index.on_create()
             index.on_start()
         except Exception:
-            # No record of an index that never worked: the name stays free to try again.
+            # No record of an index that never worked, nor what it had begun to store:
+            # the name stays free to try again.
+            if index is not None:
+                try:
+                    index.on_delete()
+                except Exception:
+                    logger.warning("could not clean up after %r", name, exc_info=True)
             with Session(self._engine) as session:
                 session.delete(session.get(IndexRecord, record.id))
                 session.commit()

@@ -34,8 +34,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 __all__ = ["CONTENT_SECURITY_POLICY", "SECURITY_HEADERS", "SecurityHeaders", "page_policy"]
 
 CONTENT_SECURITY_POLICY: dict[str, str] = {
-    # Anything not named below (media, workers' fetches, frames, objects) loads nothing.
+    # Anything not named below (media, frames, objects) loads nothing.
     "default-src": "'none'",
+    # Workers would fall back to script-src ('self'); the UI starts none.
+    "worker-src": "'none'",
     "script-src": "'self' 'unsafe-eval'",
     "style-src": "'self' 'unsafe-inline'",
     "img-src": "'self' data:",

@@ -51,6 +51,10 @@ class WebServer:
             timeout_graceful_shutdown=int(SHUTDOWN_GRACE),
             # The app's own guards read the client's Host; no proxy headers are trusted.
             proxy_headers=False,
+            # httptools refuses a request with both Content-Length and chunked encoding
+            # (h11 reads it as chunked), so the declared size the upload checks read is
+            # the size that arrives.
+            http="httptools",
             server_header=False,
         )
         self._server = uvicorn.Server(config)
