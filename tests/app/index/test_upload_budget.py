@@ -43,3 +43,16 @@ def test_the_chunk_limit_is_the_smaller_of_the_files_and_what_is_left() -> None:
     assert budget.used_up() == (
         "the upload's budget of 100 chunks is used up; add this file in another upload"
     )
+
+
+def test_a_file_skipped_as_already_indexed_spends_nothing(tmp_path: Path) -> None:
+    from tests.helpers.file_index import hash_file_index
+
+    index = hash_file_index(tmp_path / "data", max_upload_bytes=150)
+    old, new = tmp_path / "old.md", tmp_path / "new.md"
+    old.write_text("# Old\n\n" + "The old notes say the pump runs at night. " * 2)
+    new.write_text("# New\n\n" + "The new notes say the pump runs by day. " * 2)
+    assert index.get_indexing_pipeline({}).run([old])[0].status == "indexed"
+    # The same old file again (skipped) leaves the whole budget to the new one.
+    outcomes = index.get_indexing_pipeline({}).run([old, new])
+    assert [o.status for o in outcomes] == ["skipped", "indexed"], outcomes

@@ -213,10 +213,11 @@ class FileIndexingPipeline(IndexingPipeline):
         budget: UploadBudget | None = None,
         spend_bytes: bool = True,
     ) -> FileOutcome:
-        """Index one file; an archive's members have spent their bytes already."""
+        """Index one file; an archive's members have spent their bytes already.
+
+        A file skipped as already indexed spends nothing of the upload's budget.
+        """
         problem = self._check_file(path, name)
-        if problem is None and budget is not None:
-            problem = budget.spend_file(path) if spend_bytes else budget.used_up()
         if problem:
             return FileOutcome(name, "failed", reason=problem)
         digest = sha256_of(path)
@@ -237,6 +238,11 @@ class FileIndexingPipeline(IndexingPipeline):
                     reason=f"being indexed right now as {existing.name!r} (same content)",
                     source_id=existing.id,
                 )
+        if budget is not None:
+            over = budget.spend_file(path) if spend_bytes else budget.used_up()
+            if over:
+                return FileOutcome(name, "failed", reason=over)
+        if existing is not None:
             self.remove(existing.id)
         return self._ingest(path, name, digest, budget)
 
