@@ -26,14 +26,12 @@ from ragloom_app.plugins.manager import (
 from ragloom_app.testing.contracts import (
     COMPONENTS,
     SAMPLE_PASSAGES,
-    check_index_type,
-    check_reader,
     check_reasoning,
     check_settings_schema,
     check_tool,
-    create_hash_index,
 )
 from ragloom_app.testing.fakes import HashEmbeddings, ReplayLLM, StaticRetriever
+from ragloom_app.testing.index_contracts import check_index_type, check_reader, create_hash_index
 
 __all__ = [
     "COMPONENTS",
