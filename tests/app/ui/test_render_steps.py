@@ -2,17 +2,17 @@
 
 import re
 
-from ragloom_app.ui.chat_tab import _step_label
 from ragloom_app.ui.render import usage_html
+from ragloom_app.ui.steps import step_label
 
 
 def test_agent_steps_get_readable_status_lines() -> None:
-    assert _step_label("plan") == "Planning the tool calls"
-    assert _step_label("E2:docsearch") == "Running #E2 (docsearch)"
-    assert _step_label("step1:calculator") == "Step 1: calling calculator"
-    assert _step_label("think3") == "Thinking (step 3)"
-    assert _step_label("Q2") == "Answering sub-question 2"
-    assert _step_label("my_step") == "My step"
+    assert step_label("plan") == "Planning the tool calls"
+    assert step_label("E2:docsearch") == "Running #E2 (docsearch)"
+    assert step_label("step1:calculator") == "Step 1: calling calculator"
+    assert step_label("think3") == "Thinking (step 3)"
+    assert step_label("Q2") == "Answering sub-question 2"
+    assert step_label("my_step") == "My step"
 
 
 def test_the_cost_panel_lists_the_plan_then_each_timed_step_with_its_error() -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import html
 import logging
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,7 @@ from ragloom_app.reasoning.settings import offer_llms
 from ragloom_app.ui import file_filter, render
 from ragloom_app.ui.model_text import model_html, plain_html
 from ragloom_app.ui.settings_form import SettingsForm, build_settings_form
+from ragloom_app.ui.steps import step_label, step_warning
 
 __all__ = ["ChatHandlers", "ChatTab", "build_chat_tab"]
 
@@ -189,10 +189,10 @@ class ChatHandlers:
                     answer = event.text
                     yield _outputs(chat=[*history, _bot(answer)])
                 elif isinstance(event, StepStarted) and not answer:
-                    status = f"{_step_label(event.name)}…"
+                    status = f"{step_label(event.name)}…"
                     yield _outputs(chat=[*history, _status(status)])
                 elif isinstance(event, StepFinished) and event.error:
-                    gr.Warning(html.escape(_step_warning(event)))
+                    gr.Warning(html.escape(step_warning(event)))
                 elif isinstance(event, CitationsFound):
                     yield _outputs(evidence=render.evidence_html(event.citations))
                 elif isinstance(event, AnswerFinished):
@@ -259,42 +259,6 @@ def _user(question: str) -> Message:
 def _status(status: str) -> Message:
     """An assistant message that says what the answer is waiting for."""
     return {"role": "assistant", "content": plain_html(status, emphasis=True)}
-
-
-_STEP_LABELS = {
-    "retrieve": "Searching the documents",
-    "answer": "Writing the answer",
-    "solve": "Writing the answer",
-    "plan": "Planning the tool calls",
-    "work": "Running the plan",
-    "split": "Splitting the question",
-    "final": "Writing what was found",
-}
-_NUMBERED_STEP = re.compile(r"^(?:E(\d+)|step(\d+)|think(\d+)|Q(\d+))(?::(\w+))?$")
-
-
-def _step_warning(step: StepFinished) -> str:
-    """What a failed step's warning says: the page's own steps (the mode failed, the
-    deadline, an index left out) have whole sentences; a mode's are named first."""
-    if step.name in ("error", "deadline") or step.name.startswith("index:"):
-        return str(step.error)
-    return f"{step.name} failed: {step.error}"
-
-
-def _step_label(name: str) -> str:
-    """A readable status for a step name such as ``retrieve``, ``E2:docsearch`` or ``Q1``."""
-    if name in _STEP_LABELS:
-        return _STEP_LABELS[name]
-    if match := _NUMBERED_STEP.match(name):
-        planned, acted, thought, part, tool = match.groups()
-        if planned:
-            return f"Running #E{planned} ({tool})"
-        if acted:
-            return f"Step {acted}: calling {tool}"
-        if thought:
-            return f"Thinking (step {thought})"
-        return f"Answering sub-question {part}"
-    return name.replace("_", " ").replace(":", ": ").capitalize()
 
 
 @dataclass
