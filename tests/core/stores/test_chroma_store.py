@@ -29,9 +29,15 @@ _connections: list[object] = []
 _recording = threading.Event()
 
 
-def _audit(event: str, args: tuple[object, ...]) -> None:
-    if _recording.is_set() and event in ("socket.connect", "socket.getaddrinfo"):
-        _connections.append(args[1] if event == "socket.connect" else args[0])
+def _audit(
+    event: str,
+    args: tuple[object, ...],
+    # Bound now: at interpreter exit the module's globals are gone, the hook still runs.
+    recording: threading.Event = _recording,
+    connections: list[object] = _connections,
+) -> None:
+    if recording.is_set() and event in ("socket.connect", "socket.getaddrinfo"):
+        connections.append(args[1] if event == "socket.connect" else args[0])
 
 
 sys.addaudithook(_audit)
