@@ -17,6 +17,7 @@ from ragloom.sandbox import (
     SandboxLimits,
     SandboxMemoryError,
     SandboxRaised,
+    SandboxStopped,
     SandboxTimeout,
     SandboxTransferError,
     configure_sandbox,
@@ -149,7 +150,7 @@ def test_a_call_running_when_its_sandbox_is_closed_ends_at_once(sandbox: Sandbox
     closer = threading.Timer(0.5, sandbox.close)
     closer.start()
     started = time.perf_counter()
-    with pytest.raises(SandboxCrash, match="stopped while the call ran"):
+    with pytest.raises(SandboxStopped, match="stopped while the call ran"):
         sandbox.run(sleep_for, 60, timeout=60)
     assert time.perf_counter() - started < 10
     closer.join()
@@ -169,6 +170,17 @@ def test_configuring_a_sandbox_changes_only_what_is_named() -> None:
     finally:
         box.close()
         get_sandbox("configured").close()
+
+
+def test_configuring_a_sandbox_before_its_first_use_keeps_the_kinds_defaults() -> None:
+    configure_sandbox("configured-early", memory_bytes=256 << 20)
+    kind = SandboxLimits(workers=1, tasks_per_worker=7, preload=("json",))
+    box = get_sandbox("configured-early", kind)
+    try:
+        assert (box.limits.memory_bytes, box.limits.tasks_per_worker) == (256 << 20, 7)
+        assert box.limits.preload == ("json",)
+    finally:
+        box.close()
 
 
 def test_what_cannot_cross_fails_its_own_call_and_not_the_pool(sandbox: Sandbox) -> None:

@@ -46,6 +46,7 @@ __all__ = [
     "SandboxLimits",
     "SandboxMemoryError",
     "SandboxRaised",
+    "SandboxStopped",
     "SandboxTimeout",
     "SandboxTransferError",
     "configure_sandbox",
@@ -111,6 +112,13 @@ class SandboxMemoryError(SandboxError):
     """The call needed more memory than the sandbox's limit allows."""
 
     code: ClassVar[str] = "out_of_memory"
+
+
+class SandboxStopped(SandboxError):
+    """The sandbox was stopped (the app is shutting down, or was reconfigured) while the
+    call ran: nothing is known about the work, so it must not be judged by this."""
+
+    code: ClassVar[str] = "stopped"
 
 
 class SandboxRaised(SandboxError):
@@ -238,6 +246,7 @@ class Sandbox:
         self.name = name
         self.limits = limits or SandboxLimits()
         self._pool: Any = None  # pebble.ProcessPool, started on first use
+        self._stopped: set[int] = set()  # ids of the pools close() stopped
         self._lock = threading.Lock()
 
     def _get_pool(self) -> Any:
@@ -320,17 +329,21 @@ class Sandbox:
         return value
 
     def _wait(self, pool: Any, future: Any) -> Any:
-        """The future's result; :class:`SandboxCrash` once its pool is stopped or replaced
-        (pebble leaves the calls of a stopped pool unresolved forever)."""
+        """The future's result, or :class:`SandboxStopped` once :meth:`close` stopped its
+        pool (:class:`SandboxCrash` if it broke): pebble leaves the calls of a stopped pool
+        unresolved forever."""
         while True:
             try:
                 return future.result(timeout=_POLL_SECONDS)
             except FutureTimeout:
                 if future.done():
-                    raise  # the call's own time limit: pebble killed its worker
+                    # Done meanwhile: its result, or its own time limit (pebble killed it).
+                    return future.result()
                 if self._pool is not pool:
                     future.cancel()
-                    raise SandboxCrash("the sandbox was stopped while the call ran") from None
+                    if id(pool) in self._stopped:
+                        raise SandboxStopped("the sandbox was stopped while the call ran") from None
+                    raise SandboxCrash("the worker pool broke while the call ran") from None
 
     def _memory_message(self) -> str:
         limit = self.limits.memory_bytes
@@ -338,16 +351,19 @@ class Sandbox:
         return f"it needed more memory than {shown}"
 
     def close(self) -> None:
-        """Stop every worker (running calls are killed); a later :meth:`run` starts anew."""
+        """Stop every worker (running calls end with :class:`SandboxStopped`); a later
+        :meth:`run` starts anew."""
         with self._lock:
             pool, self._pool = self._pool, None
+            if pool is not None:
+                self._stopped.add(id(pool))
         if pool is not None:
             pool.stop()
             pool.join(timeout=5)
 
 
 _SANDBOXES: dict[str, Sandbox] = {}
-_LIMITS: dict[str, SandboxLimits] = {}
+_CONFIGURED: dict[str, tuple[SandboxLimits | None, dict[str, Any]]] = {}
 _DEFAULTS: dict[str, SandboxLimits] = {}
 _REGISTRY_LOCK = threading.Lock()
 
@@ -355,26 +371,28 @@ _REGISTRY_LOCK = threading.Lock()
 def configure_sandbox(name: str, limits: SandboxLimits | None = None, **changes: Any) -> None:
     """Set the limits of the shared sandbox ``name``: ``limits`` with ``changes`` applied.
 
-    Without ``limits``, the ``changes`` apply to the limits ``name`` has now: those set
-    before, else those of the running sandbox, else the kind's defaults once
-    :func:`get_sandbox` has been given them, else :class:`SandboxLimits`' (so before first
-    use, pass the kind's own: ``configure_sandbox("readers", READERS_LIMITS, ...)``).
-    A sandbox already running is stopped, so the next call starts workers with the new
-    limits.
+    Without ``limits``, the ``changes`` apply to what ``name`` would run with otherwise
+    (limits configured before, else the kind's own defaults: those :func:`get_sandbox` is
+    given, e.g. ``ragloom.chunking.READERS_LIMITS``), so
+    ``configure_sandbox("readers", memory_bytes=...)`` changes the memory limit alone,
+    before first use or after. A sandbox already running is stopped, so the next call
+    starts workers with the new limits.
     """
     with _REGISTRY_LOCK:
-        running = _SANDBOXES.get(name)
-        base = (
-            limits
-            or _LIMITS.get(name)
-            or (running.limits if running is not None else None)
-            or _DEFAULTS.get(name)
-            or SandboxLimits()
-        )
-        _LIMITS[name] = replace(base, **changes)
-        _SANDBOXES.pop(name, None)
+        before, earlier = _CONFIGURED.get(name, (None, {}))
+        if limits is not None:
+            _CONFIGURED[name] = (limits, dict(changes))
+        else:
+            _CONFIGURED[name] = (before, {**earlier, **changes})
+        running = _SANDBOXES.pop(name, None)
     if running is not None:
         running.close()
+
+
+def _limits_for(name: str) -> SandboxLimits:
+    configured, changes = _CONFIGURED.get(name, (None, {}))
+    base = configured or _DEFAULTS.get(name) or SandboxLimits()
+    return replace(base, **changes) if changes else base
 
 
 def get_sandbox(name: str, defaults: SandboxLimits | None = None) -> Sandbox:
@@ -391,7 +409,7 @@ def get_sandbox(name: str, defaults: SandboxLimits | None = None) -> Sandbox:
         if box is None:
             if not _SANDBOXES:
                 atexit.register(shutdown_sandboxes)
-            box = _SANDBOXES[name] = Sandbox(name, _LIMITS.get(name, _DEFAULTS.get(name)))
+            box = _SANDBOXES[name] = Sandbox(name, _limits_for(name))
         return box
 
 

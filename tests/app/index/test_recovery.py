@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -411,3 +412,36 @@ def test_an_attempt_still_running_at_exit_is_taken_back(data_dir: Path, upload: 
     assert (_raw(index).status, _raw(index).attempts) == ("indexing", 0)
     release.set()
     worker.join(30)
+
+
+def test_a_file_whose_reading_the_app_stops_is_neither_failed_nor_counted(
+    tmp_path: Path,
+) -> None:
+    # `ragloom serve` shutting down stops the readers sandbox under a file being read:
+    # nothing is known of the file, so it waits for the recovery, its attempt uncounted.
+    from ragloom.chunking import readers_sandbox
+    from ragloom.loaders import default_readers
+    from tests.helpers.file_index import hash_file_index
+    from tests.helpers.hostile_readers import SleepyReader
+
+    index = hash_file_index(tmp_path / "data", {**default_readers(), ".sleep": SleepyReader()})
+    slow = tmp_path / "slow.sleep"
+    slow.write_text(str(tmp_path / "slow.pid"))
+    raised: list[BaseException] = []
+
+    def index_it() -> None:
+        try:
+            index.get_indexing_pipeline({}).run([slow])
+        except BaseException as exc:
+            raised.append(exc)
+
+    worker = threading.Thread(target=index_it)
+    worker.start()
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "slow.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    readers_sandbox().close()  # what shutdown_sandboxes does at exit
+    worker.join(30)
+    assert [type(exc).__name__ for exc in raised] == ["SandboxStopped"]
+    (source,) = index.list_sources()
+    assert (source["status"], source["attempts"]) == ("queued", 0)

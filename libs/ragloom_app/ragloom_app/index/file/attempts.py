@@ -25,6 +25,7 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from ragloom.sandbox import SandboxStopped
 from ragloom_app.db.models import Source, SourceStatus
 
 __all__ = ["attempt_underway", "start_attempt"]
@@ -62,8 +63,10 @@ def start_attempt(engine: Engine, source: Source) -> None:
 def attempt_underway(engine: Engine, source_id: str) -> Iterator[None]:
     """Within the block this process indexes ``source_id``; a clean stop takes it back.
 
-    ``KeyboardInterrupt`` or ``SystemExit`` takes the attempt back before it goes on, and
-    so does the exit of the interpreter while the block still runs in another thread;
+    ``KeyboardInterrupt``, ``SystemExit`` or the readers sandbox stopping under the file
+    (:class:`~ragloom.sandbox.SandboxStopped`: the app shuts down) takes the attempt back
+    before it goes on, and so does the exit of the interpreter while the block still runs
+    in another thread;
     anything else (the file's own failure, and a death, which raises nothing) keeps it.
     """
     global _EXIT_HOOK_SET
@@ -74,7 +77,7 @@ def attempt_underway(engine: Engine, source_id: str) -> Iterator[None]:
             _EXIT_HOOK_SET = True
     try:
         yield
-    except (KeyboardInterrupt, SystemExit):
+    except (KeyboardInterrupt, SystemExit, SandboxStopped):
         _take_back(engine, source_id)
         raise
     finally:

@@ -46,6 +46,7 @@ from ragloom.chunking import PER_FILE
 from ragloom.indexing import FileIngestor
 from ragloom.loaders import LoaderError
 from ragloom.loaders.archive import ZipLimits
+from ragloom.sandbox import SandboxStopped
 from ragloom.schema import Chunk
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 from ragloom_app.errors import user_error
@@ -322,6 +323,8 @@ class FileIndexingPipeline(IndexingPipeline):
             chunks = self._chunk_within(stored, source_id, name, budget)
             self.ingestor.store(chunks)
             flipped = self._flip(source_id, chunks)
+        except SandboxStopped:
+            raise  # the app is stopping: nothing is known of the file (see .attempts)
         except LoaderError as exc:
             self._fail(source_id, exc.reason)
             return FileOutcome(name, "failed", reason=exc.reason, source_id=source_id)
@@ -414,17 +417,17 @@ class FileIndexingPipeline(IndexingPipeline):
             return FileOutcome(source.name, "failed", reason="removed", source_id=source_id)
         # Not indexed from here on, so the chunks about to be deleted are never missed.
         start_attempt(self.engine, source)
-        self._remove_from_stores(source_id)
-        self._delete_chunk_rows(source_id)
-        self.partial_path(source_id).unlink(missing_ok=True)
-        stored = Path(source.stored_path) if source.stored_path else None
-        if stored is not None and stored.is_file() and sha256_of(stored) == source.sha256:
-            logger.info("indexing %s again from its stored copy", source.name)
-            with attempt_underway(self.engine, source_id):
+        with attempt_underway(self.engine, source_id):
+            self._remove_from_stores(source_id)
+            self._delete_chunk_rows(source_id)
+            self.partial_path(source_id).unlink(missing_ok=True)
+            stored = Path(source.stored_path) if source.stored_path else None
+            if stored is not None and stored.is_file() and sha256_of(stored) == source.sha256:
+                logger.info("indexing %s again from its stored copy", source.name)
                 return self._run_ingest(source_id, stored, source.name)
-        logger.warning("%s: no stored copy to index again from", source.name)
-        self._set_status(source_id, SourceStatus.FAILED, lost_reason)
-        return FileOutcome(source.name, "failed", reason=lost_reason, source_id=source_id)
+            logger.warning("%s: no stored copy to index again from", source.name)
+            self._set_status(source_id, SourceStatus.FAILED, lost_reason)
+            return FileOutcome(source.name, "failed", reason=lost_reason, source_id=source_id)
 
     def unindex(self, source_id: str, reason: str) -> None:
         """Take a source out of every store and mark it failed with ``reason``."""
