@@ -220,8 +220,38 @@ def test_a_directory_of_too_many_entries_is_refused_from_its_end_record(tmp_path
     )
     # Inside another archive (as a document: .zip members are never unpacked) as well.
     nested = _zip(tmp_path / "outer.zip", {"inner.odt": upload.read_bytes()})
-    with pytest.raises(UnreadableFileError, match=r"'inner\.odt' is itself an archive that lists"):
+    refused = r"'inner\.odt' is itself an archive, and it lists"
+    with pytest.raises(UnreadableFileError, match=refused):
         expand_zip(nested, tmp_path / "out2")
+
+
+def test_a_directory_is_bounded_by_its_size_when_its_count_lies(tmp_path: Path) -> None:
+    # The end record's count says 1, but zipfile lists whatever its directory holds.
+    upload = tmp_path / "liar.zip"
+    with zipfile.ZipFile(upload, "w") as archive:
+        for number in range(50_000):  # 50,000 entries of some 150 bytes: 7 MB to list
+            archive.writestr(f"{'d' * 90}{number}/", b"")
+    data = bytearray(upload.read_bytes())
+    end = data.rindex(b"PK\x05\x06")
+    data[end + 8 : end + 12] = (1).to_bytes(2, "little") * 2  # entries on disk, in all
+    upload.write_bytes(bytes(data))
+    assert declared_entries(upload) == 1
+    with pytest.raises(UnreadableFileError) as info:
+        expand_zip(upload, tmp_path / "out")
+    assert info.value.reason.startswith("the archive has a directory of ")
+    assert info.value.reason.endswith("more than the limit of 4.0 MB")
+
+
+def test_a_broken_end_record_fails_the_archive_alone(tmp_path: Path) -> None:
+    # A zip64 locator that claims several disks: zipfile raises BadZipFile reading it.
+    upload = tmp_path / "disks.zip"
+    locator = b"PK\x06\x07" + (0).to_bytes(4, "little") + (0).to_bytes(8, "little")
+    locator += (2).to_bytes(4, "little")  # total number of disks
+    end = b"PK\x05\x06" + b"\x00" * 18
+    upload.write_bytes(b"junk" + locator + end)
+    assert declared_entries(upload) is None
+    with pytest.raises(UnreadableFileError, match="not a valid zip archive"):
+        expand_zip(upload, tmp_path / "out")
 
 
 def test_a_document_inside_counts_as_a_nested_archive(tmp_path: Path) -> None:

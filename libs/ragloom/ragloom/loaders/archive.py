@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import logging
 import lzma
+import struct
 import zipfile
 import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from ragloom.loaders.base import EmptyDocumentError, UnreadableFileError
 from ragloom.loaders.zip_names import display_name, flat_file_name, is_directory, member_name
@@ -74,7 +75,10 @@ class ZipLimits:
     total bounds them. ``max_entries`` bounds the entries of the zip's directory, folders
     included, read from its end record before the directory itself: listing each entry
     costs the app about 460 bytes, so a 200 MB zip of four million empty folders would
-    take 2 GB before any other check could refuse it.
+    take 2 GB before any other check could refuse it. The end record's count can lie, but
+    zipfile reads no more of the directory than the end record's size of it says, so
+    ``max_directory_bytes`` (4 MiB: a thousand bytes an entry) bounds the listing whatever
+    the count.
     """
 
     max_members: int = 1000
@@ -82,6 +86,7 @@ class ZipLimits:
     max_ratio: float = 200.0
     ratio_floor: int = 1 << 20
     max_entries: int = 4000
+    max_directory_bytes: int = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -240,28 +245,44 @@ def _total_problem(
     return None
 
 
-def declared_entries(path: Path) -> int | None:
-    """The number of entries the zip at ``path`` says its directory holds, read from its
-    end record alone (``None``: it has none, so it is not a zip)."""
+def _end_record(path: Path) -> list[Any] | None:
+    """The zip's end record as zipfile reads it (``None``: it has none, or a broken one)."""
     try:
         with path.open("rb") as handle:
             # zipfile's own reader of the end record (zip64 included): private, but the
             # same since Python 2.6, and the one ZipFile itself trusts.
-            end = zipfile._EndRecData(handle)  # type: ignore[attr-defined]
-    except (OSError, ValueError, EOFError):
+            return zipfile._EndRecData(handle)  # type: ignore[attr-defined,no-any-return]
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, struct.error):
         return None
-    if end is None:
-        return None
-    return int(end[zipfile._ECD_ENTRIES_TOTAL])  # type: ignore[attr-defined]
+
+
+def declared_entries(path: Path) -> int | None:
+    """The number of entries the zip at ``path`` says its directory holds, read from its
+    end record alone (``None``: it has no readable one, so it is not a zip)."""
+    end = _end_record(path)
+    return None if end is None else int(end[zipfile._ECD_ENTRIES_TOTAL])  # type: ignore[attr-defined]
 
 
 def entries_problem(path: Path, limits: ZipLimits, what: str = "the archive") -> str | None:
-    """Why the zip at ``path`` is refused for the size of its directory, or ``None``."""
-    entries = declared_entries(path)
-    if entries is not None and entries > limits.max_entries:
+    """Why the zip at ``path`` is refused for the size of its directory, or ``None``.
+
+    Both what the end record says the directory holds and its size in bytes (which is
+    all zipfile will read of it, whatever the count says) are checked.
+    """
+    end = _end_record(path)
+    if end is None:
+        return None
+    entries = int(end[zipfile._ECD_ENTRIES_TOTAL])  # type: ignore[attr-defined]
+    directory = int(end[zipfile._ECD_SIZE])  # type: ignore[attr-defined]
+    if entries > limits.max_entries:
         return (
             f"{what} lists {entries:,} entries (files and folders), more than the limit of "
             f"{limits.max_entries:,}"
+        )
+    if directory > limits.max_directory_bytes:
+        return (
+            f"{what} has a directory of {size_text(directory)}, more than the limit of "
+            f"{size_text(limits.max_directory_bytes)}"
         )
     return None
 
@@ -273,14 +294,11 @@ def _nested_total(path: Path, name: str, limits: ZipLimits) -> int:
     Any file that zipfile would open counts, whatever its first bytes: a zip may follow
     a prefix of anything (a self-extractor), and python-docx opens such a file too.
     """
-    entries = declared_entries(path)
-    if entries is None:
+    if _end_record(path) is None:
         return 0
-    if entries > limits.max_entries:
-        raise _Refused(
-            f"'{name}' is itself an archive that lists {entries:,} entries (files and "
-            f"folders), more than the limit of {limits.max_entries:,}"
-        )
+    problem = entries_problem(path, limits, what="it")
+    if problem:
+        raise _Refused(f"'{name}' is itself an archive, and {problem}")
     try:
         with zipfile.ZipFile(path) as nested:
             return sum(info.file_size for info in nested.infolist())

@@ -97,7 +97,9 @@ def index_archive(
             yield IndexingProgress(name, end, "failed")
             yield FileOutcome(name, "failed", reason=exc.reason)
             return
-        except OSError as exc:  # the disk, not the archive: its words, a log reference
+        except Exception as exc:
+            # The disk, or a zipfile error no check foresaw: this archive fails alone, in
+            # words with a log reference, and the rest of the upload goes on.
             reason = user_error(exc, "Expanding the archive", log=logger).message
             yield IndexingProgress(name, end, "failed")
             yield FileOutcome(name, "failed", reason=reason)
