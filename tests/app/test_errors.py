@@ -45,8 +45,16 @@ from ragloom_app.settings import SettingsError
         ("cannot reach localhost:11434/api/chat", "cannot reach [address hidden]"),
         ("cannot reach 10.0.0.5:8000.", "cannot reach [address hidden]."),
         ("no file '/home/u/My Documents/x.pdf' here", "no file '[path hidden]' here"),
-        # Times, ratios and line numbers are not addresses.
+        (
+            "HTTPConnectionPool(host='llm.internal', port=11434): Max retries",
+            "HTTPConnectionPool([address hidden]): Max retries",
+        ),
+        ("ollama:11434/api/chat refused", "[address hidden] refused"),
+        ("cannot reach [fd00::12]:8080", "cannot reach [address hidden]"),
+        ('no file "/srv/it\'s here/x.pdf"', 'no file "[path hidden]"'),
+        # Times, ratios, versions and line numbers are not addresses.
         ("line 3:45 at 12:30, ratio 2:1", "line 3:45 at 12:30, ratio 2:1"),
+        ("version 3.5:10, section 2.1:12", "version 3.5:10, section 2.1:12"),
     ],
 )
 def test_scrub_hides_urls_paths_and_later_lines(text: str, shown: str) -> None:

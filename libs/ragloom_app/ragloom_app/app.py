@@ -77,6 +77,12 @@ def make_private_folder(folder: Path) -> None:
                 f"DATA_DIR: {folder} is open to other users (mode {mode:o}) and cannot be "
                 f"made private: {exc.strerror or exc}"
             ) from exc
+        if stat.S_IMODE(folder.stat().st_mode) & PRIVATE_UMASK:
+            # Some file systems (FAT, drvfs, network mounts) accept chmod and change nothing.
+            raise SettingsError(
+                f"DATA_DIR: {folder} is open to other users (mode {mode:o}) and its file "
+                "system keeps it so: choose a DATA_DIR on a file system with Unix permissions"
+            )
         logger.warning(
             "the data folder %s was open to other users (mode %o): now owner-only (700)",
             folder,

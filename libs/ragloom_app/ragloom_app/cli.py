@@ -131,12 +131,19 @@ def _cmd_index_add(app: Any, args: argparse.Namespace) -> int:
 
 def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
     data = [
-        {"name": i.name, "id": i.id, "type": type(i).__name__, "files": i.list_sources()}
+        {
+            "name": i.name,
+            "id": i.id,
+            "type": type(i).__name__,
+            "unavailable": None,
+            "files": i.list_sources(),
+        }
         for i in app.indices.indices
     ]
-    # Indices left out at start (a type that failed or is gone) are listed with why.
+    # Indices left out at start (a type that failed or is gone) are listed with why; their
+    # files are not read (None), which is not "no files" ([]).
     left_out = [
-        {"name": name, "unavailable": reason, "files": []}
+        {"name": name, "id": None, "type": None, "unavailable": reason, "files": None}
         for name, reason in app.indices.unavailable.items()
     ]
     if args.json:

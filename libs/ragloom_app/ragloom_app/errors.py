@@ -81,12 +81,15 @@ _KIND_WORDS: tuple[tuple[type[BaseException], str], ...] = (
 _UNEXPECTED = "something unexpected went wrong inside Ragloom"
 
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]*")
-# An address without a scheme: a host name with a dot (or localhost) and a port.
+# An address without a scheme: a host name (a word starting with a letter, maybe dotted),
+# four numbers or a bracketed IPv6 address, then a port; or urllib3's host='...', port=N.
 _HOST_PORT = re.compile(
-    r"\b(?:localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+):\d{2,5}\b(?:/[^\s'\"<>]*)?"
+    r"(?:\b(?:[A-Za-z][A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*|\d{1,3}(?:\.\d{1,3}){3})"
+    r"|\[[0-9A-Fa-f:.]+\]):\d{2,5}\b(?:/[^\s'\"<>]*)?"
+    r"|\bhost=(['\"])[^'\"]*\1(?:,\s*port=\d+)?"
 )
-# A quoted path may hold spaces: hidden whole, up to its closing quote.
-_QUOTED_PATH = re.compile(r"(['\"])(?:[A-Za-z]:[\\/]|\\\\|~/|\.\.?/|/)[^'\"\n]*\1")
+# A quoted path may hold spaces (and the other quote): hidden whole, to its closing quote.
+_QUOTED_PATH = re.compile(r"(['\"])(?:[A-Za-z]:[\\/]|\\\\|~/|\.\.?/|/)(?:(?!\1)[^\n])*\1")
 _WINDOWS_PATH = re.compile(r"\b[A-Za-z]:[\\/][^\s'\"]*|\\\\[^\s'\"]+")
 # An absolute, home or relative path: a slash not inside a word ("and/or" stays).
 _POSIX_PATH = re.compile(r"(?<![\w.~/-])(?:~|\.\.?)?/[^\s'\"(),;]+")

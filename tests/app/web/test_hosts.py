@@ -90,6 +90,15 @@ def test_a_proxys_public_name_may_send_requests() -> None:
     assert client.post("/", headers=headers).status_code == 200
     other = {"Host": "127.0.0.1:7860", "Origin": "https://other.example"}
     assert client.post("/", headers=other).status_code == 403
+    # Only at its own default port: another port of that host is another server.
+    elsewhere = {"Host": "127.0.0.1:7860", "Origin": "https://ragloom.example:9999"}
+    assert client.post("/", headers=elsewhere).status_code == 403
+
+
+def test_a_loopback_name_allowed_for_a_proxy_never_lets_other_local_pages_in() -> None:
+    client = _client(allowed_hosts=["localhost"], allowed_origins=["localhost"])
+    local_page = {"Host": "127.0.0.1:7860", "Origin": "http://localhost"}
+    assert client.post("/", headers=local_page).status_code == 403
 
 
 def test_a_websocket_from_another_site_is_closed() -> None:

@@ -150,7 +150,11 @@ class HostGuard:
             parts = urlsplit(origin)
             web = parts.scheme in ("http", "https")
             same = web and parts.netloc.lower() == host_header.lower()
-            allowed = web and (parts.hostname or "") in self.origins
+            # An allowed name is a proxy's public address: its own default port only, and
+            # never a loopback name (every page on every port of this machine has one).
+            name = parts.hostname or ""
+            allowed = web and parts.port is None and name in self.origins
+            allowed = allowed and not is_loopback(name)
         except ValueError:
             same = allowed = False
         if same or allowed:

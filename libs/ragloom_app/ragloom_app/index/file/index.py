@@ -170,13 +170,25 @@ class FileIndex(BaseIndex):
         return FileIndexChecker(self.get_indexing_pipeline({}), self.name).check(repair=repair)
 
     def on_delete(self) -> None:
-        self.vector_store.drop()
-        self.fulltext_store.drop()
+        """Drop both stores, the database rows and the index's folder, each even when an
+        earlier one fails (a later index may get this one's id, and so its collection);
+        then raise the first failure, if any."""
+        failures: list[Exception] = []
+        for step in (self.vector_store.drop, self.fulltext_store.drop, self._delete_rows):
+            try:
+                step()
+            except Exception as exc:
+                logger.warning("deleting index %r: %s failed", self.name, step.__name__)
+                failures.append(exc)
+        shutil.rmtree(self.resources.data_dir, ignore_errors=True)
+        if failures:
+            raise failures[0]
+
+    def _delete_rows(self) -> None:
         with Session(self.resources.engine) as session:
             session.exec(delete(ChunkRecord).where(ChunkRecord.index_id == self.id))
             session.exec(delete(Source).where(Source.index_id == self.id))
             session.commit()
-        shutil.rmtree(self.resources.data_dir, ignore_errors=True)
 
     def _ingestor(self) -> FileIngestor:
         embeddings = self.resources.embeddings()
@@ -216,6 +228,7 @@ class FileIndex(BaseIndex):
             engine=self.resources.engine,
             ingestor=self._ingestor(),
             files_dir=self.files_dir,
+            data_dir=self.resources.data_dir,
             extensions=self.setting("extensions"),
             max_file_bytes=self.resources.max_file_bytes,
             owner=str(settings.get("owner", "local")),
