@@ -365,3 +365,15 @@ def test_warming_the_sandbox_starts_every_worker() -> None:
         assert warm_tools_sandbox([CalculatorTool, DocSearchTool], sandbox=box) == 2
     finally:
         box.close()
+
+
+def test_warming_the_shared_sandbox_preloads_the_tools_modules() -> None:
+    from ragloom.agents.tools.runner import SANDBOX_NAME, TOOLS_LIMITS, tools_sandbox
+    from ragloom.sandbox import configure_sandbox
+
+    try:
+        assert warm_tools_sandbox([WhereTool]) >= 1
+        assert WhereTool.__module__ in tools_sandbox().limits.preload
+        assert "ragloom.agents.tools" in tools_sandbox().limits.preload
+    finally:
+        configure_sandbox(SANDBOX_NAME, TOOLS_LIMITS)  # as the other tests expect it

@@ -46,6 +46,7 @@ from ragloom.sandbox import (
     SandboxLimits,
     SandboxMemoryError,
     SandboxTimeout,
+    configure_sandbox,
     get_sandbox,
 )
 
@@ -235,14 +236,23 @@ def warm_tools_sandbox(
     """Start the tool sandbox's workers and import the sandboxed ``tools``' modules in each.
 
     A cold worker costs about 0.3 s (spawn and imports) on its first call; the app calls
-    this at startup in a background thread so that no question pays it. It tries for at
+    this at startup in a background thread so that no question pays it. The shared
+    sandbox (``sandbox`` left ``None``) is also told to preload those modules, so that a
+    worker replacing a killed one imports them before its first call. It tries for at
     most ``within`` seconds and returns how many workers answered; it never raises (a
     failure is logged, and calls start workers anyway).
     """
     started = time.perf_counter()
-    box = sandbox or tools_sandbox()
     sandboxed = sorted({tool.__module__ for tool in tools if getattr(tool, "sandboxed", True)})
     modules = ("ragloom.agents.tools", *sandboxed)
+    if sandbox is None:
+        preload = tools_sandbox().limits.preload
+        missing = tuple(module for module in modules if module not in preload)
+        if missing:
+            # Workers that replace killed ones then import the tools too, before any call:
+            # a tight time limit is never spent importing a plugin's module.
+            configure_sandbox(SANDBOX_NAME, preload=preload + missing)
+    box = sandbox or tools_sandbox()
     workers = box.limits.workers
     seen: set[int] = set()
     try:
