@@ -32,6 +32,7 @@ import os
 import pickle
 import signal
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import CancelledError
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -246,7 +247,7 @@ class Sandbox:
         self.name = name
         self.limits = limits or SandboxLimits()
         self._pool: Any = None  # pebble.ProcessPool, started on first use
-        self._stopped: set[int] = set()  # ids of the pools close() stopped
+        self._stopped: weakref.WeakSet[Any] = weakref.WeakSet()  # pools close() stopped
         self._lock = threading.Lock()
 
     def _get_pool(self) -> Any:
@@ -304,11 +305,16 @@ class Sandbox:
 
         try:
             blob = self._wait(pool, future)
-        except FutureTimeout:
-            raise SandboxTimeout(f"stopped after {timeout:g} s (the time limit)") from None
-        except ProcessExpired as exc:
-            raise SandboxCrash(f"the worker process died ({_signal_name(exc.exitcode)})") from None
-        except (BrokenProcessPool, CancelledError) as exc:
+        except (ProcessExpired, BrokenProcessPool, CancelledError, FutureTimeout) as exc:
+            if pool in self._stopped:
+                # close() killed the worker: whatever pebble says of it, nothing is known
+                # of the work itself.
+                raise SandboxStopped("the sandbox was stopped while the call ran") from None
+            if isinstance(exc, FutureTimeout):
+                raise SandboxTimeout(f"stopped after {timeout:g} s (the time limit)") from None
+            if isinstance(exc, ProcessExpired):
+                died = _signal_name(exc.exitcode)
+                raise SandboxCrash(f"the worker process died ({died})") from None
             self._discard_pool(pool)
             raise SandboxCrash(f"the worker pool broke: {exc}") from None
         except MemoryError:
@@ -341,7 +347,7 @@ class Sandbox:
                     return future.result()
                 if self._pool is not pool:
                     future.cancel()
-                    if id(pool) in self._stopped:
+                    if pool in self._stopped:
                         raise SandboxStopped("the sandbox was stopped while the call ran") from None
                     raise SandboxCrash("the worker pool broke while the call ran") from None
 
@@ -356,7 +362,7 @@ class Sandbox:
         with self._lock:
             pool, self._pool = self._pool, None
             if pool is not None:
-                self._stopped.add(id(pool))
+                self._stopped.add(pool)
         if pool is not None:
             pool.stop()
             pool.join(timeout=5)
