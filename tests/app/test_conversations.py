@@ -21,6 +21,6 @@ def test_messages_survive_a_new_engine(tmp_path: Path) -> None:
     (listed,) = again.list()
     assert listed["title"] == "What is the reactor temperature?"
     messages = again.messages(conversation)
-    assert [m["role"] for m in messages] == ["user", "assistant"]
-    assert messages[1]["citations"][0]["text"] == "451 kelvin"
-    assert messages[1]["mode"] == "fullqa"
+    assert [m.role for m in messages] == ["user", "assistant"]
+    assert messages[1].citations[0].text == "451 kelvin"
+    assert messages[1].mode == "fullqa"
