@@ -26,6 +26,7 @@ from tests.e2e.conftest import (  # noqa: F401 - the fixture is used by pytest-p
     free_port,
 )
 from tests.helpers.checklist_mode import GATES, SEARCH_LABEL, ChecklistReasoning
+from tests.helpers.scripted_app import scripted_app
 
 pytestmark = pytest.mark.browser
 
@@ -48,21 +49,14 @@ OUTLINE = """element => {
 @pytest.fixture(scope="module")
 def live_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveUI]:
     """The UI over a scripted LLM, one indexed note, and the Checklist mode registered."""
-    from ragloom_app.app import BaseApp
-    from ragloom_app.settings import AppSettings
     from ragloom_app.ui.server import serve
 
-    settings = AppSettings(data_dir=tmp_path_factory.mktemp("data"), first_run_docs=None)
-    settings.llms = {"scripted": {"class": "ragloom_app.testing.ReplayLLM"}}
-    settings.default_llm = "scripted"
-    settings.embeddings = {"hash": {"class": "ragloom_app.testing.HashEmbeddings"}}
-    settings.default_embedding = "hash"
-    app = BaseApp(settings).start()
+    app = scripted_app(
+        tmp_path_factory.mktemp("plugin-mode"),
+        {"scripted": {"class": "ragloom_app.testing.ReplayLLM"}},
+        {"reactor.md": "The Zorblax reactor runs at 451 kelvin.\n"},
+    )
     app.register_reasoning(ChecklistReasoning, owner="ragloom-checklist (tests)")
-    notes = tmp_path_factory.mktemp("docs") / "reactor.md"
-    notes.write_text("The Zorblax reactor runs at 451 kelvin.\n", encoding="utf-8")
-    (outcome,) = app.indices.get("My files").get_indexing_pipeline({}).run([notes])
-    assert outcome.status == "indexed", outcome
     running = serve(app, port=free_port(), first_run_docs=False, block=False, warm_up=False)
     try:
         yield LiveUI(url=running.url, app=app, demo=running.demo)
