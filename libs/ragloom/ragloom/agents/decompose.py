@@ -17,14 +17,7 @@ from theflow import Param
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.rewoo.solver import SOLVER_SYSTEM_PROMPT
 from ragloom.base import BaseComponent
-from ragloom.events import (
-    Event,
-    LLMCallFinished,
-    PlanCreated,
-    PlanItem,
-    StepFinished,
-    StepStarted,
-)
+from ragloom.events import Event, LLMCallFinished, PlanCreated, PlanItem, StepFinished, StepStarted
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
 from ragloom.qa.answer import stream_cited_answer
 from ragloom.qa.citations import has_words
