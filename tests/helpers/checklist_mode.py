@@ -29,6 +29,8 @@ CHECKLIST_PLAN = [
 SEARCH_LABEL = "Looking the question up in the files"
 GATE_SECONDS = 30.0
 """Longest a held first step waits for its gate."""
+GATES: dict[str, threading.Event] = {}
+"""A test puts a cleared event under ``checklist`` to hold the mode's first step."""
 
 
 class ChecklistReasoning(BaseReasoning):
@@ -59,7 +61,3 @@ class ChecklistReasoning(BaseReasoning):
             "C1", time.perf_counter() - started, output={"found": len(hits)}, label=SEARCH_LABEL
         )
         yield from CitedAnswerer(llm=self.llm).stream(question, hits)
-
-
-GATES: dict[str, threading.Event] = {}
-"""A test puts a cleared event under ``checklist`` to hold the mode's first step."""
