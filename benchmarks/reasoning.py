@@ -170,7 +170,7 @@ def main() -> None:
     for number, (question, gold) in enumerate(questions, 1):
         for mode in modes:
             record = next(
-                e.record
+                e.record.to_dict()
                 for e in page.ask(question, mode=mode, settings=mode_settings)
                 if isinstance(e, AnswerFinished)
             )

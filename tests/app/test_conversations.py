@@ -1,10 +1,15 @@
 """Conversations persist in the database, across app restarts."""
 
+import logging
 from pathlib import Path
 
+import pytest
+from sqlmodel import Session
+
 from ragloom.events import Citation
-from ragloom_app.conversations import ConversationStore
+from ragloom_app.conversations import ConversationStore, StoredMessage
 from ragloom_app.db import create_db_engine
+from ragloom_app.db.models import MessageRecord
 
 
 def test_messages_survive_a_new_engine(tmp_path: Path) -> None:
@@ -21,6 +26,33 @@ def test_messages_survive_a_new_engine(tmp_path: Path) -> None:
     (listed,) = again.list()
     assert listed["title"] == "What is the reactor temperature?"
     messages = again.messages(conversation)
-    assert [m["role"] for m in messages] == ["user", "assistant"]
-    assert messages[1]["citations"][0]["text"] == "451 kelvin"
-    assert messages[1]["mode"] == "fullqa"
+    assert [m.role for m in messages] == ["user", "assistant"]
+    assert messages[1].citations[0].text == "451 kelvin"
+    assert messages[1].mode == "fullqa"
+
+
+def test_rows_an_earlier_version_stored_read_back_typed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Citations as the previous version wrote them (JSON dicts, before found_by and
+    # highlight), one with a highlight that JSON made a list, and two that are no citation.
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'app.db'}")
+    store = ConversationStore(engine)
+    conversation = store.create()
+    old = {"number": 1, "source": "r.md", "page": None, "text": "451 K", "chunk_id": "c1"}
+    rows = [old, {**old, "number": 2, "highlight": [0, 3]}, {"number": 3}, "nonsense"]
+    with Session(engine) as session:
+        session.add(
+            MessageRecord(
+                conversation_id=conversation, role="assistant", content="451 K [1] [2].",
+                mode="fullqa", citations=rows,
+            )
+        )  # fmt: skip
+        session.commit()
+    with caplog.at_level(logging.WARNING, logger="ragloom_app.conversations"):
+        (message,) = ConversationStore(engine).messages(conversation)
+    first = Citation(1, "r.md", None, "451 K", "c1")
+    second = Citation(2, "r.md", None, "451 K", "c1", highlight=(0, 3))
+    assert message == StoredMessage("assistant", "451 K [1] [2].", "fullqa", [first, second])
+    # The two rows that are no citation are left out of the message, each said in the log.
+    assert len([r for r in caplog.records if "a citation left out" in r.getMessage()]) == 2

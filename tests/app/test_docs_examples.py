@@ -7,6 +7,7 @@ from ragloom.events import AnswerCollector
 from ragloom_app.app import BaseApp
 from ragloom_app.reasoning import BaseReasoning, ReasoningState
 from ragloom_app.settings import AppSettings
+from ragloom_app.testing import ReplayLLM, check_reasoning
 from tests.helpers.scripted_llm import ScriptedLLM
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -17,7 +18,7 @@ def _python_blocks(page: str) -> list[str]:
 
 
 def test_reasoning_plugin_example_answers_from_the_best_passage(tmp_path: Path) -> None:
-    example, settings_block = _python_blocks("reasoning-plugins.md")
+    example, settings_block, _ = _python_blocks("reasoning-plugins.md")
     namespace: dict[str, object] = {"__name__": "docs_example"}
     exec(compile(example, "reasoning-plugins.md", "exec"), namespace)
     best_passage = namespace["BestPassage"]
@@ -37,3 +38,20 @@ def test_reasoning_plugin_example_answers_from_the_best_passage(tmp_path: Path) 
     assert record.answer == "It runs at 451 kelvin [1]."
     assert [c.source for c in record.citations] == ["reactor.md"]
     assert "451 kelvin" in llm.prompts[0][1].content
+
+
+def test_the_planning_example_shows_its_plan_and_labelled_steps() -> None:
+    *_, planning = _python_blocks("reasoning-plugins.md")
+    namespace: dict[str, object] = {"__name__": "docs_example"}
+    exec(compile(planning, "reasoning-plugins.md", "exec"), namespace)
+    checklist = namespace["Checklist"]
+    assert isinstance(checklist, type) and issubclass(checklist, BaseReasoning)
+    llm = ReplayLLM(replies=["It runs at 451 kelvin [1]."])
+    record = check_reasoning(checklist, llm=llm)  # the contract a plugin author runs
+    plan = next(step for step in record["steps"] if step["event"] == "plan")
+    assert [(i["id"], i["label"]) for i in plan["plan"]] == [
+        ("C1", "Look the question up in the files"),
+        ("C2", "Answer from them"),
+    ]
+    labels = {s["step"]: s["label"] for s in record["steps"] if s["event"] == "started"}
+    assert labels == {"C1": "Looking the question up in the files", "answer": "Writing the answer"}

@@ -35,7 +35,7 @@ def test_docs_are_indexed_once(app: BaseApp) -> None:
 def test_a_new_user_can_ask_how_to_add_a_reasoning_plugin(app: BaseApp) -> None:
     *_, finished = ChatPage(app).ask("How do I add a reasoning plugin?")
     assert isinstance(finished, AnswerFinished)
-    record = finished.record
+    record = finished.record.to_dict()
     assert record["citations"], record
     assert record["citations"][0]["source"] == "reasoning-plugins.md"
     assert "REASONINGS" in record["citations"][0]["text"]

@@ -54,7 +54,7 @@ def main() -> None:
         assert isinstance(finished, AnswerFinished)
         client = Client(f"http://127.0.0.1:{port}/", verbose=False)
         api = client.view_api(return_format="dict", print_info=False)
-        result = {"answer": finished.record["answer"], "api_endpoints": len(api or {})}
+        result = {"answer": finished.record.answer, "api_endpoints": len(api or {})}
     finally:
         demo.close()
     with open(out, "w", encoding="utf-8") as handle:

@@ -39,7 +39,7 @@ DEADLINE = 1.0
 
 def _record(events: list) -> dict:
     assert isinstance(events[-1], AnswerFinished)
-    return events[-1].record
+    return events[-1].record.to_dict()
 
 
 @pytest.fixture(scope="module")

@@ -111,7 +111,7 @@ def test_a_settings_dict_naming_it_is_refused_with_the_offered_ones(app: BaseApp
         app.reasoning_state().llm_for("hosted")
     _replay(app, "local").replies[:] = [PLAN, "It runs at 451 kelvin [1]."]
     events = list(page.ask(QUESTION, mode="rewoo", conversation_id=conversation))
-    assert isinstance(events[-1], AnswerFinished) and "451" in events[-1].record["answer"]
+    assert isinstance(events[-1], AnswerFinished) and "451" in events[-1].record.answer
 
 
 def test_an_offered_llm_is_offered_and_used(tmp_path: Path) -> None:

@@ -100,7 +100,7 @@ def data_dir(tmp_path: Path) -> Path:
 def _answer(app: BaseApp) -> tuple[dict[str, Any], list[StepFinished]]:
     events = list(ChatPage(app).ask(QUESTION))
     assert isinstance(events[-1], AnswerFinished)
-    return events[-1].record, [e for e in events if isinstance(e, StepFinished)]
+    return events[-1].record.to_dict(), [e for e in events if isinstance(e, StepFinished)]
 
 
 def test_an_index_that_fails_to_start_is_left_out_and_shown(

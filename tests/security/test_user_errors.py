@@ -91,7 +91,7 @@ def test_an_unexpected_failure_says_only_its_kind(
 ) -> None:
     llm.unexpected = True
     events = list(ChatPage(app).ask(QUESTION))
-    record = events[-1].record if isinstance(events[-1], AnswerFinished) else {}
+    record = events[-1].record.to_dict() if isinstance(events[-1], AnswerFinished) else {}
     assert re.fullmatch(
         r"Sorry, answering failed: something unexpected went wrong inside Ragloom "
         r"\(log reference [0-9a-f]{8}\)",
@@ -105,7 +105,7 @@ def test_an_unexpected_failure_says_only_its_kind(
 
 def test_what_was_written_before_a_failure_is_kept(app: BaseApp, llm: FailingLLM) -> None:
     llm.words_first = 3
-    record = list(ChatPage(app).ask(QUESTION))[-1].record  # type: ignore[union-attr]
+    record = list(ChatPage(app).ask(QUESTION))[-1].record.to_dict()  # type: ignore[union-attr]
     written, said = record["answer"].split("\n\n")
     assert written == "The documents say"
     assert said.startswith("(Answering failed: cannot reach [address hidden]")

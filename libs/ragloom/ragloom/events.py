@@ -1,13 +1,16 @@
 """Typed events that a reasoning pipeline streams to the UI, the CLI and the API.
 
-A pipeline yields these in order; :class:`AnswerCollector` folds a stream into the one JSON
-shape ``ragloom ask --json`` prints (``answer``, ``mode``, ``citations``, ``steps``, ``usage``).
+A pipeline yields these in order; :class:`AnswerCollector` folds a stream into one
+:class:`AnswerRecord`, whose :meth:`~AnswerRecord.to_dict` is the JSON that ``ragloom ask
+--json`` prints (``answer``, ``mode``, ``citations``, ``steps``, ``usage``). Objects stay
+typed up to that edge: the UI renders a mode's plan and steps from these types alone, so a
+plugin mode's plan reads as a built-in's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ragloom.llms.base import Usage
@@ -15,14 +18,19 @@ from ragloom.llms.base import Usage
 __all__ = [
     "AnswerCollector",
     "AnswerDelta",
+    "AnswerRecord",
     "AnswerRevised",
+    "AnswerUsage",
     "Citation",
     "CitationsFound",
     "Event",
     "LLMCallFinished",
     "PlanCreated",
+    "PlanItem",
+    "StepEvent",
     "StepFinished",
     "StepStarted",
+    "readable_name",
 ]
 
 
@@ -46,6 +54,31 @@ class Citation:
     found_by: dict[str, float] = field(default_factory=dict)
     highlight: tuple[int, int] | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (``ask --json``, the database)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Citation:
+        """A citation from its JSON form, as this or an earlier version stored it: keys it
+        does not know are ignored, fields added since take their defaults, and the
+        highlight, a list once it went through JSON, is a tuple again.
+
+        Raises ``ValueError`` when a field every version stored is missing."""
+        known = {f.name for f in fields(cls)}
+        values = {key: value for key, value in data.items() if key in known}
+        missing = [name for name in ("number", "source", "text", "chunk_id") if name not in values]
+        if missing:
+            raise ValueError(f"a stored citation lacks {', '.join(missing)}")
+        values.setdefault("page", None)
+        highlight = values.get("highlight")
+        if isinstance(highlight, list | tuple) and len(highlight) == 2:
+            values["highlight"] = (highlight[0], highlight[1])
+        elif highlight is not None:
+            values["highlight"] = None
+        values["found_by"] = dict(values.get("found_by") or {})
+        return cls(**values)
+
 
 @dataclass(frozen=True)
 class AnswerDelta:
@@ -68,22 +101,65 @@ class CitationsFound:
     citations: list[Citation]
 
 
+def readable_name(name: str) -> str:
+    """The label of a step whose mode chose none: ``my_step`` reads ``My step`` and
+    ``index:notes`` ``Index: notes``."""
+    return name.replace("_", " ").replace(":", ": ").capitalize()
+
+
+def _default_label(event: StepStarted | StepFinished) -> None:
+    # Frozen dataclasses: set the fallback once, so every reader sees the same label.
+    if not event.label:
+        object.__setattr__(event, "label", readable_name(event.name))
+
+
 @dataclass(frozen=True)
 class StepStarted:
-    """A step of the reasoning began (retrieval, an LLM call, a tool call)."""
+    """A step of the reasoning began (retrieval, an LLM call, a tool call).
+
+    ``label`` is what the user reads while the step runs (``Searching the documents``),
+    chosen by the mode; without one it is :func:`readable_name` of ``name``.
+    """
 
     name: str
     input: Any = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        _default_label(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The step's entry in the ``steps`` of ``ask --json``."""
+        return {"step": self.name, "label": self.label, "event": "started", "input": self.input}
 
 
 @dataclass(frozen=True)
 class StepFinished:
-    """A step ended, with its output or its error and how long it took."""
+    """A step ended, with its output or its error and how long it took; ``label`` as the
+    :class:`StepStarted` of the same step had it."""
 
     name: str
     seconds: float
     output: Any = None
     error: str | None = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        _default_label(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The step's entry in the ``steps`` of ``ask --json``: its output or its error."""
+        step: dict[str, Any] = {
+            "step": self.name,
+            "label": self.label,
+            "event": "finished",
+            "seconds": round(self.seconds, 4),
+        }
+        if self.error is not None:
+            step["error"] = self.error
+        else:
+            step["output"] = self.output
+        return step
 
 
 @dataclass(frozen=True)
@@ -93,15 +169,102 @@ class LLMCallFinished:
     purpose: str
     usage: Usage
 
+    @property
+    def name(self) -> str:
+        """Its name among the steps: ``llm:`` and the purpose."""
+        return f"llm:{self.purpose}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The call's entry in the ``steps`` of ``ask --json``: its tokens and seconds."""
+        return {"step": self.name, "event": "usage", **asdict(self.usage)}
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    """One step of a plan, before it runs, in the same shape for every mode.
+
+    ``id`` names it (``E1``, ``Q2``); ``text`` says what it does in words (ReWOO's
+    ``#Plan`` line, a decomposition's sub-question); ``tool`` and ``input`` are the call it
+    makes, where it makes one; ``depends_on`` the ids whose results it uses. ``label`` is
+    what the plan shows, chosen by the mode; without one it is ``tool[input]`` for a tool
+    call, else ``text``.
+    """
+
+    id: str
+    text: str = ""
+    tool: str | None = None
+    input: str | None = None
+    depends_on: tuple[str, ...] = ()
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "depends_on", tuple(self.depends_on))
+        if not self.label:
+            call = f"{self.tool}[{self.input or ''}]" if self.tool is not None else ""
+            object.__setattr__(self, "label", call or self.text)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form. Besides the fields, the keys of earlier versions stay for readers
+        of ``ask --json``: ``plan`` (the text of a tool call) or ``question`` (of a step
+        without a tool); ``tool`` and ``input`` only where there is a tool."""
+        data: dict[str, Any] = {"id": self.id, "label": self.label, "text": self.text}
+        if self.tool is not None:
+            data.update(plan=self.text, tool=self.tool, input=self.input or "")
+        else:
+            data["question"] = self.text
+        data["depends_on"] = list(self.depends_on)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PlanItem:
+        """A plan item from its JSON form, or from the dict a mode of an earlier version
+        gave (``{"id", "plan", "tool", "input", "depends_on"}``, ``{"id", "question"}``)."""
+        text = data.get("text", data.get("plan", data.get("question", "")))
+        tool = data.get("tool")
+        return cls(
+            id=str(data.get("id", "?")),
+            text="" if text is None else str(text),
+            tool=None if tool is None else str(tool),
+            input=None if data.get("input") is None else str(data["input"]),
+            depends_on=tuple(str(d) for d in data.get("depends_on") or ()),
+            label=str(data.get("label") or ""),
+        )
+
 
 @dataclass(frozen=True)
 class PlanCreated:
     """An agent's plan, before it runs: its steps, the planner's text, and whether the
-    first plan failed validation and this one is the planner's repair."""
+    first plan failed validation and this one is the planner's repair.
 
-    steps: list[dict[str, Any]]
+    Dicts in ``steps`` (what a mode of an earlier version gave) become :class:`PlanItem`.
+    """
+
+    steps: list[PlanItem]
     raw: str
     repaired: bool = False
+
+    def __post_init__(self) -> None:
+        if any(not isinstance(item, PlanItem) for item in self.steps):
+            items = [
+                item if isinstance(item, PlanItem) else PlanItem.from_dict(item)
+                for item in self.steps
+            ]
+            object.__setattr__(self, "steps", items)
+
+    @property
+    def name(self) -> str:
+        """Its name among the steps: ``plan``."""
+        return "plan"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan's entry in the ``steps`` of ``ask --json``."""
+        return {
+            "step": self.name,
+            "event": "plan",
+            "plan": [item.to_dict() for item in self.steps],
+            "raw": self.raw,
+            "repaired": self.repaired,
+        }
 
 
 Event = (
@@ -113,16 +276,55 @@ Event = (
     | LLMCallFinished
     | PlanCreated
 )
+StepEvent = StepStarted | StepFinished | PlanCreated | LLMCallFinished
+"""The events an answer record keeps as its ``steps``, in order."""
+
+
+@dataclass(frozen=True)
+class AnswerUsage:
+    """What a whole question cost: tokens and calls of every LLM call, and wall seconds."""
+
+    prompt_tokens: int = 0
+    prompt_tokens_evaluated: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (seconds to the millisecond)."""
+        return {**asdict(self), "seconds": round(self.seconds, 3)}
+
+
+@dataclass(frozen=True)
+class AnswerRecord:
+    """One whole answer: its text, the mode that wrote it, its citations, its steps (the
+    step events, in order) and its cost. :meth:`to_dict` is what ``ask --json`` prints."""
+
+    answer: str
+    mode: str
+    citations: list[Citation] = field(default_factory=list)
+    steps: list[StepEvent] = field(default_factory=list)
+    usage: AnswerUsage = field(default_factory=AnswerUsage)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of the answer."""
+        return {
+            "answer": self.answer,
+            "mode": self.mode,
+            "citations": [c.to_dict() for c in self.citations],
+            "steps": [step.to_dict() for step in self.steps],
+            "usage": self.usage.to_dict(),
+        }
 
 
 @dataclass
 class AnswerCollector:
-    """Folds a stream of events into the answer record that ``ask --json`` prints."""
+    """Folds a stream of events into an :class:`AnswerRecord`."""
 
     mode: str
     answer: str = ""
     citations: list[Citation] = field(default_factory=list)
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[StepEvent] = field(default_factory=list)
     llm_usages: list[Usage] = field(default_factory=list)
 
     def add(self, event: Event) -> None:
@@ -133,34 +335,10 @@ class AnswerCollector:
             self.answer = event.text
         elif isinstance(event, CitationsFound):
             self.citations = list(event.citations)
-        elif isinstance(event, StepStarted):
-            self.steps.append({"step": event.name, "event": "started", "input": event.input})
-        elif isinstance(event, StepFinished):
-            step: dict[str, Any] = {
-                "step": event.name,
-                "event": "finished",
-                "seconds": round(event.seconds, 4),
-            }
-            if event.error is not None:
-                step["error"] = event.error
-            else:
-                step["output"] = event.output
-            self.steps.append(step)
-        elif isinstance(event, PlanCreated):
-            self.steps.append(
-                {
-                    "step": "plan",
-                    "event": "plan",
-                    "plan": event.steps,
-                    "raw": event.raw,
-                    "repaired": event.repaired,
-                }
-            )
-        elif isinstance(event, LLMCallFinished):
-            self.llm_usages.append(event.usage)
-            self.steps.append(
-                {"step": f"llm:{event.purpose}", "event": "usage", **asdict(event.usage)}
-            )
+        elif isinstance(event, StepStarted | StepFinished | PlanCreated | LLMCallFinished):
+            if isinstance(event, LLMCallFinished):
+                self.llm_usages.append(event.usage)
+            self.steps.append(event)
 
     def extend(self, events: Iterable[Event]) -> AnswerCollector:
         """Take every event of a stream; returns ``self`` for chaining."""
@@ -168,19 +346,20 @@ class AnswerCollector:
             self.add(event)
         return self
 
-    def to_dict(self, seconds: float) -> dict[str, Any]:
-        """The JSON shape of an answer; ``seconds`` is the wall time of the whole question."""
+    def record(self, seconds: float) -> AnswerRecord:
+        """The answer so far; ``seconds`` is the wall time of the whole question."""
         total = Usage.total(self.llm_usages)
-        return {
-            "answer": self.answer.strip(),
-            "mode": self.mode,
-            "citations": [asdict(c) for c in self.citations],
-            "steps": self.steps,
-            "usage": {
-                "prompt_tokens": total.prompt_tokens,
-                "prompt_tokens_evaluated": total.prompt_tokens_evaluated,
-                "completion_tokens": total.completion_tokens,
-                "llm_calls": len(self.llm_usages),
-                "seconds": round(seconds, 3),
-            },
-        }
+        usage = AnswerUsage(
+            prompt_tokens=total.prompt_tokens,
+            prompt_tokens_evaluated=total.prompt_tokens_evaluated,
+            completion_tokens=total.completion_tokens,
+            llm_calls=len(self.llm_usages),
+            seconds=seconds,
+        )
+        return AnswerRecord(
+            self.answer.strip(), self.mode, list(self.citations), list(self.steps), usage
+        )
+
+    def to_dict(self, seconds: float) -> dict[str, Any]:
+        """The JSON shape of the answer (:meth:`record`, then :meth:`AnswerRecord.to_dict`)."""
+        return self.record(seconds).to_dict()

@@ -236,11 +236,11 @@ def _cmd_index_check(app: Any, args: argparse.Namespace) -> int:
 
 
 def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
-    from ragloom.events import AnswerDelta, AnswerRevised
+    from ragloom.events import AnswerDelta, AnswerRecord, AnswerRevised
     from ragloom_app.pages.chat import AnswerFinished, ChatPage
     from ragloom_app.terminal import terminal_text
 
-    record: dict[str, Any] = {}
+    record: AnswerRecord | None = None
     revised = False
     for event in ChatPage(app).ask(args.question, mode=args.mode, indices=args.index):
         if isinstance(event, AnswerFinished):
@@ -251,17 +251,20 @@ def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
             # Document text the model repeats may hold escape sequences: none reach the
             # terminal (--json escapes them as \u001b and the like).
             print(terminal_text(event.text), end="", flush=True)
+    if record is None:  # ask always ends with AnswerFinished; nothing to show otherwise
+        record = AnswerRecord(answer="", mode=args.mode or app.settings.default_reasoning)
     if args.json:
-        print(json.dumps(record, default=str))
+        # The JSON edge: the typed record becomes the shape ask --json has always printed.
+        print(json.dumps(record.to_dict(), default=str))
         return 0
     print()
     if revised:
         # The streamed text had sentences without [n]; show the cited version too.
-        print(f"\nWith citations: {terminal_text(record['answer'])}")
-    for citation in record.get("citations", []):
-        page = f", page {citation['page']}" if citation["page"] else ""
-        snippet = " ".join(terminal_text(citation["text"]).split())[:160]
-        print(terminal_text(f"[{citation['number']}] {citation['source']}{page}: ") + snippet)
+        print(f"\nWith citations: {terminal_text(record.answer)}")
+    for citation in record.citations:
+        page = f", page {citation.page}" if citation.page else ""
+        snippet = " ".join(terminal_text(citation.text).split())[:160]
+        print(terminal_text(f"[{citation.number}] {citation.source}{page}: ") + snippet)
     return 0
 
 

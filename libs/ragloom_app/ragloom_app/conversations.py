@@ -1,9 +1,19 @@
-"""Conversations and their messages, kept in the app database across restarts."""
+"""Conversations and their messages, kept in the app database across restarts.
+
+Messages are typed in and typed out (:class:`StoredMessage`, its citations
+:class:`~ragloom.events.Citation`); the database holds their JSON form. A citation row
+that an earlier version wrote reads back with the fields added since at their defaults;
+one that cannot be read at all is left out of its message (and logged), not the whole
+conversation.
+"""
 
 from __future__ import annotations
 
+import builtins
+import logging
 import uuid
-from dataclasses import asdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,7 +23,33 @@ from sqlmodel import Session, col, select
 from ragloom.events import Citation
 from ragloom_app.db.models import Conversation, MessageRecord
 
-__all__ = ["ConversationStore"]
+__all__ = ["ConversationStore", "StoredMessage"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One message of a conversation: who wrote it, its text, and for an answer the mode
+    that wrote it and what it cites."""
+
+    role: str
+    content: str
+    mode: str | None = None
+    citations: list[Citation] = field(default_factory=list)
+
+
+def _citations(rows: Iterable[Any], message_id: int | None) -> list[Citation]:
+    """The stored citations of a message; rows that are no citation are left out."""
+    citations = []
+    for row in rows:
+        try:
+            if not isinstance(row, Mapping):
+                raise ValueError(f"a stored citation is a {type(row).__name__}, not an object")
+            citations.append(Citation.from_dict(row))
+        except (TypeError, ValueError) as exc:
+            logger.warning("message %s: a citation left out: %s", message_id, exc)
+    return citations
 
 
 class ConversationStore:
@@ -43,7 +79,7 @@ class ConversationStore:
         content: str,
         *,
         mode: str | None = None,
-        citations: list[Citation] | None = None,
+        citations: builtins.list[Citation] | None = None,
     ) -> None:
         """Append a message; the first user message also names the conversation."""
         with Session(self.engine) as session:
@@ -56,7 +92,7 @@ class ConversationStore:
                     role=role,
                     content=content,
                     mode=mode,
-                    citations=[asdict(c) for c in citations or []],
+                    citations=[c.to_dict() for c in citations or []],
                 )
             )
             if role == "user" and conversation.title == "New conversation":
@@ -65,7 +101,8 @@ class ConversationStore:
             session.add(conversation)
             session.commit()
 
-    def messages(self, conversation_id: str) -> list[dict[str, Any]]:
+    # ``list`` is a method here: the builtin is named in full.
+    def messages(self, conversation_id: str) -> builtins.list[StoredMessage]:
         """The messages of a conversation, oldest first."""
         with Session(self.engine) as session:
             rows = session.exec(
@@ -74,11 +111,6 @@ class ConversationStore:
                 .order_by(col(MessageRecord.id))
             )
             return [
-                {
-                    "role": m.role,
-                    "content": m.content,
-                    "mode": m.mode,
-                    "citations": list(m.citations or []),
-                }
+                StoredMessage(m.role, m.content, m.mode, _citations(m.citations or [], m.id))
                 for m in rows
             ]

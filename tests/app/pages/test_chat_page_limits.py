@@ -22,7 +22,7 @@ def test_the_deadline_stops_an_agent_between_its_steps(tmp_path: Path) -> None:
     slow = {"class": "tests.helpers.misbehaving_llms.SlowLLM", "replies": [PLAN, "451 K [1]."]}
     app = scripted_app(tmp_path, {"slow": slow}, {"r.md": REACTOR}, answer_deadline_seconds=0.2)
     events = list(ChatPage(app).ask("How hot is the reactor?", mode="rewoo"))
-    record = events[-1].record if isinstance(events[-1], AnswerFinished) else {}
+    record = events[-1].record.to_dict() if isinstance(events[-1], AnswerFinished) else {}
     assert record["answer"] == (
         "Sorry, I could not answer: the answer took longer than the limit of 0.2 s "
         "(ANSWER_DEADLINE_SECONDS)."

@@ -64,7 +64,7 @@ def test_ask_searches_only_the_selected_files(app: BaseApp) -> None:
     assert set(citation.found_by) == {"vector", "fulltext"}
     assert citation.highlight is not None
     assert citation.text[slice(*citation.highlight)] == "The canteen serves lunch from noon to two"
-    record = events[-1].record if isinstance(events[-1], AnswerFinished) else {}
+    record = events[-1].record.to_dict() if isinstance(events[-1], AnswerFinished) else {}
     assert record["citations"][0]["highlight"] == citation.highlight
     retrieve = next(s for s in record["steps"] if s["step"] == "retrieve" and "output" in s)
     assert [r["source"] for r in retrieve["output"]] == ["canteen.md"]

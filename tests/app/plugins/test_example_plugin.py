@@ -163,5 +163,5 @@ def test_ask_records_the_plugin_mode(app: BaseApp) -> None:
     app.settings.default_llm = "scripted"
     *_, finished = ChatPage(app).ask("Anything?", mode="verified")
     assert isinstance(finished, AnswerFinished)
-    assert finished.record["mode"] == "verified"
-    assert any(step["step"] == "verify" for step in finished.record["steps"])
+    assert finished.record.mode == "verified"
+    assert any(step.name == "verify" for step in finished.record.steps)

@@ -19,7 +19,15 @@ from ragloom.agents.tools import (
     ToolContext,
     ToolResult,
 )
-from ragloom.events import AnswerDelta, Event, StepStarted
+from ragloom.events import (
+    AnswerDelta,
+    Citation,
+    CitationsFound,
+    Event,
+    PlanCreated,
+    PlanItem,
+    StepStarted,
+)
 from ragloom.loaders import TextReader, default_readers
 from ragloom.schema import Page
 from ragloom_app.index.file import FileIndex
@@ -132,6 +140,37 @@ class Chatty(BaseReasoning):
 def test_a_reasoning_that_streams_a_non_event_fails_the_contract() -> None:
     with pytest.raises(AssertionError, match=r"event 2 \(str\) is not one of ragloom.events"):
         check_reasoning(Chatty)
+
+
+def _planning(plan: list[PlanItem]) -> type[BaseReasoning]:
+    """A mode that plans ``plan``, then answers citing the first sample passage."""
+
+    class Planning(Chatty):
+        def stream(self, question: str) -> Iterator[Event]:
+            yield PlanCreated(list(plan), raw="")
+            yield AnswerDelta("It runs at 451 kelvin [1].")
+            yield CitationsFound([Citation(1, "sample.md", None, SAMPLE_PASSAGES[0], "c1")])
+
+    return Planning
+
+
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        ([PlanItem("")], "must be a PlanItem with an id"),
+        ([PlanItem("S1"), PlanItem("S1")], "two steps 'S1'"),
+        ([PlanItem("S1", depends_on=("S0",))], "'S1' depends on S0, not in the plan"),
+    ],
+)
+def test_a_plan_the_ui_cannot_draw_fails_the_contract(plan: list[PlanItem], message: str) -> None:
+    with pytest.raises(AssertionError, match=message):
+        check_reasoning(_planning(plan))
+
+
+def test_a_plan_of_typed_steps_passes_and_prints_as_json() -> None:
+    plan = [PlanItem("S1", "Look it up"), PlanItem("S2", "Check", depends_on=("S1",))]
+    record = check_reasoning(_planning(plan))
+    assert [item["depends_on"] for item in record["steps"][0]["plan"]] == [[], ["S1"]]
 
 
 class Crashing(CalculatorTool):

@@ -48,7 +48,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> ChatPage:
 def _ask(page: ChatPage, mode: str, question: str) -> dict[str, Any]:
     *_, finished = page.ask(question, mode=mode)
     assert isinstance(finished, AnswerFinished)
-    record = finished.record
+    record = finished.record.to_dict()
     assert not [s for s in record["steps"] if s["step"] == "error"], record
     window = page.app.llm().context_window
     for usage in (s for s in record["steps"] if s["event"] == "usage"):

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ragloom_app.conversations import StoredMessage
 from ragloom_app.ui.model_text import model_html, plain_html
 from ragloom_app.ui.render import chat_history
 
@@ -117,9 +118,9 @@ def test_links_with_other_schemes_stay_text(url: str) -> None:
 def test_stored_messages_render_the_same_way() -> None:
     history = chat_history(
         [
-            {"role": "user", "content": f"Show ![me]({HOST}/u.png)"},
-            {"role": "assistant", "content": f"<img src={HOST}/v.png> **ok**"},
-            {"role": "system", "content": "not shown"},
+            StoredMessage("user", f"Show ![me]({HOST}/u.png)"),
+            StoredMessage("assistant", f"<img src={HOST}/v.png> **ok**"),
+            StoredMessage("system", "not shown"),
         ]
     )
     assert [m["role"] for m in history] == ["user", "assistant"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ragloom.agents.decompose import DecompositionAgent, parse_subquestions
 from ragloom.embeddings import SentenceTransformerEmbeddings
-from ragloom.events import AnswerCollector, PlanCreated
+from ragloom.events import AnswerCollector, PlanCreated, PlanItem
 from ragloom.retrieval import FullTextRetriever, SentenceFocus
 from ragloom.schema import Chunk
 from ragloom.stores import BM25Store
@@ -44,7 +44,7 @@ def test_each_part_is_answered_from_its_own_search_and_the_answer_cites_them(
     record = AnswerCollector("decompose").extend(events).to_dict(0.0)
 
     plan = next(e for e in events if isinstance(e, PlanCreated))
-    assert [s["question"] for s in plan.steps] == [
+    assert [s.text for s in plan.steps] == [
         "Who is the director?",
         "How hot is the reactor in kelvin?",
     ]
@@ -66,7 +66,7 @@ def test_a_question_the_model_does_not_split_is_asked_as_it_is(tmp_path: Path) -
     agent = DecompositionAgent(llm=llm, retrievers=[FullTextRetriever(store=store)])
     events = agent.run("How hot is the reactor?")
     plan = next(e for e in events if isinstance(e, PlanCreated))
-    assert plan.steps == [{"id": "Q1", "question": "How hot is the reactor?"}]
+    assert plan.steps == [PlanItem("Q1", "How hot is the reactor?")]
     assert llm.options_seen[0].grammar is None
 
 

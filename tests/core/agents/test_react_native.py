@@ -11,7 +11,7 @@ import pytest
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.react import ReActAgent
 from ragloom.agents.tools import ToolContext, ToolRegistry
-from ragloom.events import AnswerCollector
+from ragloom.events import AnswerCollector, StepFinished
 from ragloom.llms.base import ChatLLM, ToolCallRequest
 from ragloom.llms.openai_compat import OpenAIChat
 from ragloom.models.bundled_llm import bundled_model_path
@@ -88,12 +88,12 @@ def test_a_real_endpoint_calls_docsearch_natively(
     )
     agent = _agent(tmp_path, llm, max_steps=2, max_step_tokens=80)
     record = AnswerCollector("react").extend(agent.run("How hot is the reactor?"))
-    steps = record.steps
-    think = next(s for s in steps if s["step"] == "think1" and s["event"] == "finished")
-    (call,) = think["output"]["tool_calls"]
+    steps = [s for s in record.steps if isinstance(s, StepFinished)]
+    think = next(s for s in steps if s.name == "think1")
+    (call,) = think.output["tool_calls"]
     assert call["tool"] == "docsearch" and json.loads(call["arguments"])["query"]
-    search = next(s for s in steps if s["step"] == "step1:docsearch" and s["event"] == "finished")
-    assert "451 kelvin" in search["output"]["output"]
+    search = next(s for s in steps if s.name == "step1:docsearch")
+    assert "451 kelvin" in search.output["output"]
     # The 0.5B model is weak at this chat format's answers; the loop must still end cleanly.
     assert record.answer.strip()
 

@@ -74,7 +74,7 @@ def test_plans_runs_and_answers_citing_the_documents_found(retriever: FullTextRe
     record = AnswerCollector("rewoo").extend(events).to_dict(0.0)
 
     plan = next(e for e in events if isinstance(e, PlanCreated))
-    assert [s["tool"] for s in plan.steps] == ["docsearch", "calculator"] and not plan.repaired
+    assert [s.tool for s in plan.steps] == ["docsearch", "calculator"] and not plan.repaired
     assert record["answer"] == "The reactor runs at 451 kelvin, 177.85 °C [1]."
     assert [c["chunk_id"] for c in record["citations"]] == ["a-0"]
     calculator = next(s for s in record["steps"] if s["step"] == "E2:calculator" and "output" in s)
@@ -235,7 +235,7 @@ def test_an_endpoint_without_grammars_gets_a_json_schema_of_plans(
     assert llm.options_seen[0].grammar is None
     assert '{"steps": [{"plan":' in llm.prompts[0][0].content  # the format is explained
     plan = next(e for e in events if isinstance(e, PlanCreated))
-    assert [(s["tool"], s["input"]) for s in plan.steps] == [
+    assert [(s.tool, s.input) for s in plan.steps] == [
         ("docsearch", "reactor"),
         ("calculator", "451 - 273.15"),
     ]
@@ -251,7 +251,7 @@ def test_without_a_grammar_a_plan_that_does_not_search_first_is_repaired(
     events = _agent(llm, retriever).run("How hot is the reactor?")
     assert "#E1 must use docsearch: search the documents first" in llm.prompts[1][-1].content
     plan = next(e for e in events if isinstance(e, PlanCreated))
-    assert [s["tool"] for s in plan.steps] == ["docsearch"] and plan.repaired
+    assert [s.tool for s in plan.steps] == ["docsearch"] and plan.repaired
     planner = _agent(ScriptedLLM(replies=[no_search], structured=True), retriever).planner
     planner.search_first = False
     assert planner.plan("How hot is it?").plan.steps[0].tool == "llm"
@@ -263,7 +263,7 @@ def test_a_plan_in_lines_is_still_read_when_the_endpoint_ignored_the_schema(
     llm = ScriptedLLM(replies=[PLAN, "177.85 °C [1]."], structured=True)
     events = _agent(llm, retriever).run("How hot is the reactor in Celsius?")
     plan = next(e for e in events if isinstance(e, PlanCreated))
-    assert [s["tool"] for s in plan.steps] == ["docsearch", "calculator"] and not plan.repaired
+    assert [s.tool for s in plan.steps] == ["docsearch", "calculator"] and not plan.repaired
 
 
 def test_the_plan_constraint_can_be_chosen_or_switched_off(retriever: FullTextRetriever) -> None:

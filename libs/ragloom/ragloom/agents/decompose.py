@@ -17,7 +17,7 @@ from theflow import Param
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.rewoo.solver import SOLVER_SYSTEM_PROMPT
 from ragloom.base import BaseComponent
-from ragloom.events import Event, LLMCallFinished, PlanCreated, StepFinished, StepStarted
+from ragloom.events import Event, LLMCallFinished, PlanCreated, PlanItem, StepFinished, StepStarted
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
 from ragloom.qa.answer import stream_cited_answer
 from ragloom.qa.citations import has_words
@@ -35,6 +35,7 @@ SUBANSWER_PROMPT = (
     "number of the source you used in square brackets, like [2]. If they do not say, "
     "answer: not found."
 )
+SPLIT_LABEL = "Splitting the question"
 _NUMBERED = re.compile(r"^\s*(?:\d+\s*[.):]|[-*])\s*(?P<text>.+?)\s*$")
 
 
@@ -81,7 +82,9 @@ class DecompositionAgent(BaseComponent):
 
     def _split(self, question: str) -> Generator[Event, None, list[str]]:
         started = time.perf_counter()
-        yield StepStarted("split", {"question": question, "max": self.max_questions})
+        yield StepStarted(
+            "split", {"question": question, "max": self.max_questions}, label=SPLIT_LABEL
+        )
         messages = [
             ChatMessage("system", SPLIT_PROMPT.format(n=self.max_questions)),
             ChatMessage("user", question.strip()),
@@ -89,22 +92,28 @@ class DecompositionAgent(BaseComponent):
         result = self.llm.run(messages, self._split_options())
         yield LLMCallFinished("split", result.usage)
         parts = parse_subquestions(result.text, self.max_questions) or [question.strip()]
-        yield StepFinished("split", time.perf_counter() - started, output={"questions": parts})
+        yield StepFinished(
+            "split",
+            time.perf_counter() - started,
+            output={"questions": parts},
+            label=SPLIT_LABEL,
+        )
         yield PlanCreated(
-            steps=[{"id": f"Q{n}", "question": q} for n, q in enumerate(parts, 1)],
-            raw=result.text,
+            steps=[PlanItem(f"Q{n}", q) for n, q in enumerate(parts, 1)], raw=result.text
         )
         return parts
 
     def _answer_part(self, number: int, part: str) -> Generator[Event, None, str]:
         started = time.perf_counter()
-        name = f"Q{number}"
-        yield StepStarted(name, {"question": part})
+        name, label = f"Q{number}", f"Answering sub-question {number}"
+        yield StepStarted(name, {"question": part}, label=label)
         hits = retrieve_from_all(self.retrievers, part, self.top_k)
         spans = self.focus.run(part, hits) if self.focus is not None else None
         numbers = self.ledger.add(hits, spans)
         if not numbers:
-            yield StepFinished(name, time.perf_counter() - started, output={"answer": None})
+            yield StepFinished(
+                name, time.perf_counter() - started, output={"answer": None}, label=label
+            )
             return "not found"
         block = self.ledger.block(self.llm.count_tokens, self.max_source_tokens, numbers)
         messages = [
@@ -120,6 +129,7 @@ class DecompositionAgent(BaseComponent):
             name,
             time.perf_counter() - started,
             output={"answer": answer, "sources": numbers},
+            label=label,
         )
         return answer
 

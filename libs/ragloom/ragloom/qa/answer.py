@@ -33,6 +33,7 @@ from ragloom.schema import RetrievedChunk
 
 __all__ = [
     "ANSWER_INSTRUCTIONS",
+    "ANSWER_LABEL",
     "DEFAULT_SYSTEM_PROMPT",
     "NO_EVIDENCE_ANSWER",
     "CitedAnswerer",
@@ -55,6 +56,8 @@ DEFAULT_SYSTEM_PROMPT = (
     f"You answer a question using only the numbered sources given. {ANSWER_INSTRUCTIONS}"
 )
 
+ANSWER_LABEL = "Writing the answer"
+"""What the user reads while an answer is written."""
 NO_EVIDENCE_ANSWER = "I found nothing in the indexed documents about this question."
 
 
@@ -100,14 +103,16 @@ def stream_cited_answer(
     evidence: EvidenceBlock,
     options: GenerationOptions,
     step: str = "answer",
+    label: str = ANSWER_LABEL,
 ) -> Iterator[Event]:
     """Stream an answer that cites ``evidence`` as ``[n]``, then its citations and usage.
 
     Uncited sentences are attributed by :func:`cite_answer`. Every mode that cites
-    evidence ends with this.
+    evidence ends with this; ``step`` names its step and ``label`` is what the user reads
+    while it runs.
     """
     started = time.perf_counter()
-    yield StepStarted(step, {"evidence": len(evidence.items)})
+    yield StepStarted(step, {"evidence": len(evidence.items)}, label=label)
     answer = ""
     result = None
     for item in llm.stream(messages, options):
@@ -118,7 +123,10 @@ def stream_cited_answer(
             result = item.result
     citations = yield from cite_answer(answer, evidence)
     yield StepFinished(
-        step, time.perf_counter() - started, output={"cited": [c.number for c in citations]}
+        step,
+        time.perf_counter() - started,
+        output={"cited": [c.number for c in citations]},
+        label=label,
     )
     if result is not None:
         yield LLMCallFinished(step, result.usage)

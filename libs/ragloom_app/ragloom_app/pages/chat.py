@@ -13,12 +13,12 @@ import logging
 import time
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from theflow import Param
 
-from ragloom.events import AnswerCollector, AnswerDelta, Event, StepFinished
-from ragloom.llms.base import ChatMessage
+from ragloom.events import AnswerCollector, AnswerDelta, AnswerRecord, Event, StepFinished
+from ragloom.llms.base import ChatMessage, Role
 from ragloom.retrieval import Retriever
 from ragloom.schema import RetrievedChunk
 from ragloom_app.app import BaseApp
@@ -48,11 +48,12 @@ class QuestionTooLongError(UserFacingError, ValueError):
     """The question is longer than ``MAX_QUESTION_CHARS``."""
 
 
+@dataclass(frozen=True)
 class AnswerFinished:
-    """The last item of :meth:`ChatPage.ask`: the whole answer record."""
+    """The last item of :meth:`ChatPage.ask`: the whole answer, typed
+    (``record.to_dict()`` is what ``ask --json`` prints)."""
 
-    def __init__(self, record: dict[str, Any]) -> None:
-        self.record = record
+    record: AnswerRecord
 
 
 @dataclass(frozen=True)
@@ -178,18 +179,20 @@ class ChatPage:
         """Answer ``question``, streaming events; saves both turns to the conversation.
 
         ``indices`` and ``selected_sources`` limit the search as in
-        :meth:`create_pipeline`. The last item is :class:`AnswerFinished` with the record
-        ``ask --json`` prints. A question past ``MAX_QUESTION_CHARS``, an unknown mode or
-        an LLM the user may not choose raise before anything is saved; an answer past
-        ``ANSWER_DEADLINE_SECONDS`` stops and says it was cut short.
+        :meth:`create_pipeline`. The last item is :class:`AnswerFinished` with the
+        :class:`~ragloom.events.AnswerRecord` (whose ``to_dict()`` ``ask --json`` prints).
+        A question past ``MAX_QUESTION_CHARS``, an unknown mode or an LLM the user may not
+        choose raise before anything is saved; an answer past ``ANSWER_DEADLINE_SECONDS``
+        stops and says it was cut short.
         """
         self.check_question(question)
         mode_id = mode or self.app.settings.default_reasoning
         started = time.perf_counter()
         history = []
         if conversation_id:
+            # Only turns are stored, so a stored role is one ChatMessage takes.
             history = [
-                ChatMessage(m["role"], m["content"])
+                ChatMessage(cast(Role, m.role), m.content)
                 for m in self.conversations.messages(conversation_id)
             ]
         state = self.app.reasoning_state(conversation_id=conversation_id, history=history)
@@ -203,14 +206,14 @@ class ChatPage:
         for event in self._bounded(pipeline, question, collector, left_out, started):
             collector.add(event)
             yield event
-        record = collector.to_dict(time.perf_counter() - started)
+        record = collector.record(time.perf_counter() - started)
         if conversation_id:
             self.conversations.add_message(
                 conversation_id,
                 "assistant",
-                record["answer"],
+                record.answer,
                 mode=mode_id,
-                citations=collector.citations,
+                citations=record.citations,
             )
         yield AnswerFinished(record)
 

@@ -97,7 +97,8 @@ class FullQAReasoning(BaseReasoning):
 
     def stream(self, question: str) -> Iterator[Event]:
         started = time.perf_counter()
-        yield StepStarted("retrieve", {"query": question, "top_k": self.top_k})
+        searching = "Searching the documents"
+        yield StepStarted("retrieve", {"query": question, "top_k": self.top_k}, label=searching)
         retrieved = retrieve_from_all(self.retrievers, question, self.top_k)
         yield StepFinished(
             "retrieve",
@@ -111,5 +112,6 @@ class FullQAReasoning(BaseReasoning):
                 }
                 for r in retrieved
             ],
+            label=searching,
         )
         yield from self.answerer.stream(question, retrieved)

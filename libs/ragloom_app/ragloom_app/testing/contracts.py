@@ -33,6 +33,8 @@ from ragloom.events import (
     CitationsFound,
     Event,
     LLMCallFinished,
+    PlanCreated,
+    PlanItem,
     StepFinished,
     StepStarted,
 )
@@ -118,6 +120,24 @@ def check_settings_schema(specs: Any, owner: str = "settings") -> None:
         _check_spec(f"{owner}[{key!r}]", spec)
 
 
+def _check_plan(where: str, plan: PlanCreated) -> None:
+    """A plan the UI can draw: ``PlanItem`` steps with ids, each once, depending on ids of
+    the same plan."""
+    ids: list[str] = []
+    for item in plan.steps:
+        if not isinstance(item, PlanItem) or not item.id:
+            raise AssertionError(f"{where}: each step of a plan must be a PlanItem with an id")
+        if item.id in ids:
+            raise AssertionError(f"{where}: the plan has two steps {item.id!r}")
+        ids.append(item.id)
+    for item in plan.steps:
+        unknown = [d for d in item.depends_on if d not in ids]
+        if unknown:
+            raise AssertionError(
+                f"{where}: step {item.id!r} depends on {', '.join(unknown)}, not in the plan"
+            )
+
+
 def _check_events(owner: str, events: list[Any]) -> None:
     open_steps: list[str] = []
     citations_seen = False
@@ -134,6 +154,8 @@ def _check_events(owner: str, events: list[Any]) -> None:
                 raise AssertionError(f"{where}: step {event.name!r} finished, never started")
             if event.seconds < 0 or not isinstance(event.error, str | None):
                 raise AssertionError(f"{where}: needs seconds >= 0 and error None or text")
+        elif isinstance(event, PlanCreated):
+            _check_plan(where, event)
         elif isinstance(event, LLMCallFinished) and not isinstance(event.usage, Usage):
             raise AssertionError(f"{where}: usage must be a ragloom.llms.base.Usage")
         elif isinstance(event, CitationsFound):

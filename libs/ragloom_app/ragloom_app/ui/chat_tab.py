@@ -31,7 +31,7 @@ from ragloom_app.reasoning.settings import offer_llms
 from ragloom_app.ui import file_filter, render
 from ragloom_app.ui.model_text import model_html, plain_html
 from ragloom_app.ui.settings_form import SettingsForm, build_settings_form
-from ragloom_app.ui.steps import step_label, step_warning
+from ragloom_app.ui.steps import step_warning
 
 __all__ = ["ChatHandlers", "ChatTab", "build_chat_tab"]
 
@@ -189,7 +189,7 @@ class ChatHandlers:
                     answer = event.text
                     yield _outputs(chat=[*history, _bot(answer)])
                 elif isinstance(event, StepStarted) and not answer:
-                    status = f"{step_label(event.name)}…"
+                    status = render.step_status(event)
                     yield _outputs(chat=[*history, _status(status)])
                 elif isinstance(event, StepFinished) and event.error:
                     gr.Warning(html.escape(step_warning(event)))
@@ -198,9 +198,9 @@ class ChatHandlers:
                 elif isinstance(event, AnswerFinished):
                     record = event.record
                     yield _outputs(
-                        chat=[*history, _bot(record["answer"] or answer)],
+                        chat=[*history, _bot(record.answer or answer)],
                         question=gr.update(interactive=True),
-                        evidence=render.evidence_html(record["citations"]),
+                        evidence=render.evidence_html(record.citations),
                         usage=render.usage_html(record),
                         selector=self.conversation_selector(conversation_id),
                         send=gr.update(interactive=True),

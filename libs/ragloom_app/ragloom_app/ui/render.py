@@ -12,11 +12,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
+from ragloom.events import AnswerRecord, Citation, PlanCreated, StepFinished, StepStarted
+from ragloom_app.conversations import StoredMessage
 from ragloom_app.errors import scrub
 from ragloom_app.ui.model_text import model_html
 
 __all__ = [
     "EVIDENCE_PLACEHOLDER",
+    "MAX_SHOWN_LABEL_CHARS",
+    "MAX_SHOWN_PLAN_ITEMS",
     "chat_history",
     "citation_heading",
     "conversation_choices",
@@ -29,6 +33,7 @@ __all__ = [
     "outcomes_html",
     "plugins_html",
     "sources_html",
+    "step_status",
     "usage_html",
 ]
 
@@ -36,6 +41,13 @@ EVIDENCE_PLACEHOLDER = (
     '<div class="rl-empty">The passages an answer cites appear here, '
     "with their file and page.</div>"
 )
+
+MAX_SHOWN_PLAN_ITEMS = 50
+"""Most steps of one plan the steps panel lists (a built-in plan has at most 12); the rest
+are counted. A plugin mode's plan may be of any length."""
+MAX_SHOWN_LABEL_CHARS = 300
+"""Most characters of a step's or plan item's id and label shown; longer ones are cut
+with an ellipsis (the ``ask --json`` record keeps them whole)."""
 
 _STATUS_LABELS = {
     "indexed": "indexed",
@@ -134,71 +146,82 @@ def evidence_html(
     return f'<div class="rl-evidence">{"".join(cards)}</div>'
 
 
-def usage_html(record: Mapping[str, Any]) -> str:
+def usage_html(record: AnswerRecord) -> str:
     """One line of cost (LLM calls, tokens, seconds) and the timed steps below it.
 
     HTML, every part of it escaped: a plan, a tool name and a step's error are model text.
+    Drawn from the record's types alone, so every mode's plan and steps look the same.
     """
-    usage = record.get("usage") or {}
-    calls = int(usage.get("llm_calls", 0))
-    prompt = int(usage.get("prompt_tokens", 0))
-    completion = int(usage.get("completion_tokens", 0))
-    evaluated = usage.get("prompt_tokens_evaluated")
-    seconds = float(usage.get("seconds", 0.0))
+    usage = record.usage
+    calls, prompt, completion = usage.llm_calls, usage.prompt_tokens, usage.completion_tokens
     total = (
         f"<strong>{calls} LLM call{'s' if calls != 1 else ''}, {prompt + completion:,} tokens, "
-        f"{seconds:.1f} s</strong> — {prompt:,} prompt"
+        f"{usage.seconds:.1f} s</strong> — {prompt:,} prompt"
     )
     # Evaluated < prompt means llama.cpp reused its cache for the rest: worth seeing.
-    if isinstance(evaluated, int) and evaluated != prompt:
-        total += f" ({evaluated:,} evaluated)"
-    total += f", {completion:,} generated; mode <code>{_esc(record.get('mode', '?'))}</code>"
+    if usage.prompt_tokens_evaluated != prompt:
+        total += f" ({usage.prompt_tokens_evaluated:,} evaluated)"
+    total += f", {completion:,} generated; mode <code>{_esc(record.mode)}</code>"
     items = []
-    for step in record.get("steps") or []:
-        if step.get("event") == "plan":
+    for step in record.steps:
+        if isinstance(step, PlanCreated):
             items.append(_plan_item(step))
-            continue
-        if step.get("event") != "finished":
-            continue
-        name = f"<code>{_esc(step.get('step', '?'))}</code>"
-        seconds_taken = float(step.get("seconds") or 0)
-        if step.get("error"):
-            items.append(
-                f"<li>{name} failed after {seconds_taken:.2f} s: {_esc(step['error'])}</li>"
-            )
-        else:
-            items.append(f"<li>{name} {seconds_taken:.2f} s</li>")
+        elif isinstance(step, StepFinished):
+            name = f"<code>{_esc(_bounded(step.name))}</code>"
+            if step.error:
+                items.append(
+                    f"<li>{name} failed after {step.seconds:.2f} s: {_esc(step.error)}</li>"
+                )
+            else:
+                items.append(f"<li>{name} {step.seconds:.2f} s</li>")
     steps = f'<ul class="rl-steps">{"".join(items)}</ul>' if items else ""
     return f'<div class="rl-usage"><p>{total}</p>{steps}</div>'
 
 
-def _plan_item(step: Mapping[str, Any]) -> str:
-    """The plan of an agent as a list item (ReWOO's tool calls, decomposition's questions)."""
-    repaired = " (repaired once)" if step.get("repaired") else ""
-    calls = []
-    for item in step.get("plan") or []:
-        text = (
-            f"{item['tool']}[{item.get('input', '')}]" if "tool" in item else item.get("question")
+def _bounded(text: str, limit: int = MAX_SHOWN_LABEL_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, with an ellipsis when it was longer."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _plan_item(plan: PlanCreated) -> str:
+    """A plan as a list item: each step's id and the label its mode chose, at most
+    ``MAX_SHOWN_PLAN_ITEMS`` of them."""
+    repaired = " (repaired once)" if plan.repaired else ""
+    shown = plan.steps[:MAX_SHOWN_PLAN_ITEMS]
+    calls = [
+        f"<li><code>{_esc(_bounded(item.id))}</code> {_esc(_bounded(item.label))}</li>"
+        for item in shown
+    ]
+    if len(plan.steps) > len(shown):
+        hidden = len(plan.steps) - len(shown)
+        calls.append(
+            f"<li>… and {hidden:,} more step{'s' if hidden != 1 else ''}, not shown "
+            f"(at most {MAX_SHOWN_PLAN_ITEMS} are)</li>"
         )
-        calls.append(f"<li><code>{_esc(item.get('id', '?'))}</code> {_esc(text or '')}</li>")
     return f"<li><strong>Plan</strong>{repaired}:<ul>{''.join(calls)}</ul></li>"
 
 
-def chat_history(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+def step_status(step: StepStarted) -> str:
+    """The status line the chat shows while ``step`` runs: the label its mode chose,
+    ending in one ellipsis."""
+    return _bounded(step.label).rstrip("…") + "…"
+
+
+def chat_history(messages: Iterable[StoredMessage]) -> list[dict[str, str]]:
     """Stored messages as gradio 6 Chatbot messages (only ``role`` and ``content``), their
     Markdown rendered to HTML that loads nothing (:func:`~ragloom_app.ui.model_text.model_html`)."""
     return [
-        {"role": str(m["role"]), "content": model_html(str(m["content"]))}
+        {"role": m.role, "content": model_html(m.content)}
         for m in messages
-        if m.get("role") in ("user", "assistant")
+        if m.role in ("user", "assistant")
     ]
 
 
-def last_citations(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+def last_citations(messages: Sequence[StoredMessage]) -> list[Citation] | None:
     """The citations of the last assistant message, or ``None`` if there is none."""
     for message in reversed(messages):
-        if message.get("role") == "assistant":
-            return list(message.get("citations") or [])
+        if message.role == "assistant":
+            return list(message.citations)
     return None
 
 

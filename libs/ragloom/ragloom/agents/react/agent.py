@@ -64,6 +64,13 @@ SEARCH_FIRST = "Thought: I should search the documents first.\nAction: docsearch
 STOP_SEQUENCES = ("\nObservation:", "Observation:")
 
 
+FINAL_LABEL = "Writing what was found"
+
+
+def _thinking(number: int) -> str:
+    return f"Thinking (step {number})"
+
+
 def _action_key(action: ReActAction) -> tuple[str, str]:
     return action.tool, " ".join(action.tool_input.lower().split())
 
@@ -126,8 +133,8 @@ class ReActAgent(BaseComponent):
         self, number: int, action: ReActAction, runner: ToolRunner
     ) -> Generator[Event, None, str]:
         """Run one action, yielding its events; return the observation the model sees."""
-        name = f"step{number}:{action.tool}"
-        yield StepStarted(name, {"input": action.tool_input})
+        name, label = f"step{number}:{action.tool}", f"Step {number}: calling {action.tool}"
+        yield StepStarted(name, {"input": action.tool_input}, label=label)
         tool = self.tools.get(action.tool)
         if tool is None:
             available = ", ".join(self.tools)
@@ -139,7 +146,7 @@ class ReActAgent(BaseComponent):
         observation = result.as_observation()
         record = call_record(action.tool_input, result, call.attempts)
         error = None if result.ok else observation
-        yield StepFinished(name, call.seconds, output=record, error=error)
+        yield StepFinished(name, call.seconds, output=record, error=error, label=label)
         if result.usage is not None:
             yield LLMCallFinished(f"tool:{action.tool}", result.usage)
         return trim_to_tokens(
@@ -176,18 +183,24 @@ class ReActAgent(BaseComponent):
         ):
             calls += 1
             started = time.perf_counter()
-            yield StepStarted(f"think{calls}", None)
+            think, label = f"think{calls}", _thinking(calls)
+            yield StepStarted(think, None, label=label)
             result = self._generate(transcript)
             yield LLMCallFinished("react", result.usage)
             written = result.text.rstrip()
             try:
                 parsed = parse_react_step(transcript.step_text(written))
             except ReActFormatError as exc:
-                yield StepFinished(f"think{calls}", time.perf_counter() - started, error=str(exc))
+                yield StepFinished(
+                    think, time.perf_counter() - started, error=str(exc), label=label
+                )
                 transcript.add(written, f"Invalid format: {exc}.")
                 continue
             yield StepFinished(
-                f"think{calls}", time.perf_counter() - started, output={"text": written.strip()}
+                think,
+                time.perf_counter() - started,
+                output={"text": written.strip()},
+                label=label,
             )
             if not isinstance(parsed, ReActAction):
                 answer = parsed.answer
@@ -231,14 +244,16 @@ class ReActAgent(BaseComponent):
                 tool_choice="docsearch" if first else "auto",
             )
             started = time.perf_counter()
-            yield StepStarted(f"think{calls}", None)
+            think, label = f"think{calls}", _thinking(calls)
+            yield StepStarted(think, None, label=label)
             result = self.llm.run(messages, options)
             yield LLMCallFinished("react", result.usage)
             requested = [{"tool": c.name, "arguments": c.arguments} for c in result.tool_calls]
             yield StepFinished(
-                f"think{calls}",
+                think,
                 time.perf_counter() - started,
                 output={"text": result.text.strip(), "tool_calls": requested},
+                label=label,
             )
             if not result.tool_calls:
                 answer = result.text.strip()
@@ -268,7 +283,7 @@ class ReActAgent(BaseComponent):
     ) -> Generator[Event, None, str]:
         """The model's answer when it is made to stop; empty if it wrote none."""
         started = time.perf_counter()
-        yield StepStarted("final", {"reason": reason})
+        yield StepStarted("final", {"reason": reason}, label=FINAL_LABEL)
         # The loop kept room for this call: the transcript always fits.
         result = self._generate(transcript, final=True)
         yield LLMCallFinished("react-final", result.usage)
@@ -276,7 +291,9 @@ class ReActAgent(BaseComponent):
         if not transcript.open_turn:  # a new turn may start over with "Thought: ..."
             found = found.split("Final Answer:", 1)[-1] if "Final Answer:" in found else ""
         found = found.strip()
-        yield StepFinished("final", time.perf_counter() - started, output={"text": found})
+        yield StepFinished(
+            "final", time.perf_counter() - started, output={"text": found}, label=FINAL_LABEL
+        )
         return found
 
     def _finish(self, question: str, answer: str, preface: str) -> Iterator[Event]:

@@ -8,7 +8,7 @@ from collections.abc import Generator, Iterator
 from theflow import Param
 
 from ragloom.agents.evidence import EvidenceLedger
-from ragloom.agents.rewoo.plan import Plan, merge_duplicate_steps
+from ragloom.agents.rewoo.plan import Plan, PlanStep, merge_duplicate_steps
 from ragloom.agents.rewoo.planner import PlanningFailed, ReWOOPlanner
 from ragloom.agents.rewoo.solver import ReWOOSolver
 from ragloom.agents.rewoo.worker import PlanWorker, StepOutcome
@@ -21,11 +21,22 @@ from ragloom.events import (
     Event,
     LLMCallFinished,
     PlanCreated,
+    PlanItem,
     StepFinished,
     StepStarted,
 )
 
 __all__ = ["ReWOOAgent"]
+
+WORK_LABEL = "Running the plan"
+
+
+def _step_name(step: PlanStep) -> str:
+    return f"E{step.id}:{step.tool}"
+
+
+def _step_label(step: PlanStep) -> str:
+    return f"Running #E{step.id} ({step.tool})"
 
 
 class ReWOOAgent(BaseComponent):
@@ -56,13 +67,13 @@ class ReWOOAgent(BaseComponent):
         plan = merge_duplicate_steps(planning.plan)
         yield PlanCreated(
             steps=[
-                {
-                    "id": f"E{step.id}",
-                    "plan": step.description,
-                    "tool": step.tool,
-                    "input": step.tool_input,
-                    "depends_on": [f"E{n}" for n in sorted(step.depends_on)],
-                }
+                PlanItem(
+                    id=f"E{step.id}",
+                    text=step.description,
+                    tool=step.tool,
+                    input=step.tool_input,
+                    depends_on=tuple(f"E{n}" for n in sorted(step.depends_on)),
+                )
                 for step in plan.steps
             ],
             raw=plan.raw,
@@ -75,24 +86,33 @@ class ReWOOAgent(BaseComponent):
         worker = PlanWorker(self.tools, timeout=self.tool_timeout, retries=self.tool_retries)
         outcomes: list[StepOutcome] = []
         started = time.perf_counter()
-        yield StepStarted("work", {"steps": len(plan.steps)})
+        yield StepStarted("work", {"steps": len(plan.steps)}, label=WORK_LABEL)
         for kind, item in worker.run(plan):
             if kind == "started":
-                step = item
-                yield StepStarted(f"E{step.id}:{step.tool}", {"input": step.tool_input})
+                assert isinstance(item, PlanStep)
+                yield StepStarted(
+                    _step_name(item), {"input": item.tool_input}, label=_step_label(item)
+                )
                 continue
             assert isinstance(item, StepOutcome)
             outcomes.append(item)
-            name = f"E{item.step.id}:{item.step.tool}"
             record = call_record(item.tool_input, item.result, item.attempts)
             error = None
             if not item.result.ok:
                 error = f"{record['error']['code']}: {record['error']['message']}"
-            yield StepFinished(name, item.seconds, output=record, error=error)
+            yield StepFinished(
+                _step_name(item.step),
+                item.seconds,
+                output=record,
+                error=error,
+                label=_step_label(item.step),
+            )
             if item.result.usage is not None:
                 yield LLMCallFinished(f"tool:{item.step.tool}", item.result.usage)
         failed = sum(not outcome.result.ok for outcome in outcomes)
-        yield StepFinished("work", time.perf_counter() - started, output={"failed": failed})
+        yield StepFinished(
+            "work", time.perf_counter() - started, output={"failed": failed}, label=WORK_LABEL
+        )
         return outcomes
 
     def run(self, question: str) -> list[Event]:

@@ -65,6 +65,8 @@ REPAIR_PROMPT = (
     "This plan cannot run: {problems}. Write the whole plan again, corrected, in the same format."
 )
 
+PLAN_LABEL = "Planning the tool calls"
+
 
 class PlanningFailed(Exception):
     """The planner wrote no runnable plan, even after its repair attempt."""
@@ -222,7 +224,9 @@ class ReWOOPlanner(BaseComponent):
         Raises :class:`PlanningFailed` when the repaired plan is still invalid.
         """
         started = time.perf_counter()
-        yield StepStarted("plan", {"question": question, "tools": [t.name for t in self.tools]})
+        yield StepStarted(
+            "plan", {"question": question, "tools": [t.name for t in self.tools]}, label=PLAN_LABEL
+        )
         messages = self.messages(question)
         names = [t.name for t in self.tools]
         result = self.llm.run(messages, self.options())
@@ -230,7 +234,9 @@ class ReWOOPlanner(BaseComponent):
         plan = self.parse(result.text)
         try:
             validate_plan(plan, names, self.max_steps, self._first_tool())
-            yield StepFinished("plan", time.perf_counter() - started, output={"repaired": False})
+            yield StepFinished(
+                "plan", time.perf_counter() - started, output={"repaired": False}, label=PLAN_LABEL
+            )
             return PlanningOutcome(plan, repaired=False, first_problems=[])
         except PlanValidationError as first:
             first_error = first
@@ -245,12 +251,15 @@ class ReWOOPlanner(BaseComponent):
         try:
             validate_plan(plan, names, self.max_steps, self._first_tool())
         except PlanValidationError as second:
-            yield StepFinished("plan", time.perf_counter() - started, error=str(second))
+            yield StepFinished(
+                "plan", time.perf_counter() - started, error=str(second), label=PLAN_LABEL
+            )
             raise PlanningFailed(second) from None
         yield StepFinished(
             "plan",
             time.perf_counter() - started,
             output={"repaired": True, "first_problems": first_error.problems},
+            label=PLAN_LABEL,
         )
         return PlanningOutcome(plan, repaired=True, first_problems=first_error.problems)
 
