@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragloom_app.errors import UserFacingError
@@ -30,6 +30,7 @@ __all__ = [
     "IndexSettingsError",
     "check_index_names",
     "index_request_values",
+    "index_settings_from_options",
     "moved_mode_settings",
     "parse_index_setting",
     "resolve_values",
@@ -146,6 +147,16 @@ def parse_index_setting(text: str) -> tuple[str, str, str]:
             f"got {text!r}"
         )
     return index.strip(), key.strip(), value.strip()
+
+
+def index_settings_from_options(options: Sequence[str]) -> dict[str, dict[str, str]]:
+    """``index_settings`` from ``INDEX:KEY=VALUE`` options (``ragloom ask --index-setting``);
+    the values stay text until the index's specs type them."""
+    settings: dict[str, dict[str, str]] = {}
+    for option in options:
+        index, key, value = parse_index_setting(option)
+        settings.setdefault(index, {})[key] = value
+    return settings
 
 
 def check_index_names(given: Mapping[str, Any], names: list[str]) -> None:
