@@ -88,8 +88,8 @@ def build_ui(app: BaseApp) -> gr.Blocks:
     with gr.Blocks(title="Ragloom", analytics_enabled=False, delete_cache=(3600, 86400)) as demo:
         gr.HTML(_HEADER)
         with gr.Tabs(elem_id="tabs"):
-            with gr.Tab("Chat", id="chat", elem_id="tab-chat"):
-                chat = build_chat_tab(demo, page)
+            with gr.Tab("Chat", id="chat", elem_id="tab-chat") as chat_tab:
+                chat = build_chat_tab(demo, page, chat_tab)
             with gr.Tab("Files", id="files", elem_id="tab-files"):
                 build_files_tab(demo, app, chat.file_filter)
             with gr.Tab("Plugins", id="plugins", elem_id="tab-plugins"):
