@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import gradio as gr
 
@@ -84,7 +84,9 @@ def build_index_settings(app: BaseApp, triggers: list[Any]) -> IndexSettingsPane
         form = build_settings_form(specs, None, "index-setting", every_owner=True)
         for (index, key), component in zip(form.keys, form.components, strict=True):
             spec = form.specs[index][key]
-            component.input(
+            # Every input setting_component makes has an `input` event (the user's own
+            # changes, never the render's); the base class does not declare it.
+            cast(Any, component).input(
                 lambda state, value, index=index, key=key, spec=spec: remember(
                     state, index, key, spec, value
                 ),
