@@ -90,7 +90,7 @@ def test_a_second_index_searched_alone_then_deleted(
     _pick(page, "file-filter", f"{INDEX} / zorblax.md")
     page.keyboard.press("Escape")
     page.locator("#search-settings").get_by_text("Search settings").click()
-    _pick(page, "setting-fullqa-retrieval_mode", "Full-text")
+    _pick(page, "index-setting-team-notes-retrieval_mode", "Full-text")
     page.locator("#question textarea").fill(QUESTION)
     page.locator("#send").click()
     bot = page.locator("#chatbot [data-testid=bot]").last

@@ -116,6 +116,25 @@ def test_ask_rewoo_json_shows_the_plan_each_tool_call_and_usage(data_dir: Path) 
     assert [c["source"] for c in record["citations"]] == ["reactor.md"]
 
 
+def test_ask_searches_each_index_as_its_index_settings_say(data_dir: Path) -> None:
+    question = "At what temperature does the Zorblax reactor run?"
+    option = "My files:retrieval_mode=fulltext"
+    run = ragloom(data_dir, "ask", question, "--index-setting", option, "--json")
+    assert run.returncode == 0, run.stderr
+    record = json.loads(run.stdout)
+    assert record["citations"] and all(
+        set(c["found_by"]) == {"fulltext"} for c in record["citations"]
+    )
+
+
+def test_an_index_setting_it_does_not_allow_is_a_clear_error(data_dir: Path) -> None:
+    run = ragloom(data_dir, "ask", "Anything?", "--index-setting", "My files:mmr_lambda=7")
+    assert run.returncode == 2
+    assert "index 'My files': mmr_lambda must be between 0.0 and 1.0, got 7.0" in run.stderr
+    run = ragloom(data_dir, "ask", "Anything?", "--index-setting", "My files=7")
+    assert run.returncode == 2 and "an index setting is INDEX:KEY=VALUE" in run.stderr
+
+
 def test_unknown_mode_is_a_clear_error(data_dir: Path) -> None:
     run = ragloom(data_dir, "ask", "Anything?", "--mode", "telepathy")
     assert run.returncode == 2

@@ -28,6 +28,7 @@ from ragloom_app.plugins import hookimpl
 from ragloom_app.plugins.manager import create_plugin_manager
 from ragloom_app.settings import AppSettings
 from ragloom_app.testing import StaticRetriever
+from ragloom_app.ui.index_settings import index_specs
 from ragloom_app.ui.indices_panel import IndexAdminHandlers
 from ragloom_app.ui.plugins_tab import plugins_page_html
 
@@ -42,7 +43,13 @@ REFERENCE = re.compile(r"log reference ([0-9a-f]{8})")
 class PluginIndex(BaseIndex):
     """A plugin's index type; ``failure`` says where it breaks (class-wide, per test)."""
 
-    failure: str | None = None  # "start", "retrievers" or "search"
+    failure: str | None = None  # "start", "settings", "retrievers" or "search"
+
+    @classmethod
+    def get_user_settings(cls) -> dict[str, dict[str, Any]]:
+        if cls.failure == "settings":
+            raise RuntimeError(f"no settings in {SECRET}")
+        return {}
 
     def on_start(self) -> None:
         if type(self).failure == "start":
@@ -142,7 +149,7 @@ def test_index_list_names_an_index_left_out_and_why(
     assert listed["Plugin notes"]["unavailable"].startswith("Starting the index")
 
 
-@pytest.mark.parametrize("failure", ["retrievers", "search"])
+@pytest.mark.parametrize("failure", ["settings", "retrievers", "search"])
 def test_an_index_whose_retrievers_fail_is_left_out_of_the_answer(
     data_dir: Path, failure: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -170,3 +177,10 @@ def test_without_failures_the_plugin_index_is_searched(data_dir: Path) -> None:
     assert {c["source"] for c in record["citations"]} <= {"reactor.md", "sample.md"}
     retrieve = next(s for s in record["steps"] if s["step"] == "retrieve" and "output" in s)
     assert "sample.md" in {hit["source"] for hit in retrieve["output"]}
+
+
+def test_the_chat_shows_the_other_indices_settings_when_one_types_settings_fail(
+    data_dir: Path,
+) -> None:
+    PluginIndex.failure = "settings"
+    assert list(index_specs(_start(data_dir))) == ["My files"]

@@ -76,6 +76,14 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("question")
     ask.add_argument("--mode", help="reasoning mode id (see `ragloom modes`)")
     ask.add_argument("--index", action="append", help="only this index (repeatable)")
+    ask.add_argument(
+        "--index-setting",
+        action="append",
+        default=[],
+        metavar="INDEX:KEY=VALUE",
+        help="how one index searches, e.g. 'My files:retrieval_mode=vector' (repeatable; "
+        "see docs/indices.md)",
+    )
     ask.add_argument("--json", action="store_true", help="print one JSON object")
 
     commands.add_parser("modes", help="list the reasoning modes")
@@ -237,12 +245,17 @@ def _cmd_index_check(app: Any, args: argparse.Namespace) -> int:
 
 def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
     from ragloom.events import AnswerDelta, AnswerRecord, AnswerRevised
+    from ragloom_app.index.settings import index_settings_from_options
     from ragloom_app.pages.chat import AnswerFinished, ChatPage
     from ragloom_app.terminal import terminal_text
 
     record: AnswerRecord | None = None
     revised = False
-    for event in ChatPage(app).ask(args.question, mode=args.mode, indices=args.index):
+    index_settings = index_settings_from_options(args.index_setting)
+    events = ChatPage(app).ask(
+        args.question, mode=args.mode, indices=args.index, index_settings=index_settings
+    )
+    for event in events:
         if isinstance(event, AnswerFinished):
             record = event.record
         elif isinstance(event, AnswerRevised):

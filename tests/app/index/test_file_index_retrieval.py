@@ -73,16 +73,16 @@ def test_retrieval_mode_picks_the_retriever_and_found_by_says_which(
 
 
 def test_the_modes_offered_to_users_are_the_ones_the_index_knows() -> None:
-    spec = FullQAReasoning.get_user_settings()["retrieval_mode"]
+    # The search settings are the index's own (issue 15), no longer FullQA's.
+    spec = FileIndex.get_user_settings()["retrieval_mode"]
     assert [value for _, value in spec["choices"]] == list(RETRIEVAL_MODES)
-    assert FullQAReasoning.resolve_settings({}) == {
-        "top_k": 3,
-        "focus_sentences": 4,
+    assert FileIndex.resolve_settings({}) == {
         "retrieval_mode": "hybrid",
         "mmr": False,
         "mmr_lambda": 0.5,
         "rerank": False,
     }
+    assert FullQAReasoning.resolve_settings({}) == {"top_k": 3, "focus_sentences": 4}
 
 
 def test_unknown_mode_is_refused(index: FileIndex) -> None:

@@ -6,11 +6,21 @@ well the model writes); retrieval runs on the real embedding model, Chroma and B
 
 from __future__ import annotations
 
+import logging
+import re
+
 import pytest
 
 from ragloom.events import CitationsFound
-from ragloom.retrieval import LLMReranker, RerankingRetriever
+from ragloom.retrieval import (
+    FullTextRetriever,
+    HybridRetriever,
+    LLMReranker,
+    RerankingRetriever,
+    VectorRetriever,
+)
 from ragloom_app.app import BaseApp
+from ragloom_app.index.settings import IndexSettingsError
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.reasoning.base import ReasoningState
 from ragloom_app.reasoning.fullqa import FullQAReasoning
@@ -101,3 +111,67 @@ def test_the_requests_llm_reaches_the_reranker(app: BaseApp) -> None:
     assert isinstance(reranker, LLMReranker) and reranker.llm is judge
     assert retriever(QUESTION)  # the only candidate was judged "no": kept as the fallback
     assert len(judge.prompts) == 1
+
+
+def test_each_index_searches_as_its_own_settings_say(app: BaseApp) -> None:
+    page = ChatPage(app)
+    state = ReasoningState(llm=ScriptedLLM())
+    pipeline = page.create_pipeline(
+        None, {}, state, index_settings={"Second": {"retrieval_mode": "fulltext"}}
+    )
+    assert isinstance(pipeline, FullQAReasoning)
+    assert [type(r) for r in pipeline.retrievers] == [HybridRetriever, FullTextRetriever]
+    # The agent modes get them too: docsearch searches through the same retrievers.
+    react = page.create_pipeline(
+        "react", {}, state, index_settings={"My files": {"retrieval_mode": "vector"}}
+    )
+    docsearch = react.agent.tools["docsearch"]
+    assert [type(r) for r in docsearch.retrievers] == [VectorRetriever, HybridRetriever]
+
+
+def test_an_answer_uses_the_index_settings_of_the_request(app: BaseApp) -> None:
+    _llm(app, ANSWER)
+    events = list(
+        ChatPage(app).ask(
+            QUESTION, indices=["Second"], index_settings={"Second": {"retrieval_mode": "fulltext"}}
+        )
+    )
+    (citations,) = [e.citations for e in events if isinstance(e, CitationsFound)]
+    assert [set(c.found_by) for c in citations] == [{"fulltext"}]
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ({"Second": {"retrieval_mode": "telepathy"}}, "index 'Second': retrieval_mode must be one"),
+        ({"Second": {"mmr_lambda": 2}}, "index 'Second': mmr_lambda must be between 0.0 and 1.0"),
+        ({"Second": {"rerankk": True}}, "index 'Second': no such setting: rerankk"),
+        ({"Elsewhere": {"mmr": True}}, "settings for no such index: 'Elsewhere'"),
+    ],
+)
+def test_index_settings_it_does_not_allow_are_refused_before_anything_is_saved(
+    app: BaseApp, given: dict, words: str
+) -> None:
+    page = ChatPage(app)
+    conversation = page.conversations.create()
+    with pytest.raises(IndexSettingsError, match=re.escape(words)):
+        list(page.ask(QUESTION, conversation_id=conversation, index_settings=given))
+    assert page.conversations.messages(conversation) == []
+
+
+def test_a_mode_setting_that_moved_to_the_indices_still_reaches_them(
+    app: BaseApp, caplog: pytest.LogCaptureFixture
+) -> None:
+    page = ChatPage(app)
+    state = ReasoningState(llm=ScriptedLLM())
+    with caplog.at_level(logging.WARNING, logger="ragloom_app.index.settings"):
+        pipeline = page.create_pipeline(
+            None,
+            {"retrieval_mode": "vector"},
+            state,
+            index_settings={"Second": {"retrieval_mode": "fulltext"}},
+        )
+    # The index's own setting wins over the old mode-level one.
+    assert [type(r) for r in pipeline.retrievers] == [VectorRetriever, FullTextRetriever]
+    assert "the mode settings retrieval_mode belong to the indices now" in caplog.text
+    assert "--index-setting" in caplog.text

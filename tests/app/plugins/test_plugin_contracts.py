@@ -104,6 +104,48 @@ def test_the_file_index_meets_the_index_contract(tmp_path: Path) -> None:
     assert hit.chunk.source_name == "zorblax_reactor.md"
 
 
+class _BadSearchSettings(FileIndex):
+    """Declares a search setting whose default is not among its choices."""
+
+    @classmethod
+    def get_user_settings(cls) -> dict[str, dict[str, Any]]:
+        return {"how": {"name": "How", "value": "x", "component": "dropdown", "choices": ["a"]}}
+
+
+class _FailsOnVector(FileIndex):
+    """Offers a retrieval mode it cannot search with."""
+
+    def get_retriever_pipelines(self, settings: Any, selected: Any = None) -> list[Any]:
+        if settings["retrieval_mode"] == "vector":
+            raise RuntimeError("no vectors here")
+        return super().get_retriever_pipelines(settings, selected)
+
+
+class _TakesAnything(FileIndex):
+    """Lets any key through: a typo would pass silently."""
+
+    @classmethod
+    def resolve_settings(cls, given: Any = None) -> dict[str, Any]:
+        return {**super().resolve_settings({}), **(given or {})}
+
+
+@pytest.mark.parametrize(
+    ("cls", "message"),
+    [
+        (_BadSearchSettings, r"get_user_settings\(\)\['how'\]: the default 'x' is not among"),
+        (_FailsOnVector, r"with the settings \{'retrieval_mode': 'vector'\} raised"),
+        (_TakesAnything, r"must refuse an unknown key"),
+    ],
+)
+def test_an_index_types_search_settings_are_checked(
+    tmp_path: Path, cls: type[FileIndex], message: str
+) -> None:
+    sample = tmp_path / "zorblax_reactor.md"
+    sample.write_text("The Zorblax reactor runs at 451 kelvin.\n")
+    with pytest.raises(AssertionError, match=message):
+        check_index_type(cls, [sample])
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [

@@ -11,6 +11,7 @@ from ragloom_app.pages.chat import ChatPage
 from ragloom_app.reasoning.fullqa import FullQAReasoning
 from ragloom_app.settings import AppSettings
 from ragloom_app.ui.chat_tab import ChatHandlers
+from ragloom_app.ui.index_settings import index_specs, remember, sent
 from ragloom_app.ui.settings_form import build_settings_form, coerce_value
 
 SPECS = {
@@ -57,7 +58,8 @@ def test_the_chat_sends_the_selected_modes_settings(tmp_path: Path) -> None:
     with gr.Blocks():
         handlers.settings_form = build_settings_form(handlers.mode_settings(), "fullqa", "s")
     specs = handlers.mode_settings()
-    given = {"top_k": 2.0, "retrieval_mode": "fulltext", "mmr": True}
+    # (The search settings are each index's own now: test_index_settings_reach_the_request.)
+    given = {"top_k": 2.0, "focus_sentences": 0}
     # One value per component of every mode's form; only FullQA's are changed.
     values = tuple(
         given.get(key, specs[owner][key]["value"])
@@ -68,3 +70,26 @@ def test_the_chat_sends_the_selected_modes_settings(tmp_path: Path) -> None:
     settings = handlers.request_settings("fullqa", values)
     assert settings == {**FullQAReasoning.resolve_settings({}), **given, "top_k": 2}
     assert isinstance(settings["top_k"], int)
+
+
+def test_every_owners_group_shows_under_its_name_with_values_kept_by_key() -> None:
+    with gr.Blocks():
+        form = build_settings_form({"My files.v2": SPECS["alpha"]}, None, "p", every_owner=True)
+    assert [g.visible for g in form.groups.values()] == [True]
+    assert [c.elem_id for c in form.components] == ["p-my-files-v2-k", "p-my-files-v2-on"]
+    assert [c.key for c in form.components] == ["p:My files.v2:k", "p:My files.v2:on"]
+
+
+def test_index_settings_reach_the_request(tmp_path: Path) -> None:
+    app = BaseApp(AppSettings(data_dir=tmp_path / "data")).start()
+    app.indices.create("Second", "ragloom_app.index.file.FileIndex")
+    specs = index_specs(app)
+    assert list(specs) == ["My files", "Second"]
+    assert list(specs["Second"]) == ["retrieval_mode", "mmr", "mmr_lambda", "rerank"]
+    values = remember({}, "Second", "mmr_lambda", specs["Second"]["mmr_lambda"], 1)
+    values = remember(values, "Second", "mmr", specs["Second"]["mmr"], True)
+    values = remember(values, "Gone", "mmr", specs["Second"]["mmr"], True)
+    assert values["Second"] == {"mmr_lambda": 1.0, "mmr": True}
+    assert isinstance(values["Second"]["mmr_lambda"], float)
+    # An index deleted since its settings were changed is forgotten, not an error.
+    assert sent(app, values) == {"Second": {"mmr_lambda": 1.0, "mmr": True}}

@@ -20,6 +20,8 @@ from ragloom.loaders import FileReader, default_readers
 from ragloom.loaders.archive import ZipLimits
 from ragloom.retrieval import Retriever
 from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS
+from ragloom_app.index.settings import resolve_values
+from ragloom_app.reasoning.base import SettingSpec
 
 __all__ = [
     "BaseIndex",
@@ -201,6 +203,21 @@ class BaseIndex:
             raise ValueError(f"unknown index settings: {', '.join(unknown)}")
         return dict(config)
 
+    @classmethod
+    def get_user_settings(cls) -> dict[str, SettingSpec]:
+        """The settings a user may change for one request, keyed by setting id (e.g. how
+        to search); same specs as a reasoning mode's. The chat shows them per index, for
+        every mode; :meth:`get_retriever_pipelines` gets their values."""
+        return {}
+
+    @classmethod
+    def resolve_settings(cls, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The defaults of :meth:`get_user_settings` with the given values on top, each
+        checked against its spec and typed; raises
+        :class:`~ragloom_app.index.settings.IndexSettingsError` for a key the type does not
+        declare or a value its spec does not allow."""
+        return resolve_values(cls.get_user_settings(), given or {})
+
     def on_create(self) -> None:
         """Called once when the index is created."""
 
@@ -228,7 +245,12 @@ class BaseIndex:
     def get_retriever_pipelines(
         self, settings: Mapping[str, Any], selected: Collection[str] | None = None
     ) -> list[Retriever]:
-        """Retrievers over this index, limited to the ``selected`` source ids if given."""
+        """Retrievers over this index, limited to the ``selected`` source ids if given.
+
+        ``settings`` holds the values of :meth:`get_user_settings` (resolved by the chat
+        page) and what the request decides (:data:`~ragloom_app.index.settings.REQUEST_KEYS`:
+        ``llm``, ``top_k``).
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement get_retriever_pipelines()")
 
     def check(self, repair: bool = False) -> CheckReport:

@@ -24,6 +24,12 @@ from ragloom.schema import RetrievedChunk
 from ragloom_app.app import BaseApp
 from ragloom_app.conversations import ConversationStore
 from ragloom_app.errors import UserFacingError, scrub, user_error
+from ragloom_app.index.settings import (
+    IndexSettingsError,
+    check_index_names,
+    index_request_values,
+    moved_mode_settings,
+)
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
 
 __all__ = [
@@ -114,14 +120,22 @@ class ChatPage:
         indices: Collection[str] | None = None,
         selected_sources: Mapping[str, Collection[str]] | None = None,
         left_out: list[LeftOut] | None = None,
+        *,
+        index_settings: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> BaseReasoning:
         """The selected reasoning class, given the retrievers of every index.
 
         ``indices`` limits retrieval to the named indices; ``selected_sources`` maps an
         index name to the source ids the user picked in it (an index left out of the
         mapping is searched whole; one mapped to no source is not searched at all).
-        The indices get the mode's settings plus ``llm``, the request's model, for
-        settings such as reranking that need one.
+
+        ``index_settings`` maps an index name to its own settings for this request (its
+        type's ``get_user_settings``); each index gets them resolved, plus ``llm``, the
+        request's model (for reranking), and the mode's ``top_k``. A value an index does
+        not allow, or settings for no such index, raise :class:`IndexSettingsError`. A
+        mode setting the mode does not declare but an index does (``retrieval_mode``,
+        ``mmr``, ``mmr_lambda``, ``rerank``: FullQA's until they moved to the file index)
+        still reaches that index, with a warning in the log.
 
         An index whose ``get_retriever_pipelines`` raises is left out (unless every index
         does: then the first error is raised). Given a ``left_out`` list, each index left
@@ -130,7 +144,10 @@ class ChatPage:
         cls = self.reasoning_class(mode)
         values = cls.resolve_settings(settings)
         state = state or self.app.reasoning_state()
-        index_settings = {**values, "llm": state.llm}
+        given = index_settings or {}
+        check_index_names(given, [index.name for index in self.app.indices.indices])
+        moved = moved_mode_settings(cls.get_user_settings(), settings)
+        request = {"top_k": values["top_k"]} if "top_k" in values else {}
         retrievers: list[Retriever] = []
         failures: list[Exception] = []
         for index in self.app.indices.indices:
@@ -140,7 +157,10 @@ class ChatPage:
             if chosen is not None and not chosen:
                 continue
             try:
-                found = index.get_retriever_pipelines(index_settings, chosen)
+                own = index_request_values(type(index), index.name, given.get(index.name), moved)
+                found = index.get_retriever_pipelines({**request, **own, "llm": state.llm}, chosen)
+            except IndexSettingsError:
+                raise  # the request's own mistake: refused, not an index left out
             except Exception as exc:
                 failure = user_error(exc, f"Searching the index {index.name!r}", log=logger)
                 failures.append(exc)
@@ -175,15 +195,17 @@ class ChatPage:
         conversation_id: str | None = None,
         indices: Collection[str] | None = None,
         selected_sources: Mapping[str, Collection[str]] | None = None,
+        index_settings: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Iterator[Event | AnswerFinished]:
         """Answer ``question``, streaming events; saves both turns to the conversation.
 
-        ``indices`` and ``selected_sources`` limit the search as in
-        :meth:`create_pipeline`. The last item is :class:`AnswerFinished` with the
-        :class:`~ragloom.events.AnswerRecord` (whose ``to_dict()`` ``ask --json`` prints).
-        A question past ``MAX_QUESTION_CHARS``, an unknown mode or an LLM the user may not
-        choose raise before anything is saved; an answer past ``ANSWER_DEADLINE_SECONDS``
-        stops and says it was cut short.
+        ``indices`` and ``selected_sources`` limit the search, and ``index_settings``
+        set how each index searches, as in :meth:`create_pipeline`. The last item is
+        :class:`AnswerFinished` with the :class:`~ragloom.events.AnswerRecord` (whose
+        ``to_dict()`` ``ask --json`` prints). A question past ``MAX_QUESTION_CHARS``, an
+        unknown mode, settings an index refuses or an LLM the user may not choose raise
+        before anything is saved; an answer past ``ANSWER_DEADLINE_SECONDS`` stops and says
+        it was cut short.
         """
         self.check_question(question)
         mode_id = mode or self.app.settings.default_reasoning
@@ -198,7 +220,13 @@ class ChatPage:
         state = self.app.reasoning_state(conversation_id=conversation_id, history=history)
         left_out: list[LeftOut] = []
         pipeline = self.create_pipeline(
-            mode_id, settings, state, indices, selected_sources, left_out
+            mode_id,
+            settings,
+            state,
+            indices,
+            selected_sources,
+            left_out,
+            index_settings=index_settings,
         )
         if conversation_id:
             self.conversations.add_message(conversation_id, "user", question)

@@ -47,36 +47,6 @@ class FullQAReasoning(BaseReasoning):
             },
             # Measured: as accurate as whole passages, with a third of the tokens.
             "focus_sentences": focus_setting(4),
-            "retrieval_mode": {
-                "name": "Search",
-                "value": "hybrid",
-                "component": "dropdown",
-                "choices": [("Hybrid", "hybrid"), ("Vector", "vector"), ("Full-text", "fulltext")],
-                "info": "Vector search matches meaning, full-text (BM25) matches words; "
-                "hybrid fuses both rankings and finds the most.",
-            },
-            "mmr": {
-                "name": "Diverse passages (MMR)",
-                "value": False,
-                "component": "checkbox",
-                "info": "Prefer passages that do not repeat each other.",
-            },
-            "mmr_lambda": {
-                "name": "MMR relevance weight (λ)",
-                "value": 0.5,
-                "component": "number",
-                "minimum": 0.0,
-                "maximum": 1.0,
-                "step": 0.1,
-                "info": "1: relevance only; 0: diversity only.",
-            },
-            "rerank": {
-                "name": "Check each passage with the LLM",
-                "value": False,
-                "component": "checkbox",
-                "info": "One LLM call per passage keeps only relevant ones: slow and weak "
-                "with the small default model.",
-            },
         }
 
     @classmethod

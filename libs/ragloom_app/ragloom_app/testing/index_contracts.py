@@ -21,7 +21,7 @@ from ragloom_app.db.engine import create_db_engine
 from ragloom_app.index.base import BaseIndex, CheckReport, FileOutcome, IndexResources
 from ragloom_app.index.manager import IndexManager
 from ragloom_app.testing.contracts import check_settings_schema, fail_contract
-from ragloom_app.testing.fakes import HashEmbeddings
+from ragloom_app.testing.fakes import HashEmbeddings, ReplayLLM
 
 __all__ = ["check_index_type", "check_reader", "create_hash_index"]
 
@@ -138,6 +138,55 @@ def create_hash_index(
     return manager, index
 
 
+def _check_user_settings(owner: str, cls: type[BaseIndex]) -> None:
+    """The runtime settings' specs, and their defaults as :meth:`resolve_settings` gives."""
+    specs = cls.get_user_settings()
+    check_settings_schema(specs, f"{owner}.get_user_settings()")
+    defaults = {key: spec["value"] for key, spec in specs.items()}
+    try:
+        resolved = cls.resolve_settings({})
+    except Exception as exc:
+        fail_contract(owner, f"resolve_settings({{}}) raised {type(exc).__name__}: {exc}")
+    if resolved != defaults:
+        fail_contract(owner, f"resolve_settings({{}}) gave {resolved}, not the defaults")
+    try:
+        cls.resolve_settings({"no_such_setting_": 1})
+    except ValueError:
+        return
+    fail_contract(owner, "resolve_settings() must refuse an unknown key with a ValueError")
+
+
+def _setting_variants(specs: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One request's settings per value other than a default: each other choice of a
+    single-choice setting, each checkbox flipped."""
+    variants: list[dict[str, Any]] = []
+    for key, spec in specs.items():
+        if spec.get("component") == "checkbox":
+            variants.append({key: not spec["value"]})
+        elif spec.get("component") in ("dropdown", "radio") and not spec.get("multiselect"):
+            values = [c[1] if isinstance(c, tuple | list) else c for c in spec["choices"]]
+            variants.extend({key: value} for value in values if value != spec["value"])
+    return variants
+
+
+def _search(
+    owner: str, index: BaseIndex, given: Mapping[str, Any], question: str
+) -> list[RetrievedChunk]:
+    """Search ``index`` with the user settings ``given``, as the chat page asks it."""
+    where = f"with the settings {dict(given)}" if given else "with the default settings"
+    settings = {**type(index).resolve_settings(given), "top_k": 3, "llm": ReplayLLM()}
+    try:
+        retrievers = index.get_retriever_pipelines(settings)
+    except Exception as exc:
+        fail_contract(owner, f"get_retriever_pipelines() {where} raised {exc!r}")
+    if not retrievers or not all(isinstance(r, Retriever) for r in retrievers):
+        fail_contract(owner, "get_retriever_pipelines() must return a list of Retriever")
+    found = [hit for retriever in retrievers for hit in retriever(question, top_k=3)]
+    if not found or not all(isinstance(hit, RetrievedChunk) for hit in found):
+        fail_contract(owner, f"searching for {question!r} {where} found no RetrievedChunk")
+    return found
+
+
 def check_index_type(
     cls: type[BaseIndex],
     sample_files: Sequence[str | Path],
@@ -148,13 +197,17 @@ def check_index_type(
     """Create an index of this type in a temporary folder, index, search, check, delete.
 
     Every sample file must be indexed; ``query`` (default: a word of the first sample's
-    name) must find something. Uses :class:`HashEmbeddings`. Returns what it found.
+    name) must find something, with the defaults of the type's ``get_user_settings`` and
+    with each other value of them (each other choice; each checkbox flipped), one at a
+    time, as a request gives them (resolved, plus ``llm`` and ``top_k``). Uses
+    :class:`HashEmbeddings` and a :class:`ReplayLLM`. Returns what the defaults found.
     """
     owner = getattr(cls, "__qualname__", repr(cls))
     if not (isinstance(cls, type) and issubclass(cls, BaseIndex)):
         fail_contract(owner, "is not a BaseIndex subclass")
     readers = dict(readers or default_readers())
     check_settings_schema(cls.admin_settings_for(readers), f"{owner}.admin_settings_for()")
+    _check_user_settings(owner, cls)
     with tempfile.TemporaryDirectory() as folder:
         manager, index = create_hash_index(cls, Path(folder), readers=readers)
         outcomes = index.get_indexing_pipeline({}).run([Path(p) for p in sample_files])
@@ -165,13 +218,10 @@ def check_index_type(
             fail_contract(owner, f"not every sample was indexed: {failed or outcomes}")
         if not isinstance(index.list_sources(), list):
             fail_contract(owner, "list_sources() must return a list")
-        retrievers = index.get_retriever_pipelines({"top_k": 3})
-        if not retrievers or not all(isinstance(r, Retriever) for r in retrievers):
-            fail_contract(owner, "get_retriever_pipelines() must return a list of Retriever")
         question = query or Path(sample_files[0]).stem.replace("_", " ")
-        found = [hit for retriever in retrievers for hit in retriever(question, top_k=3)]
-        if not found or not all(isinstance(hit, RetrievedChunk) for hit in found):
-            fail_contract(owner, f"searching for {question!r} found no RetrievedChunk")
+        found = _search(owner, index, {}, question)
+        for variant in _setting_variants(cls.get_user_settings()):
+            _search(owner, index, variant, question)
         if not isinstance(index.check(), CheckReport):
             fail_contract(owner, "check() must return a CheckReport")
         manager.delete(index.name)

@@ -4,13 +4,13 @@
 :class:`~ragloom_app.pages.chat.ChatPage`; :func:`build_chat_tab` lays out the components
 and wires them. Conversations live in the app database, so a reload (or a restart) finds
 them again: the most recent one opens when the page loads. The sidebar also holds the file
-filter (:mod:`ragloom_app.ui.file_filter`) and each mode's settings, built from
-``get_user_settings()`` (:mod:`ragloom_app.ui.settings_form`).
+filter (:mod:`ragloom_app.ui.file_filter`), each mode's settings and each index's search
+settings, built from their ``get_user_settings()`` (:mod:`ragloom_app.ui.settings_form`,
+:mod:`ragloom_app.ui.index_settings`).
 """
 
 from __future__ import annotations
 
-import html
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,7 +28,7 @@ from ragloom.events import (
 from ragloom_app.errors import user_error
 from ragloom_app.pages.chat import AnswerFinished, ChatPage, QuestionTooLongError
 from ragloom_app.reasoning.settings import offer_llms
-from ragloom_app.ui import file_filter, render
+from ragloom_app.ui import file_filter, index_settings, notify, render
 from ragloom_app.ui.model_text import model_html, plain_html
 from ragloom_app.ui.settings_form import SettingsForm, build_settings_form
 from ragloom_app.ui.steps import step_warning
@@ -101,7 +101,7 @@ class ChatHandlers:
         try:
             messages = self.store.messages(conversation_id)
         except Exception as exc:  # a broken database must not take the page down
-            gr.Warning(html.escape(user_error(exc, "Opening the conversation", log=logger).message))
+            notify.warn(user_error(exc, "Opening the conversation", log=logger).message)
             return gr.skip(), gr.skip(), gr.skip()
         citations = render.last_citations(messages)
         evidence = (
@@ -124,7 +124,7 @@ class ChatHandlers:
             conversations = self.store.list()
         except Exception as exc:
             failure = user_error(exc, "Reading the conversations", log=logger)
-            gr.Warning(html.escape(failure.message))
+            notify.warn(failure.message)
             return gr.skip(), [], render.EVIDENCE_PLACEHOLDER, "", filter_choices
         latest = conversations[0]["id"] if conversations else None
         selector = gr.update(choices=render.conversation_choices(conversations), value=latest)
@@ -137,22 +137,24 @@ class ChatHandlers:
         mode_id: str | None,
         conversation_id: str | None,
         files: list[str] | None = None,
+        index_values: index_settings.IndexValues | None = None,
         *setting_values: Any,
     ) -> Iterator[RespondOutput]:
         """Ask ``question`` and stream the answer into the chat as it is written.
 
-        ``files`` are the file filter's values (none: every file); ``setting_values`` the
-        values of every settings component, of which the selected mode's are used.
+        ``files`` are the file filter's values (none: every file); ``index_values`` the
+        search settings the user changed, by index; ``setting_values`` the values of every
+        settings component, of which the selected mode's are used.
         """
         question = (question or "").strip()
         if not question:
-            gr.Warning("Type a question first.")
+            notify.warn("Type a question first.")
             yield _outputs()
             return
         try:
             self.page.check_question(question)
         except QuestionTooLongError as exc:
-            gr.Warning(html.escape(f"The question was not sent: {exc}."))
+            notify.warn(f"The question was not sent: {exc}.")
             yield _outputs()
             return
         try:
@@ -180,6 +182,7 @@ class ChatHandlers:
                 settings=self.request_settings(mode_id, setting_values),
                 conversation_id=conversation_id,
                 selected_sources=file_filter.selected_sources(self.page.app, files),
+                index_settings=index_settings.sent(self.page.app, index_values),
             )
             for event in events:
                 if isinstance(event, AnswerDelta):
@@ -192,7 +195,7 @@ class ChatHandlers:
                     status = render.step_status(event)
                     yield _outputs(chat=[*history, _status(status)])
                 elif isinstance(event, StepFinished) and event.error:
-                    gr.Warning(html.escape(step_warning(event)))
+                    notify.warn(step_warning(event))
                 elif isinstance(event, CitationsFound):
                     yield _outputs(evidence=render.evidence_html(event.citations))
                 elif isinstance(event, AnswerFinished):
@@ -218,7 +221,7 @@ class ChatHandlers:
         """Outputs that show an error in the chat, in words with a log reference (the
         stack trace goes to the log), and give the inputs back."""
         failure = user_error(exc, action, log=logger)
-        gr.Warning(html.escape(failure.message))
+        notify.warn(failure.message)
         return _outputs(
             chat=[*history, {"role": "assistant", "content": plain_html(failure.apology())}],
             question=gr.update(interactive=True),
@@ -276,10 +279,13 @@ class ChatTab:
     file_filter: gr.Dropdown
     settings: SettingsForm
     handlers: ChatHandlers
+    index_search: index_settings.IndexSettingsPanel
 
 
-def build_chat_tab(demo: gr.Blocks, page: ChatPage) -> ChatTab:
-    """Lay out the Chat tab inside the current ``gr.Tab`` and wire its events."""
+def build_chat_tab(demo: gr.Blocks, page: ChatPage, tab: gr.Tab | None = None) -> ChatTab:
+    """Lay out the Chat tab inside the current ``gr.Tab`` (``tab``: its indices' settings
+    are drawn again when it is shown, after indices were created or deleted) and wire its
+    events."""
     handlers = ChatHandlers(page)
     default_mode = page.app.settings.default_reasoning
     with gr.Row(equal_height=False):
@@ -311,6 +317,9 @@ def build_chat_tab(demo: gr.Blocks, page: ChatPage) -> ChatTab:
             )
             with gr.Accordion("Search settings", open=False, elem_id="search-settings"):
                 form = build_settings_form(handlers.mode_settings(), default_mode, "setting")
+                gr.HTML('<div class="rl-setting-title">Each index</div>')
+                shown = [demo.load, *([tab.select] if tab is not None else [])]
+                per_index = index_settings.build_index_settings(page.app, shown)
             handlers.settings_form = form
         with gr.Column(scale=3, min_width=380):
             # Messages come as finished HTML (ui/model_text.py): gradio's own Markdown
@@ -345,7 +354,7 @@ def build_chat_tab(demo: gr.Blocks, page: ChatPage) -> ChatTab:
             with gr.Accordion("Steps and usage", open=False, elem_id="usage-accordion"):
                 usage = gr.HTML("", elem_id="usage")
 
-    respond_inputs = [question, mode, conversations, files, *form.components]
+    respond_inputs = [question, mode, conversations, files, per_index.values, *form.components]
     respond_outputs = [chatbot, question, evidence, usage, conversations, send]
     # One answer at a time per process: the local model serves one generation at once.
     # The button's event is the public "ask" endpoint (gradio_client); Enter is the same.
@@ -394,4 +403,5 @@ def build_chat_tab(demo: gr.Blocks, page: ChatPage) -> ChatTab:
         files,
         form,
         handlers,
+        per_index,
     )

@@ -9,7 +9,6 @@ folder) are deleted once the index has stored the files, or refused them.
 
 from __future__ import annotations
 
-import html
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ import gradio as gr
 from ragloom_app.app import BaseApp
 from ragloom_app.errors import scrub, user_error
 from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
-from ragloom_app.ui import file_filter, render
+from ragloom_app.ui import file_filter, notify, render
 from ragloom_app.ui.indices_panel import IndicesPanel, build_indices_panel
 
 __all__ = ["FilesHandlers", "FilesTab", "build_files_tab", "discard_upload_copies"]
@@ -84,7 +83,7 @@ class FilesHandlers:
             return self.app.indices.get(name)
         indices = self.app.indices.indices
         if not indices:
-            raise gr.Error("There is no index: create one with `ragloom index create NAME`.")
+            raise notify.error("There is no index: create one with `ragloom index create NAME`.")
         return indices[0]
 
     def file_list(self, index_name: str | None) -> str:
@@ -96,7 +95,7 @@ class FilesHandlers:
             raise
         except Exception as exc:
             failure = user_error(exc, "Listing the files", log=logger)
-            gr.Warning(html.escape(failure.message))
+            notify.warn(failure.message)
             return render.sources_html([])
 
     def on_load(self, current: str | None) -> tuple[Any, str]:
@@ -113,14 +112,14 @@ class FilesHandlers:
     ) -> tuple[str, str, Any]:
         """Index the uploaded files, showing per-file progress, then each file's outcome."""
         if not files:
-            gr.Warning("Choose one or more files first.")
+            notify.warn("Choose one or more files first.")
             return gr.skip(), gr.skip(), gr.skip()
         paths = [_upload_path(item) for item in files]
         names = [path.name for path in paths]
         if len(paths) > self.max_files:
             # The copies stay: the upload box still holds the files, and pressing "Index"
             # again with fewer of them must find them (gradio's cache drops them in a day).
-            raise gr.Error(
+            raise notify.error(
                 f"Too many files in one upload: {len(paths)}. The limit is {self.max_files} "
                 "files (MAX_FILES_PER_UPLOAD): add them in smaller batches, or a whole folder "
                 "with `ragloom index add FOLDER`."
@@ -128,7 +127,7 @@ class FilesHandlers:
         try:
             index = self._index(index_name)
         except KeyError as exc:  # the index was deleted since the page loaded
-            raise gr.Error(html.escape(scrub(str(exc)))) from exc
+            raise notify.error(scrub(str(exc))) from exc
         # Building the pipeline loads the embedding model on first use: say so.
         progress(0.0, desc="Preparing the index…")
         outcomes: list[FileOutcome] = []
@@ -142,13 +141,13 @@ class FilesHandlers:
         except Exception as exc:
             # The pipeline reports bad files as outcomes; this is the index itself failing.
             failure = user_error(exc, f"Indexing into {index.name!r}", log=logger)
-            raise gr.Error(html.escape(failure.message)) from exc
+            raise notify.error(failure.message) from exc
         # Every file is now stored in the index or refused: the copies have done their job.
         # (Kept when the index itself failed above, so pressing "Index" again can retry.)
         discard_upload_copies(paths, self.upload_cache)
         failed = [o for o in outcomes if o.status == "failed"]
         if failed:
-            gr.Warning(html.escape(f"{len(failed)} of {len(outcomes)} files could not be indexed."))
+            notify.warn(f"{len(failed)} of {len(outcomes)} files could not be indexed.")
         # Clear the upload box so the next upload starts empty.
         return render.outcomes_html(outcomes), self.file_list(index.name), gr.update(value=None)
 

@@ -9,26 +9,39 @@ selector and the chat's file filter.
 
 from __future__ import annotations
 
-import html
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import gradio as gr
 
 from ragloom_app.app import BaseApp
 from ragloom_app.errors import scrub, user_error
-from ragloom_app.ui import file_filter, render
+from ragloom_app.ui import file_filter, notify, render
 from ragloom_app.ui.settings_form import SettingsForm, build_settings_form
 
-__all__ = ["IndexAdminHandlers", "IndicesPanel", "build_indices_panel"]
+__all__ = ["IndexAdminHandlers", "IndicesPanel", "PanelChange", "build_indices_panel"]
 
 logger = logging.getLogger(__name__)
 
-# Files-tab index selector, file list, delete selector, index table, chat file filter,
-# status line, confirmation box.
-ChangeOutput = tuple[Any, Any, Any, Any, Any, Any, Any]
+
+class PanelChange(NamedTuple):
+    """What creating or deleting an index updates, by name: the outputs of both events
+    are wired from the same fields, so a value can never land in the wrong component."""
+
+    index_selector: Any  # the Files tab's
+    file_list: Any
+    delete_selector: Any
+    table: Any
+    chat_filter: Any
+    status: Any
+    confirm_box: Any
+
+    @classmethod
+    def only(cls, **changed: Any) -> PanelChange:
+        """The ``changed`` outputs; every other one left as it is."""
+        return cls(**{name: changed.get(name, gr.skip()) for name in cls._fields})
 
 
 class IndexAdminHandlers:
@@ -67,18 +80,18 @@ class IndexAdminHandlers:
 
     def _changed(
         self, selected: str | None, filter_values: list[str] | None, status: str
-    ) -> ChangeOutput:
+    ) -> PanelChange:
         """Every selector refreshed after an index was created or deleted."""
         names = self.names()
         selected = selected if selected in names else (names[0] if names else None)
-        return (
-            gr.update(choices=names, value=selected),
-            self.file_list(selected) if selected else render.sources_html([]),
-            gr.update(choices=names, value=selected),
-            self.table(),
-            file_filter.filter_update(self.app, filter_values),
-            status,
-            gr.update(visible=False),
+        return PanelChange(
+            index_selector=gr.update(choices=names, value=selected),
+            file_list=self.file_list(selected) if selected else render.sources_html([]),
+            delete_selector=gr.update(choices=names, value=selected),
+            table=self.table(),
+            chat_filter=file_filter.filter_update(self.app, filter_values),
+            status=status,
+            confirm_box=gr.update(visible=False),
         )
 
     def create(
@@ -87,41 +100,40 @@ class IndexAdminHandlers:
         type_id: str | None,
         filter_values: list[str] | None,
         *values: Any,
-    ) -> ChangeOutput:
+    ) -> PanelChange:
         """Create an index from the form; it becomes the Files tab's selected index."""
         name = (name or "").strip()
         type_id = type_id or next(iter(self.app.indices.index_types), None)
-        skip = (gr.skip(),) * 7
         if not name:
-            gr.Warning("Give the new index a name.")
-            return (*skip[:5], "The new index needs a name.", gr.skip())
+            notify.warn("Give the new index a name.")
+            return PanelChange.only(status="The new index needs a name.")
         if type_id is None or type_id not in self.app.indices.index_types:
-            gr.Warning("Choose an index type.")
-            return (*skip[:5], "Choose an index type.", gr.skip())
+            notify.warn("Choose an index type.")
+            return PanelChange.only(status="Choose an index type.")
         config = self.form.values_for(type_id, values) if self.form else {}
         try:
             config = self.app.indices.normalize_config(type_id, config)
             self.app.indices.create(name, type_id, config)
         except (ValueError, KeyError) as exc:  # the form's values: the user's to fix
             message = f"Could not create {name!r}: {scrub(str(exc))}"
-            gr.Warning(html.escape(message))
-            return (*skip[:5], message, gr.skip())
+            notify.warn(message)
+            return PanelChange.only(status=message)
         except Exception as exc:  # the index type's own failure: the log has the details
             message = user_error(exc, f"Creating the index {name!r}", log=logger).message
-            gr.Warning(html.escape(message))
-            return (*skip[:5], message, gr.skip())
+            notify.warn(message)
+            return PanelChange.only(status=message)
         logger.info("UI: created index %r", name)
         return self._changed(name, filter_values, f"Created the index {name!r}.")
 
     def ask_delete(self, name: str | None) -> tuple[Any, str]:
         """Show the confirmation for deleting ``name``, saying what would be lost."""
         if not name:
-            gr.Warning("Choose the index to delete.")
+            notify.warn("Choose the index to delete.")
             return gr.update(visible=False), ""
         try:
             files = len(self.app.indices.get(name).list_sources())
         except KeyError:
-            gr.Warning(html.escape(f"There is no index {name!r} any more."))
+            notify.warn(f"There is no index {name!r} any more.")
             return gr.update(visible=False), ""
         plural = "file" if files == 1 else "files"
         question = (
@@ -142,20 +154,21 @@ class IndexAdminHandlers:
 
     def delete(
         self, name: str | None, current: str | None, filter_values: list[str] | None
-    ) -> ChangeOutput:
+    ) -> PanelChange:
         """Delete ``name`` (confirmed) and everything it stored."""
+        hidden = gr.update(visible=False)
         if not name:
-            return (*(gr.skip(),) * 5, "Choose the index to delete.", gr.update(visible=False))
+            return PanelChange.only(status="Choose the index to delete.", confirm_box=hidden)
         try:
             self.app.indices.delete(name)
         except KeyError as exc:
             message = f"Could not delete {name!r}: {scrub(str(exc))}"
-            gr.Warning(html.escape(message))
-            return (*(gr.skip(),) * 5, message, gr.update(visible=False))
+            notify.warn(message)
+            return PanelChange.only(status=message, confirm_box=hidden)
         except Exception as exc:
             message = user_error(exc, f"Deleting the index {name!r}", log=logger).message
-            gr.Warning(html.escape(message))
-            return (*(gr.skip(),) * 5, message, gr.update(visible=False))
+            notify.warn(message)
+            return PanelChange.only(status=message, confirm_box=hidden)
         logger.info("UI: deleted index %r", name)
         return self._changed(current, filter_values, f"Deleted the index {name!r}.")
 
@@ -228,8 +241,17 @@ def build_indices_panel(
                         cancel = gr.Button("Cancel", elem_id="delete-index-cancel")
         status = gr.Markdown("", elem_id="index-admin-status")
 
-    change_outputs = [index_selector, file_list, delete_selector, table, chat_filter]
-    change_outputs += [status, confirm_box]
+    change_outputs = list(
+        PanelChange(
+            index_selector=index_selector,
+            file_list=file_list,
+            delete_selector=delete_selector,
+            table=table,
+            chat_filter=chat_filter,
+            status=status,
+            confirm_box=confirm_box,
+        )
+    )
     # Creating and deleting queue with the uploads ("indexing"), so an index is never
     # deleted while files are being written into it.
     create.click(
@@ -269,15 +291,15 @@ def build_indices_panel(
         api_visibility="private",
     )
     return IndicesPanel(
-        table,
-        name,
-        index_type,
-        form,
-        create,
-        delete_selector,
-        delete,
-        confirm_box,
-        confirm,
-        status,
-        handlers,
+        table=table,
+        name=name,
+        index_type=index_type,
+        form=form,
+        create=create,
+        delete_selector=delete_selector,
+        delete=delete,
+        confirm_box=confirm_box,
+        confirm=confirm,
+        status=status,
+        handlers=handlers,
     )

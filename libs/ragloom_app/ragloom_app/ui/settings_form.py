@@ -4,12 +4,14 @@ A spec is a dict: ``name`` (label), ``value`` (default), ``component`` (``number
 ``text``, ``checkbox``, ``dropdown`` or ``radio``), optional ``choices`` (values or
 ``(label, value)`` pairs), ``multiselect``, ``info``, ``minimum``, ``maximum``, ``step``.
 A :class:`SettingsForm` holds one group of components per owner (a reasoning mode, an
-index type); only the selected owner's group shows, and the handlers get the values of
-every component and keep the selected owner's.
+index type, an index); only the selected owner's group shows (or, for the indices'
+runtime settings, every group, each under its owner's name), and the handlers get the
+values of every component and keep the selected owner's.
 """
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,19 +22,27 @@ import gradio as gr
 __all__ = ["SettingsForm", "build_settings_form", "coerce_value", "setting_component"]
 
 
-def _slug(owner: str) -> str:
-    """``fullqa`` → ``fullqa``; ``ragloom_app.index.file.FileIndex`` → ``fileindex``."""
-    return re.sub(r"[^a-z0-9]+", "-", owner.rsplit(".", 1)[-1].lower()).strip("-") or "x"
+def _slug(owner: str, dotted: bool = True) -> str:
+    """``fullqa`` → ``fullqa``; ``ragloom_app.index.file.FileIndex`` → ``fileindex`` (a
+    ``dotted`` path: its last part); ``My files`` → ``my-files``."""
+    name = owner.rsplit(".", 1)[-1] if dotted else owner
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "x"
 
 
-def setting_component(spec: Mapping[str, Any], elem_id: str) -> gr.components.Component:
-    """The gradio input for one spec (an unknown ``component`` becomes a text box)."""
+def setting_component(
+    spec: Mapping[str, Any], elem_id: str, key: str | None = None
+) -> gr.components.Component:
+    """The gradio input for one spec (an unknown ``component`` becomes a text box);
+    ``key`` keeps the user's value when a ``gr.render`` draws the form again. Always
+    interactive: gradio would disable one drawn by a render that is no event's input."""
     kind = spec.get("component", "text")
     common: dict[str, Any] = {
         "label": spec.get("name", elem_id),
         "value": spec.get("value"),
         "info": spec.get("info"),
         "elem_id": elem_id,
+        "key": key,
+        "interactive": True,
     }
     if kind == "number":
         is_int = isinstance(spec.get("value"), int) and not isinstance(spec.get("step"), float)
@@ -94,18 +104,27 @@ class SettingsForm:
 
 
 def build_settings_form(
-    specs: Mapping[str, Mapping[str, Mapping[str, Any]]], selected: str | None, prefix: str
+    specs: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    selected: str | None,
+    prefix: str,
+    *,
+    every_owner: bool = False,
 ) -> SettingsForm:
-    """Lay out one group of components per owner; ``selected``'s group is the visible one.
+    """Lay out one group of components per owner; ``selected``'s group is the visible one,
+    or, with ``every_owner``, every group, each titled with its owner's name.
 
-    Element ids are ``{prefix}-{owner}-{key}`` (the owner's last dotted part, lower case),
-    e.g. ``setting-fullqa-top_k``.
+    Element ids are ``{prefix}-{owner}-{key}`` (the owner's last dotted part, lower case,
+    other characters as ``-``), e.g. ``setting-fullqa-top_k``, ``index-setting-my-files-mmr``.
     """
     form = SettingsForm(specs={o: {k: dict(v) for k, v in s.items()} for o, s in specs.items()})
     for owner, owner_specs in form.specs.items():
-        with gr.Group(visible=owner == selected) as group:
+        with gr.Group(visible=every_owner or owner == selected) as group:
+            if every_owner:
+                gr.HTML(f'<div class="rl-setting-owner">{html.escape(owner)}</div>')
             for key, spec in owner_specs.items():
-                form.components.append(setting_component(spec, f"{prefix}-{_slug(owner)}-{key}"))
+                elem_id = f"{prefix}-{_slug(owner, dotted=not every_owner)}-{key}"
+                keep = f"{prefix}:{owner}:{key}" if every_owner else None
+                form.components.append(setting_component(spec, elem_id, keep))
                 form.keys.append((owner, key))
         form.groups[owner] = group
     return form

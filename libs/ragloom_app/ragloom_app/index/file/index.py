@@ -33,11 +33,15 @@ from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES
 from ragloom_app.index.file.consistency import FileIndexChecker
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
 from ragloom_app.index.file.recovery import clean_leftovers, recover_index, shown_state
+from ragloom_app.index.settings import REQUEST_KEYS
+from ragloom_app.reasoning.base import SettingSpec
 
 __all__ = ["RETRIEVAL_MODES", "VISIBILITIES", "FileIndex"]
 
 RETRIEVAL_MODES = ("hybrid", "vector", "fulltext")
 """Values of the ``retrieval_mode`` setting: both retrievers fused, or one alone."""
+
+_RETRIEVAL_MODE_LABELS = ("Hybrid", "Vector", "Full-text")
 
 VISIBILITIES = ("private", "shared")
 
@@ -85,6 +89,42 @@ class FileIndex(BaseIndex):
                 "component": "dropdown",
                 "choices": list(VISIBILITIES),
                 "info": "Private: only its owner searches it; shared: every user does.",
+            },
+        }
+
+    @classmethod
+    def get_user_settings(cls) -> dict[str, SettingSpec]:
+        """How a request searches this index: the retrieval mode, MMR and LLM reranking."""
+        return {
+            "retrieval_mode": {
+                "name": "Search",
+                "value": "hybrid",
+                "component": "dropdown",
+                "choices": list(zip(_RETRIEVAL_MODE_LABELS, RETRIEVAL_MODES, strict=True)),
+                "info": "Vector search matches meaning, full-text (BM25) matches words; "
+                "hybrid fuses both rankings and finds the most.",
+            },
+            "mmr": {
+                "name": "Diverse passages (MMR)",
+                "value": False,
+                "component": "checkbox",
+                "info": "Prefer passages that do not repeat each other.",
+            },
+            "mmr_lambda": {
+                "name": "MMR relevance weight (λ)",
+                "value": 0.5,
+                "component": "number",
+                "minimum": 0.0,
+                "maximum": 1.0,
+                "step": 0.1,
+                "info": "1: relevance only; 0: diversity only.",
+            },
+            "rerank": {
+                "name": "Check each passage with the LLM",
+                "value": False,
+                "component": "checkbox",
+                "info": "One LLM call per passage keeps only relevant ones: slow and weak "
+                "with the small default model.",
             },
         }
 
@@ -240,18 +280,19 @@ class FileIndex(BaseIndex):
     def get_retriever_pipelines(
         self, settings: Mapping[str, Any], selected: Collection[str] | None = None
     ) -> list[Retriever]:
-        """One retriever over this index, as the request's settings say.
+        """One retriever over this index, as its settings for the request say.
 
-        Settings (all optional): ``top_k``; ``retrieval_mode`` (one of
-        :data:`RETRIEVAL_MODES`, default hybrid); ``mmr`` and ``mmr_lambda``; ``rerank``,
-        which needs ``llm`` (a :class:`ChatLLM`, put there by the chat page, not the user).
-        ``selected`` limits the search to those source ids, unless it holds every indexed
-        source of this index: then no filter is passed, as Chroma's ``$in`` filter is slow.
+        Settings (all optional): this type's :meth:`get_user_settings` (``retrieval_mode``,
+        one of :data:`RETRIEVAL_MODES`, default hybrid; ``mmr`` and ``mmr_lambda``;
+        ``rerank``), checked by :meth:`resolve_settings`; and the request's ``top_k``
+        (default 5) and ``llm`` (a :class:`ChatLLM` for ``rerank``, put there by the chat
+        page, not the user). ``selected`` limits the search to those source ids, unless it
+        holds every indexed source of this index: then no filter is passed, as Chroma's
+        ``$in`` filter is slow.
         """
+        values = self.resolve_settings({k: v for k, v in settings.items() if k not in REQUEST_KEYS})
         top_k = int(settings.get("top_k") or 5)
-        mode = str(settings.get("retrieval_mode") or "hybrid")
-        if mode not in RETRIEVAL_MODES:
-            raise ValueError(f"retrieval_mode must be one of {', '.join(RETRIEVAL_MODES)}")
+        mode = values["retrieval_mode"]
         vector = VectorRetriever(
             store=self.vector_store, embeddings=self.resources.embeddings(), top_k=top_k
         )
@@ -263,7 +304,7 @@ class FileIndex(BaseIndex):
             retriever = fulltext
         else:
             retriever = HybridRetriever(retrievers=[vector, fulltext], top_k=top_k)
-        rerankers = self._rerankers(settings)
+        rerankers = self._rerankers(values, settings.get("llm"))
         if rerankers:
             retriever = RerankingRetriever(inner=retriever, rerankers=rerankers, top_k=top_k)
         sources = self.selection_filter(selected)
@@ -271,11 +312,11 @@ class FileIndex(BaseIndex):
             retriever = RestrictedRetriever(inner=retriever, source_ids=sources, top_k=top_k)
         return [retriever]
 
-    def _rerankers(self, settings: Mapping[str, Any]) -> list[Reranker]:
+    def _rerankers(self, values: Mapping[str, Any], llm: Any) -> list[Reranker]:
         """MMR first (it orders every candidate), then the LLM judge (it stops early)."""
         rerankers: list[Reranker] = []
-        if settings.get("mmr"):
-            lambda_mult = float(settings.get("mmr_lambda", 0.5))
+        if values["mmr"]:
+            lambda_mult = float(values["mmr_lambda"])
             rerankers.append(
                 MMRReranker(
                     vector_store=self.vector_store,
@@ -283,8 +324,7 @@ class FileIndex(BaseIndex):
                     lambda_mult=lambda_mult,
                 )
             )
-        if settings.get("rerank"):
-            llm = settings.get("llm")
+        if values["rerank"]:
             if not isinstance(llm, ChatLLM):
                 raise ValueError("rerank needs the LLM to judge with in settings['llm']")
             rerankers.append(LLMReranker(llm=llm))

@@ -1,0 +1,98 @@
+"""The chat's per-index search settings: one group per index, for every reasoning mode.
+
+Each index shows its type's ``get_user_settings()`` (the file index: retrieval mode, MMR,
+LLM reranking), laid out by the same form code as the modes' settings
+(:mod:`ragloom_app.ui.settings_form`). Indices are created and deleted while the page is
+open, so the groups are drawn by a ``gr.render`` when the page loads and whenever the
+Chat tab is shown again; the values a user picks live in a per-session ``gr.State``
+(index name → settings), which the chat sends as the request's ``index_settings``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import gradio as gr
+
+from ragloom_app.app import BaseApp
+from ragloom_app.ui.settings_form import build_settings_form, coerce_value
+
+__all__ = ["IndexSettingsPanel", "build_index_settings", "index_specs", "remember", "sent"]
+
+logger = logging.getLogger(__name__)
+
+IndexValues = dict[str, dict[str, Any]]
+"""What the session's state holds: index name → the settings the user changed."""
+
+
+def index_specs(app: BaseApp) -> dict[str, dict[str, dict[str, Any]]]:
+    """The runtime settings of every index that has some, by index name, oldest first.
+
+    An index type whose ``get_user_settings`` raises shows none (it is logged): one broken
+    plugin must not take the chat's settings down.
+    """
+    specs: dict[str, dict[str, dict[str, Any]]] = {}
+    for index in app.indices.indices:
+        try:
+            own = type(index).get_user_settings()
+        except Exception:
+            logger.exception("the settings of the index %r cannot be shown", index.name)
+            continue
+        if own:
+            specs[index.name] = {key: dict(spec) for key, spec in own.items()}
+    return specs
+
+
+def remember(
+    values: IndexValues | None, index: str, key: str, spec: Mapping[str, Any], value: Any
+) -> IndexValues:
+    """``values`` with ``index``'s ``key`` set to ``value``, typed as its spec says (a new
+    dict: gradio compares a state by value)."""
+    values = values or {}
+    return {**values, index: {**values.get(index, {}), key: coerce_value(spec, value)}}
+
+
+def sent(app: BaseApp, values: IndexValues | None) -> IndexValues:
+    """The ``index_settings`` a request sends: the session's values for the indices that
+    still exist (one deleted since they were set is forgotten, not an error)."""
+    names = {index.name for index in app.indices.indices}
+    return {name: dict(given) for name, given in (values or {}).items() if name in names}
+
+
+@dataclass
+class IndexSettingsPanel:
+    """The session's values (an input of the chat's answer) and what draws the groups."""
+
+    values: gr.State
+    draw: Callable[[], None]
+
+
+def build_index_settings(app: BaseApp, triggers: list[Any]) -> IndexSettingsPanel:
+    """Lay out the per-index groups (inside the current block), drawn again on ``triggers``
+    (e.g. the page's load and the Chat tab's select)."""
+    values = gr.State({})
+
+    @gr.render(triggers=triggers)
+    def draw() -> None:
+        specs = index_specs(app)
+        if not specs:
+            gr.HTML('<div class="rl-empty">No index has search settings.</div>')
+            return
+        form = build_settings_form(specs, None, "index-setting", every_owner=True)
+        for (index, key), component in zip(form.keys, form.components, strict=True):
+            spec = form.specs[index][key]
+            # Every input setting_component makes has an `input` event (the user's own
+            # changes, never the render's); the base class does not declare it.
+            cast(Any, component).input(
+                lambda state, value, index=index, key=key, spec=spec: remember(
+                    state, index, key, spec, value
+                ),
+                inputs=[values, component],
+                outputs=values,
+                api_visibility="private",
+            )
+
+    return IndexSettingsPanel(values, draw)
