@@ -261,7 +261,7 @@ def test_source_filter_is_exact_after_changes(store: BM25Store) -> None:
 
 
 def test_segmented_index_on_its_own() -> None:
-    from ragloom.stores.bm25_index import DocTerms, SegmentedBM25
+    from ragloom.stores.bm25.index import DocTerms, SegmentedBM25
 
     def terms(*docs: dict[int, int]) -> DocTerms:
         return DocTerms.of(

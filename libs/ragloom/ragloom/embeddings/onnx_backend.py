@@ -139,7 +139,7 @@ def onnx_model_file(model_dir: Path, cache_dir: Path | None = None) -> Path:
     import onnxruntime
 
     if cache_dir is None:
-        from ragloom.models.bundled_llm import default_cache_dir
+        from ragloom.llms.bundled import default_cache_dir
 
         cache_dir = default_cache_dir()
     digest = _sha256(_weights(model_dir))

@@ -20,9 +20,9 @@ from ragloom.llms.base import (
 )
 
 if TYPE_CHECKING:
+    from ragloom.llms.bundled import ModelIntegrityError
     from ragloom.llms.llamacpp import LlamaCppChat
     from ragloom.llms.openai_compat import OpenAIChat
-    from ragloom.models.bundled_llm import ModelIntegrityError
 
 __all__ = [
     "ChatLLM",
@@ -40,7 +40,7 @@ __all__ = [
 _LAZY = {
     "LlamaCppChat": "ragloom.llms.llamacpp",
     "OpenAIChat": "ragloom.llms.openai_compat",
-    "ModelIntegrityError": "ragloom.models.bundled_llm",
+    "ModelIntegrityError": "ragloom.llms.bundled",
 }
 
 

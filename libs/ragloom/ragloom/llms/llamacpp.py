@@ -184,7 +184,7 @@ class LlamaCppChat(ChatLLM):
     @property
     def name(self) -> str:
         """``llama.cpp/<file name>``."""
-        from ragloom.models.bundled_llm import MODEL_FILENAME
+        from ragloom.llms.bundled import MODEL_FILENAME
 
         return f"llama.cpp/{Path(self.model_path).name if self.model_path else MODEL_FILENAME}"
 
@@ -238,7 +238,7 @@ class LlamaCppChat(ChatLLM):
         if self.model_path:
             path = self.model_path
         else:
-            from ragloom.models.bundled_llm import bundled_model_path
+            from ragloom.llms.bundled import bundled_model_path
 
             path = str(bundled_model_path())
         return _load_model(path, self.n_ctx, self.n_threads, self.n_batch, self.seed, self.verbose)
