@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -43,7 +44,7 @@ class ConversationStore:
         content: str,
         *,
         mode: str | None = None,
-        citations: list[Citation] | None = None,
+        citations: builtins.list[Citation] | None = None,  # `list` is a method here
     ) -> None:
         """Append a message; the first user message also names the conversation."""
         with Session(self.engine) as session:
@@ -65,7 +66,7 @@ class ConversationStore:
             session.add(conversation)
             session.commit()
 
-    def messages(self, conversation_id: str) -> list[dict[str, Any]]:
+    def messages(self, conversation_id: str) -> builtins.list[dict[str, Any]]:
         """The messages of a conversation, oldest first."""
         with Session(self.engine) as session:
             rows = session.exec(

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ragloom.llms.llamacpp import LlamaCppChat
 from ragloom.llms.bundled import bundled_model_path
+from ragloom.llms.llamacpp import LlamaCppChat
 from tests.helpers.llama_server import free_port
 from tests.helpers.llama_server import llama_server as serve
 

@@ -175,16 +175,14 @@ def _limits(
     max_ratio: float | None,
 ) -> ZipLimits:
     chosen = limits or ZipLimits()
-    changes = {
-        name: value
-        for name, value in (
-            ("max_members", max_members),
-            ("max_total_bytes", max_total_bytes),
-            ("max_ratio", max_ratio),
-        )
-        if value is not None
-    }
-    return replace(chosen, **changes) if changes else chosen
+    if max_members is None and max_total_bytes is None and max_ratio is None:
+        return chosen
+    return replace(
+        chosen,
+        max_members=chosen.max_members if max_members is None else max_members,
+        max_total_bytes=chosen.max_total_bytes if max_total_bytes is None else max_total_bytes,
+        max_ratio=chosen.max_ratio if max_ratio is None else max_ratio,
+    )
 
 
 def declared_problem(

@@ -136,11 +136,11 @@ def _decode(data: bytes, path: Path | None, declared: str | None) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    encoding, text = _detect(data)
-    if text is None:
+    charset, detected = _detect(data)
+    if detected is None:
         raise UnreadableFileError("binary content, not text", path)
-    logger.info("%s: not UTF-8, decoded as %s", path.name if path else "text", encoding)
-    return text
+    logger.info("%s: not UTF-8, decoded as %s", path.name if path else "text", charset)
+    return detected
 
 
 def _decode_declared(data: bytes, declared: str, path: Path | None) -> str | None:

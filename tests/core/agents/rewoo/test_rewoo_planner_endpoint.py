@@ -13,8 +13,8 @@ import pytest
 
 from ragloom.agents.rewoo import ReWOOPlanner, validate_plan
 from ragloom.agents.tools import BUILTIN_TOOLS
-from ragloom.llms.openai_compat import OpenAIChat
 from ragloom.llms.bundled import bundled_model_path
+from ragloom.llms.openai_compat import OpenAIChat
 from tests.helpers.llama_server import llama_server
 
 

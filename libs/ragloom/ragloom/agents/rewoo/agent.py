@@ -8,7 +8,7 @@ from collections.abc import Generator, Iterator
 from theflow import Param
 
 from ragloom.agents.evidence import EvidenceLedger
-from ragloom.agents.rewoo.plan import Plan, merge_duplicate_steps
+from ragloom.agents.rewoo.plan import Plan, PlanStep, merge_duplicate_steps
 from ragloom.agents.rewoo.planner import PlanningFailed, ReWOOPlanner
 from ragloom.agents.rewoo.solver import ReWOOSolver
 from ragloom.agents.rewoo.worker import PlanWorker, StepOutcome
@@ -78,6 +78,7 @@ class ReWOOAgent(BaseComponent):
         yield StepStarted("work", {"steps": len(plan.steps)})
         for kind, item in worker.run(plan):
             if kind == "started":
+                assert isinstance(item, PlanStep)
                 step = item
                 yield StepStarted(f"E{step.id}:{step.tool}", {"input": step.tool_input})
                 continue
