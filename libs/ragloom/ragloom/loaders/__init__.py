@@ -31,6 +31,7 @@ from ragloom.loaders.base import (
     TextMeter,
     UnreadableFileError,
     UnsupportedFileTypeError,
+    file_size,
     without_surrogates,
 )
 from ragloom.loaders.docx import DocxReader
@@ -113,10 +114,7 @@ def read_file(
 
 def _within_budget(pages: list[Page], path: Path, budget: TextBudget) -> list[Page]:
     """``pages`` checked against ``budget`` and freed of lone surrogates."""
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
+    size = file_size(path, refuse_empty=False)  # the reader refused an empty file already
     kind = f"{path.suffix.lower()} file" if path.suffix else "file"
     meter = budget.meter(size, kind, path)
     checked: list[Page] = []

@@ -30,6 +30,8 @@ __all__ = [
     "TextMeter",
     "UnreadableFileError",
     "UnsupportedFileTypeError",
+    "file_size",
+    "read_bytes",
     "without_surrogates",
 ]
 
@@ -73,6 +75,34 @@ class EmptyDocumentError(LoaderError):
 
 class UnreadableFileError(LoaderError):
     """The file is damaged, binary, encrypted or otherwise cannot be read as text."""
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of ``path``; refuses a file that cannot be read or is empty."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _cannot_read(path, exc) from exc
+    if not data:
+        raise EmptyDocumentError("the file is empty", path)
+    return data
+
+
+def file_size(path: Path, *, refuse_empty: bool = True) -> int:
+    """The size of ``path`` in bytes, read without opening the file (a reader that parses
+    the file itself checks it first); refuses a file that cannot be read, and an empty one
+    unless ``refuse_empty`` is false."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise _cannot_read(path, exc) from exc
+    if refuse_empty and size == 0:
+        raise EmptyDocumentError("the file is empty", path)
+    return size
+
+
+def _cannot_read(path: Path, exc: OSError) -> UnreadableFileError:
+    return UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path)
 
 
 class TextBudgetExceededError(LoaderError):

@@ -37,9 +37,9 @@ from ragloom.loaders.base import (
     TextBudgetExceededError,
     TextMeter,
     UnreadableFileError,
+    read_bytes,
     without_surrogates,
 )
-from ragloom.loaders.text import read_bytes
 from ragloom.schema import Page
 
 __all__ = ["PdfReader"]

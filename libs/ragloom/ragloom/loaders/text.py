@@ -13,7 +13,7 @@ from pathlib import Path
 
 import charset_normalizer
 
-from ragloom.loaders.base import EmptyDocumentError, TextBudget, UnreadableFileError
+from ragloom.loaders.base import EmptyDocumentError, TextBudget, UnreadableFileError, read_bytes
 from ragloom.schema import Page
 
 __all__ = ["TextReader", "decode_text"]
@@ -81,17 +81,6 @@ class TextReader:
         text = text_of(data, path)
         self.budget.meter(len(data), "text file", path).add(len(text))
         return [Page(text=text, number=None)]
-
-
-def read_bytes(path: Path) -> bytes:
-    """The bytes of ``path``; refuses a file that cannot be read or is empty."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
-    if not data:
-        raise EmptyDocumentError("the file is empty", path)
-    return data
 
 
 def text_of(data: bytes, path: Path) -> str:
