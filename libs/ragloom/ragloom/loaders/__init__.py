@@ -24,10 +24,10 @@ from pathlib import Path
 from ragloom.loaders.archive import ArchiveContents, ArchiveMember, expand_zip
 from ragloom.loaders.base import (
     EmptyDocumentError,
+    FileBudgetError,
     FileReader,
     LoaderError,
     TextBudget,
-    TextBudgetExceededError,
     TextMeter,
     UnreadableFileError,
     UnsupportedFileTypeError,
@@ -47,13 +47,13 @@ __all__ = [
     "CsvReader",
     "DocxReader",
     "EmptyDocumentError",
+    "FileBudgetError",
     "FileReader",
     "HtmlReader",
     "JsonReader",
     "LoaderError",
     "PdfReader",
     "TextBudget",
-    "TextBudgetExceededError",
     "TextMeter",
     "TextReader",
     "UnreadableFileError",
@@ -99,7 +99,7 @@ def read_file(
     ``budget`` (default: :class:`TextBudget()`), and lone surrogates in them (which no
     encoder accepts) become U+FFFD. Raises a :class:`LoaderError` (with a user-facing
     ``reason``) for a file type nobody reads, a file that has no readable text, or one
-    that would give more text than its budget (:class:`TextBudgetExceededError`).
+    that would give more text than its budget (:class:`FileBudgetError`).
     """
     path = Path(path)
     budget = budget or TextBudget()

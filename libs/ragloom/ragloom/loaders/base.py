@@ -23,10 +23,10 @@ from ragloom.schema import Page
 
 __all__ = [
     "EmptyDocumentError",
+    "FileBudgetError",
     "FileReader",
     "LoaderError",
     "TextBudget",
-    "TextBudgetExceededError",
     "TextMeter",
     "UnreadableFileError",
     "UnsupportedFileTypeError",
@@ -105,11 +105,10 @@ def _cannot_read(path: Path, exc: OSError) -> UnreadableFileError:
     return UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path)
 
 
-class TextBudgetExceededError(LoaderError):
-    """The file would give more page text than its :class:`TextBudget` allows.
-
-    ``limit`` is the number of characters the file was allowed.
-    """
+class FileBudgetError(LoaderError):
+    """A file went past a budget of its own: the page text its :class:`TextBudget` allows
+    (``limit`` is then the number of characters it was allowed), or, when it is read and
+    chunked (:mod:`ragloom.chunking`), its chunks, time or memory (``limit`` 0)."""
 
     def __init__(self, reason: str, path: Path | None = None, *, limit: int = 0) -> None:
         self.limit = limit
@@ -186,15 +185,15 @@ class TextMeter:
         self.used = 0
 
     def add(self, chars: int) -> None:
-        """Count ``chars`` more characters; raises :class:`TextBudgetExceededError` past it."""
+        """Count ``chars`` more characters; raises :class:`FileBudgetError` past it."""
         self.used += chars
         if self.used > self.limit:
             raise self.error()
 
-    def error(self) -> TextBudgetExceededError:
+    def error(self) -> FileBudgetError:
         """The error for this file going past its limit."""
         reason = self.budget.reason(self.file_size, self.kind)
-        return TextBudgetExceededError(reason, self.path, limit=self.limit)
+        return FileBudgetError(reason, self.path, limit=self.limit)
 
 
 def _human_size(n_bytes: int) -> str:
