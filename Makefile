@@ -34,7 +34,7 @@ lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 
 bench: setup
-	for script in benchmarks/*.py; do $(BIN)/python $$script || exit 1; done
+	for script in benchmarks/[!_]*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -15,18 +15,6 @@ from ragloom.schema import Chunk
 from ragloom.stores import BM25Store, tokenize
 from tests.helpers.bm25_testkit import CORPUS, LoadCounter, chunk, ids_of
 
-
-@pytest.fixture
-def store(tmp_path: Path) -> BM25Store:
-    return BM25Store(tmp_path / "bm25")
-
-
-@pytest.fixture
-def filled(store: BM25Store) -> BM25Store:
-    store.add(CORPUS)
-    return store
-
-
 # --- tokenizer ------------------------------------------------------------------------------
 
 
