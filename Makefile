@@ -29,11 +29,12 @@ browser:
 test: setup browser
 	$(BIN)/python -m pytest
 
+# mypy reads its settings (strict for libs/ragloom) from pyproject.toml.
 lint: setup
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 
 bench: setup
-	for script in benchmarks/*.py; do $(BIN)/python $$script || exit 1; done
+	for script in benchmarks/[!_]*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -31,13 +31,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from _common import REPO, configured_embeddings
 
-from ragloom.embeddings import Embeddings, SentenceTransformerEmbeddings
+from ragloom.embeddings import Embeddings
 from ragloom.retrieval import FullTextRetriever, HybridRetriever, VectorRetriever
 from ragloom.schema import Chunk
 from ragloom.stores import BM25Store, ChromaVectorStore
 
-REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "sotu"
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "ragloom-retrieval-bench"
 CORPUS_VERSION = 1  # bump when the corpus recipe changes, so cached stores rebuild
@@ -205,18 +205,6 @@ def bench_size(
     print(f"goal: hybrid p50 <= 50 ms, p95 <= 100 ms -> {verdict} at {count} chunks")
     for name, seconds in build.items():
         print(f"{name:<40}{seconds:>9.2f} s")
-
-
-def configured_embeddings(backend: str | None) -> Embeddings:
-    """The embedding model of flowsettings.py (``backend`` overriding its backend)."""
-    from ragloom_app.settings import AppSettings
-
-    settings = AppSettings.load(REPO / "flowsettings.py")
-    spec = dict(settings.embeddings[settings.default_embedding])
-    spec.pop("class", None)
-    if backend:
-        spec["backend"] = backend
-    return SentenceTransformerEmbeddings(**spec)
 
 
 def describe(embeddings: Embeddings) -> str:

@@ -35,9 +35,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from _common import REPO, configured_embeddings
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
-from ragloom.embeddings import Embeddings, SentenceTransformerEmbeddings
+from ragloom.embeddings import Embeddings
 from ragloom.retrieval import (
     FullTextRetriever,
     HybridRetriever,
@@ -48,7 +49,6 @@ from ragloom.schema import Chunk, Page
 from ragloom.splitters import TokenSplitter
 from ragloom.stores import BM25Store, ChromaVectorStore
 
-REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "sotu"
 PREFIX = re.compile(r"^\s*Based on State of the Union Address 2023:\s*", re.IGNORECASE)
 STOPWORDS = frozenset(STOPWORDS_EN_PLUS)
@@ -265,18 +265,6 @@ def print_tuning(tuning: dict[int, dict[str, Ranking]], sizes: list[int]) -> Non
                 values.append(recall(rankings, gold, k))
             cells.append(f"{np.mean(values):>8.1f}")
         print(f"{label:<30}" + "".join(cells))
-
-
-def configured_embeddings(backend: str | None) -> Embeddings:
-    """The embedding model of flowsettings.py (``backend`` overriding its backend)."""
-    from ragloom_app.settings import AppSettings
-
-    settings = AppSettings.load(REPO / "flowsettings.py")
-    spec = dict(settings.embeddings[settings.default_embedding])
-    spec.pop("class", None)
-    if backend:
-        spec["backend"] = backend
-    return SentenceTransformerEmbeddings(**spec)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,16 @@
 """The ragloom command, run as a user runs it: index files, list, ask, remove."""
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import cli_env, run_ragloom
 from tests.helpers.pdfs import make_pdf
 
 pytestmark = pytest.mark.llm
 
-PROJECT = Path(__file__).resolve().parents[2]
 REACTOR = """# The Zorblax reactor
 
 The Zorblax reactor runs at 451 kelvin. It was commissioned in 2019 in Lund.
@@ -24,15 +22,7 @@ The cooling loop is flushed every 90 days by the night shift.
 
 
 def ragloom(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RAGLOOM_DATA_DIR": str(data_dir)}
-    env["RAGLOOM_SETTINGS"] = str(PROJECT / "flowsettings.py")
-    return subprocess.run(
-        [sys.executable, "-m", "ragloom_app.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_ragloom(*args, env=cli_env(data_dir))
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ in the background (tests/security/test_crash_loop.py).
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import sqlite3
@@ -19,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parents[2]
+from tests.helpers.cli import cli_env, run_ragloom
+
 # fmt: off
 WORDS = [
     "reactor", "pump", "valve", "turbine", "coolant", "loop", "pressure", "sensor", "alarm",
@@ -43,23 +43,8 @@ def _text(seed: int, paragraphs: int) -> str:
     return "\n\n".join(out) + "\n"
 
 
-def _env(data_dir: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "RAGLOOM_DATA_DIR": str(data_dir),
-        "RAGLOOM_SETTINGS": str(PROJECT / "flowsettings.py"),
-    }
-
-
 def _ragloom(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ragloom_app.cli", *args],
-        env=_env(data_dir),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=data_dir.parent,
-    )
+    return run_ragloom(*args, env=cli_env(data_dir), cwd=data_dir.parent)
 
 
 def _statuses(db: Path) -> dict[str, str]:
@@ -93,7 +78,7 @@ def test_sigkill_while_indexing_then_restart(tmp_path: Path) -> None:
     files = [str(upload / name) for name in ("a-small.md", "b-big.txt", "c-after.md")]
     process = subprocess.Popen(
         [sys.executable, "-m", "ragloom_app.cli", "index", "add", *files, "--json"],
-        env=_env(data_dir),
+        env=cli_env(data_dir),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         cwd=tmp_path,

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 from ragloom_app.index.file.recovery import GAVE_UP_REASON
+from tests.helpers.cli import cli_env, run_python, run_ragloom
 
-PROJECT = Path(__file__).resolve().parents[2]
 MANUAL = (
     "# Pump manual\n\nThe harbour pumps move seawater uphill at night when power is cheap.\n\n"
     "Each pump has a bronze impeller that the crew replaces every winter.\n\n"
@@ -46,27 +44,12 @@ else:
 """
 
 
-def _env(data_dir: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "RAGLOOM_DATA_DIR": str(data_dir),
-        "RAGLOOM_SETTINGS": str(PROJECT / "flowsettings.py"),
-    }
-
-
 def _run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *args],
-        env=_env(data_dir),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=data_dir.parent,
-    )
+    return run_python(*args, env=cli_env(data_dir), cwd=data_dir.parent)
 
 
 def _ragloom(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return _run(data_dir, "-m", "ragloom_app.cli", *args)
+    return run_ragloom(*args, env=cli_env(data_dir), cwd=data_dir.parent)
 
 
 def test_create_with_settings_then_check_and_repair(tmp_path: Path) -> None:

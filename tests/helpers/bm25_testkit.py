@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from ragloom.schema import Chunk
-from ragloom.stores import BM25Store, bm25, bm25_upgrade
-from ragloom.stores.bm25_tokenize import tokenize
+from ragloom.stores import BM25Store
+from ragloom.stores.bm25 import store as bm25_store
+from ragloom.stores.bm25 import upgrade as bm25_upgrade
+from ragloom.stores.bm25.tokenizer import tokenize
 
 
 def chunk(chunk_id: str, text: str, source_id: str = "src-a", page: int | None = None) -> Chunk:
@@ -63,7 +65,7 @@ class TokenizeCounter:
             self.texts.append(text)
             return tokenize(text)
 
-        for module in (bm25, bm25_upgrade):
+        for module in (bm25_store, bm25_upgrade):
             monkeypatch.setattr(module, "tokenize", counting)
 
     @property
@@ -73,7 +75,7 @@ class TokenizeCounter:
 
 def bump_tokenizer_version(monkeypatch: pytest.MonkeyPatch) -> int:
     """Make the store's tokenizer one version newer than the one it writes; return it."""
-    newer = bm25.TOKENIZER_VERSION + 1
-    for module in (bm25, bm25_upgrade):
+    newer = bm25_store.TOKENIZER_VERSION + 1
+    for module in (bm25_store, bm25_upgrade):
         monkeypatch.setattr(module, "TOKENIZER_VERSION", newer)
     return newer

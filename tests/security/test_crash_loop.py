@@ -28,6 +28,7 @@ import pytest
 
 from ragloom_app.index.file.recovery import GAVE_UP_REASON
 from tests.e2e.conftest import free_port
+from tests.helpers.cli import run_ragloom
 from tests.helpers.crashing_embeddings import MARKER, read_calls
 
 pytestmark = pytest.mark.security
@@ -83,14 +84,7 @@ class Ragloom:
     def run(self, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
         """Run a command to its end; returns it and how long it took."""
         started = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "-m", "ragloom_app.cli", *args],
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=self.root,
-        )
+        done = run_ragloom(*args, env=self.env(), timeout=300, cwd=self.root)
         return done, time.perf_counter() - started
 
     def serve(self, port: int) -> subprocess.Popen[bytes]:

@@ -11,13 +11,13 @@ keeps them, escaped, so a program reads what the document says.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.cli import cli_env, run_ragloom
 
 pytestmark = pytest.mark.security
 
@@ -41,18 +41,8 @@ CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u2
 
 
 def _ragloom(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "RAGLOOM_SETTINGS": str(folder / "settings.py"),
-        "RAGLOOM_DATA_DIR": str(folder / "data"),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "ragloom_app.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    env = cli_env(folder / "data", settings=folder / "settings.py")
+    return run_ragloom(*args, env=env, timeout=300)
 
 
 @pytest.fixture(scope="module")

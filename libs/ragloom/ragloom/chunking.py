@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ragloom.loaders import (
+    FileBudgetError,
     FileReader,
     LoaderError,
     TextBudget,
@@ -94,10 +95,6 @@ READERS_LIMITS = SandboxLimits(
     tasks_per_worker=25,
     preload=("tokenizers", "ragloom.loaders", "ragloom.chunking"),
 )
-
-
-class FileBudgetError(LoaderError):
-    """A file went past a budget of its own: chunks, time or memory."""
 
 
 class ReaderFailedError(LoaderError):

@@ -298,7 +298,8 @@ class Sandbox:
             future = pool.schedule(
                 _run_pickled, args=(payload, self.limits.result_bytes), timeout=timeout
             )
-        return self._result(pool, future, timeout)
+        result: T = self._result(pool, future, timeout)  # unpickled: what function returned
+        return result
 
     def _result(self, pool: Any, future: Any, timeout: float) -> Any:
         from pebble import ProcessExpired

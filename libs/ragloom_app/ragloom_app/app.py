@@ -273,7 +273,7 @@ class BaseApp:
 
     def _index_resources(self, index_id: int) -> IndexResources:
         settings = self.settings
-        budgets = {
+        budgets: dict[str, Any] = {
             name: value
             for name, value in (
                 ("max_file_chunks", settings.max_file_chunks),

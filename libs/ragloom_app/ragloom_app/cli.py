@@ -320,7 +320,7 @@ def _cmd_serve(app: Any, args: argparse.Namespace) -> int:
 
 def _cmd_models() -> int:
     from ragloom.embeddings.bundled import bundled_model_path as bundled_embedding_path
-    from ragloom.models import bundled_llm
+    from ragloom.llms import bundled as bundled_llm
 
     path = bundled_llm.bundled_model_path()
     print(

@@ -22,19 +22,9 @@ from ragloom.embeddings import (
 )
 from ragloom.embeddings import sentence_transformer as st_module
 from ragloom.embeddings.bundled import BUNDLED_MODEL_SHA256
+from tests.helpers.embedding_texts import SAMPLE_TEXTS
 
-TEXTS = [
-    "A cat sits on the mat.",
-    "Ragloom answers questions about your documents, offline, with citations to the page.",
-    "",
-    "短い日本語の文です。",
-    "中文文本测试。你好！这是一个测试文件。",
-    "café naïve résumé — Ünïcödé ½ ﬁ 😀",
-    " ".join(["retrieval augmented generation splits documents into chunks"] * 40),
-    "Short.",
-    "The quarterly report shows revenue grew by 12% while costs stayed flat.",
-    "def embed(texts): return model.encode(texts, normalize_embeddings=True)",
-]
+TEXTS = SAMPLE_TEXTS
 
 _CONNECTIONS: list[str] = []
 _RECORDING = threading.Event()

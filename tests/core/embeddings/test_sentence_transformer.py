@@ -25,19 +25,9 @@ from ragloom.embeddings.bundled import (
 )
 from ragloom.schema import Page
 from ragloom.splitters import TokenSplitter
+from tests.helpers.embedding_texts import SAMPLE_TEXTS
 
-TEXTS = [
-    "A cat sits on the mat.",
-    "Ragloom answers questions about your documents, offline, with citations to the page.",
-    "",
-    "短い日本語の文です。",
-    "中文文本测试。你好！这是一个测试文件。",
-    "café naïve résumé — Ünïcödé ½ ﬁ 😀",
-    " ".join(["retrieval augmented generation splits documents into chunks"] * 40),
-    "Short.",
-    "The quarterly report shows revenue grew by 12% while costs stayed flat.",
-    "def embed(texts): return model.encode(texts, normalize_embeddings=True)",
-]
+TEXTS = SAMPLE_TEXTS
 
 # Every outbound connection attempt while the model loads or runs (see stack facts: a
 # connect can succeed through a proxy here, so record instead of relying on failures).

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from ragloom.llms.bundled import bundled_model_path
 from ragloom.llms.llamacpp import LlamaCppChat
-from ragloom.models.bundled_llm import bundled_model_path
 from tests.helpers.llama_server import free_port
 from tests.helpers.llama_server import llama_server as serve
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from ragloom.llms import LLMError, ModelIntegrityError
-from ragloom.models import bundled_llm
-from ragloom.models.bundled_llm import (
+from ragloom.llms import bundled as bundled_llm
+from ragloom.llms.bundled import (
     BUNDLED_MODEL,
     MODEL_SHA256,
     SplitModel,

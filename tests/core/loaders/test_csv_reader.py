@@ -9,8 +9,8 @@ import pytest
 from ragloom.loaders import (
     CsvReader,
     EmptyDocumentError,
+    FileBudgetError,
     TextBudget,
-    TextBudgetExceededError,
     UnreadableFileError,
 )
 from ragloom.loaders.tabular import MAX_HEADER_CHARS
@@ -140,7 +140,7 @@ def test_a_file_past_its_budget_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "wide.csv"
     path.write_text("a_long_column_name,another_long_name\n" + "1,2\n" * 1_000)
     budget = TextBudget(ratio=5, min_chars=0)
-    with pytest.raises(TextBudgetExceededError) as info:
+    with pytest.raises(FileBudgetError) as info:
         CsvReader(budget).read(path)
     assert info.value.reason == (
         "the CSV file would expand to more than 20,185 characters of text, over 5 times its "

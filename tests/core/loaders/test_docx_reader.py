@@ -14,8 +14,8 @@ import ragloom.loaders.docx as docx_loader
 from ragloom.loaders import (
     DocxReader,
     EmptyDocumentError,
+    FileBudgetError,
     TextBudget,
-    TextBudgetExceededError,
     UnreadableFileError,
 )
 from ragloom.schema import Page
@@ -186,6 +186,6 @@ def test_text_past_the_budget_is_refused_as_it_is_read(tmp_path: Path) -> None:
     path = tmp_path / "long.docx"
     document.save(str(path))
     budget = TextBudget(ratio=0.5, min_chars=10, max_chars=10_000)
-    with pytest.raises(TextBudgetExceededError, match="the Word file would expand to more than"):
+    with pytest.raises(FileBudgetError, match="the Word file would expand to more than"):
         DocxReader(budget).read(path)
     assert DocxReader().read(path)[0].text.count("Paragraph") == 50 * 20

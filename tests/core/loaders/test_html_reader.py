@@ -9,9 +9,9 @@ import pytest
 
 from ragloom.loaders import (
     EmptyDocumentError,
+    FileBudgetError,
     HtmlReader,
     TextBudget,
-    TextBudgetExceededError,
     UnreadableFileError,
 )
 from ragloom.loaders.html import MAX_HTML_ELEMENTS
@@ -197,7 +197,7 @@ def test_a_page_past_its_budget_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "long.html"
     path.write_text("<title>T</title>" + "<p>twelve chars</p>" * 10)
     budget = TextBudget(max_chars=100, min_chars=100)
-    with pytest.raises(TextBudgetExceededError) as info:
+    with pytest.raises(FileBudgetError) as info:
         HtmlReader(budget).read(path)
     assert info.value.reason == (
         "the HTML file would expand to more than 100 characters of text from 206 bytes; "

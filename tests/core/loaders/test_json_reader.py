@@ -10,9 +10,9 @@ import pytest
 
 from ragloom.loaders import (
     EmptyDocumentError,
+    FileBudgetError,
     JsonReader,
     TextBudget,
-    TextBudgetExceededError,
     UnreadableFileError,
 )
 from ragloom.loaders.tabular import MAX_KEY_PATH_CHARS
@@ -179,7 +179,7 @@ def test_lone_surrogates_become_replacement_characters(tmp_path: Path) -> None:
 def test_a_file_past_its_budget_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "numbers.json"
     path.write_text(json.dumps({"a" * 40: list(range(1_000))}))  # 4,936 bytes
-    with pytest.raises(TextBudgetExceededError) as info:
+    with pytest.raises(FileBudgetError) as info:
         JsonReader(TextBudget(ratio=4, min_chars=0)).read(path)
     assert info.value.reason == (
         "the JSON file would expand to more than 19,744 characters of text, over 4 times its "

@@ -11,9 +11,9 @@ import pytest
 
 from ragloom.loaders import (
     EmptyDocumentError,
+    FileBudgetError,
     PdfReader,
     TextBudget,
-    TextBudgetExceededError,
     UnreadableFileError,
 )
 from ragloom.schema import Page
@@ -155,7 +155,7 @@ def test_a_small_form_drawn_thousands_of_times_is_refused(tmp_path: Path) -> Non
     # 906 bytes that pypdf alone would extract to 2,000 x 1,000 characters: refused at the
     # budget's floor, while the page is extracted.
     path = _write(tmp_path, "bomb.pdf", make_form_pdf("a" * 1_000, draws=2_000))
-    with pytest.raises(TextBudgetExceededError) as info:
+    with pytest.raises(FileBudgetError) as info:
         PdfReader().read(path)
     assert info.value.reason == (
         "the PDF file would expand to more than 1,000,000 characters of text from 906 bytes; "
@@ -166,7 +166,7 @@ def test_a_small_form_drawn_thousands_of_times_is_refused(tmp_path: Path) -> Non
 def test_the_budget_counts_over_all_pages(tmp_path: Path) -> None:
     path = _write(tmp_path, "three.pdf", make_pdf(["x" * 100, "y" * 100, "z" * 100]))
     budget = TextBudget(max_chars=250, min_chars=250)
-    with pytest.raises(TextBudgetExceededError, match="more than 250 characters"):
+    with pytest.raises(FileBudgetError, match="more than 250 characters"):
         PdfReader(budget).read(path)
     assert len(PdfReader(TextBudget(max_chars=300, min_chars=300)).read(path)) == 3
 

@@ -10,12 +10,12 @@ import pytest
 from ragloom.loaders import (
     CsvReader,
     EmptyDocumentError,
+    FileBudgetError,
     HtmlReader,
     JsonReader,
     LoaderError,
     PdfReader,
     TextBudget,
-    TextBudgetExceededError,
     TextReader,
     UnreadableFileError,
     UnsupportedFileTypeError,
@@ -66,7 +66,7 @@ def test_meter_raises_once_past_the_limit(tmp_path: Path) -> None:
     meter = TextBudget(ratio=1, max_chars=10, min_chars=0).meter(10, "text file", tmp_path / "a")
     meter.add(6)
     meter.add(4)  # exactly at the limit is allowed
-    with pytest.raises(TextBudgetExceededError) as info:
+    with pytest.raises(FileBudgetError) as info:
         meter.add(1)
     assert info.value.limit == 10
     assert info.value.path == tmp_path / "a"
@@ -90,7 +90,7 @@ class PluginError(LoaderError):
         UnreadableFileError("binary content, not text", Path("b.txt")),
         UnsupportedFileTypeError(".xyz", [".txt", ".pdf"], Path("s.xyz")),
         UnsupportedFileTypeError("", [".txt"]),
-        TextBudgetExceededError("too much text", Path("big.csv"), limit=42),
+        FileBudgetError("too much text", Path("big.csv"), limit=42),
         PluginError(7, Path("p.rtf")),
     ],
     ids=lambda e: type(e).__name__,
@@ -131,7 +131,7 @@ def test_read_file_checks_what_any_reader_returns(tmp_path: Path) -> None:
     readers = {".chat": _ChattyReader()}
     pages = read_file(path, readers)
     assert [p.text for p in pages] == ["0123456789" * 1_000, "x\ufffd"]
-    with pytest.raises(TextBudgetExceededError) as info:
+    with pytest.raises(FileBudgetError) as info:
         read_file(path, readers, TextBudget(ratio=100, min_chars=0))
     assert info.value.reason == (
         "the .chat file would expand to more than 1,000 characters of text, over 100 times "
@@ -149,6 +149,6 @@ def test_default_readers_share_the_budget_given(tmp_path: Path) -> None:
     assert all(r.budget == TextBudget() for r in (TextReader(), CsvReader(), JsonReader()))
     path = tmp_path / "six.txt"
     path.write_text("sixsix")
-    with pytest.raises(TextBudgetExceededError, match="the text file would expand"):
+    with pytest.raises(FileBudgetError, match="the text file would expand"):
         read_file(path, budget=budget)
     assert read_file(path) == [Page("sixsix")]

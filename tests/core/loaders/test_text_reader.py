@@ -9,8 +9,8 @@ import pytest
 
 from ragloom.loaders import (
     EmptyDocumentError,
+    FileBudgetError,
     TextBudget,
-    TextBudgetExceededError,
     TextReader,
     UnreadableFileError,
 )
@@ -104,7 +104,7 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_a_file_past_the_most_text_a_file_may_give(tmp_path: Path) -> None:
     path = tmp_path / "big.txt"
     path.write_text("word " * 300)
-    with pytest.raises(TextBudgetExceededError) as info:
+    with pytest.raises(FileBudgetError) as info:
         TextReader(TextBudget(max_chars=1_000, min_chars=0)).read(path)
     assert info.value.reason == (
         "the text file would expand to more than 1,000 characters of text from 1.5 kB; "

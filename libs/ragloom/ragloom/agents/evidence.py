@@ -50,8 +50,10 @@ class EvidenceLedger:
                     self._spans[number] = hit_spans
                 elif spans is not None:
                     before = self._spans[number]
-                    whole = before is None or hit_spans is None
-                    self._spans[number] = None if whole else merge_spans(before, hit_spans)
+                    if before is None or hit_spans is None:
+                        self._spans[number] = None  # shown whole
+                    else:
+                        self._spans[number] = merge_spans(before, hit_spans)
                 numbers.append(number)
         return numbers
 

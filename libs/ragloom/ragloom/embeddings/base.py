@@ -9,11 +9,18 @@ import numpy as np
 
 from ragloom.base import BaseComponent
 
-__all__ = ["Embeddings", "EmbeddingsError"]
+__all__ = ["Embeddings", "EmbeddingsError", "unit_rows"]
 
 
 class EmbeddingsError(RuntimeError):
     """An embedding model could not be loaded or run."""
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` (one a row) scaled to length 1; an all-zero row stays zero."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit: np.ndarray = vectors / np.maximum(norms, 1e-12)
+    return unit
 
 
 class Embeddings(BaseComponent):
@@ -39,7 +46,8 @@ class Embeddings(BaseComponent):
 
     def embed_query(self, text: str) -> np.ndarray:
         """The vector of one query: float32, shape ``(dimension,)``, L2-normalised."""
-        return self.embed_documents([text])[0]
+        vector: np.ndarray = self.embed_documents([text])[0]
+        return vector
 
     @abstractmethod
     def count_tokens(self, text: str) -> int:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.embeddings.base import EmbeddingsError
+from ragloom.embeddings.base import EmbeddingsError, unit_rows
 
 __all__ = ["EXPORT_FORMAT", "OnnxEncoder", "export_onnx", "load_onnx", "onnx_model_file"]
 
@@ -74,9 +74,7 @@ class OnnxEncoder:
         (vectors,) = self.session.run(
             None, {k: v for k, v in feed.items() if k in self.input_names}
         )
-        vectors = np.asarray(vectors, dtype=np.float32)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.maximum(norms, 1e-12)
+        return unit_rows(np.asarray(vectors, dtype=np.float32))
 
     def count_one(self, text: str) -> int:
         """Tokens of ``text``, special tokens excluded, never truncated."""
@@ -88,7 +86,8 @@ class OnnxEncoder:
         return [len(e.ids) for e in encodings]
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> Any:
+    """The parsed JSON of ``path``: an object or a list, as the model's file format has it."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -139,7 +138,7 @@ def onnx_model_file(model_dir: Path, cache_dir: Path | None = None) -> Path:
     import onnxruntime
 
     if cache_dir is None:
-        from ragloom.models.bundled_llm import default_cache_dir
+        from ragloom.llms.bundled import default_cache_dir
 
         cache_dir = default_cache_dir()
     digest = _sha256(_weights(model_dir))

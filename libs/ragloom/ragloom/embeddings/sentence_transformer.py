@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 from theflow import Param
 
-from ragloom.embeddings.base import Embeddings, EmbeddingsError
+from ragloom.embeddings.base import Embeddings, EmbeddingsError, unit_rows
 from ragloom.embeddings.bundled import bundled_model_path
 from ragloom.embeddings.token_counter import TokenizerCounter
 
@@ -155,8 +155,7 @@ def _load_model(path: Path, device: str, precision: str) -> _LoadedModel:
         # bf16 has no numpy dtype; normalise in float32 so bf16 rounding does not leave
         # the vectors slightly off unit length.
         vectors = tensor.float().cpu().numpy().astype(np.float32, copy=False)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.maximum(norms, 1e-12)
+        return unit_rows(vectors)
 
     logger.info(
         "loaded embedding model %s on %s (%s, %d dims, max %d tokens) in %.1f s",

@@ -6,9 +6,9 @@ The implementations are exported lazily (module ``__getattr__``): importing
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ragloom.lazy import lazy_exports
 from ragloom.llms.base import (
     ChatLLM,
     ChatMessage,
@@ -20,9 +20,9 @@ from ragloom.llms.base import (
 )
 
 if TYPE_CHECKING:
+    from ragloom.llms.bundled import ModelIntegrityError
     from ragloom.llms.llamacpp import LlamaCppChat
     from ragloom.llms.openai_compat import OpenAIChat
-    from ragloom.models.bundled_llm import ModelIntegrityError
 
 __all__ = [
     "ChatLLM",
@@ -40,18 +40,8 @@ __all__ = [
 _LAZY = {
     "LlamaCppChat": "ragloom.llms.llamacpp",
     "OpenAIChat": "ragloom.llms.openai_compat",
-    "ModelIntegrityError": "ragloom.models.bundled_llm",
+    "ModelIntegrityError": "ragloom.llms.bundled",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

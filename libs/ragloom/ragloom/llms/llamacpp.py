@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from theflow import Param
 
@@ -38,6 +38,8 @@ from ragloom.llms.base import (
 if TYPE_CHECKING:
     import llama_cpp
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from llama_cpp.llama_grammar import LlamaGrammar
+    from llama_cpp.llama_types import ChatCompletionRequestMessage
 
 __all__ = ["LlamaCppChat", "evaluated_prompt_tokens"]
 
@@ -152,11 +154,25 @@ def evaluated_prompt_tokens(llm: llama_cpp.Llama, tokens: Sequence[int]) -> int:
 
 
 def _chat_text(choice: dict[str, Any]) -> str | None:
-    return choice["delta"].get("content")
+    content: str | None = choice["delta"].get("content")
+    return content
 
 
 def _completion_text(choice: dict[str, Any]) -> str | None:
-    return choice.get("text")
+    text: str | None = choice.get("text")
+    return text
+
+
+def _streaming(method: Callable[..., object]) -> Callable[..., Iterator[dict[str, Any]]]:
+    """A ``create_*completion`` method as called here, with ``stream=True``: llama-cpp-python
+    types its result as "a response or an iterator of chunks", and streaming it is the latter."""
+    return cast("Callable[..., Iterator[dict[str, Any]]]", method)
+
+
+def _llama_messages(turns: list[dict[str, Any]]) -> list[ChatCompletionRequestMessage]:
+    """Our OpenAI-style turns as llama-cpp-python types them: the same mappings, whose
+    per-role TypedDicts :meth:`ChatMessage.to_dict` does not spell out."""
+    return cast("list[ChatCompletionRequestMessage]", turns)
 
 
 class LlamaCppChat(ChatLLM):
@@ -184,7 +200,7 @@ class LlamaCppChat(ChatLLM):
     @property
     def name(self) -> str:
         """``llama.cpp/<file name>``."""
-        from ragloom.models.bundled_llm import MODEL_FILENAME
+        from ragloom.llms.bundled import MODEL_FILENAME
 
         return f"llama.cpp/{Path(self.model_path).name if self.model_path else MODEL_FILENAME}"
 
@@ -238,7 +254,7 @@ class LlamaCppChat(ChatLLM):
         if self.model_path:
             path = self.model_path
         else:
-            from ragloom.models.bundled_llm import bundled_model_path
+            from ragloom.llms.bundled import bundled_model_path
 
             path = str(bundled_model_path())
         return _load_model(path, self.n_ctx, self.n_threads, self.n_batch, self.seed, self.verbose)
@@ -255,7 +271,7 @@ class LlamaCppChat(ChatLLM):
         prompt = (
             self._continuation_prompt(model, turns)
             if options.continue_assistant
-            else model.chat_formatter(messages=turns).prompt
+            else model.chat_formatter(messages=_llama_messages(turns)).prompt
         )
         # Tokenized exactly as llama-cpp-python's chat handler does (the template renders the
         # special tokens itself, so no BOS is added), so the count is the prompt's real size.
@@ -281,14 +297,14 @@ class LlamaCppChat(ChatLLM):
         request: dict[str, Any]
         if options.continue_assistant:
             # A raw completion of the open turn (the JSON schema goes as its grammar).
-            call, text_of = llm.create_completion, _completion_text
+            call, text_of = _streaming(llm.create_completion), _completion_text
             request = {
                 "prompt": tokens,
                 "stop": [*options.stop, model.eos_text],
                 "grammar": grammar,
             }
         else:
-            call, text_of = llm.create_chat_completion, _chat_text
+            call, text_of = _streaming(llm.create_chat_completion), _chat_text
             request = {
                 "messages": turns,
                 "stop": list(options.stop),
@@ -329,16 +345,16 @@ class LlamaCppChat(ChatLLM):
     def _continuation_prompt(model: _LoadedModel, turns: list[dict[str, str]]) -> str:
         """The prompt with the last (assistant) turn left open after its content."""
         marked = [*turns[:-1], {**turns[-1], "content": turns[-1]["content"] + _CONTINUE_MARK}]
-        rendered = model.turn_formatter(messages=marked).prompt
+        rendered = model.turn_formatter(messages=_llama_messages(marked)).prompt
         cut = rendered.rfind(_CONTINUE_MARK)
         if cut < 0:
             raise LLMError("the chat template dropped the assistant turn to continue")
         return rendered[:cut]
 
-    def _grammar(self, model: _LoadedModel, options: GenerationOptions) -> Any:
+    def _grammar(self, model: _LoadedModel, options: GenerationOptions) -> LlamaGrammar | None:
         """The ``LlamaGrammar`` for the options' grammar or JSON schema, checked, or None."""
-        from llama_cpp import LlamaGrammar
         from llama_cpp import llama_cpp as native
+        from llama_cpp.llama_grammar import LlamaGrammar
 
         if options.grammar is not None:
             source, what = options.grammar, "grammar"

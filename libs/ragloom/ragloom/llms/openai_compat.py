@@ -140,7 +140,8 @@ class OpenAIChat(ChatLLM):
             return super().count_tokens(text)
         cache: dict[str, int] | None = getattr(self, "_token_counts", None)
         if cache is None:
-            cache = self._token_counts = {}
+            cache = {}
+            self._token_counts = cache
         if (count := cache.get(text)) is None:
             count = self._server_token_count(path, text)
             if count is None:
@@ -244,9 +245,10 @@ class OpenAIChat(ChatLLM):
                 for t in options.tools
             ]
             choice = options.tool_choice or "auto"
-            if choice not in ("auto", "none", "required"):
-                choice = {"type": "function", "function": {"name": choice}}
-            request["tool_choice"] = choice
+            if choice in ("auto", "none", "required"):
+                request["tool_choice"] = choice
+            else:
+                request["tool_choice"] = {"type": "function", "function": {"name": choice}}
         extra: dict[str, Any] = {}
         if options.grammar is not None:
             if not self._is_llama_cpp():

@@ -24,13 +24,14 @@ from pathlib import Path
 from ragloom.loaders.archive import ArchiveContents, ArchiveMember, expand_zip
 from ragloom.loaders.base import (
     EmptyDocumentError,
+    FileBudgetError,
     FileReader,
     LoaderError,
     TextBudget,
-    TextBudgetExceededError,
     TextMeter,
     UnreadableFileError,
     UnsupportedFileTypeError,
+    file_size,
     without_surrogates,
 )
 from ragloom.loaders.docx import DocxReader
@@ -46,13 +47,13 @@ __all__ = [
     "CsvReader",
     "DocxReader",
     "EmptyDocumentError",
+    "FileBudgetError",
     "FileReader",
     "HtmlReader",
     "JsonReader",
     "LoaderError",
     "PdfReader",
     "TextBudget",
-    "TextBudgetExceededError",
     "TextMeter",
     "TextReader",
     "UnreadableFileError",
@@ -98,7 +99,7 @@ def read_file(
     ``budget`` (default: :class:`TextBudget()`), and lone surrogates in them (which no
     encoder accepts) become U+FFFD. Raises a :class:`LoaderError` (with a user-facing
     ``reason``) for a file type nobody reads, a file that has no readable text, or one
-    that would give more text than its budget (:class:`TextBudgetExceededError`).
+    that would give more text than its budget (:class:`FileBudgetError`).
     """
     path = Path(path)
     budget = budget or TextBudget()
@@ -113,10 +114,7 @@ def read_file(
 
 def _within_budget(pages: list[Page], path: Path, budget: TextBudget) -> list[Page]:
     """``pages`` checked against ``budget`` and freed of lone surrogates."""
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
+    size = file_size(path, refuse_empty=False)  # the reader refused an empty file already
     kind = f"{path.suffix.lower()} file" if path.suffix else "file"
     meter = budget.meter(size, kind, path)
     checked: list[Page] = []

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
-from ragloom.loaders.base import EmptyDocumentError, UnreadableFileError
+from ragloom.loaders.base import EmptyDocumentError, UnreadableFileError, file_size
 from ragloom.loaders.zip_names import display_name, flat_file_name, is_directory, member_name
 
 __all__ = [
@@ -145,12 +145,7 @@ def expand_zip(
     """
     limits = _limits(limits, max_members, max_total_bytes, max_ratio)
     path, dest = Path(path), Path(dest)
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
-    if size == 0:
-        raise EmptyDocumentError("the file is empty", path)
+    size = file_size(path)
     problem = entries_problem(path, limits)
     if problem:
         raise UnreadableFileError(problem, path)
@@ -175,16 +170,14 @@ def _limits(
     max_ratio: float | None,
 ) -> ZipLimits:
     chosen = limits or ZipLimits()
-    changes = {
-        name: value
-        for name, value in (
-            ("max_members", max_members),
-            ("max_total_bytes", max_total_bytes),
-            ("max_ratio", max_ratio),
-        )
-        if value is not None
-    }
-    return replace(chosen, **changes) if changes else chosen
+    if max_members is None and max_total_bytes is None and max_ratio is None:
+        return chosen
+    return replace(
+        chosen,
+        max_members=chosen.max_members if max_members is None else max_members,
+        max_total_bytes=chosen.max_total_bytes if max_total_bytes is None else max_total_bytes,
+        max_ratio=chosen.max_ratio if max_ratio is None else max_ratio,
+    )
 
 
 def declared_problem(

@@ -23,13 +23,15 @@ from ragloom.schema import Page
 
 __all__ = [
     "EmptyDocumentError",
+    "FileBudgetError",
     "FileReader",
     "LoaderError",
     "TextBudget",
-    "TextBudgetExceededError",
     "TextMeter",
     "UnreadableFileError",
     "UnsupportedFileTypeError",
+    "file_size",
+    "read_bytes",
     "without_surrogates",
 ]
 
@@ -75,11 +77,38 @@ class UnreadableFileError(LoaderError):
     """The file is damaged, binary, encrypted or otherwise cannot be read as text."""
 
 
-class TextBudgetExceededError(LoaderError):
-    """The file would give more page text than its :class:`TextBudget` allows.
+def read_bytes(path: Path) -> bytes:
+    """The bytes of ``path``; refuses a file that cannot be read or is empty."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _cannot_read(path, exc) from exc
+    if not data:
+        raise EmptyDocumentError("the file is empty", path)
+    return data
 
-    ``limit`` is the number of characters the file was allowed.
-    """
+
+def file_size(path: Path, *, refuse_empty: bool = True) -> int:
+    """The size of ``path`` in bytes, read without opening the file (a reader that parses
+    the file itself checks it first); refuses a file that cannot be read, and an empty one
+    unless ``refuse_empty`` is false."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise _cannot_read(path, exc) from exc
+    if refuse_empty and size == 0:
+        raise EmptyDocumentError("the file is empty", path)
+    return size
+
+
+def _cannot_read(path: Path, exc: OSError) -> UnreadableFileError:
+    return UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path)
+
+
+class FileBudgetError(LoaderError):
+    """A file went past a budget of its own: the page text its :class:`TextBudget` allows
+    (``limit`` is then the number of characters it was allowed), or, when it is read and
+    chunked (:mod:`ragloom.chunking`), its chunks, time or memory (``limit`` 0)."""
 
     def __init__(self, reason: str, path: Path | None = None, *, limit: int = 0) -> None:
         self.limit = limit
@@ -156,15 +185,15 @@ class TextMeter:
         self.used = 0
 
     def add(self, chars: int) -> None:
-        """Count ``chars`` more characters; raises :class:`TextBudgetExceededError` past it."""
+        """Count ``chars`` more characters; raises :class:`FileBudgetError` past it."""
         self.used += chars
         if self.used > self.limit:
             raise self.error()
 
-    def error(self) -> TextBudgetExceededError:
+    def error(self) -> FileBudgetError:
         """The error for this file going past its limit."""
         reason = self.budget.reason(self.file_size, self.kind)
-        return TextBudgetExceededError(reason, self.path, limit=self.limit)
+        return FileBudgetError(reason, self.path, limit=self.limit)
 
 
 def _human_size(n_bytes: int) -> str:

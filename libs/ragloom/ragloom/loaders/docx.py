@@ -18,7 +18,13 @@ from docx.table import Table, _Cell, _Row
 from docx.text.paragraph import Paragraph
 
 from ragloom.loaders.archive import ZipLimits, declared_problem, entries_problem
-from ragloom.loaders.base import EmptyDocumentError, LoaderError, TextBudget, UnreadableFileError
+from ragloom.loaders.base import (
+    EmptyDocumentError,
+    LoaderError,
+    TextBudget,
+    UnreadableFileError,
+    file_size,
+)
 from ragloom.schema import Page
 
 __all__ = ["DocxReader"]
@@ -49,12 +55,7 @@ class DocxReader:
 
     def read(self, path: Path) -> list[Page]:
         """The text of ``path`` as a single page; raises a ``LoaderError`` if there is none."""
-        try:
-            size = path.stat().st_size
-        except OSError as exc:
-            raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
-        if size == 0:
-            raise EmptyDocumentError("the file is empty", path)
+        size = file_size(path)
         _check_package(path, size)
         try:
             document = docx.Document(str(path))

@@ -31,9 +31,10 @@ from ragloom.loaders.base import (
     TextBudget,
     TextMeter,
     UnreadableFileError,
+    read_bytes,
     without_surrogates,
 )
-from ragloom.loaders.text import decode_text, read_bytes
+from ragloom.loaders.text import decode_text
 from ragloom.schema import Page
 
 __all__ = ["MAX_HTML_ELEMENTS", "HtmlReader"]

@@ -33,13 +33,13 @@ from pypdf.errors import DependencyError, LimitReachedError
 
 from ragloom.loaders.base import (
     EmptyDocumentError,
+    FileBudgetError,
     TextBudget,
-    TextBudgetExceededError,
     TextMeter,
     UnreadableFileError,
+    read_bytes,
     without_surrogates,
 )
-from ragloom.loaders.text import read_bytes
 from ragloom.schema import Page
 
 __all__ = ["PdfReader"]
@@ -194,7 +194,7 @@ def _read_pages(data: bytes, path: Path, meter: TextMeter) -> list[Page]:
     for number, pdf_page in enumerate(pdf_pages, start=1):
         try:
             text = _extract(pdf_page, meter)
-        except (TextBudgetExceededError, MemoryError):
+        except (FileBudgetError, MemoryError):
             raise
         except Exception as exc:
             # One broken content stream should not cost the user the rest of the document.

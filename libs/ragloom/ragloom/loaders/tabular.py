@@ -30,9 +30,10 @@ from ragloom.loaders.base import (
     TextBudget,
     TextMeter,
     UnreadableFileError,
+    read_bytes,
     without_surrogates,
 )
-from ragloom.loaders.text import read_bytes, text_of
+from ragloom.loaders.text import text_of
 from ragloom.schema import Page
 
 __all__ = ["MAX_HEADER_CHARS", "MAX_KEY_PATH_CHARS", "CsvReader", "JsonReader"]

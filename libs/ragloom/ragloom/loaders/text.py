@@ -13,7 +13,7 @@ from pathlib import Path
 
 import charset_normalizer
 
-from ragloom.loaders.base import EmptyDocumentError, TextBudget, UnreadableFileError
+from ragloom.loaders.base import EmptyDocumentError, TextBudget, UnreadableFileError, read_bytes
 from ragloom.schema import Page
 
 __all__ = ["TextReader", "decode_text"]
@@ -83,17 +83,6 @@ class TextReader:
         return [Page(text=text, number=None)]
 
 
-def read_bytes(path: Path) -> bytes:
-    """The bytes of ``path``; refuses a file that cannot be read or is empty."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}", path) from exc
-    if not data:
-        raise EmptyDocumentError("the file is empty", path)
-    return data
-
-
 def text_of(data: bytes, path: Path) -> str:
     """``data`` (a whole file) decoded as text; refuses binary content or blank text."""
     text = decode_text(data, path)
@@ -136,11 +125,11 @@ def _decode(data: bytes, path: Path | None, declared: str | None) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    encoding, text = _detect(data)
-    if text is None:
+    charset, detected = _detect(data)
+    if detected is None:
         raise UnreadableFileError("binary content, not text", path)
-    logger.info("%s: not UTF-8, decoded as %s", path.name if path else "text", encoding)
-    return text
+    logger.info("%s: not UTF-8, decoded as %s", path.name if path else "text", charset)
+    return detected
 
 
 def _decode_declared(data: bytes, declared: str, path: Path | None) -> str | None:

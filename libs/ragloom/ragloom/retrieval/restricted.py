@@ -31,4 +31,7 @@ class RestrictedRetriever(Retriever):
         allowed = set(self.source_ids)
         if source_ids is not None:
             allowed &= set(source_ids)
-        return self.inner(query, top_k=self.resolve_k(top_k), source_ids=allowed)
+        hits: list[RetrievedChunk] = self.inner(
+            query, top_k=self.resolve_k(top_k), source_ids=allowed
+        )
+        return hits

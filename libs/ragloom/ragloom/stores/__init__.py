@@ -6,9 +6,9 @@ not pay for chromadb (~0.8 s) or bm25s unless they are needed.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ragloom.lazy import lazy_exports
 from ragloom.stores.base import FullTextStore, VectorStore
 
 if TYPE_CHECKING:
@@ -34,11 +34,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import an implementation the first time it is asked for."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

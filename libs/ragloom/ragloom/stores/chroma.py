@@ -14,6 +14,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +22,7 @@ import chromadb
 import numpy as np
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection as ChromaCollection
+from chromadb.api.types import GetResult
 from chromadb.config import Settings
 from chromadb.errors import NotFoundError
 
@@ -166,14 +168,7 @@ class ChromaVectorStore(VectorStore):
         for part in _batches(len(rows), size):
             picked = rows[part]
             batch = [chunks[i] for i in picked]
-            self._call(
-                lambda col, batch=batch, picked=picked: col.upsert(
-                    ids=[c.id for c in batch],
-                    embeddings=vectors[picked],
-                    documents=[c.text for c in batch],
-                    metadatas=[c.metadata() for c in batch],
-                )
-            )
+            self._call(partial(_upsert, chunks=batch, vectors=vectors[picked]))
         logger.debug("upserted %d chunks into %s", len(rows), self.collection_name)
 
     def delete(self, ids: Iterable[str]) -> None:
@@ -182,7 +177,7 @@ class ChromaVectorStore(VectorStore):
         size = self._batch_size()
         for part in _batches(len(unique), size):
             batch = unique[part]
-            self._call(lambda col, batch=batch: col.delete(ids=batch))
+            self._call(partial(_delete, ids=batch))
 
     def delete_source(self, source_id: str) -> None:
         """Remove every chunk of ``source_id``."""
@@ -232,7 +227,7 @@ class ChromaVectorStore(VectorStore):
         size = self._batch_size()
         for part in _batches(len(wanted), size):
             batch = wanted[part]
-            result = self._call(lambda col, batch=batch: col.get(ids=batch, include=["embeddings"]))
+            result = self._call(partial(_get_embeddings, ids=batch))
             embeddings = result.get("embeddings")
             if embeddings is None:
                 continue
@@ -246,9 +241,7 @@ class ChromaVectorStore(VectorStore):
         found: set[str] = set()
         offset = 0
         while True:
-            page = self._call(
-                lambda col, offset=offset: col.get(include=[], limit=size, offset=offset)
-            )
+            page = self._call(partial(_get_ids, limit=size, offset=offset))
             found.update(page["ids"])
             if len(page["ids"]) < size:
                 return found
@@ -266,3 +259,27 @@ class ChromaVectorStore(VectorStore):
             with contextlib.suppress(NotFoundError):
                 self.client.delete_collection(self.collection_name)
         logger.info("dropped Chroma collection %s", self.collection_name)
+
+
+# What the store asks of a collection inside a loop, as functions of the collection, so that
+# :meth:`ChromaVectorStore._call` can run one again on a reopened collection (partial binds
+# each batch; a lambda in the loop would see the loop's last values).
+def _upsert(col: ChromaCollection, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+    col.upsert(
+        ids=[c.id for c in chunks],
+        embeddings=vectors,
+        documents=[c.text for c in chunks],
+        metadatas=[c.metadata() for c in chunks],
+    )
+
+
+def _delete(col: ChromaCollection, ids: list[str]) -> None:
+    col.delete(ids=ids)
+
+
+def _get_embeddings(col: ChromaCollection, ids: list[str]) -> GetResult:
+    return col.get(ids=ids, include=["embeddings"])
+
+
+def _get_ids(col: ChromaCollection, limit: int, offset: int) -> GetResult:
+    return col.get(include=[], limit=limit, offset=offset)

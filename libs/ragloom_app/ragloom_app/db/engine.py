@@ -11,10 +11,12 @@ retypes one), and a column it adds must be nullable or have a constant default.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from sqlalchemy import Column, Table, event, inspect, literal, text
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql.schema import ScalarElementColumnDefault
 from sqlmodel import SQLModel, create_engine
 
 from ragloom_app.db import models  # noqa: F401  (registers the tables)
@@ -28,7 +30,7 @@ class SchemaUpgradeError(RuntimeError):
     """A column the models have cannot be added to an existing table without a migration."""
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+def _sqlite_pragmas(dbapi_connection: Any, _record: object) -> None:
     # WAL lets the UI read while an upload writes; foreign keys are off by default in SQLite.
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -56,7 +58,7 @@ def _column_sql(table: Table, column: Column, dialect: Dialect) -> str:
         f"{column.type.compile(dialect=dialect)}"
     )
     default = column.default
-    if default is not None and getattr(default, "is_scalar", False):
+    if isinstance(default, ScalarElementColumnDefault):
         value = literal(default.arg, type_=column.type).compile(
             dialect=dialect, compile_kwargs={"literal_binds": True}
         )

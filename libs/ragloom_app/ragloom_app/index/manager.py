@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ragloom.loaders import FileReader, default_readers
 from ragloom_app.db.models import IndexRecord
@@ -70,7 +70,7 @@ class IndexManager:
         """A new index's config checked by its type; raises ``ValueError`` if it is wrong."""
         return self.index_types[type_id].normalize_config(config, readers=self.readers)
 
-    def start(self, wanted: list[Mapping[str, Any]]) -> None:
+    def start(self, wanted: Sequence[Mapping[str, Any]]) -> None:
         """Create the indices of ``INDICES`` that do not exist yet, then start them all."""
         with Session(self._engine) as session:
             existing = {r.name for r in session.exec(select(IndexRecord))}
@@ -82,7 +82,7 @@ class IndexManager:
             if self._registered(spec["name"], spec["type"]):
                 self._create_wanted(spec)
         with Session(self._engine) as session:
-            records = list(session.exec(select(IndexRecord).order_by(IndexRecord.id)))
+            records = list(session.exec(select(IndexRecord).order_by(col(IndexRecord.id))))
         for record in records:
             if record.id in self._indices:
                 continue

@@ -247,7 +247,7 @@ def _outputs(
 ) -> RespondOutput:
     """The outputs of :meth:`ChatHandlers.respond` in order, unchanged unless given."""
     values = (chat, question, evidence, usage, selector, send)
-    return tuple(gr.skip() if v is _KEEP else v for v in values)  # type: ignore[return-value]
+    return tuple(gr.skip() if v is _KEEP else v for v in values)
 
 
 def _bot(markdown: str) -> Message:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from theflow import Param
 
@@ -135,7 +136,7 @@ def plan_grammar(
     )
 
 
-def plan_schema(tool_names: Sequence[str], max_steps: int, max_chars: int = 160) -> dict:
+def plan_schema(tool_names: Sequence[str], max_steps: int, max_chars: int = 160) -> dict[str, Any]:
     """A JSON schema of plans: 1..``max_steps`` steps, each a known tool with an input.
 
     References between steps are left to validation (a schema cannot order them)."""
@@ -270,4 +271,5 @@ class ReWOOPlanner(BaseComponent):
             try:
                 next(events)
             except StopIteration as finished:
-                return finished.value
+                outcome: PlanningOutcome = finished.value
+                return outcome

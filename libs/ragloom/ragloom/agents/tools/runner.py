@@ -213,10 +213,11 @@ class ToolRunner:
         while True:
             attempts += 1
             result = self._once(tool, tool_input)
-            if result.ok or not result.error.retryable or attempts > self.retries:
+            error = result.error
+            if error is None or not error.retryable or attempts > self.retries:
                 break
             delay = self.backoff * 2 ** (attempts - 1)
-            logger.info("%s failed (%s); retry in %.2f s", tool.name, result.error.code, delay)
+            logger.info("%s failed (%s); retry in %.2f s", tool.name, error.code, delay)
             self._sleep(delay)
         return ToolCall(result, time.perf_counter() - started, attempts)
 

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from ragloom.sandbox import SandboxStopped
 from ragloom_app.db.models import Source, SourceStatus
@@ -47,7 +47,7 @@ def start_attempt(engine: Engine, source: Source) -> None:
     with Session(engine) as session:
         session.exec(
             update(Source)
-            .where(Source.id == source.id, Source.status != SourceStatus.REMOVING)
+            .where(col(Source.id) == source.id, col(Source.status) != SourceStatus.REMOVING)
             .values(
                 status=SourceStatus.INDEXING,
                 reason=None,
@@ -92,9 +92,9 @@ def _take_back(engine: Engine, source_id: str) -> None:
             session.exec(
                 update(Source)
                 .where(
-                    Source.id == source_id,
-                    Source.status == SourceStatus.INDEXING,
-                    Source.attempts > 0,
+                    col(Source.id) == source_id,
+                    col(Source.status) == SourceStatus.INDEXING,
+                    col(Source.attempts) > 0,
                 )
                 .values(attempts=Source.attempts - 1)
             )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from sqlmodel import Session, col, delete, func, select
@@ -46,7 +47,12 @@ _BATCH = 256  # chunks re-embedded per call when repairing; bounds the memory us
 @dataclass
 class _Found:
     problem: CheckProblem
-    fix: Callable[[], None]
+    fix: Callable[[], object]  # what it returns is not used
+
+
+def _unlink_all(paths: Iterable[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
 
 
 def _source_of(chunk_id: str) -> str:
@@ -173,7 +179,7 @@ class FileIndexChecker:
             found.append(
                 _Found(
                     CheckProblem("interrupted", message, ids=[s.id for s in dead]),
-                    lambda ids=[s.id for s in dead]: self._take_over_all(ids),
+                    partial(self._take_over_all, [s.id for s in dead]),
                 )
             )
         indexed = [s for s in sources if s.status == SourceStatus.INDEXED]
@@ -186,7 +192,7 @@ class FileIndexChecker:
                         f"{len(lost)} indexed files have no stored copy: {_names(lost)}",
                         ids=[s.id for s in lost],
                     ),
-                    lambda ids=[s.id for s in lost]: self._unindex_all(ids),
+                    partial(self._unindex_all, [s.id for s in lost]),
                 )
             )
         rows = self._chunk_rows_by_source()
@@ -200,7 +206,7 @@ class FileIndexChecker:
                         f"should: {_names(incomplete)}",
                         ids=[s.id for s in incomplete],
                     ),
-                    lambda ids=[s.id for s in incomplete]: self._reindex_all(ids),
+                    partial(self._reindex_all, [s.id for s in incomplete]),
                 )
             )
         # Chunk rows are written with the flip to indexed, so a failed source has none;
@@ -215,7 +221,7 @@ class FileIndexChecker:
                         f"chunk rows of {len(stray)} files that are not indexed",
                         ids=stray,
                     ),
-                    lambda ids=stray: self._delete_rows(ids),
+                    partial(self._delete_rows, stray),
                 )
             )
         unreferenced = self._unreferenced_files(sources)
@@ -227,7 +233,7 @@ class FileIndexChecker:
                         f"{len(unreferenced)} stored files belong to no file of the index",
                         ids=[p.name for p in unreferenced],
                     ),
-                    lambda paths=unreferenced: [p.unlink(missing_ok=True) for p in paths],
+                    partial(_unlink_all, unreferenced),
                 )
             )
         return found
@@ -260,14 +266,14 @@ class FileIndexChecker:
         for source_id in ids:
             self._with_lock(
                 source_id,
-                lambda sid=source_id: self.pipeline.unindex(sid, STORED_COPY_MISSING_REASON),
+                partial(self.pipeline.unindex, source_id, STORED_COPY_MISSING_REASON),
             )
 
     def _reindex_all(self, ids: list[str]) -> None:
         for source_id in ids:
             self._with_lock(
                 source_id,
-                lambda sid=source_id: self.pipeline.reingest(sid, lost_reason=_INCOMPLETE_REASON),
+                partial(self.pipeline.reingest, source_id, lost_reason=_INCOMPLETE_REASON),
             )
 
     def _with_lock(self, source_id: str, work: Callable[[], object]) -> None:
@@ -336,7 +342,7 @@ class FileIndexChecker:
                             store=name,
                             ids=missing,
                         ),
-                        lambda name=name, ids=missing: self._add_back(name, ids),
+                        partial(self._add_back, name, missing),
                     )
                 )
             if extra:
@@ -348,7 +354,7 @@ class FileIndexChecker:
                             store=name,
                             ids=extra,
                         ),
-                        lambda store=store, ids=extra: store.delete(ids),
+                        partial(store.delete, extra),
                     )
                 )
         return found

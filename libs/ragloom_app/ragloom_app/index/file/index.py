@@ -9,7 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session, delete, select
+from sqlmodel import Session, col, delete, select
 
 from ragloom.indexing import FileIngestor
 from ragloom.llms.base import ChatLLM
@@ -226,8 +226,8 @@ class FileIndex(BaseIndex):
 
     def _delete_rows(self) -> None:
         with Session(self.resources.engine) as session:
-            session.exec(delete(ChunkRecord).where(ChunkRecord.index_id == self.id))
-            session.exec(delete(Source).where(Source.index_id == self.id))
+            session.exec(delete(ChunkRecord).where(col(ChunkRecord.index_id) == self.id))
+            session.exec(delete(Source).where(col(Source.index_id) == self.id))
             session.commit()
 
     def _ingestor(self) -> FileIngestor:
@@ -357,7 +357,9 @@ class FileIndex(BaseIndex):
         with Session(self.resources.engine) as session:
             rows = list(
                 session.exec(
-                    select(Source).where(Source.index_id == self.id).order_by(Source.created_at)
+                    select(Source)
+                    .where(Source.index_id == self.id)
+                    .order_by(col(Source.created_at))
                 )
             )
         locks_dir = self.locks_dir

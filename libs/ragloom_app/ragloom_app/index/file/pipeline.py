@@ -37,10 +37,11 @@ import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, delete, select
+from sqlmodel import Session, col, delete, select
 
 from ragloom.chunking import PER_FILE
 from ragloom.indexing import FileIngestor
@@ -346,7 +347,7 @@ class FileIndexingPipeline(IndexingPipeline):
         with Session(self.engine) as session:
             result = session.exec(
                 update(Source)
-                .where(Source.id == source_id, Source.status == SourceStatus.INDEXING)
+                .where(col(Source.id) == source_id, col(Source.status) == SourceStatus.INDEXING)
                 .values(
                     status=SourceStatus.INDEXED,
                     chunk_count=len(chunks),
@@ -386,10 +387,10 @@ class FileIndexingPipeline(IndexingPipeline):
         only_if: SourceStatus | None = None,
     ) -> bool:
         """Set a source's status (only from ``only_if`` if given); ``False`` if not set."""
-        query = update(Source).where(Source.id == source_id)
+        query = update(Source).where(col(Source.id) == source_id)
         if only_if is not None:
-            query = query.where(Source.status == only_if)
-        values = {"status": status, "reason": reason, "updated_at": _now()}
+            query = query.where(col(Source.status) == only_if)
+        values: dict[str, Any] = {"status": status, "reason": reason, "updated_at": _now()}
         if status != SourceStatus.INDEXED:
             values["chunk_count"] = 0
         with Session(self.engine) as session:
@@ -438,7 +439,7 @@ class FileIndexingPipeline(IndexingPipeline):
     # -- removing --------------------------------------------------------------------------
     def _delete_chunk_rows(self, source_id: str) -> None:
         with Session(self.engine) as session:
-            session.exec(delete(ChunkRecord).where(ChunkRecord.source_id == source_id))
+            session.exec(delete(ChunkRecord).where(col(ChunkRecord.source_id) == source_id))
             session.commit()
 
     def remove(self, source_id: str) -> None:
@@ -452,7 +453,7 @@ class FileIndexingPipeline(IndexingPipeline):
         with Session(self.engine) as session:
             record = session.get(Source, source_id)
             stored = record.stored_path if record is not None else None
-            session.exec(delete(ChunkRecord).where(ChunkRecord.source_id == source_id))
+            session.exec(delete(ChunkRecord).where(col(ChunkRecord.source_id) == source_id))
             if record is not None:
                 session.delete(record)
             session.commit()

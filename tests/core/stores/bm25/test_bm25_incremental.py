@@ -15,18 +15,6 @@ from ragloom.schema import Chunk
 from ragloom.stores import BM25Store, tokenize
 from tests.helpers.bm25_testkit import CORPUS, LoadCounter, chunk, ids_of
 
-
-@pytest.fixture
-def store(tmp_path: Path) -> BM25Store:
-    return BM25Store(tmp_path / "bm25")
-
-
-@pytest.fixture
-def filled(store: BM25Store) -> BM25Store:
-    store.add(CORPUS)
-    return store
-
-
 # --- tokenizer ------------------------------------------------------------------------------
 
 
@@ -261,7 +249,7 @@ def test_source_filter_is_exact_after_changes(store: BM25Store) -> None:
 
 
 def test_segmented_index_on_its_own() -> None:
-    from ragloom.stores.bm25_index import DocTerms, SegmentedBM25
+    from ragloom.stores.bm25.index import DocTerms, SegmentedBM25
 
     def terms(*docs: dict[int, int]) -> DocTerms:
         return DocTerms.of(

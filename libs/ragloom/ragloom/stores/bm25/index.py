@@ -249,10 +249,10 @@ class SegmentedBM25:
                 continue
             at = np.searchsorted(segment.terms, wanted)
             at = np.minimum(at, len(segment.terms) - 1)
-            for i in np.flatnonzero(segment.terms[at] == wanted):
-                lo, hi = segment.indptr[at[i]], segment.indptr[at[i] + 1]
-                docs[i].append(segment.docs[lo:hi])
-                freqs[i].append(segment.freqs[lo:hi])
+            for hit in np.flatnonzero(segment.terms[at] == wanted):
+                lo, hi = segment.indptr[at[hit]], segment.indptr[at[hit] + 1]
+                docs[hit].append(segment.docs[lo:hi])
+                freqs[hit].append(segment.freqs[lo:hi])
         norms = self._length_norms()
         n = self._live
         scores = np.zeros(self._size, dtype=np.float32)
@@ -394,6 +394,6 @@ def _top_k(scores: np.ndarray, k: int, ids: Sequence[str]) -> list[int]:
         candidates = candidates[values >= kth]
     if not candidates.size:
         return []
-    keys = np.array([ids[p] for p in candidates])
+    keys = np.array([ids[p] for p in candidates.tolist()])
     order = np.lexsort((keys, -scores[candidates]))
     return [int(p) for p in candidates[order[:k]]]

@@ -13,8 +13,8 @@ from ragloom.agents.react import ReActAgent
 from ragloom.agents.tools import ToolContext, ToolRegistry
 from ragloom.events import AnswerCollector, StepFinished
 from ragloom.llms.base import ChatLLM, ToolCallRequest
+from ragloom.llms.bundled import bundled_model_path
 from ragloom.llms.openai_compat import OpenAIChat
-from ragloom.models.bundled_llm import bundled_model_path
 from ragloom.retrieval import FullTextRetriever
 from ragloom.schema import Chunk
 from ragloom.stores import BM25Store

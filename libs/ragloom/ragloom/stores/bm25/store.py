@@ -15,7 +15,7 @@ SQLite transaction and a crash never leaves the store half updated:
   without ``chunk_terms``, with bm25s indexes saved in ``index-*`` folders) is tokenized
   again on open, once.
 
-The index is in memory (:class:`~ragloom.stores.bm25_index.SegmentedBM25`), loaded on the
+The index is in memory (:class:`~ragloom.stores.bm25.index.SegmentedBM25`), loaded on the
 first query from the stored term ids (no tokenizing). This store's own writes update it in
 place, in time proportional to the batch; a change by another process (another store object
 on the same folder, the CLI while the app runs) shows as a generation this store did not
@@ -39,13 +39,13 @@ from typing import Any
 import numpy as np
 
 from ragloom.schema import Chunk
-from ragloom.stores import bm25_schema as schema
 from ragloom.stores.base import FullTextStore
-from ragloom.stores.bm25_index import DocTerms, SegmentedBM25
-from ragloom.stores.bm25_schema import Version
-from ragloom.stores.bm25_tokenize import TOKENIZER_VERSION, tokenize
-from ragloom.stores.bm25_upgrade import repair_terms, upgrade
-from ragloom.stores.bm25_vocab import TermVocabulary
+from ragloom.stores.bm25 import schema
+from ragloom.stores.bm25.index import DocTerms, SegmentedBM25
+from ragloom.stores.bm25.schema import Version
+from ragloom.stores.bm25.tokenizer import TOKENIZER_VERSION, tokenize
+from ragloom.stores.bm25.upgrade import repair_terms, upgrade
+from ragloom.stores.bm25.vocab import TermVocabulary
 
 __all__ = ["TOKENIZER_VERSION", "BM25Store", "tokenize"]
 

@@ -18,18 +18,6 @@ from tests.helpers.bm25_testkit import (
     ids_of,
 )
 
-
-@pytest.fixture
-def store(tmp_path: Path) -> BM25Store:
-    return BM25Store(tmp_path / "bm25")
-
-
-@pytest.fixture
-def filled(store: BM25Store) -> BM25Store:
-    store.add(CORPUS)
-    return store
-
-
 # --- tokenizer ------------------------------------------------------------------------------
 
 

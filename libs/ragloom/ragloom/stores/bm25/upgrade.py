@@ -1,7 +1,7 @@
 """Bringing a BM25 store's database to the current format and tokenizer.
 
 A database of the older format (no ``chunk_terms``; bm25s indexes in ``index-*`` folders)
-or of another :data:`~ragloom.stores.bm25_tokenize.TOKENIZER_VERSION` has its chunks
+or of another :data:`~ragloom.stores.bm25.tokenizer.TOKENIZER_VERSION` has its chunks
 tokenized again, once, inside the write transaction that opens it: of two processes
 opening it, the second finds the work done.
 """
@@ -14,9 +14,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from ragloom.stores import bm25_schema as schema
-from ragloom.stores.bm25_tokenize import TOKENIZER_VERSION, tokenize
-from ragloom.stores.bm25_vocab import TermVocabulary
+from ragloom.stores.bm25 import schema
+from ragloom.stores.bm25.tokenizer import TOKENIZER_VERSION, tokenize
+from ragloom.stores.bm25.vocab import TermVocabulary
 
 __all__ = ["repair_terms", "upgrade"]
 

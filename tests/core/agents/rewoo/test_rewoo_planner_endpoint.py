@@ -13,8 +13,8 @@ import pytest
 
 from ragloom.agents.rewoo import ReWOOPlanner, validate_plan
 from ragloom.agents.tools import BUILTIN_TOOLS
+from ragloom.llms.bundled import bundled_model_path
 from ragloom.llms.openai_compat import OpenAIChat
-from ragloom.models.bundled_llm import bundled_model_path
 from tests.helpers.llama_server import llama_server
 
 
