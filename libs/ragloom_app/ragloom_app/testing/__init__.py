@@ -70,7 +70,7 @@ def check_plugin(plugin: object, name: str = "plugin-under-test") -> LoadedPlugi
         check_settings_schema(
             reasoning.get_user_settings(), f"{reasoning.__qualname__}.get_user_settings()"
         )
-    for index_type in found.index_types.values():
+    for index_type in found.index_types:
         check_settings_schema(
             index_type.get_admin_settings(), f"{index_type.__qualname__}.get_admin_settings()"
         )
