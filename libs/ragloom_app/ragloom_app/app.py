@@ -183,7 +183,13 @@ class BaseApp:
     def plugin_settings(self, name: str) -> dict[str, Any]:
         """A plugin's own settings: ``PLUGIN_SETTINGS[name]`` (the distribution's name,
         compared loosely: ``Ragloom_Plugin_X`` is ``ragloom-plugin-x``); ``{}`` if none."""
-        return dict(self.settings.plugin_settings.get(normalize_name(name), {}))
+        wanted = normalize_name(name)
+        # Keys compared loosely here too: settings set as attributes skip the check's
+        # normalizing.
+        for key, own in self.settings.plugin_settings.items():
+            if normalize_name(key) == wanted:
+                return dict(own)
+        return {}
 
     def _register_plugins(self) -> None:
         """Register Ragloom's own plugin, then each installed one, through the registry."""
