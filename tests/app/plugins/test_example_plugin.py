@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 
 from ragloom.agents.tools.runner import tools_sandbox
-from ragloom.events import AnswerCollector
+from ragloom.events import AnswerCollector, Citation
 from ragloom_app.app import BaseApp
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.plugins.manager import create_plugin_manager
@@ -165,3 +165,18 @@ def test_ask_records_the_plugin_mode(app: BaseApp) -> None:
     assert isinstance(finished, AnswerFinished)
     assert finished.record["mode"] == "verified"
     assert any(step["step"] == "verify" for step in finished.record["steps"])
+
+
+def test_verified_reads_citations_and_sentences_as_ragloom_does(example: ModuleType) -> None:
+    from ragloom_plugin_example.reasoning import verify_answer
+
+    # Ragloom's own parsing (ragloom.qa.citations), not a copy: "[2; 1]" cites both, and
+    # a CJK sentence ends at its own mark.
+    citations = [
+        Citation(1, "a.md", None, "The reactor runs at 451 kelvin.", chunk_id="a"),
+        Citation(2, "b.md", None, "Built in Oslo.", chunk_id="b"),
+    ]
+    answer = "反应堆很热。It runs at 451 kelvin in Oslo [2; 1]."
+    marked, checks = verify_answer(answer, citations, 0.5)
+    assert [check["cites"] for check in checks] == [[], [2, 1]]
+    assert marked == "反应堆很热。 (unsupported)It runs at 451 kelvin in Oslo [2; 1]."
