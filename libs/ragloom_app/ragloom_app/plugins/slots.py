@@ -14,10 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ragloom.agents.tools import BaseTool, check_runnable
-from ragloom.loaders import FileReader
-from ragloom_app.index.base import BaseIndex
-from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo
+# The classes a value is checked against are imported when a hook's value is read, not
+# here: the ``ragloom`` command reads this table before it knows whether it starts the app.
 
 __all__ = ["KINDS", "SLOTS", "Entries", "PluginError", "Slot", "slot_for_hook", "slots_of"]
 
@@ -38,8 +36,11 @@ class Slot:
     who registers Ragloom's own entries of the kind (a setting, or "the built-in tools"),
     ``entries`` turns the hook's value (and the arguments it was called with) into
     ``(id, value)`` pairs, raising :class:`PluginError` for anything it cannot register,
-    and ``stage`` says where the hook is called: at app start (``"app"``) or by the
-    ``ragloom`` command before it runs one (``"cli"``).
+    and ``stage`` says where the hook is called: at app start (``"app"``), or by the
+    ``ragloom`` command before it runs one (``"cli"``: the entries are commands of the
+    ``ragloom`` click group). ``arguments`` makes the hook's own arguments afresh for
+    each implementation (the empty click group a plugin adds its commands to, say),
+    besides those of the stage (``app``).
     """
 
     hook: str
@@ -48,6 +49,12 @@ class Slot:
     owner: str
     entries: Callable[[Any, Mapping[str, Any]], Entries]
     stage: Literal["app", "cli"] = "app"
+    arguments: Callable[[], dict[str, Any]] | None = None
+
+    def call_arguments(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments an implementation of this hook may name: ``given`` and the
+        slot's own, made for this one call."""
+        return {**given, **(self.arguments() if self.arguments else {})}
 
 
 def _classes(value: Any, base: type, hook: str) -> list[Any]:
@@ -71,6 +78,8 @@ def _mapping(value: Any, hook: str) -> Mapping[Any, Any]:
 
 
 def _reasonings(value: Any, given: Mapping[str, Any]) -> Entries:
+    from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo
+
     entries: Entries = []
     for cls in _classes(value, BaseReasoning, "ragloom_reasonings"):
         info = cls.get_info()
@@ -81,6 +90,8 @@ def _reasonings(value: Any, given: Mapping[str, Any]) -> Entries:
 
 
 def _index_types(value: Any, given: Mapping[str, Any]) -> Entries:
+    from ragloom_app.index.base import BaseIndex
+
     hook = "ragloom_index_types"
     if isinstance(value, Mapping):
         # {type id: class}: the id INDEX_TYPES names, which may be a shorter import path.
@@ -94,6 +105,8 @@ def _index_types(value: Any, given: Mapping[str, Any]) -> Entries:
 
 
 def _tools(value: Any, given: Mapping[str, Any]) -> Entries:
+    from ragloom.agents.tools import BaseTool, check_runnable
+
     entries: Entries = []
     for tool in _classes(value, BaseTool, "ragloom_tools"):
         if not isinstance(getattr(tool, "name", None), str) or not tool.name.isidentifier():
@@ -107,6 +120,8 @@ def _tools(value: Any, given: Mapping[str, Any]) -> Entries:
 
 
 def _readers(value: Any, given: Mapping[str, Any]) -> Entries:
+    from ragloom.loaders import FileReader
+
     hook = "ragloom_file_readers"
     entries: Entries = []
     for extension, reader in _mapping(value, hook).items():
