@@ -8,9 +8,13 @@ what is installed.
 from __future__ import annotations
 
 import logging
+import sys
+import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 from ragloom_app.app import BaseApp
@@ -25,6 +29,7 @@ from tests.app.plugins.test_plugin_registration import (
     NoteIndex,
     ShoutTool,
 )
+from tests.helpers.dist_info import write_dist_info
 
 
 def _start(tmp_path: Path, plugin: object, name: str = "p", **settings: Any) -> BaseApp:
@@ -163,3 +168,74 @@ def test_malformed_plugin_settings_are_refused_naming_the_setting(
     with pytest.raises(SettingsError, match=r"^PLUGIN_SETTINGS: ") as raised:
         AppSettings(plugin_settings=value)  # type: ignore[arg-type]
     assert message in str(raised.value)
+
+
+@pytest.fixture
+def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[str, object], None]:
+    """Pretend-install a distribution whose plugin module is ``plugin``."""
+
+    def install(name: str, plugin: object) -> None:
+        module = types.ModuleType(f"{name.replace('-', '_')}_module")
+        for attr in ("ragloom_commands", "ragloom_tools"):
+            if hasattr(plugin, attr):
+                setattr(module, attr, getattr(plugin, attr))
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        write_dist_info(tmp_path / name, name, "1.0", {name: module.__name__})
+        monkeypatch.syspath_prepend(str(tmp_path / name))
+
+    monkeypatch.setenv(
+        "RAGLOOM_SETTINGS", str(Path(__file__).resolve().parents[3] / "flowsettings.py")
+    )
+    monkeypatch.setenv("RAGLOOM_DATA_DIR", str(tmp_path / "data"))
+    return install
+
+
+class Greeter:
+    @staticmethod
+    @hookimpl
+    def ragloom_commands(cli: click.Group) -> list[click.Command]:
+        @cli.command(help="greet NAME")
+        @click.argument("name")
+        def hello(name: str) -> int:
+            click.echo(f"Hello, {name}!")
+            return 3
+
+        @click.command(name="modes", help="the plugin's modes listing")
+        def modes() -> None:
+            click.echo("no modes here")
+
+        return [modes]
+
+
+def test_hook_ragloom_commands_adds_subcommands_and_may_replace_one(
+    installed: Callable[[str, object], None],
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from ragloom_app import cli
+
+    installed("ragloom-greeter", Greeter)
+    with caplog.at_level(logging.WARNING):
+        assert cli.main(["hello", "Ada"]) == 3
+    assert capsys.readouterr().out == "Hello, Ada!\n"
+    assert (
+        "command 'modes' is registered by the built-in commands and again by plugin "
+        "ragloom-greeter: the later one (plugin ragloom-greeter) wins"
+    ) in caplog.text
+    assert cli.main(["--help"]) == 0
+    assert "  hello " in capsys.readouterr().out
+    assert cli.main(["modes"]) == 0
+    assert capsys.readouterr().out == "no modes here\n"
+    assert "hello" not in cli.cli.commands  # the built-in group is left as it was
+
+
+def test_a_plugin_whose_commands_hook_fails_adds_no_command(
+    installed: Callable[[str, object], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragloom_app import cli
+
+    broken = type("Broken", (), {"ragloom_commands": staticmethod(hookimpl(lambda: "hello"))})
+    installed("ragloom-broken-commands", broken)
+    assert cli.main(["hello"]) == 2
+    assert "No such command 'hello'" in capsys.readouterr().err
+    assert cli.main(["plugins", "--json"]) == 0  # the rest of the command line works

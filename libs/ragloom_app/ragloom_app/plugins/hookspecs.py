@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    import click
+
     from ragloom.agents.tools import BaseTool
     from ragloom.loaders import FileReader
     from ragloom_app.app import BaseApp
@@ -60,3 +62,9 @@ def ragloom_llms(app: BaseApp) -> Mapping[str, Mapping[str, Any] | type]:
 @hookspec
 def ragloom_embeddings(app: BaseApp) -> Mapping[str, Mapping[str, Any] | type]:
     """Embedding models by name, as an EMBEDDINGS spec or a class."""
+
+
+@hookspec
+def ragloom_commands(cli: click.Group) -> Iterable[click.Command] | None:
+    """``ragloom`` subcommands: add them to ``cli`` with ``@cli.command()`` (or return
+    click commands), registered under their names."""

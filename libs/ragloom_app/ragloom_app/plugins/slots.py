@@ -149,6 +149,27 @@ def _model_specs(hook: str) -> Callable[[Any, Mapping[str, Any]], Entries]:
     return entries
 
 
+def _commands(value: Any, given: Mapping[str, Any]) -> Entries:
+    import click
+
+    hook = "ragloom_commands"
+    commands = dict(given["cli"].commands)  # those the plugin added with @cli.command()
+    if value is not None:
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+            raise PluginError(f"{hook} must return None or a list of click commands")
+        for command in value:
+            if not isinstance(command, click.Command) or not command.name:
+                raise PluginError(f"{hook} returned {command!r}, not a named click command")
+            commands[command.name] = command
+    return list(commands.items())
+
+
+def _empty_group() -> dict[str, Any]:
+    import click
+
+    return {"cli": click.Group("ragloom")}
+
+
 SLOTS: tuple[Slot, ...] = (
     Slot("ragloom_reasonings", "reasonings", "reasoning", "REASONINGS", _reasonings),
     Slot("ragloom_index_types", "index_types", "index type", "INDEX_TYPES", _index_types),
@@ -161,6 +182,15 @@ SLOTS: tuple[Slot, ...] = (
         "embedding",
         "EMBEDDINGS",
         _model_specs("ragloom_embeddings"),
+    ),
+    Slot(
+        "ragloom_commands",
+        "commands",
+        "command",
+        "the built-in commands",
+        _commands,
+        stage="cli",
+        arguments=_empty_group,
     ),
 )
 """Every hook a plugin may implement, in the order a plugin's entries are registered."""
