@@ -323,7 +323,11 @@ def cli(settings: str | None, verbose: bool) -> None:
 def serve(host: str, port: int, no_first_run_docs: bool) -> int:
     from ragloom_app.web.hosts import check_serving_host
 
-    if _told(lambda: check_serving_host(host) or 0):  # before the app opens anything
+    def check_host() -> int:
+        check_serving_host(host)  # before the app opens anything
+        return 0
+
+    if _told(check_host):
         return 2
     return _run(_cmd_serve, host=host, port=port, no_first_run_docs=no_first_run_docs)
 
