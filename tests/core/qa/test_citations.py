@@ -94,11 +94,11 @@ def test_sentences_split_at_end_marks_and_join_back_to_the_text() -> None:
     text = "It runs at 451 K [1]. See flowsettings.py! 反应堆很热。Why?\nDone"
     parts = split_sentences(text)
     assert parts == [
-        "It runs at 451 K [1]. ",
-        "See flowsettings.py! ",
-        "反应堆很热。",
-        "Why?\n",
-        "Done",
+        "It runs at 451 K [1].",
+        " See flowsettings.py!",
+        " 反应堆很热。",
+        "Why?",
+        "\nDone",
     ]
     assert "".join(parts) == text
 

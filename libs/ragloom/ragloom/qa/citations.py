@@ -137,10 +137,10 @@ def build_evidence(
 
 
 def split_sentences(text: str) -> list[str]:
-    """``text`` cut into sentences, each with its end mark and the space after it kept,
-    so that ``"".join(split_sentences(text)) == text``. A sentence ends at ``.``, ``!``
-    or ``?`` before a space or the end ("flowsettings.py" is one word), at a CJK end mark
-    or at a line break."""
+    """``text`` cut into sentences, each with its end mark and the space before it, so
+    that ``"".join(split_sentences(text)) == text``. A sentence ends at ``.``, ``!`` or
+    ``?`` before a space or the end ("flowsettings.py" is one word), at a CJK end mark or
+    at a line break."""
     return [match.group(0) for match in _SENTENCE.finditer(text)]
 
 
