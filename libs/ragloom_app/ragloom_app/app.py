@@ -111,7 +111,12 @@ class BaseApp:
     in :attr:`plugins` with its error), and creates the indices of ``INDICES``.
 
     ``plugin_manager``: the plugins to use, as registered there; by default the plugins
-    of the installed distributions' ``ragloom`` entry points.
+    of the installed distributions' ``ragloom`` entry points. Ragloom's own plugin
+    (:data:`~ragloom_app.plugins.manager.DEFAULT_PLUGINS`) is added to it and asked first;
+    its record is :attr:`builtin_plugins`. :attr:`registry` holds every entry with its
+    owner; :attr:`reasonings`, :attr:`readers`, :attr:`llm_specs` and
+    :attr:`embedding_specs` are its tables, and :attr:`tools` (the agents' registry) is
+    filled from it at start.
     """
 
     def __init__(
