@@ -92,6 +92,9 @@ DEFAULT_EMBEDDING = "local"
 # registration wins, with a warning (docs/plugins.md). Plugins named here (distribution or
 # entry-point name) are not loaded; RAGLOOM_DISABLED_PLUGINS="a,b" overrides this list.
 DISABLED_PLUGINS: list[str] = []
+# Each plugin's own settings, by distribution name; a plugin reads its dict with
+# app.plugin_settings("its-name") (docs/plugins.md, "PLUGIN_SETTINGS").
+# PLUGIN_SETTINGS = {"ragloom-plugin-example": {}}
 
 # The web UI's limits (docs/getting-started.md, "The web UI"). Each one left out
 # keeps its default; a request past one is refused with a message naming it.

@@ -8,7 +8,6 @@ names cheaply; it cannot tell a faithful paraphrase from a wrong one.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -24,7 +23,7 @@ from ragloom.events import (
     StepFinished,
     StepStarted,
 )
-from ragloom.qa.citations import content_words
+from ragloom.qa.citations import cited_numbers, content_words, split_sentences, strip_citations
 from ragloom.retrieval import Retriever
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
 from ragloom_app.reasoning.fullqa import FullQAReasoning
@@ -33,9 +32,6 @@ __all__ = ["UNSUPPORTED", "VerifiedReasoning", "verify_answer"]
 
 UNSUPPORTED = " (unsupported)"
 """What is added to a sentence that its passages do not support."""
-
-_SENTENCE = re.compile(r".+?(?:[.!?]+(?=\s|$)|\n|$)", re.S)
-_CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
 def _mark(sentence: str) -> str:
@@ -59,13 +55,12 @@ def verify_answer(
         return answer, []
     everything = set().union(*passages.values())
     pieces, checks = [], []
-    for match in _SENTENCE.finditer(answer):
-        sentence = match.group(0)
-        words = content_words(_CITATION.sub(" ", sentence))
+    for sentence in split_sentences(answer):
+        words = content_words(strip_citations(sentence))
         if not words:
             pieces.append(sentence)
             continue
-        cited = [int(n) for group in _CITATION.findall(sentence) for n in group.split(",")]
+        cited = cited_numbers(sentence)
         known = set().union(*(passages.get(n, set()) for n in cited)) if cited else everything
         support = len(words & known) / len(words)
         supported = support >= min_support

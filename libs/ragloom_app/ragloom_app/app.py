@@ -1,9 +1,10 @@
 """BaseApp: reads the settings, registers reasoning modes and index types, holds models.
 
-Registration order at :meth:`BaseApp.start`: what the settings list (``REASONINGS``,
-``INDEX_TYPES``, ``LLMS``, ``EMBEDDINGS``, the built-in tools and readers), then each
-plugin in order of distribution name. On a shared id the later registration wins, with
-a warning naming both (docs/plugins.md).
+Registration order at :meth:`BaseApp.start`: Ragloom's own plugin (what the settings
+list: ``REASONINGS``, ``INDEX_TYPES``, ``LLMS``, ``EMBEDDINGS``, the built-in tools and
+readers), then each installed plugin in order of distribution name, every entry through
+the one :class:`~ragloom_app.plugins.registry.Registry`. On a shared id the later
+registration wins, with a warning naming both (docs/plugins.md).
 """
 
 from __future__ import annotations
@@ -21,23 +22,26 @@ import pluggy
 from ragloom.agents.tools import BaseTool, ToolRegistry
 from ragloom.embeddings import Embeddings
 from ragloom.llms.base import ChatLLM
-from ragloom.loaders import FileReader, default_readers
+from ragloom.loaders import FileReader
 from ragloom_app import __version__
 from ragloom_app.db.engine import create_db_engine
 from ragloom_app.errors import UserFacingError
-from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress, IndexResources
+from ragloom_app.index.base import FileOutcome, IndexingProgress, IndexResources
 from ragloom_app.index.manager import IndexManager
 from ragloom_app.plugins.manager import (
-    KINDS,
     LoadedPlugin,
     PluginInfo,
+    collect_default_plugins,
     collect_plugins,
     create_plugin_manager,
     load_entry_point_plugins,
+    normalize_name,
 )
+from ragloom_app.plugins.registry import Registry
+from ragloom_app.plugins.slots import slots_of
 from ragloom_app.privacy import switch_off_telemetry
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
-from ragloom_app.registry import build_from_spec, import_subclass
+from ragloom_app.registry import build_from_spec
 from ragloom_app.settings import AppSettings, SettingsError
 
 __all__ = ["PRIVATE_UMASK", "BaseApp", "LLMNotOfferedError", "make_private_folder"]
@@ -94,14 +98,8 @@ class LLMNotOfferedError(UserFacingError, ValueError):
     """A request named an LLM that is not among those a user may choose (``SELECTABLE_LLMS``)."""
 
 
-# Who registered what before any plugin, as duplicate warnings name them.
-_BUILT_IN_OWNERS = {
-    "reasonings": "REASONINGS",
-    "tools": "the built-in tools",
-    "readers": "the built-in readers",
-    "llms": "LLMS",
-    "embeddings": "EMBEDDINGS",
-}
+BUILTIN_PLUGIN_NAME = "ragloom (built-in)"
+"""How ``ragloom plugins --all`` and the UI name Ragloom's own plugin."""
 
 
 class BaseApp:
@@ -113,7 +111,12 @@ class BaseApp:
     in :attr:`plugins` with its error), and creates the indices of ``INDICES``.
 
     ``plugin_manager``: the plugins to use, as registered there; by default the plugins
-    of the installed distributions' ``ragloom`` entry points.
+    of the installed distributions' ``ragloom`` entry points. Ragloom's own plugin
+    (:data:`~ragloom_app.plugins.manager.DEFAULT_PLUGINS`) is added to it and asked first;
+    its record is :attr:`builtin_plugins`. :attr:`registry` holds every entry with its
+    owner; :attr:`reasonings`, :attr:`readers`, :attr:`llm_specs` and
+    :attr:`embedding_specs` are its tables, and :attr:`tools` (the agents' registry) is
+    filled from it at start.
     """
 
     def __init__(
@@ -124,12 +127,14 @@ class BaseApp:
         self.settings = settings or AppSettings.load()
         self.plugin_manager = plugin_manager
         self.plugins: list[PluginInfo] = []
-        self.reasonings: dict[str, type[BaseReasoning]] = {}
-        self.tools = ToolRegistry()
-        self.readers: dict[str, FileReader] = default_readers()
-        self.llm_specs: dict[str, dict[str, Any]] = dict(self.settings.llms)
-        self.embedding_specs: dict[str, dict[str, Any]] = dict(self.settings.embeddings)
-        self._owners: dict[tuple[str, str], str] = {}  # (kind, id) -> who registered it
+        self.builtin_plugins: list[PluginInfo] = []
+        self.registry = Registry()
+        # The registry's live tables: what start() registers appears in them.
+        self.reasonings: dict[str, type[BaseReasoning]] = self.registry.table("reasonings")
+        self.readers: dict[str, FileReader] = self.registry.table("readers")
+        self.llm_specs: dict[str, dict[str, Any]] = self.registry.table("llms")
+        self.embedding_specs: dict[str, dict[str, Any]] = self.registry.table("embeddings")
+        self.tools = ToolRegistry(())
         self.index_manager: IndexManager | None = None
         self._llms: dict[str, ChatLLM] = {}
         self._embeddings: Embeddings | None = None
@@ -145,10 +150,7 @@ class BaseApp:
         data_dir = self.settings.data_dir
         make_private_folder(data_dir)
         self.engine = create_db_engine(self.settings.database)
-        self._register_reasonings()
-        for type_id in self.settings.index_types:
-            self._owners["index_types", type_id] = "INDEX_TYPES"
-        plugin_index_types = self._register_plugins()
+        self._register_plugins()
         if self.settings.default_reasoning not in self.reasonings:
             raise SettingsError(
                 f"DEFAULT_REASONING: {self.settings.default_reasoning!r} is not a registered "
@@ -165,8 +167,7 @@ class BaseApp:
                     f"SELECTABLE_LLMS: {name!r} is not in LLMS ({', '.join(self.llm_specs)})"
                 )
         manager = IndexManager(self.engine, self._index_resources, self.readers)
-        manager.load_types(self.settings.index_types)
-        for type_id, index_type in plugin_index_types.items():
+        for type_id, index_type in self.registry.table("index_types").items():
             manager.register_type(type_id, index_type)
         manager.start(self.settings.indices)
         self.index_manager = manager
@@ -179,96 +180,64 @@ class BaseApp:
         )
         return self
 
-    def _register_reasonings(self) -> None:
-        for position, path in enumerate(self.settings.reasonings):
-            cls = import_subclass(f"REASONINGS[{position}]", path, BaseReasoning)
-            self.register_reasoning(cls, owner="REASONINGS")
-
     def register_reasoning(self, cls: type[BaseReasoning], owner: str = "the app") -> None:
         """Make a reasoning mode selectable under its id (a later one with the same id wins)."""
-        self._claim("reasonings", cls.get_info().id, cls, self.reasonings, owner)
+        (slot,) = (s for s in slots_of("app") if s.kind == "reasonings")
+        self.registry.register(slot, cls.get_info().id, cls, owner)
 
-    def _claim(
-        self, kind: str, key: str, value: Any, table: dict[str, Any], owner: str
-    ) -> str | None:
-        """Put ``value`` in ``table``; returns the warning if it replaced another's entry."""
-        previous, before = table.get(key), self._owners.get((kind, key), "the settings")
-        table[key] = value
-        self._owners[kind, key] = owner
-        if previous is None or previous is value or previous == value:
-            return None
-        shown = kind.rstrip("s").replace("_", " ")
-        warning = (
-            f"{shown} {key!r} is registered by {before} and again by {owner}: "
-            f"the later one ({owner}) wins"
-        )
-        logger.warning("%s", warning)
-        return warning
+    def plugin_settings(self, name: str) -> dict[str, Any]:
+        """A plugin's own settings: ``PLUGIN_SETTINGS[name]`` (the distribution's name,
+        compared loosely: ``Ragloom_Plugin_X`` is ``ragloom-plugin-x``); ``{}`` if none."""
+        wanted = normalize_name(name)
+        # Keys compared loosely here too: settings set as attributes skip the check's
+        # normalizing.
+        for key, own in self.settings.plugin_settings.items():
+            if normalize_name(key) == wanted:
+                return dict(own)
+        return {}
 
-    def _register_plugins(self) -> dict[str, type[BaseIndex]]:
-        """Register what each plugin adds, after the settings; returns its index types."""
-        for kind, table in self._tables(self.tools_by_name()).items():
-            for key in table:
-                self._owners.setdefault((kind, key), _BUILT_IN_OWNERS[kind])
+    def _register_plugins(self) -> None:
+        """Register Ragloom's own plugin, then each installed one, through the registry."""
         disabled = self.settings.disabled_plugins
         infos: list[PluginInfo] = []
         if self.plugin_manager is None:
             self.plugin_manager = create_plugin_manager()
             infos = load_entry_point_plugins(self.plugin_manager, disabled)
-        loaded = collect_plugins(self.plugin_manager, infos, disabled)
+        given = {"app": self}
+        builtins = collect_default_plugins(
+            self.plugin_manager, given, BUILTIN_PLUGIN_NAME, __version__
+        )
+        loaded = collect_plugins(self.plugin_manager, infos, disabled, given)
+        self.builtin_plugins = [plugin.info for plugin in builtins]
         self.plugins = [plugin.info for plugin in loaded]
-        tools = self.tools_by_name()
-        index_types: dict[str, type[BaseIndex]] = {}
-        for plugin in loaded:
-            index_types.update(plugin.contributions.index_types)
-            plugin.info.warnings = self._register_plugin(plugin, tools)
-        # A fresh registry: registering a duplicate into the old one would warn a second time.
-        self.tools = ToolRegistry(tools.values())
+        for plugin in [*builtins, *loaded]:
+            plugin.info.warnings = self._register_plugin(plugin)
+        self.tools = ToolRegistry(self.registry.table("tools").values())
         if self.plugins:
             logger.info(
                 "plugins: %s",
                 ", ".join(f"{p.name} {p.version or ''}".strip() for p in self.plugins),
             )
-        return index_types
 
-    def _tables(self, tools: dict[str, type[BaseTool]]) -> dict[str, dict[str, Any]]:
-        return {
-            "reasonings": self.reasonings,
-            "tools": tools,
-            "readers": self.readers,
-            "llms": self.llm_specs,
-            "embeddings": self.embedding_specs,
-        }
-
-    def _register_plugin(self, plugin: LoadedPlugin, tools: dict[str, type[BaseTool]]) -> list[str]:
-        """Register one plugin's contributions; returns the warnings of what it replaced."""
-        owner = f"plugin {plugin.info.name}"
-        found = plugin.contributions
-        tables = self._tables(tools)
-        entries: list[tuple[str, str, Any]] = [
-            *(("reasonings", cls.get_info().id, cls) for cls in found.reasonings),
-            *(("tools", tool.name, tool) for tool in found.tools),
-            *(("readers", ext, reader) for ext, reader in found.readers.items()),
-            *(("llms", name, spec) for name, spec in found.llms.items()),
-            *(("embeddings", name, spec) for name, spec in found.embeddings.items()),
-        ]
-        warnings = [
-            self._claim(kind, key, value, tables[kind], owner) for kind, key, value in entries
-        ]
-        for type_id in found.index_types:
-            self._owners["index_types", type_id] = owner
-        return [w for w in warnings if w]
+    def _register_plugin(self, plugin: LoadedPlugin) -> list[str]:
+        """Register one plugin's entries; returns the warnings of what it replaced."""
+        info = plugin.info
+        warnings: list[str] = []
+        for slot in slots_of("app"):
+            owner = slot.owner if info.builtin else f"plugin {info.name}"
+            for key, value in plugin.contributions.entries[slot.kind]:
+                warning = self.registry.register(slot, key, value, owner)
+                if warning:
+                    warnings.append(warning)
+        return warnings
 
     def tools_by_name(self) -> dict[str, type[BaseTool]]:
         """The registered tool classes by name."""
-        return {name: self.tools.get(name) for name in self.tools.names()}
+        return dict(self.registry.table("tools"))
 
     def builtin_info(self) -> PluginInfo:
-        """What the settings and Ragloom itself registered, listed like a plugin."""
-        info = PluginInfo("ragloom (built-in)", __version__)
-        for (kind, key), owner in self._owners.items():
-            if not owner.startswith("plugin ") and kind in KINDS:
-                info.registered[kind].append(key)
+        """Ragloom's own plugin's record: what the settings and Ragloom registered."""
+        (info,) = self.builtin_plugins
         return info
 
     def _index_resources(self, index_id: int) -> IndexResources:

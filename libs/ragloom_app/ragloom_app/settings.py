@@ -56,6 +56,9 @@ class AppSettings:
     default_embedding: str = "local"
     first_run_docs: dict[str, Any] | None = None
     disabled_plugins: list[str] = field(default_factory=list)
+    # Each plugin's own settings, by distribution name: {"ragloom-plugin-x": {...}}. A
+    # plugin reads its dict with app.plugin_settings(name); names are compared loosely.
+    plugin_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Names of LLMS a user may choose for a mode's own LLM (ReWOO's planner and solver);
     # DEFAULT_LLM always is one. Empty: the default LLM only, so no question's passages
     # reach a model the admin did not offer (a hosted one, say).
@@ -130,6 +133,7 @@ class AppSettings:
             raise SettingsError(
                 f"SELECTABLE_LLMS: must be a list of names in LLMS, not {self.selectable_llms!r}"
             )
+        self.plugin_settings = _checked_plugin_settings(self.plugin_settings)
         hosts = self.allowed_hosts
         if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
             raise SettingsError(f"ALLOWED_HOSTS: must be a list of host names, not {hosts!r}")
@@ -170,6 +174,36 @@ class AppSettings:
             if os.environ.get(variable)
         }
         self._apply(values)
+
+
+MAX_PLUGIN_SETTINGS = 200
+"""Plugins ``PLUGIN_SETTINGS`` may hold settings for (a typo'd copy-paste, not a real need)."""
+
+
+def _checked_plugin_settings(value: Any) -> dict[str, dict[str, Any]]:
+    """``PLUGIN_SETTINGS`` keyed by normalized distribution name; SettingsError if malformed."""
+    from ragloom_app.plugins import normalize_name
+
+    if not isinstance(value, dict) or not all(
+        isinstance(name, str) and name.strip() and isinstance(own, dict)
+        for name, own in value.items()
+    ):
+        raise SettingsError(
+            "PLUGIN_SETTINGS: must be a dict of plugin (distribution) name to a dict of its "
+            f"settings, not {value!r}"[:300]
+        )
+    if len(value) > MAX_PLUGIN_SETTINGS:
+        raise SettingsError(
+            f"PLUGIN_SETTINGS: settings for {len(value)} plugins; at most "
+            f"{MAX_PLUGIN_SETTINGS} (MAX_PLUGIN_SETTINGS)"
+        )
+    checked: dict[str, dict[str, Any]] = {}
+    for name, own in value.items():
+        key = normalize_name(name)
+        if key in checked:
+            raise SettingsError(f"PLUGIN_SETTINGS: {name!r} is given twice (as {key!r})")
+        checked[key] = dict(own)
+    return checked
 
 
 _POSITIVE_LIMITS = (

@@ -15,12 +15,14 @@ from types import ModuleType
 import pytest
 
 from ragloom.agents.tools.runner import tools_sandbox
-from ragloom.events import AnswerCollector
+from ragloom.events import AnswerCollector, Citation
+from ragloom_app import cli
 from ragloom_app.app import BaseApp
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.plugins.manager import create_plugin_manager
 from ragloom_app.reasoning import ReasoningState
 from ragloom_app.settings import AppSettings
+from tests.helpers.dist_info import write_dist_info
 from tests.helpers.scripted_llm import ScriptedLLM
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ragloom-plugin-example"
@@ -165,3 +167,59 @@ def test_ask_records_the_plugin_mode(app: BaseApp) -> None:
     assert isinstance(finished, AnswerFinished)
     assert finished.record.mode == "verified"
     assert any(step.name == "verify" for step in finished.record.steps)
+
+
+def test_verified_reads_citations_and_sentences_as_ragloom_does(example: ModuleType) -> None:
+    from ragloom_plugin_example.reasoning import verify_answer
+
+    # Ragloom's own parsing (ragloom.qa.citations), not a copy: "[2; 1]" cites both, and
+    # a CJK sentence ends at its own mark.
+    citations = [
+        Citation(1, "a.md", None, "The reactor runs at 451 kelvin.", chunk_id="a"),
+        Citation(2, "b.md", None, "Built in Oslo.", chunk_id="b"),
+    ]
+    answer = "反应堆很热。It runs at 451 kelvin in Oslo [2; 1]."
+    marked, checks = verify_answer(answer, citations, 0.5)
+    assert [check["cites"] for check in checks] == [[], [2, 1]]
+    assert marked == "反应堆很热。 (unsupported)It runs at 451 kelvin in Oslo [2; 1]."
+
+
+@pytest.fixture
+def installed_example(
+    example: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> ModuleType:
+    """The example as pip leaves it: a distribution whose entry point is its module."""
+    write_dist_info(
+        tmp_path / "site", "ragloom-plugin-example", "0.1.0", {"example": "ragloom_plugin_example"}
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    return example
+
+
+def test_rst_preview_prints_the_words_ragloom_indexes(
+    installed_example: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["rst-preview", str(EXAMPLE / "tests" / "sample.rst")]) == 0
+    shown = capsys.readouterr()
+    assert "The Zorblax reactor runs at 451 kelvin." in shown.out
+    assert "**" not in shown.out and "This comment" not in shown.out
+    assert shown.err.startswith("-- ") and " words" in shown.err
+    assert cli.main(["rst-preview", "--chars", "19", str(EXAMPLE / "tests" / "sample.rst")]) == 0
+    cut = capsys.readouterr()
+    assert cut.out == "The Zorblax reactor\n" and "(the first 19 characters of " in cut.err
+
+
+def test_rst_preview_refuses_an_empty_or_oversized_file(
+    installed_example: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    empty = tmp_path / "empty.rst"
+    empty.write_text("")
+    assert cli.main(["rst-preview", str(empty)]) == 1
+    assert capsys.readouterr().err.startswith("rst-preview: empty.rst: ")
+    monkeypatch.setattr(installed_example.commands, "PREVIEW_MAX_BYTES", 100)
+    assert cli.main(["rst-preview", str(EXAMPLE / "tests" / "sample.rst")]) == 1
+    assert "previews stop at 100 (PREVIEW_MAX_BYTES)" in capsys.readouterr().err
+    assert cli.main(["rst-preview", str(tmp_path / "missing.rst")]) == 2  # a usage error

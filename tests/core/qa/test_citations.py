@@ -1,6 +1,12 @@
 """Numbered evidence and the [n] citations read back from answers."""
 
-from ragloom.qa.citations import attribute_uncited, build_evidence, citations_for, cited_numbers
+from ragloom.qa.citations import (
+    attribute_uncited,
+    build_evidence,
+    citations_for,
+    cited_numbers,
+    split_sentences,
+)
 from ragloom.schema import Chunk, RetrievedChunk
 
 
@@ -82,3 +88,20 @@ def test_focused_evidence_shows_the_chosen_sentences_and_skips_empty_ones() -> N
     assert block.text == "[1] (notes.pdf) … Two facts. …\n[2] (notes.pdf) Whole passage.\n"
     assert [item.chunk.id for item in block.items] == ["a", "c"]
     assert block.items[0].chunk.text == text  # citations still point at the whole chunk
+
+
+def test_sentences_split_at_end_marks_and_join_back_to_the_text() -> None:
+    text = "It runs at 451 K [1]. See flowsettings.py! 反应堆很热。Why?\nDone"
+    parts = split_sentences(text)
+    assert parts == [
+        "It runs at 451 K [1].",
+        " See flowsettings.py!",
+        " 反应堆很热。",
+        "Why?",
+        "\nDone",
+    ]
+    assert "".join(parts) == text
+
+
+def test_cited_numbers_without_a_limit_takes_any_positive_number() -> None:
+    assert cited_numbers("A [3; 1] and [0] and [12, 3].") == [3, 1, 12]

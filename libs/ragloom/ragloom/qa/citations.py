@@ -23,6 +23,7 @@ __all__ = [
     "has_words",
     "passage_text",
     "quoted_span",
+    "split_sentences",
     "strip_citations",
 ]
 
@@ -135,13 +136,22 @@ def build_evidence(
     return EvidenceBlock(text="".join(parts), items=kept)
 
 
-def cited_numbers(answer: str, limit: int) -> list[int]:
-    """The distinct ``[n]`` numbers in ``answer`` (1..limit), in order of first use."""
+def split_sentences(text: str) -> list[str]:
+    """``text`` cut into sentences, each with its end mark and the space before it, so
+    that ``"".join(split_sentences(text)) == text``. A sentence ends at ``.``, ``!`` or
+    ``?`` before a space or the end ("flowsettings.py" is one word), at a CJK end mark or
+    at a line break."""
+    return [match.group(0) for match in _SENTENCE.finditer(text)]
+
+
+def cited_numbers(answer: str, limit: int | None = None) -> list[int]:
+    """The distinct ``[n]`` numbers in ``answer`` (1..limit; any n ≥ 1 without a limit),
+    in order of first use. ``[1, 2]`` and ``[1; 2]`` cite both."""
     found: list[int] = []
     for match in _CITATION.finditer(answer):
         for part in re.split(r"[,;]", match.group(1)):
             number = int(part)
-            if 1 <= number <= limit and number not in found:
+            if number >= 1 and (limit is None or number <= limit) and number not in found:
                 found.append(number)
     return found
 
@@ -181,8 +191,7 @@ def citing_sentences(answer: str, number: int) -> list[str]:
     """
     found: list[str] = []
     previous = ""
-    for match in _SENTENCE.finditer(answer):
-        sentence = match.group(0)
+    for sentence in split_sentences(answer):
         leading = _LEADING_CITATIONS.match(sentence)
         rest = sentence[leading.end() :] if leading else sentence
         text = _CITATION.sub(" ", rest).strip()
@@ -246,8 +255,7 @@ def attribute_uncited(answer: str, evidence: EvidenceBlock, min_overlap: float =
     """
     item_words = [content_words(item.chunk.text) for item in evidence.items]
     pieces: list[str] = []
-    for match in _SENTENCE.finditer(answer):
-        sentence = match.group(0)
+    for sentence in split_sentences(answer):
         words = content_words(sentence)
         if _CITATION.search(sentence) or not words or not item_words:
             pieces.append(sentence)

@@ -13,7 +13,6 @@ from ragloom.loaders import FileReader, default_readers
 from ragloom_app.db.models import IndexRecord
 from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, IndexResources
-from ragloom_app.registry import import_subclass
 from ragloom_app.settings import SettingsError
 
 __all__ = ["IndexManager", "UnknownIndexError"]
@@ -52,15 +51,12 @@ class IndexManager:
         self._indices: dict[int, BaseIndex] = {}
 
     def register_type(self, type_id: str, index_type: type[BaseIndex]) -> None:
-        """Make an index type available under ``type_id`` (its dotted path)."""
-        if type_id in self.index_types and self.index_types[type_id] is not index_type:
-            logger.warning("index type %s registered twice; the later one wins", type_id)
-        self.index_types[type_id] = index_type
+        """Make an index type available under ``type_id`` (its dotted path).
 
-    def load_types(self, dotted_paths: list[str]) -> None:
-        """Import and register the index types named in ``INDEX_TYPES``."""
-        for position, path in enumerate(dotted_paths):
-            self.register_type(path, import_subclass(f"INDEX_TYPES[{position}]", path, BaseIndex))
+        The app registers what its plugin registry holds, which has warned already of a
+        type registered twice (:class:`ragloom_app.plugins.registry.Registry`).
+        """
+        self.index_types[type_id] = index_type
 
     def admin_settings(self, type_id: str) -> dict[str, dict[str, Any]]:
         """The creation settings of a registered index type, given the app's readers."""

@@ -9,22 +9,21 @@ its :class:`PluginInfo` and contributes nothing: the app starts without it.
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import logging
-import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pluggy
 
-from ragloom.agents.tools import BaseTool, check_runnable
-from ragloom.loaders import FileReader
-from ragloom_app.index.base import BaseIndex
-from ragloom_app.plugins import hookspecs
-from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo
+from ragloom_app.plugins import hookspecs, normalize_name
+from ragloom_app.plugins.slots import KINDS, SLOTS, Entries, PluginError, slots_of
+from ragloom_app.settings import SettingsError
 
 __all__ = [
+    "DEFAULT_PLUGINS",
     "ENTRY_POINT_GROUP",
     "KINDS",
     "Contributions",
@@ -32,6 +31,7 @@ __all__ = [
     "PluginError",
     "PluginInfo",
     "check_hooks",
+    "collect_default_plugins",
     "collect_plugins",
     "create_plugin_manager",
     "load_entry_point_plugins",
@@ -43,17 +43,9 @@ logger = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "ragloom"
 """The entry-point group a plugin's distribution declares (``[project.entry-points.ragloom]``)."""
 
-KINDS = ("reasonings", "index_types", "tools", "readers", "llms", "embeddings")
-"""What a plugin can register, as ``PluginInfo.registered`` names it."""
-
-
-class PluginError(Exception):
-    """A plugin's hook returned something Ragloom cannot register."""
-
-
-def normalize_name(name: str) -> str:
-    """A plugin or distribution name compared loosely (PEP 503): ``Foo_Bar`` → ``foo-bar``."""
-    return re.sub(r"[-_.]+", "-", name).lower().strip()
+DEFAULT_PLUGINS = ("ragloom_app.plugins.builtin",)
+"""Ragloom's own plugin modules: they register what the settings list, through the same
+hooks as any plugin, before the installed plugins."""
 
 
 @dataclass
@@ -73,6 +65,7 @@ class PluginInfo:
     error: str | None = None
     disabled: bool = False
     warnings: list[str] = field(default_factory=list)
+    builtin: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of ``ragloom plugins --json``."""
@@ -87,27 +80,32 @@ class PluginInfo:
         }
 
 
-@dataclass
 class Contributions:
-    """What one plugin adds, checked and ready to register."""
+    """What one plugin adds, checked and ready to register: ``(id, value)`` entries by kind.
 
-    reasonings: list[type[BaseReasoning]] = field(default_factory=list)
-    index_types: dict[str, type[BaseIndex]] = field(default_factory=dict)
-    tools: list[type[BaseTool]] = field(default_factory=list)
-    readers: dict[str, FileReader] = field(default_factory=dict)
-    llms: dict[str, dict[str, Any]] = field(default_factory=dict)
-    embeddings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ``contributions.reasonings`` (any kind of :data:`KINDS` as an attribute) is the list
+    of that kind's values.
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[str, Entries] = {slot.kind: [] for slot in SLOTS}
+
+    def add(self, kind: str, entries: Entries) -> None:
+        """Add entries of ``kind`` (a later one with the same id replaces an earlier one)."""
+        self.entries[kind].extend(entries)
+
+    def values(self, kind: str) -> list[Any]:
+        """The values of ``kind``, in order."""
+        return [value for _, value in self.entries[kind]]
 
     def summary(self) -> dict[str, list[str]]:
-        """The ids of everything here, by kind."""
-        return {
-            "reasonings": [cls.get_info().id for cls in self.reasonings],
-            "index_types": list(self.index_types),
-            "tools": [tool.name for tool in self.tools],
-            "readers": list(self.readers),
-            "llms": list(self.llms),
-            "embeddings": list(self.embeddings),
-        }
+        """The ids of everything here, by kind (each id once)."""
+        return {kind: list(dict.fromkeys(key for key, _ in self.entries[kind])) for kind in KINDS}
+
+    def __getattr__(self, kind: str) -> list[Any]:
+        if kind in KINDS:
+            return self.values(kind)
+        raise AttributeError(kind)
 
 
 @dataclass
@@ -140,8 +138,17 @@ def _error_text(exc: BaseException) -> str:
 
 
 def check_hooks(manager: pluggy.PluginManager, plugin: object) -> None:
-    """Refuse a plugin that implements a hook Ragloom does not have (a typo, usually)."""
-    unknown = sorted(c.name for c in manager.get_hookcallers(plugin) or [] if not c.has_spec())
+    """Refuse a plugin that implements a hook Ragloom does not have (a typo, usually).
+
+    A hook marked ``@hookimpl(optionalhook=True)`` is one of a newer Ragloom, say: it is
+    not called, and the plugin loads with its other hooks.
+    """
+    unknown = sorted(
+        caller.name
+        for caller in manager.get_hookcallers(plugin) or []
+        if not caller.has_spec()
+        and not all(impl.optionalhook for impl in caller.get_hookimpls() if impl.plugin is plugin)
+    )
     if unknown:
         known = ", ".join(sorted(n for n in dir(hookspecs) if n.startswith("ragloom_")))
         raise PluginError(f"unknown hook {', '.join(unknown)} (Ragloom's hooks: {known})")
@@ -181,93 +188,62 @@ def load_entry_point_plugins(
     return infos
 
 
-def _classes(value: Any, base: type, hook: str) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise PluginError(f"{hook} must return a list of {base.__name__} subclasses")
-    items = list(value)
-    for item in items:
-        if not (isinstance(item, type) and issubclass(item, base)):
-            raise PluginError(f"{hook} returned {item!r}, not a {base.__name__} subclass")
-    return items
+def _wanted_arguments(impl: pluggy.HookImpl, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments ``impl`` names, the pluggy way: a plugin written for a Ragloom whose
+    hook had fewer arguments keeps working when the spec gains one."""
+    return {name: given.get(name) for name in impl.argnames}
 
 
-def _mapping(value: Any, hook: str) -> Mapping[Any, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise PluginError(f"{hook} must return a dict, got {type(value).__name__}")
-    return value
+def _contributions(
+    manager: pluggy.PluginManager,
+    plugin: object,
+    given: Mapping[str, Any],
+    stage: str = "app",
+    strict: bool = False,
+) -> Contributions:
+    """Call each hook of ``stage`` the plugin implements (its own implementation alone),
+    with the arguments it names among ``given``, and check what it returns.
 
-
-def _model_specs(value: Any, hook: str) -> dict[str, dict[str, Any]]:
-    specs: dict[str, dict[str, Any]] = {}
-    for name, spec in _mapping(value, hook).items():
-        if not isinstance(name, str) or not name:
-            raise PluginError(f"{hook}: names must be non-empty strings, got {name!r}")
-        if isinstance(spec, type):
-            spec = {"class": spec}
-        if not isinstance(spec, Mapping) or "class" not in spec:
-            raise PluginError(f"{hook}[{name!r}] must be a class or a dict with a 'class' key")
-        specs[name] = dict(spec)
-    return specs
-
-
-def _add(found: Contributions, hook: str, value: Any) -> None:
-    """Check one hook's return value and add it to ``found``; raises ``PluginError``."""
-    if hook == "ragloom_reasonings":
-        for cls in _classes(value, BaseReasoning, hook):
-            info = cls.get_info()
-            if not isinstance(info, ReasoningInfo) or not info.id:
-                raise PluginError(f"{cls.__qualname__}.get_info() must return a ReasoningInfo")
-            found.reasonings.append(cls)
-    elif hook == "ragloom_index_types":
-        for cls in _classes(value, BaseIndex, hook):
-            found.index_types[f"{cls.__module__}.{cls.__qualname__}"] = cls
-    elif hook == "ragloom_tools":
-        for tool in _classes(value, BaseTool, hook):
-            if not isinstance(getattr(tool, "name", None), str) or not tool.name.isidentifier():
-                raise PluginError(f"{tool.__qualname__}.name must be an identifier")
-            try:
-                check_runnable(tool)  # e.g. a sandboxed tool that needs the request
-            except TypeError as exc:
-                raise PluginError(str(exc)) from None
-            found.tools.append(tool)
-    elif hook == "ragloom_file_readers":
-        for extension, reader in _mapping(value, hook).items():
-            if not (isinstance(extension, str) and re.fullmatch(r"\.[a-z0-9_]+", extension)):
-                raise PluginError(f"{hook}: {extension!r} is not a lower-case '.ext'")
-            if not isinstance(reader, FileReader) or isinstance(reader, type):
-                raise PluginError(f"{hook}[{extension!r}] is not a FileReader object")
-            found.readers[extension] = reader
-    elif hook == "ragloom_llms":
-        found.llms.update(_model_specs(value, hook))
-    elif hook == "ragloom_embeddings":
-        found.embeddings.update(_model_specs(value, hook))
-
-
-def _contributions(manager: pluggy.PluginManager, plugin: object) -> Contributions:
-    """Call each hook the plugin implements (its own implementation alone) and check it."""
+    Raises :class:`PluginError`; ``strict`` (Ragloom's own plugins, which read the
+    settings) raises the hook's own error, and a value it cannot register as the
+    :class:`SettingsError` of the slot's setting.
+    """
     found = Contributions()
-    for caller in manager.get_hookcallers(plugin) or []:
+    for slot in slots_of(stage):
+        caller = getattr(manager.hook, slot.hook, None)
+        if caller is None:
+            continue
         for impl in caller.get_hookimpls():
             if impl.plugin is not plugin or impl.hookwrapper or impl.wrapper:
                 continue
+            arguments = slot.call_arguments(given)
+            if strict:
+                value = impl.function(**_wanted_arguments(impl, arguments))
+                try:
+                    found.add(slot.kind, slot.entries(value, arguments))
+                except PluginError as exc:
+                    raise SettingsError(f"{slot.owner}: {exc}") from None
+                continue
             try:
-                value = impl.function()
-                _add(found, caller.name, value)
+                value = impl.function(**_wanted_arguments(impl, arguments))
+                found.add(slot.kind, slot.entries(value, arguments))
             except PluginError:
                 raise
             except Exception as exc:  # a plugin's bug must not stop the app
-                raise PluginError(f"{caller.name} raised {_error_text(exc)}") from exc
+                raise PluginError(f"{slot.hook} raised {_error_text(exc)}") from exc
     return found
 
 
-def _ask(manager: pluggy.PluginManager, plugin: object, info: PluginInfo) -> LoadedPlugin:
+def _ask(
+    manager: pluggy.PluginManager,
+    plugin: object,
+    info: PluginInfo,
+    given: Mapping[str, Any],
+    stage: str,
+) -> LoadedPlugin:
     try:
         check_hooks(manager, plugin)
-        found = _contributions(manager, plugin)
+        found = _contributions(manager, plugin, given, stage)
     except PluginError as exc:
         info.error = str(exc)
         logger.error("plugin %s left out: %s", info.name, info.error)
@@ -280,15 +256,23 @@ def collect_plugins(
     manager: pluggy.PluginManager,
     infos: Iterable[PluginInfo] = (),
     disabled: Collection[str] = (),
+    given: Mapping[str, Any] | None = None,
+    stage: str = "app",
 ) -> list[LoadedPlugin]:
     """Ask every registered plugin what it adds: first those of ``infos``, in their order.
 
     ``infos`` are the records of :func:`load_entry_point_plugins` (failed and disabled
     ones stay listed); a plugin registered directly gets a record of its own, named as
     registered. A plugin whose hook raises or returns the wrong kind of thing gets the
-    error in its record and contributes nothing at all.
+    error in its record and contributes nothing at all. Only the hooks of ``stage`` are
+    called (see :class:`~ragloom_app.plugins.slots.Slot`); ``given`` are the arguments
+    they may name (``app``). Ragloom's own plugins (:data:`DEFAULT_PLUGINS`) are not
+    among them: :func:`collect_default_plugins` asks those.
     """
-    plugins = dict(manager.list_name_plugin())
+    given = dict(given or {})
+    plugins = {
+        name: plugin for name, plugin in manager.list_name_plugin() if name not in DEFAULT_PLUGINS
+    }
     loaded: list[LoadedPlugin] = []
     for info in infos:
         name = (info.entry_point or "").split(" = ")[0]
@@ -299,7 +283,7 @@ def collect_plugins(
             info.disabled = True
             loaded.append(LoadedPlugin(info, Contributions()))
         else:
-            loaded.append(_ask(manager, plugin, info))
+            loaded.append(_ask(manager, plugin, info, given, stage))
     for name, plugin in plugins.items():
         if plugin is None:  # a blocked name
             continue
@@ -308,5 +292,27 @@ def collect_plugins(
             info.disabled = True
             loaded.append(LoadedPlugin(info, Contributions()))
         else:
-            loaded.append(_ask(manager, plugin, info))
+            loaded.append(_ask(manager, plugin, info, given, stage))
+    return loaded
+
+
+def collect_default_plugins(
+    manager: pluggy.PluginManager, given: Mapping[str, Any], name: str, version: str | None
+) -> list[LoadedPlugin]:
+    """Register (once) and ask Ragloom's own plugins, listed as ``name`` ``version``.
+
+    They are asked like any plugin, except that what goes wrong in one is the settings'
+    error (a wrong dotted path in ``REASONINGS``, say): it is raised, and the app does
+    not start, where another plugin would be left out.
+    """
+    loaded: list[LoadedPlugin] = []
+    for module_name in DEFAULT_PLUGINS:
+        plugin = manager.get_plugin(module_name)
+        if plugin is None:
+            plugin = importlib.import_module(module_name)
+            manager.register(plugin, name=module_name)
+        found = _contributions(manager, plugin, given, strict=True)
+        info = PluginInfo(name, version, builtin=True)
+        info.registered = found.summary()
+        loaded.append(LoadedPlugin(info, found))
     return loaded

@@ -16,6 +16,8 @@ Nothing here loads a model: :class:`ReplayLLM`, :class:`HashEmbeddings` and
 
 from __future__ import annotations
 
+from typing import Any
+
 from ragloom_app.plugins.manager import (
     LoadedPlugin,
     PluginError,
@@ -49,8 +51,12 @@ __all__ = [
 ]
 
 
-def check_plugin(plugin: object, name: str = "plugin-under-test") -> LoadedPlugin:
+def check_plugin(plugin: object, name: str = "plugin-under-test", app: Any = None) -> LoadedPlugin:
     """Register ``plugin`` alone, call its hooks, and check what they return.
+
+    A hook that names the argument ``app`` gets ``app`` (a
+    :class:`~ragloom_app.app.BaseApp`, for one that reads ``app.plugin_settings(name)``;
+    None if not given).
 
     Fails on an unknown hook, a hook that raises or returns the wrong kind of thing, a
     reasoning's info or settings, a tool's metadata or an index type's settings. Returns
@@ -62,7 +68,7 @@ def check_plugin(plugin: object, name: str = "plugin-under-test") -> LoadedPlugi
         check_hooks(manager, plugin)
     except PluginError as exc:
         raise AssertionError(f"{name}: {exc}") from None
-    (loaded,) = collect_plugins(manager)
+    (loaded,) = collect_plugins(manager, given={"app": app})
     if loaded.info.error:
         raise AssertionError(f"{name}: {loaded.info.error}")
     found = loaded.contributions
@@ -70,7 +76,7 @@ def check_plugin(plugin: object, name: str = "plugin-under-test") -> LoadedPlugi
         check_settings_schema(
             reasoning.get_user_settings(), f"{reasoning.__qualname__}.get_user_settings()"
         )
-    for index_type in found.index_types.values():
+    for index_type in found.index_types:
         check_settings_schema(
             index_type.get_admin_settings(), f"{index_type.__qualname__}.get_admin_settings()"
         )

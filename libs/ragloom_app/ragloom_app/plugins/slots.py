@@ -1,0 +1,212 @@
+"""The plugin slots, described once: per hook, what it registers and how its value is read.
+
+:data:`SLOTS` is the one table. Everything else derives from it: what a plugin record
+lists (:data:`KINDS`), how a hook's value is checked and becomes ``(id, value)``
+entries, who owns Ragloom's own entries in an override warning, and where the hook is
+called (``stage``: at app start, or by the ``ragloom`` command). Adding a hook means its
+spec in :mod:`ragloom_app.plugins.hookspecs`, its row here and its docs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+# The classes a value is checked against are imported when a hook's value is read, not
+# here: the ``ragloom`` command reads this table before it knows whether it starts the app.
+
+__all__ = ["KINDS", "SLOTS", "Entries", "PluginError", "Slot", "slot_for_hook", "slots_of"]
+
+Entries = list[tuple[str, Any]]
+"""What a hook registers: ``(id, value)`` pairs, in the hook's order."""
+
+
+class PluginError(Exception):
+    """A plugin's hook returned something Ragloom cannot register."""
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One extension point.
+
+    ``hook`` is the hook's name, ``kind`` what a plugin record lists its ids under,
+    ``label`` how an override warning names one entry ("reasoning 'fullqa'"), ``owner``
+    who registers Ragloom's own entries of the kind (a setting, or "the built-in tools"),
+    ``entries`` turns the hook's value (and the arguments it was called with) into
+    ``(id, value)`` pairs, raising :class:`PluginError` for anything it cannot register,
+    and ``stage`` says where the hook is called: at app start (``"app"``), or by the
+    ``ragloom`` command before it runs one (``"cli"``: the entries are commands of the
+    ``ragloom`` click group). ``arguments`` makes the hook's own arguments afresh for
+    each implementation (the empty click group a plugin adds its commands to, say),
+    besides those of the stage (``app``).
+    """
+
+    hook: str
+    kind: str
+    label: str
+    owner: str
+    entries: Callable[[Any, Mapping[str, Any]], Entries]
+    stage: Literal["app", "cli"] = "app"
+    arguments: Callable[[], dict[str, Any]] | None = None
+
+    def call_arguments(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments an implementation of this hook may name: ``given`` and the
+        slot's own, made for this one call."""
+        return {**given, **(self.arguments() if self.arguments else {})}
+
+
+def _classes(value: Any, base: type, hook: str) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise PluginError(f"{hook} must return a list of {base.__name__} subclasses")
+    items = list(value)
+    for item in items:
+        if not (isinstance(item, type) and issubclass(item, base)):
+            raise PluginError(f"{hook} returned {item!r}, not a {base.__name__} subclass")
+    return items
+
+
+def _mapping(value: Any, hook: str) -> Mapping[Any, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise PluginError(f"{hook} must return a dict, got {type(value).__name__}")
+    return value
+
+
+def _reasonings(value: Any, given: Mapping[str, Any]) -> Entries:
+    from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo
+
+    entries: Entries = []
+    for cls in _classes(value, BaseReasoning, "ragloom_reasonings"):
+        info = cls.get_info()
+        if not isinstance(info, ReasoningInfo) or not info.id:
+            raise PluginError(f"{cls.__qualname__}.get_info() must return a ReasoningInfo")
+        entries.append((info.id, cls))
+    return entries
+
+
+def _index_types(value: Any, given: Mapping[str, Any]) -> Entries:
+    from ragloom_app.index.base import BaseIndex
+
+    hook = "ragloom_index_types"
+    if isinstance(value, Mapping):
+        # {type id: class}: the id INDEX_TYPES names, which may be a shorter import path.
+        entries = list(value.items())
+        for type_id, cls in entries:
+            if not isinstance(type_id, str) or not type_id:
+                raise PluginError(f"{hook}: type ids must be non-empty strings, got {type_id!r}")
+            _classes([cls], BaseIndex, hook)
+        return entries
+    return [(f"{c.__module__}.{c.__qualname__}", c) for c in _classes(value, BaseIndex, hook)]
+
+
+def _tools(value: Any, given: Mapping[str, Any]) -> Entries:
+    from ragloom.agents.tools import BaseTool, check_runnable
+
+    entries: Entries = []
+    for tool in _classes(value, BaseTool, "ragloom_tools"):
+        if not isinstance(getattr(tool, "name", None), str) or not tool.name.isidentifier():
+            raise PluginError(f"{tool.__qualname__}.name must be an identifier")
+        try:
+            check_runnable(tool)  # e.g. a sandboxed tool that needs the request
+        except TypeError as exc:
+            raise PluginError(str(exc)) from None
+        entries.append((tool.name, tool))
+    return entries
+
+
+def _readers(value: Any, given: Mapping[str, Any]) -> Entries:
+    from ragloom.loaders import FileReader
+
+    hook = "ragloom_file_readers"
+    entries: Entries = []
+    for extension, reader in _mapping(value, hook).items():
+        if not (isinstance(extension, str) and re.fullmatch(r"\.[a-z0-9_]+", extension)):
+            raise PluginError(f"{hook}: {extension!r} is not a lower-case '.ext'")
+        if not isinstance(reader, FileReader) or isinstance(reader, type):
+            raise PluginError(f"{hook}[{extension!r}] is not a FileReader object")
+        entries.append((extension, reader))
+    return entries
+
+
+def _model_specs(hook: str) -> Callable[[Any, Mapping[str, Any]], Entries]:
+    def entries(value: Any, given: Mapping[str, Any]) -> Entries:
+        found: Entries = []
+        for name, spec in _mapping(value, hook).items():
+            if not isinstance(name, str) or not name:
+                raise PluginError(f"{hook}: names must be non-empty strings, got {name!r}")
+            if isinstance(spec, type):
+                spec = {"class": spec}
+            if not isinstance(spec, Mapping) or "class" not in spec:
+                raise PluginError(f"{hook}[{name!r}] must be a class or a dict with a 'class' key")
+            found.append((name, dict(spec)))
+        return found
+
+    return entries
+
+
+def _commands(value: Any, given: Mapping[str, Any]) -> Entries:
+    import click
+
+    hook = "ragloom_commands"
+    commands = dict(given["cli"].commands)  # those the plugin added with @cli.command()
+    if value is not None:
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+            raise PluginError(f"{hook} must return None or a list of click commands")
+        for command in value:
+            if not isinstance(command, click.Command) or not command.name:
+                raise PluginError(f"{hook} returned {command!r}, not a named click command")
+            commands[command.name] = command
+    return list(commands.items())
+
+
+def _empty_group() -> dict[str, Any]:
+    import click
+
+    return {"cli": click.Group("ragloom")}
+
+
+SLOTS: tuple[Slot, ...] = (
+    Slot("ragloom_reasonings", "reasonings", "reasoning", "REASONINGS", _reasonings),
+    Slot("ragloom_index_types", "index_types", "index type", "INDEX_TYPES", _index_types),
+    Slot("ragloom_tools", "tools", "tool", "the built-in tools", _tools),
+    Slot("ragloom_file_readers", "readers", "reader", "the built-in readers", _readers),
+    Slot("ragloom_llms", "llms", "llm", "LLMS", _model_specs("ragloom_llms")),
+    Slot(
+        "ragloom_embeddings",
+        "embeddings",
+        "embedding",
+        "EMBEDDINGS",
+        _model_specs("ragloom_embeddings"),
+    ),
+    Slot(
+        "ragloom_commands",
+        "commands",
+        "command",
+        "the built-in commands",
+        _commands,
+        stage="cli",
+        arguments=_empty_group,
+    ),
+)
+"""Every hook a plugin may implement, in the order a plugin's entries are registered."""
+
+
+def slots_of(stage: str) -> tuple[Slot, ...]:
+    """The slots whose hooks are called at ``stage`` (``"app"`` or ``"cli"``)."""
+    return tuple(slot for slot in SLOTS if slot.stage == stage)
+
+
+KINDS: tuple[str, ...] = tuple(slot.kind for slot in slots_of("app"))
+"""What a plugin record (``PluginInfo.registered``) lists: the kinds of the app's slots."""
+
+_BY_HOOK = {slot.hook: slot for slot in SLOTS}
+
+
+def slot_for_hook(hook: str) -> Slot | None:
+    """The slot of hook ``hook``, or None for a hook Ragloom does not have."""
+    return _BY_HOOK.get(hook)
