@@ -227,6 +227,27 @@ def test_a_tool_that_raises_fails_the_contract() -> None:
         check_tool(Crashing, "1 + 1")
 
 
+class Picky(CalculatorTool):
+    """Its check refuses inputs it computes."""
+
+    @classmethod
+    def check_input(cls, text: str) -> str | None:
+        return "no spaces, please" if " " in text else None
+
+
+class CheckerRaises(CalculatorTool):
+    @classmethod
+    def check_input(cls, text: str) -> str | None:
+        raise KeyError(text)
+
+
+def test_a_tool_whose_input_check_refuses_its_working_sample_fails_the_contract() -> None:
+    with pytest.raises(AssertionError, match="check_input\\(\\) refuses the sample input"):
+        check_tool(Picky, "1 + 1")
+    with pytest.raises(AssertionError, match="check_input\\(\\) raised KeyError"):
+        check_tool(CheckerRaises, "1 + 1")
+
+
 class Locked(CalculatorTool):
     """Holds a lock, which cannot be pickled: it cannot be sent to the tool sandbox."""
 
