@@ -202,6 +202,7 @@ def _planning(plan: list[PlanItem]) -> type[BaseReasoning]:
         ([PlanItem("")], "must be a PlanItem with an id"),
         ([PlanItem("S1"), PlanItem("S1")], "two steps 'S1'"),
         ([PlanItem("S1", depends_on=("S0",))], "'S1' depends on S0, not in the plan"),
+        ([PlanItem("S1", status="dropped")], "step 'S1' is dropped without a reason"),
     ],
 )
 def test_a_plan_the_ui_cannot_draw_fails_the_contract(plan: list[PlanItem], message: str) -> None:

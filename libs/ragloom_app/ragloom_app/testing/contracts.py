@@ -122,13 +122,15 @@ def check_settings_schema(specs: Any, owner: str = "settings") -> None:
 
 def _check_plan(where: str, plan: PlanCreated) -> None:
     """A plan the UI can draw: ``PlanItem`` steps with ids, each once, depending on ids of
-    the same plan."""
+    the same plan; a step dropped or added says why."""
     ids: list[str] = []
     for item in plan.steps:
         if not isinstance(item, PlanItem) or not item.id:
             raise AssertionError(f"{where}: each step of a plan must be a PlanItem with an id")
         if item.id in ids:
             raise AssertionError(f"{where}: the plan has two steps {item.id!r}")
+        if item.status != "planned" and not item.reason.strip():
+            raise AssertionError(f"{where}: step {item.id!r} is {item.status} without a reason")
         ids.append(item.id)
     for item in plan.steps:
         unknown = [d for d in item.depends_on if d not in ids]
