@@ -103,11 +103,9 @@ def test_steps_using_a_dropped_step_are_dropped_too_whatever_their_tool() -> Non
     }
 
 
-def test_a_search_for_a_search_result_is_dropped() -> None:
+def test_a_search_may_use_any_result_even_passages() -> None:
     screened = _screen("#E1 = docsearch[reactor]\n#E2 = docsearch[#E1 in Celsius]\n")
-    assert _reasons(screened.dropped) == {
-        2: "#E1 gives passages found in the documents, which docsearch does not take as input"
-    }
+    assert screened.dropped == ()
 
 
 def test_when_no_search_is_left_the_question_is_searched() -> None:

@@ -106,7 +106,8 @@ def _why_dropped(
             return f"it uses #E{n}, which no step defines"
         kinds[n] = kind = _kind(by_id[n], tools)
         if kind not in tool.accepts:
-            return f"#E{n} gives {_KIND_WORDS[kind]}, which {tool.name} does not take as input"
+            words = _KIND_WORDS.get(kind, kind)  # a kind the registry would have refused
+            return f"#E{n} gives {words}, which {tool.name} does not take as input"
     if any(kind != "number" for kind in kinds.values()):
         return None  # text is checked once it is known, when the step runs
     sample = substitute_evidence(step.tool_input, dict.fromkeys(kinds, SAMPLE_NUMBER))

@@ -42,10 +42,8 @@ class DocSearchTool(BaseTool):
         "Output: the most relevant passages, each with its source."
     )
     sandboxed: ClassVar[bool] = False
+    # Any input may be a query, even passages (they find their like): accepts everything.
     result_kind: ClassVar[ResultKind] = "passages"
-    # Passages pasted in as a query search for themselves: a plan step that does so is
-    # dropped before it runs.
-    accepts: ClassVar[frozenset[ResultKind]] = frozenset(("text", "number"))
 
     def __init__(
         self,
