@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ragloom.llms.base import Usage
 
@@ -27,6 +27,7 @@ __all__ = [
     "LLMCallFinished",
     "PlanCreated",
     "PlanItem",
+    "PlanItemStatus",
     "StepEvent",
     "StepFinished",
     "StepStarted",
@@ -179,6 +180,11 @@ class LLMCallFinished:
         return {"step": self.name, "event": "usage", **asdict(self.usage)}
 
 
+PlanItemStatus = Literal["planned", "dropped", "added"]
+"""Whether a plan's step runs as planned, was ``dropped`` before running (it could not
+work), or was ``added`` by the mode (not by its planner)."""
+
+
 @dataclass(frozen=True)
 class PlanItem:
     """One step of a plan, before it runs, in the same shape for every mode.
@@ -187,7 +193,8 @@ class PlanItem:
     ``#Plan`` line, a decomposition's sub-question); ``tool`` and ``input`` are the call it
     makes, where it makes one; ``depends_on`` the ids whose results it uses. ``label`` is
     what the plan shows, chosen by the mode; without one it is ``tool[input]`` for a tool
-    call, else ``text``.
+    call, else ``text``. ``status`` (:data:`PlanItemStatus`) and ``reason`` say whether it
+    runs and, for one dropped or added, why.
     """
 
     id: str
@@ -196,9 +203,13 @@ class PlanItem:
     input: str | None = None
     depends_on: tuple[str, ...] = ()
     label: str = ""
+    status: PlanItemStatus = "planned"
+    reason: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "depends_on", tuple(self.depends_on))
+        if self.status not in get_args(PlanItemStatus):
+            raise ValueError(f"unknown plan step status {self.status!r}")
         if not self.label:
             call = f"{self.tool}[{self.input or ''}]" if self.tool is not None else ""
             object.__setattr__(self, "label", call or self.text)
@@ -206,13 +217,16 @@ class PlanItem:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form. Besides the fields, the keys of earlier versions stay for readers
         of ``ask --json``: ``plan`` (the text of a tool call) or ``question`` (of a step
-        without a tool); ``tool`` and ``input`` only where there is a tool."""
+        without a tool); ``tool`` and ``input`` only where there is a tool; ``status`` and
+        ``reason`` only for a step not run as planned."""
         data: dict[str, Any] = {"id": self.id, "label": self.label, "text": self.text}
         if self.tool is not None:
             data.update(plan=self.text, tool=self.tool, input=self.input or "")
         else:
             data["question"] = self.text
         data["depends_on"] = list(self.depends_on)
+        if self.status != "planned":
+            data.update(status=self.status, reason=self.reason)
         return data
 
     @classmethod
@@ -228,6 +242,8 @@ class PlanItem:
             input=None if data.get("input") is None else str(data["input"]),
             depends_on=tuple(str(d) for d in data.get("depends_on") or ()),
             label=str(data.get("label") or ""),
+            status=data.get("status") or "planned",
+            reason=str(data.get("reason") or ""),
         )
 
 

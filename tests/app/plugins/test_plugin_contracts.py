@@ -202,6 +202,7 @@ def _planning(plan: list[PlanItem]) -> type[BaseReasoning]:
         ([PlanItem("")], "must be a PlanItem with an id"),
         ([PlanItem("S1"), PlanItem("S1")], "two steps 'S1'"),
         ([PlanItem("S1", depends_on=("S0",))], "'S1' depends on S0, not in the plan"),
+        ([PlanItem("S1", status="dropped")], "step 'S1' is dropped without a reason"),
     ],
 )
 def test_a_plan_the_ui_cannot_draw_fails_the_contract(plan: list[PlanItem], message: str) -> None:
@@ -225,6 +226,27 @@ class Crashing(CalculatorTool):
 def test_a_tool_that_raises_fails_the_contract() -> None:
     with pytest.raises(AssertionError, match=r"invoke\(''\) raised ValueError"):
         check_tool(Crashing, "1 + 1")
+
+
+class Picky(CalculatorTool):
+    """Its check refuses inputs it computes."""
+
+    @classmethod
+    def check_input(cls, text: str) -> str | None:
+        return "no spaces, please" if " " in text else None
+
+
+class CheckerRaises(CalculatorTool):
+    @classmethod
+    def check_input(cls, text: str) -> str | None:
+        raise KeyError(text)
+
+
+def test_a_tool_whose_input_check_refuses_its_working_sample_fails_the_contract() -> None:
+    with pytest.raises(AssertionError, match="check_input\\(\\) refuses the sample input"):
+        check_tool(Picky, "1 + 1")
+    with pytest.raises(AssertionError, match="check_input\\(\\) raised KeyError"):
+        check_tool(CheckerRaises, "1 + 1")
 
 
 class Locked(CalculatorTool):

@@ -116,3 +116,18 @@ def test_long_plans_and_labels_are_cut_with_the_limit_said() -> None:
     assert items[-1] == f"<code>{'z' * (MAX_SHOWN_LABEL_CHARS - 1)}…</code> 1.00 s</li>"
     long_status = step_status(StepStarted("s", label="w" * 5000))
     assert long_status == "w" * (MAX_SHOWN_LABEL_CHARS - 1) + "…"
+
+
+def test_a_dropped_step_is_struck_through_with_why_and_an_added_one_says_so() -> None:
+    plan = PlanCreated(
+        steps=[
+            PlanItem("E1", tool="calculator", input="<b>x</b>", status="dropped", reason="a <why>"),
+            PlanItem("E2", tool="docsearch", input="Q?", status="added", reason="no search left"),
+        ],
+        raw="",
+    )
+    items = re.findall(r"<li>(.*?)(?=<li>|</ul>)", usage_html(_rewoo_record(plan)))
+    assert items[1:] == [
+        "<code>E1</code> <s>calculator[&lt;b&gt;x&lt;/b&gt;]</s> — not run: a &lt;why&gt;</li>",
+        "<code>E2</code> docsearch[Q?] — added: no search left</li>",
+    ]

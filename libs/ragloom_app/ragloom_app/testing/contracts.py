@@ -122,13 +122,15 @@ def check_settings_schema(specs: Any, owner: str = "settings") -> None:
 
 def _check_plan(where: str, plan: PlanCreated) -> None:
     """A plan the UI can draw: ``PlanItem`` steps with ids, each once, depending on ids of
-    the same plan."""
+    the same plan; a step dropped or added says why."""
     ids: list[str] = []
     for item in plan.steps:
         if not isinstance(item, PlanItem) or not item.id:
             raise AssertionError(f"{where}: each step of a plan must be a PlanItem with an id")
         if item.id in ids:
             raise AssertionError(f"{where}: the plan has two steps {item.id!r}")
+        if item.status != "planned" and not item.reason.strip():
+            raise AssertionError(f"{where}: step {item.id!r} is {item.status} without a reason")
         ids.append(item.id)
     for item in plan.steps:
         unknown = [d for d in item.depends_on if d not in ids]
@@ -230,9 +232,10 @@ def check_tool(
     """Check a tool class: its metadata, a successful call, and failures as results.
 
     ``sample_input`` must succeed (and its content contain ``expect`` if given);
-    ``bad_input`` must fail with an error code. Garbage input must never raise. A
-    sandboxed tool (the default) must also succeed with ``sample_input`` in the tool
-    sandbox, as the agents call it: its class importable, it and its result picklable.
+    ``bad_input`` must fail with an error code. Garbage input must never raise; a
+    ``sample_input`` given as text must pass ``check_input``. A sandboxed tool (the
+    default) must also succeed with ``sample_input`` in the tool sandbox, as the agents
+    call it: its class importable, it and its result picklable.
     """
     owner = getattr(tool_cls, "__qualname__", repr(tool_cls))
     if not (isinstance(tool_cls, type) and issubclass(tool_cls, BaseTool)):
@@ -262,6 +265,8 @@ def check_tool(
         )
     if expect is not None and expect not in result.content:
         fail_contract(owner, f"expected {expect!r} in the result, got {result.content!r}")
+    if isinstance(sample_input, str):
+        _check_tool_input_check(owner, tool_cls, sample_input)
     garbage: list[str | dict[str, Any]] = ["", "{", "[1, 2]", {"no_such_argument": [None]}]
     for raw in [*garbage, *([bad_input] if bad_input is not None else [])]:
         try:
@@ -279,6 +284,16 @@ def check_tool(
     if tool_cls.sandboxed:
         _check_tool_in_sandbox(owner, tool_cls, tool, sample_input)
     return result
+
+
+def _check_tool_input_check(owner: str, tool_cls: type[BaseTool], sample_input: str) -> None:
+    """``check_input`` lets the sample through (it runs) and answers ``None`` or a text."""
+    try:
+        reason = tool_cls.check_input(sample_input)
+    except Exception as exc:
+        fail_contract(owner, f"check_input() raised {type(exc).__name__}: {exc}")
+    if reason is not None:
+        fail_contract(owner, f"check_input() refuses the sample input, which runs: {reason}")
 
 
 def _check_tool_in_sandbox(

@@ -12,7 +12,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
-from ragloom.events import AnswerRecord, Citation, PlanCreated, StepFinished, StepStarted
+from ragloom.events import (
+    AnswerRecord,
+    Citation,
+    PlanCreated,
+    PlanItem,
+    StepFinished,
+    StepStarted,
+)
 from ragloom_app.conversations import StoredMessage
 from ragloom_app.errors import scrub
 from ragloom_app.ui.model_text import model_html
@@ -183,15 +190,23 @@ def _bounded(text: str, limit: int = MAX_SHOWN_LABEL_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def _plan_step(item: PlanItem) -> str:
+    """A step's id and label; one the mode dropped is struck through, with why, and one
+    it added says so."""
+    label = _esc(_bounded(item.label))
+    if item.status == "dropped":
+        label = f"<s>{label}</s> — not run: {_esc(_bounded(item.reason))}"
+    elif item.status == "added":
+        label += f" — added: {_esc(_bounded(item.reason))}"
+    return f"<li><code>{_esc(_bounded(item.id))}</code> {label}</li>"
+
+
 def _plan_item(plan: PlanCreated) -> str:
     """A plan as a list item: each step's id and the label its mode chose, at most
     ``MAX_SHOWN_PLAN_ITEMS`` of them."""
     repaired = " (repaired once)" if plan.repaired else ""
     shown = plan.steps[:MAX_SHOWN_PLAN_ITEMS]
-    calls = [
-        f"<li><code>{_esc(_bounded(item.id))}</code> {_esc(_bounded(item.label))}</li>"
-        for item in shown
-    ]
+    calls = [_plan_step(item) for item in shown]
     if len(plan.steps) > len(shown):
         hidden = len(plan.steps) - len(shown)
         calls.append(

@@ -1,4 +1,4 @@
-"""The ReWOO worker: parallel levels, substitution, timeouts, retries, error evidence."""
+"""The ReWOO worker: parallel levels, substitution, timeouts, retries, input checks, skips."""
 
 import threading
 import time
@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from ragloom.agents.rewoo import parse_plan
 from ragloom.agents.rewoo.worker import PlanWorker, StepOutcome
-from ragloom.agents.tools import CalculatorTool, ToolResult
+from ragloom.agents.tools import CalculatorTool, ToolError, ToolResult
 from ragloom.agents.tools.base import BaseTool
 
 
@@ -105,9 +105,22 @@ def test_a_hanging_tool_times_out_and_the_rest_still_runs() -> None:
     assert outcomes[3].evidence == "4"
 
 
-def test_a_failed_step_becomes_error_evidence_for_its_dependants() -> None:
+def test_a_step_using_a_failed_step_is_skipped_not_fed_the_error() -> None:
     echo = EchoTool()
-    plan = parse_plan("#E1 = calculator[1/0]\n#E2 = echo[got #E1]")
+    plan = parse_plan("#E1 = calculator[1/0]\n#E2 = echo[got #E1]\n#E3 = echo[fine]")
     outcomes = _finished(list(PlanWorker({"echo": echo, "calculator": CalculatorTool()}).run(plan)))
     assert outcomes[1].result.error.code == "invalid_expression"
-    assert echo.seen == ["got Error [invalid_expression]: division by zero"]
+    assert outcomes[2].result.error == ToolError("skipped", "it uses #E1, which failed")
+    assert outcomes[2].attempts == 0 and outcomes[3].result.content == "<fine>"
+    assert echo.seen == ["fine"]
+
+
+def test_a_filled_in_input_the_tool_cannot_take_is_refused_without_a_call() -> None:
+    echo = EchoTool()
+    plan = parse_plan("#E1 = echo[the answer]\n#E2 = calculator[#E1 * 2]")
+    outcomes = _finished(list(PlanWorker({"echo": echo, "calculator": CalculatorTool()}).run(plan)))
+    error = outcomes[2].result.error
+    assert error is not None and error.code == "invalid_input" and outcomes[2].attempts == 0
+    assert error.message == (
+        "calculator cannot take this input: not an arithmetic expression: invalid syntax"
+    )

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from ragloom.agents.tools import CalculatorTool, evaluate_expression
-from ragloom.agents.tools.calculator import CalculatorError
+from ragloom.agents.tools.calculator import CalculatorError, check_expression
 
 
 @pytest.mark.parametrize(
@@ -143,3 +143,35 @@ def test_schema_describes_the_arguments() -> None:
     schema = CalculatorTool.parameters_schema()
     assert schema["required"] == ["expression"]
     assert "description" in schema["properties"]["expression"]
+
+
+@pytest.mark.parametrize(
+    "expression", ["1 / 0", "9 ** 9 ** 9", "factorial(171)", "log(0)", "1,234 * 2 ^ 3", "pi * e"]
+)
+def test_the_check_before_a_plan_runs_parses_and_computes_nothing(expression: str) -> None:
+    check_expression(expression)  # each is refused only when computed
+    assert CalculatorTool.check_input(expression) is None
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("[1] (reactor.md) The Zorblax reactor runs at 451 kelvin.", "not an arithmetic"),
+        ("x" * 501, "limited to 500 characters"),
+        ("451 kelvin", "not an arithmetic expression"),
+        ("Acme * 0.92", "unknown name 'Acme'"),
+        ("open('/etc/passwd')", "unknown function 'open'"),
+        ("round(1, 2, 3)", "round takes 1 or 2 arguments, got 3"),
+        ("(1).__class__", "unsupported syntax: Attribute"),
+        ("'a' * 3", "only numbers"),
+        ("1e400", "a number in the expression is too large"),
+        ("", "empty"),
+    ],
+)
+def test_the_check_refuses_what_is_not_an_expression_in_the_calculators_words(
+    expression: str, message: str
+) -> None:
+    with pytest.raises(CalculatorError, match=message):
+        check_expression(expression)
+    reason = CalculatorTool.check_input(expression)
+    assert reason is not None and re.search(message, reason)

@@ -1,5 +1,6 @@
 """Property-based: any expression of the calculator's grammar is computed within the bounds
-or refused in words, quickly; nothing but a CalculatorError ever escapes.
+or refused in words, quickly; nothing but a CalculatorError ever escapes; and the check a
+plan's input gets before it runs never refuses an expression that computes.
 
 Each example runs in a sandbox worker (:mod:`ragloom.sandbox`): an expression that slipped
 past the bounds and built a giant number would hold the GIL in C, where no pytest timeout
@@ -23,6 +24,7 @@ from ragloom.agents.tools.calculator import (
     FUNCTION_NAMES,
     MAX_MAGNITUDE,
     CalculatorError,
+    check_expression,
     evaluate_expression,
 )
 from ragloom.sandbox import Sandbox, SandboxLimits
@@ -67,15 +69,24 @@ EXAMPLE_DEADLINE = timedelta(seconds=3)
 EXAMPLE_TIMEOUT = 2.0
 
 
-def evaluate_in_worker(expression: str) -> tuple[int | float | None, str | None, str, float]:
-    """In a worker: the value or the refusal, what the tool shows, and the seconds taken."""
+def evaluate_in_worker(
+    expression: str,
+) -> tuple[int | float | None, str | None, str, float, str | None]:
+    """In a worker: the value or the refusal, what the tool shows, the seconds taken, and
+    the refusal of the check before running (``None``: it passed)."""
     started = time.perf_counter()
     try:
         value, refusal = evaluate_expression(expression), None
     except CalculatorError as exc:
         value, refusal = None, str(exc)
     shown = CalculatorTool().invoke({"expression": expression}).as_observation()
-    return value, refusal, shown, time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    try:
+        check_expression(expression)
+        checked = None
+    except CalculatorError as exc:
+        checked = str(exc)
+    return value, refusal, shown, seconds, checked
 
 
 @pytest.fixture(scope="module")
@@ -87,10 +98,12 @@ def sandbox() -> Iterator[Sandbox]:
 
 
 def _check(sandbox: Sandbox, expression: str) -> None:
-    value, refusal, shown, seconds = sandbox.run(
+    value, refusal, shown, seconds, checked = sandbox.run(
         evaluate_in_worker, expression, timeout=EXAMPLE_TIMEOUT
     )
     assert seconds < 1.0, f"{expression!r} took {seconds:.2f} s"
+    if checked is not None:  # what the check refuses, the calculator refuses too
+        assert refusal is not None, f"{expression!r} computes, but its check says {checked}"
     if refusal is not None:
         assert refusal and "failed on this expression" not in refusal, refusal
         assert shown == f"Error [invalid_expression]: {refusal}"

@@ -1,4 +1,5 @@
-"""The ReWOO agent: plan once, run the plan's tool calls as a DAG, solve once."""
+"""The ReWOO agent: plan once, drop the steps that cannot work, run the rest as a DAG,
+solve once."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from theflow import Param
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.rewoo.plan import Plan, PlanStep, merge_duplicate_steps
 from ragloom.agents.rewoo.planner import PlanningFailed, ReWOOPlanner
+from ragloom.agents.rewoo.screen import ScreenedPlan, screen_plan
 from ragloom.agents.rewoo.solver import ReWOOSolver
 from ragloom.agents.rewoo.worker import PlanWorker, StepOutcome
 from ragloom.agents.tools.base import BaseTool
@@ -22,6 +24,7 @@ from ragloom.events import (
     LLMCallFinished,
     PlanCreated,
     PlanItem,
+    PlanItemStatus,
     StepFinished,
     StepStarted,
 )
@@ -39,6 +42,30 @@ def _step_label(step: PlanStep) -> str:
     return f"Running #E{step.id} ({step.tool})"
 
 
+def _item(step: PlanStep, status: PlanItemStatus = "planned", reason: str = "") -> PlanItem:
+    return PlanItem(
+        id=f"E{step.id}",
+        text=step.description,
+        tool=step.tool,
+        input=step.tool_input,
+        depends_on=tuple(f"E{n}" for n in sorted(step.depends_on)),
+        status=status,
+        reason=reason,
+    )
+
+
+def _plan_items(plan: Plan, screened: ScreenedPlan) -> list[PlanItem]:
+    """Every planned step in order, the dropped ones with why, then the search added."""
+    why = {item.step.id: item.reason for item in screened.dropped}
+    items = [
+        _item(step, "dropped", why[step.id]) if step.id in why else _item(step)
+        for step in plan.steps
+    ]
+    if screened.added is not None:
+        items.append(_item(screened.added, "added", "the steps left do not search the documents"))
+    return items
+
+
 class ReWOOAgent(BaseComponent):
     """Planner, worker and solver over one request's tools (see :mod:`ragloom.agents.rewoo`)."""
 
@@ -52,6 +79,11 @@ class ReWOOAgent(BaseComponent):
         60.0, help="Seconds a tool call may take (a tool's own limit may be shorter)."
     )
     tool_retries: int = Param(2, help="Retries of a call whose error is worth retrying.")
+    fallback_search: str | None = Param(
+        "docsearch",
+        help="The tool that searches for the question when the dropped steps leave no "
+        "search of it (None: none is added).",
+    )
 
     def stream(self, question: str) -> Iterator[Event]:
         """Plan, run, solve; yield every step's events."""
@@ -65,22 +97,14 @@ class ReWOOAgent(BaseComponent):
             yield CitationsFound([])
             return
         plan = merge_duplicate_steps(planning.plan)
+        screened = screen_plan(plan, self.tools, question, self.fallback_search)
         yield PlanCreated(
-            steps=[
-                PlanItem(
-                    id=f"E{step.id}",
-                    text=step.description,
-                    tool=step.tool,
-                    input=step.tool_input,
-                    depends_on=tuple(f"E{n}" for n in sorted(step.depends_on)),
-                )
-                for step in plan.steps
-            ],
-            raw=plan.raw,
-            repaired=planning.repaired,
+            steps=_plan_items(plan, screened), raw=plan.raw, repaired=planning.repaired
         )
-        outcomes = yield from self._work(plan)
-        yield from self.solver.stream(question, plan, outcomes, self.ledger)
+        outcomes = yield from self._work(screened.plan)
+        yield from self.solver.stream(
+            question, screened.plan, outcomes, self.ledger, screened.dropped
+        )
 
     def _work(self, plan: Plan) -> Generator[Event, None, list[StepOutcome]]:
         worker = PlanWorker(self.tools, timeout=self.tool_timeout, retries=self.tool_retries)

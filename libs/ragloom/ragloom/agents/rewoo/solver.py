@@ -2,8 +2,11 @@
 
 Documents found by ``docsearch`` are shown once each as numbered sources (the request's
 :class:`~ragloom.agents.evidence.EvidenceLedger`), so the answer cites them as ``[n]``
-like FullQA's; other steps' results are shown after their step, trimmed. Everything is
-budgeted so that the prompt and the answer fit the model's context.
+like FullQA's; other steps' results are shown after their step, trimmed. A step that
+failed or was dropped before running gives no evidence: the prompt shows no error text of
+it, only one short line in a note of the steps that gave nothing, so that a padding step
+cannot steer the answer. Everything is budgeted so that the prompt and the answer fit the
+model's context.
 """
 
 from __future__ import annotations
@@ -14,14 +17,18 @@ from theflow import Param
 
 from ragloom.agents.budget import trim_to_tokens
 from ragloom.agents.evidence import EvidenceLedger
-from ragloom.agents.rewoo.plan import Plan
+from ragloom.agents.rewoo.plan import Plan, PlanStep
+from ragloom.agents.rewoo.screen import DroppedStep
 from ragloom.agents.rewoo.worker import StepOutcome
 from ragloom.base import BaseComponent
 from ragloom.events import AnswerDelta, CitationsFound, Event
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
 from ragloom.qa.answer import ANSWER_INSTRUCTIONS, NO_EVIDENCE_ANSWER, stream_cited_answer
 
-__all__ = ["SOLVER_SYSTEM_PROMPT", "ReWOOSolver"]
+__all__ = ["NOT_USED_HEADING", "SOLVER_SYSTEM_PROMPT", "ReWOOSolver"]
+
+NOT_USED_HEADING = "Steps that gave nothing (answer from the rest):"
+"""The heading of the note of failed and dropped steps in the solver's prompt."""
 
 SOLVER_SYSTEM_PROMPT = (
     "You answer a question using only the numbered sources and results given. "
@@ -37,9 +44,15 @@ class ReWOOSolver(BaseComponent):
     max_answer_tokens: int = Param(320, help="Most tokens the answer may take.")
     max_result_tokens: int = Param(150, help="Most tokens shown of a non-document result.")
     max_source_tokens: int = Param(2000, help="Most tokens of numbered sources.")
+    max_note_tokens: int = Param(
+        40, help="Most tokens of the note line of a step that failed or was dropped."
+    )
 
-    def _results(self, plan: Plan, outcomes: Sequence[StepOutcome], ledger: EvidenceLedger) -> str:
-        """The steps that found no document, each with its result (trimmed).
+    def _trim(self, text: str, max_tokens: int) -> str:
+        return trim_to_tokens(" ".join(text.split()), max_tokens, self.llm.count_tokens)
+
+    def _results(self, outcomes: Sequence[StepOutcome], ledger: EvidenceLedger) -> str:
+        """The steps that succeeded without finding a document, each with its result.
 
         Documents are numbered sources already; repeating the plan around them measurably
         confused the small default model, so only the other results are listed. A step is
@@ -48,16 +61,29 @@ class ReWOOSolver(BaseComponent):
         """
         lines = []
         for outcome in sorted(outcomes, key=lambda o: o.step.id):
-            if outcome.result.ok and outcome.result.sources:
+            if not outcome.result.ok:
+                continue
+            if outcome.result.sources:
                 ledger.add(outcome.result.sources)
                 continue
-            step = outcome.step
-            shown = trim_to_tokens(
-                " ".join(outcome.evidence.split()), self.max_result_tokens, self.llm.count_tokens
-            )
-            about = f" ({step.description})" if step.description else ""
-            lines.append(f"#E{step.id}{about} = {step.tool}[{step.tool_input}] -> {shown}")
+            shown = self._trim(outcome.evidence, self.max_result_tokens)
+            lines.append(f"{_call(outcome.step, about=True)} -> {shown}")
         return "\n".join(lines)
+
+    def _not_used(self, outcomes: Sequence[StepOutcome], dropped: Sequence[DroppedStep]) -> str:
+        """One short line per step that gave nothing: dropped (with why) or failed (with
+        its error code, not its message: the trace has that)."""
+        lines = {item.step.id: f"{_call(item.step)}: not run, {item.reason}" for item in dropped}
+        for outcome in outcomes:
+            error = outcome.result.error
+            if error is None:
+                continue
+            # A skipped step's message is ours and short ("it uses #E2, which failed").
+            why = (
+                f"not run, {error.message}" if error.code == "skipped" else f"failed ({error.code})"
+            )
+            lines[outcome.step.id] = f"{_call(outcome.step)}: {why}"
+        return "\n".join(self._trim(lines[n], self.max_note_tokens) for n in sorted(lines))
 
     def stream(
         self,
@@ -65,21 +91,34 @@ class ReWOOSolver(BaseComponent):
         plan: Plan,
         outcomes: Sequence[StepOutcome],
         ledger: EvidenceLedger,
+        dropped: Sequence[DroppedStep] = (),
     ) -> Iterator[Event]:
-        """Stream the answer, its citations and the call's usage."""
-        results = self._results(plan, outcomes, ledger)
+        """Stream the answer, its citations and the call's usage.
+
+        ``dropped``: the plan's steps not run (:func:`~ragloom.agents.rewoo.screen.screen_plan`).
+        """
+        results = self._results(outcomes, ledger)
         if not results and not len(ledger):
             yield AnswerDelta(NO_EVIDENCE_ANSWER)
             yield CitationsFound([])
             return
-        fixed = self.llm.count_tokens(self.system_prompt + results + question)
+        not_used = self._not_used(outcomes, dropped)
+        fixed = self.llm.count_tokens(self.system_prompt + results + not_used + question)
         room = self.llm.context_window - self.max_answer_tokens - fixed - 96
         budget = max(0, min(self.max_source_tokens, room))
         evidence = ledger.block(self.llm.count_tokens, budget)
         other = f"Other results:\n{results}\n" if results else ""
+        if not_used:
+            other += f"{NOT_USED_HEADING}\n{not_used}\n"
         user = (
             f"Sources:\n{evidence.text or '(none)'}\n{other}Question: {question.strip()}\nAnswer:"
         )
         messages = [ChatMessage("system", self.system_prompt), ChatMessage("user", user)]
         options = GenerationOptions(max_tokens=self.max_answer_tokens, temperature=0.0)
         yield from stream_cited_answer(self.llm, messages, evidence, options, step="solve")
+
+
+def _call(step: PlanStep, *, about: bool = False) -> str:
+    """``#E2 = calculator[#E1 * 2]`` as the plan wrote it; ``about`` adds its description."""
+    described = f" ({step.description})" if about and step.description else ""
+    return f"#E{step.id}{described} = {step.tool}[{step.tool_input}]"

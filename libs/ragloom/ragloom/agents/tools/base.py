@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -21,7 +21,15 @@ if TYPE_CHECKING:
     from ragloom.llms.base import ChatLLM
     from ragloom.retrieval import Retriever, SentenceFocus
 
-__all__ = ["BaseTool", "ToolContext", "ToolError", "ToolResult"]
+__all__ = ["RESULT_KINDS", "BaseTool", "ResultKind", "ToolContext", "ToolError", "ToolResult"]
+
+ResultKind = Literal["text", "number", "passages"]
+"""What a tool's result is, so a plan can tell which tools may take it as input:
+``passages`` found in the documents (``docsearch``), a ``number`` (``calculator``), or
+any other ``text`` (``llm``, and a tool that does not say), which may happen to be a number."""
+
+RESULT_KINDS: frozenset[ResultKind] = frozenset(("text", "number", "passages"))
+"""Every :data:`ResultKind`: what a tool that does not say otherwise accepts."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,11 @@ class BaseTool:
       never is).
     - ``timeout`` (default ``None``): the tool's own time limit in seconds; a call gets the
       smaller of it and the runner's.
+
+    Two more, and :meth:`check_input`, let a ReWOO plan drop a step that cannot work
+    before anything runs (see docs/plugins.md): ``result_kind`` (default ``"text"``) says
+    what the tool's result is, and ``accepts`` (default: every kind) the kinds of earlier
+    results its input may refer to (``#E2``).
     """
 
     name: ClassVar[str]
@@ -102,6 +115,17 @@ class BaseTool:
     sandboxed: ClassVar[bool] = True
     deterministic: ClassVar[bool] = False
     timeout: ClassVar[float | None] = None
+    result_kind: ClassVar[ResultKind] = "text"
+    accepts: ClassVar[frozenset[ResultKind]] = RESULT_KINDS
+
+    @classmethod
+    def check_input(cls, text: str) -> str | None:
+        """Why ``text`` (an input with every reference filled in) cannot work, or ``None``.
+
+        A check without side effects that needs no request: it runs in the agent's
+        process before the call, on inputs within the runner's input limit, and must be
+        quick (parse, do not compute). The default accepts everything."""
+        return None
 
     @classmethod
     def from_context(cls, context: ToolContext) -> BaseTool:

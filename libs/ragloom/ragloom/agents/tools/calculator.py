@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from ragloom.agents.tools.base import BaseTool, ToolResult
+from ragloom.agents.tools.base import BaseTool, ResultKind, ToolResult
 
 __all__ = [
     "CONSTANT_NAMES",
@@ -47,6 +47,7 @@ __all__ = [
     "MAX_ROUND_DIGITS",
     "CalculatorError",
     "CalculatorTool",
+    "check_expression",
     "evaluate_expression",
 ]
 
@@ -218,7 +219,8 @@ _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
 }
 
 
-def _call(node: ast.Call) -> int | float:
+def _function(node: ast.Call) -> tuple[str, _Function]:
+    """The allowed function ``node`` calls, with its name; refuses any other call."""
     if not isinstance(node.func, ast.Name):
         raise CalculatorError("only the listed functions can be called, by name")
     name = node.func.id
@@ -230,7 +232,13 @@ def _call(node: ast.Call) -> int | float:
         raise CalculatorError(f"{name} takes its arguments by position, not by name")
     if not function.fewest <= len(node.args) <= function.most:
         raise CalculatorError(f"{name} takes {function.arity()}, got {len(node.args)}")
-    return _compute(name, function.compute, *(_evaluate(a) for a in node.args))
+    return name, function
+
+
+def _constant(node: ast.Name) -> float:
+    if node.id in _CONSTANTS:
+        return _CONSTANTS[node.id]
+    raise CalculatorError(f"unknown name {node.id!r}")
 
 
 def _evaluate(node: ast.AST) -> int | float:
@@ -246,12 +254,32 @@ def _evaluate(node: ast.AST) -> int | float:
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _check(_UNARY[type(node.op)](_evaluate(node.operand)))
     if isinstance(node, ast.Name):
-        if node.id in _CONSTANTS:
-            return _CONSTANTS[node.id]
-        raise CalculatorError(f"unknown name {node.id!r}")
+        return _constant(node)
     if isinstance(node, ast.Call):
-        return _call(node)
+        name, allowed = _function(node)
+        return _compute(name, allowed.compute, *(_evaluate(a) for a in node.args))
     raise CalculatorError(f"unsupported syntax: {type(node).__name__}")
+
+
+def _check_syntax(node: ast.AST) -> None:
+    """What :func:`_evaluate` would refuse before computing anything, without computing."""
+    if isinstance(node, ast.Expression):
+        _check_syntax(node.body)
+    elif isinstance(node, ast.Constant):
+        _check(node.value, "a number in the expression")
+    elif isinstance(node, ast.BinOp) and (isinstance(node.op, ast.Pow) or type(node.op) in _BINARY):
+        _check_syntax(node.left)
+        _check_syntax(node.right)
+    elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        _check_syntax(node.operand)
+    elif isinstance(node, ast.Name):
+        _constant(node)
+    elif isinstance(node, ast.Call):
+        _function(node)
+        for argument in node.args:
+            _check_syntax(argument)
+    else:
+        raise CalculatorError(f"unsupported syntax: {type(node).__name__}")
 
 
 def _parse(expression: str) -> ast.Expression:
@@ -270,6 +298,19 @@ def _parse(expression: str) -> ast.Expression:
     return tree
 
 
+def check_expression(expression: str) -> None:
+    """Raise :class:`CalculatorError` if the calculator would refuse ``expression`` as
+    written (its length, its syntax, a name or function it does not know); computes
+    nothing, so ``1 / 0`` passes. Bounded like :func:`evaluate_expression`."""
+    try:
+        _check_syntax(_parse(expression))
+    except CalculatorError:
+        raise
+    except Exception as exc:
+        logger.warning("calculator: unexpected %s checking %r", type(exc).__name__, expression[:80])
+        raise CalculatorError(f"{_INTERNAL} ({type(exc).__name__})") from None
+
+
 def evaluate_expression(expression: str) -> int | float:
     """The value of an arithmetic expression; raises :class:`CalculatorError` only."""
     try:
@@ -285,8 +326,9 @@ def evaluate_expression(expression: str) -> int | float:
 class CalculatorTool(BaseTool):
     """Evaluates arithmetic: + - * / // % ** (or ^), parentheses, math functions.
 
-    Deterministic (a timed-out call would time out again, so it is not retried) and run in
-    the tool sandbox with a short time limit of its own.
+    A plan's input for it is checked before it runs (:func:`check_expression`).
+    Deterministic (a timed-out call would time out again, so it is not retried) and run
+    in the tool sandbox with a short time limit of its own.
     """
 
     class Arguments(BaseModel):
@@ -300,6 +342,18 @@ class CalculatorTool(BaseTool):
     )
     deterministic: ClassVar[bool] = True
     timeout: ClassVar[float | None] = 5.0
+    result_kind: ClassVar[ResultKind] = "number"
+    # Passages are never an arithmetic expression; another tool's text may be a number.
+    accepts: ClassVar[frozenset[ResultKind]] = frozenset(("number", "text"))
+
+    @classmethod
+    def check_input(cls, text: str) -> str | None:
+        """Why ``text`` is not an expression the calculator takes (parsed, not computed)."""
+        try:
+            check_expression(text)
+        except CalculatorError as exc:
+            return str(exc)
+        return None
 
     def run(self, arguments: BaseModel) -> ToolResult:
         assert isinstance(arguments, CalculatorTool.Arguments)

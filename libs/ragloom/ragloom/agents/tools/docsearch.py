@@ -8,7 +8,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from ragloom.agents.evidence import EvidenceLedger
-from ragloom.agents.tools.base import BaseTool, ToolContext, ToolResult
+from ragloom.agents.tools.base import BaseTool, ResultKind, ToolContext, ToolResult
 from ragloom.agents.tools.cancel import cancel_requested, raise_if_cancelled
 from ragloom.qa.citations import passage_text
 from ragloom.retrieval import Retriever, SentenceFocus, retrieve_from_all
@@ -42,6 +42,8 @@ class DocSearchTool(BaseTool):
         "Output: the most relevant passages, each with its source."
     )
     sandboxed: ClassVar[bool] = False
+    # Any input may be a query, even passages (they find their like): accepts everything.
+    result_kind: ClassVar[ResultKind] = "passages"
 
     def __init__(
         self,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from ragloom.agents.tools.base import BaseTool, ToolContext
+from ragloom.agents.tools.base import RESULT_KINDS, BaseTool, ToolContext
 from ragloom.agents.tools.calculator import CalculatorTool
 from ragloom.agents.tools.docsearch import DocSearchTool
 from ragloom.agents.tools.llm import LLMTool
@@ -27,9 +27,19 @@ def check_runnable(tool: type[BaseTool]) -> None:
 
     A sandboxed tool is sent to a worker process by reference to its class, so the class
     must be importable by name, and it cannot hold the request, so it must not override
-    ``from_context``. ``timeout`` must be ``None`` or a positive number of seconds.
+    ``from_context``. ``timeout`` must be ``None`` or a positive number of seconds;
+    ``result_kind`` one of :data:`~ragloom.agents.tools.base.RESULT_KINDS` and ``accepts``
+    a set of them; ``check_input`` callable.
     """
     where = f"{tool.__module__}.{tool.__qualname__}"
+    kinds = ", ".join(sorted(RESULT_KINDS))
+    if getattr(tool, "result_kind", None) not in RESULT_KINDS:
+        raise TypeError(f"{where}.result_kind must be one of: {kinds}")
+    accepts = getattr(tool, "accepts", None)
+    if not isinstance(accepts, frozenset | set) or not accepts <= RESULT_KINDS:
+        raise TypeError(f"{where}.accepts must be a frozenset of: {kinds}")
+    if not callable(getattr(tool, "check_input", None)):
+        raise TypeError(f"{where}.check_input must be a classmethod taking the input text")
     own_timeout = getattr(tool, "timeout", None)
     if own_timeout is not None and (
         isinstance(own_timeout, bool)
