@@ -10,9 +10,10 @@ from theflow import Param
 
 from ragloom.events import Event, StepFinished, StepStarted
 from ragloom.qa import CitedAnswerer
+from ragloom.qa.precheck import TermLookup, stream_decline, stream_precheck
 from ragloom.retrieval import Retriever, retrieve_from_all
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
-from ragloom_app.reasoning.settings import focus_setting
+from ragloom_app.reasoning.settings import focus_setting, precheck_setting
 
 __all__ = ["FullQAReasoning"]
 
@@ -23,6 +24,9 @@ class FullQAReasoning(BaseReasoning):
     retrievers: list[Retriever] = Param(default_callback=lambda _: [], help="Retrievers.")
     answerer: CitedAnswerer = Param(help="Writes the cited answer.")
     top_k: int = Param(3, help="Chunks of evidence to retrieve.")
+    find_terms: TermLookup | None = Param(
+        None, help="Looks terms up in the searched indices (None: no check before answering)."
+    )
 
     @classmethod
     def get_info(cls) -> ReasoningInfo:
@@ -47,6 +51,7 @@ class FullQAReasoning(BaseReasoning):
             },
             # Measured: as accurate as whole passages, with a third of the tokens.
             "focus_sentences": focus_setting(4),
+            "precheck": precheck_setting(),
         }
 
     @classmethod
@@ -63,6 +68,7 @@ class FullQAReasoning(BaseReasoning):
                 llm=state.llm, focus=state.sentence_focus(int(values["focus_sentences"]))
             ),
             top_k=int(values["top_k"]),
+            find_terms=state.find_terms if values["precheck"] else None,
         )
 
     def stream(self, question: str) -> Iterator[Event]:
@@ -84,4 +90,9 @@ class FullQAReasoning(BaseReasoning):
             ],
             label=searching,
         )
+        if self.find_terms is not None:
+            check = yield from stream_precheck(question, retrieved, self.find_terms)
+            if check.declined:
+                yield from stream_decline(check, retrieved)
+                return
         yield from self.answerer.stream(question, retrieved)
