@@ -82,13 +82,13 @@ _QUOTED = re.compile(
     rf"""(?<![\w'])'([^'\n]{{2,{_Q}}})'(?![\w'])|"([^"\n]{{2,{_Q}}})"|“([^”\n]{{2,{_Q}}})”"""
     rf"""|‘([^’\n]{{2,{_Q}}})’|`([^`\n]{{1,{_Q}}})`"""
 )
-_CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\(\)")
+_CALL = re.compile(r"(?<![\w.])([^\W\d][\w.]*)\(\)")
 _OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)(?:=(\S+))?")
 _DOT_COMMAND = re.compile(r"(?<![\w./])\.([a-z][a-z_]+)\b")
 _PRAGMA = re.compile(r"\bPRAGMA\s+([A-Za-z_]\w*)", re.IGNORECASE)
 _VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+){2,}(?![\w.]|\.\d)")
 _CAPS_PHRASE = re.compile(r"\b[A-Z][A-Z0-9_]+(?:\s+[A-Z][A-Z0-9_]+)+\b")
-_WORD = re.compile(r"[A-Za-z][\w]*")
+_WORD = re.compile(r"(?<!\w)[^\W\d]\w*")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w.]|\.\d)")
 # Shapes that only code has: an underscore, a lower-to-upper change inside a word
 # (camelCase), or letters with digits (sqlite3, wal2, fts5).
@@ -183,7 +183,13 @@ def specific_terms(text: str, limit: int = MAX_SPECIFIC_TERMS) -> list[SpecificT
             add(match.start(), match.end(), match.group(0), "number", digits)
     for match in words:
         word = match.group(0)
-        if len(word) >= MIN_RARE_WORD_CHARS and word.isalpha() and _is_rare(word):
+        # The word list is English: a word in another script or language is not judged.
+        if (
+            len(word) >= MIN_RARE_WORD_CHARS
+            and word.isascii()
+            and word.isalpha()
+            and _is_rare(word)
+        ):
             add(match.start(), match.end(), word, "rare", *_plain_forms(word.lower()))
     unique = list({(t.kind, t.text.casefold()): t for t in found}.values())
     unique.sort(key=lambda t: not t.strict)  # stable: strict ones first, each in text order
