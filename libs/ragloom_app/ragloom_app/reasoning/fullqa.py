@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from theflow import Param
 
-from ragloom.events import Event, StepFinished, StepStarted
+from ragloom.events import Event
 from ragloom.qa import CitedAnswerer
 from ragloom.qa.precheck import TermLookup, stream_decline, stream_precheck
-from ragloom.retrieval import Retriever, retrieve_from_all
+from ragloom.retrieval import Retriever
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
+from ragloom_app.reasoning.precheck import precheck_lookup, stream_retrieval
 from ragloom_app.reasoning.settings import focus_setting, precheck_setting
 
 __all__ = ["FullQAReasoning"]
@@ -68,28 +68,11 @@ class FullQAReasoning(BaseReasoning):
                 llm=state.llm, focus=state.sentence_focus(int(values["focus_sentences"]))
             ),
             top_k=int(values["top_k"]),
-            find_terms=state.find_terms if values["precheck"] else None,
+            find_terms=precheck_lookup(values, state),
         )
 
     def stream(self, question: str) -> Iterator[Event]:
-        started = time.perf_counter()
-        searching = "Searching the documents"
-        yield StepStarted("retrieve", {"query": question, "top_k": self.top_k}, label=searching)
-        retrieved = retrieve_from_all(self.retrievers, question, self.top_k)
-        yield StepFinished(
-            "retrieve",
-            time.perf_counter() - started,
-            output=[
-                {
-                    "source": r.chunk.source_name,
-                    "page": r.chunk.page,
-                    "score": round(r.score, 4),
-                    "found_by": {name: round(v, 4) for name, v in r.found_by.items()},
-                }
-                for r in retrieved
-            ],
-            label=searching,
-        )
+        retrieved = yield from stream_retrieval(self.retrievers, question, self.top_k)
         if self.find_terms is not None:
             check = yield from stream_precheck(question, retrieved, self.find_terms)
             if check.declined:

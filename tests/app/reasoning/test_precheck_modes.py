@@ -1,4 +1,4 @@
-"""FullQA declines without the model when the documents lack what a question names.
+"""Every mode declines without the model when the documents lack what a question names.
 
 A real app (SQLite, Chroma, BM25, hashed embeddings) and a replay LLM whose prompts are
 recorded: a declined question must leave it uncalled.
@@ -35,12 +35,14 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> BaseApp:
     )
 
 
-def _ask(app: BaseApp, question: str, **kwargs: object) -> tuple[AnswerRecord, ReplayLLM]:
+def _ask(
+    app: BaseApp, question: str, mode: str = "fullqa", **kwargs: object
+) -> tuple[AnswerRecord, ReplayLLM]:
     llm = app.llm()
     assert isinstance(llm, ReplayLLM)
     llm.replies[:] = ["It returns the date [1]."]
     llm.prompts.clear()
-    events = list(ChatPage(app).ask(question, mode="fullqa", **kwargs))  # type: ignore[arg-type]
+    events = list(ChatPage(app).ask(question, mode=mode, **kwargs))  # type: ignore[arg-type]
     finished = events[-1]
     assert isinstance(finished, AnswerFinished)
     assert [e for e in events if isinstance(e, CitationsFound)]
@@ -78,6 +80,25 @@ def test_only_the_selected_sources_count(app: BaseApp) -> None:
     record, llm = _ask(app, "What does strftime() format?", selected_sources={"My files": pragma})
     assert llm.prompts == [] and record.precheck is not None
     assert record.precheck.missing == ["strftime()"]
+
+
+@pytest.mark.parametrize("mode", ["decompose", "rewoo", "react"])
+def test_an_agent_declines_before_it_plans(app: BaseApp, mode: str) -> None:
+    record, llm = _ask(app, "What does timediff() return for two dates?", mode=mode)
+    assert llm.prompts == []  # no plan, no sub-questions, no thought
+    assert record.answer.startswith("The documents do not mention `timediff()`.")
+    assert record.citations and record.precheck is not None and record.precheck.declined
+    names = [s.name for s in record.steps]
+    assert names[:2] == ["precheck", "precheck"] and "retrieve" in names
+    off, llm = _ask(app, "What does timediff() return?", mode=mode, settings={"precheck": False})
+    assert llm.prompts and off.precheck is None
+
+
+@pytest.mark.parametrize("mode", ["decompose", "rewoo", "react"])
+def test_an_agent_runs_when_the_documents_hold_what_is_named(app: BaseApp, mode: str) -> None:
+    record, llm = _ask(app, "What does date() return?", mode=mode)
+    assert llm.prompts
+    assert record.precheck is not None and not record.precheck.declined
 
 
 def test_a_file_index_answers_from_its_vocabulary(tmp_path: Path) -> None:
