@@ -82,9 +82,13 @@ def test_common_words_and_numbers_never_decline() -> None:
     assert not check_question("Is the limit 65536 bytes?", PASSAGES, lookup).declined
 
 
-def test_a_rare_word_no_document_holds_declines_one_they_hold_passes() -> None:
+def test_a_name_no_document_holds_declines_one_they_hold_passes() -> None:
     assert check_question("Can it export Parquet?", PASSAGES, Lookup()).missing == ["Parquet"]
-    assert not check_question("Where is each blob kept?", PASSAGES, Lookup()).declined
+    assert not check_question("Where is each Blob kept?", PASSAGES, Lookup()).declined
+    # In lower case a rare word may be a typo or another form of a word: never declines.
+    lookup = Lookup()
+    assert check_question("Where is each towrads kept?", PASSAGES, lookup) == QuestionCheck()
+    assert lookup.calls == []
 
 
 def test_indices_that_cannot_tell_never_decline() -> None:

@@ -41,12 +41,17 @@ def test_versions_keyword_phrases_and_quotes_are_strict_numbers_are_not() -> Non
     assert numbers and not any(t.strict for t in numbers)
 
 
-def test_rare_words_are_soft_and_found_by_their_plain_forms() -> None:
+def test_rare_names_are_strict_rare_lower_case_words_soft() -> None:
     (parquet,) = specific_terms("Which command writes to a Parquet file?")
-    assert parquet == SpecificTerm("Parquet", "rare", ("parquet",))
-    assert not parquet.strict
-    (plural,) = [t for t in specific_terms("How are checksums verified?") if t.kind == "rare"]
-    assert "checksum" in plural.lookups
+    assert parquet == SpecificTerm("Parquet", "name", ("parquet",))
+    assert parquet.strict
+    # Lower case, a rare word may be a typo or another form of a word: soft.
+    (typo,) = specific_terms("What is planned towrads the end?")
+    assert typo.kind == "rare" and not typo.strict
+    # The first word of a sentence has its capital from the sentence, not from a name.
+    (first,) = specific_terms("Checksums: how are they verified? Towrads what?")[:1]
+    assert first.kind == "rare" and "checksum" in first.lookups
+    assert {t.kind for t in specific_terms("Is KSLOC counted? Towrads what?")} == {"name", "rare"}
 
 
 def test_a_question_of_common_words_names_nothing_specific() -> None:

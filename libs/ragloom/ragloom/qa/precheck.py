@@ -3,15 +3,17 @@
 A question naming something specific (``timediff()``, ``PRAGMA journal_mode=wal2``,
 ``3.41.0``: :func:`~ragloom.qa.specifics.specific_terms`) is declined when
 
-- a strict specific, or a rare word, occurs in no readable index (``missing``), or
+- a strict specific (an identifier, option, version, quoted phrase or name) occurs in no
+  readable index (``missing``), or
 - (when asked: ``in_passages``) it names strict specifics the indices may hold, but the
   retrieved passages hold none of them (``not_in_passages``): the model would answer from
   passages about something else.
 
 The decline says what is missing ("The documents do not mention `timediff()`.") and cites
-the closest passages, so the evidence panel shows what was found. Numbers never decline
-(documents write them in other ways); an index that cannot tell (``None``) never makes a
-term missing. The rule and its figures on the SQLite set are in docs/reasoning-modes.md.
+the closest passages, so the evidence panel shows what was found. Numbers and lower-case
+rare words are not looked up (documents write them in other ways); an index that cannot
+tell (``None``) never makes a term missing. The rule and its figures on the SQLite set
+are in docs/reasoning-modes.md.
 """
 
 from __future__ import annotations
@@ -98,13 +100,13 @@ def check_question(
     entity found on the other, and so declines wrongly (1 of 34 answerable SQLite
     questions, none of the 6 unanswerable ones caught besides; docs/reasoning-modes.md).
     """
-    looked_up = [t for t in specific_terms(question) if t.kind != "number"]
+    looked_up = [t for t in specific_terms(question) if t.strict]
     if not looked_up:
         return QuestionCheck()
     keys = list(dict.fromkeys(key for term in looked_up for key in term.lookups))
     found = dict(find_terms(keys)) if find_terms is not None else {}
     missing = [t for t in looked_up if _state(t, found) is False]
-    strict = [t for t in looked_up if t.strict and t not in missing]
+    strict = [t for t in looked_up if t not in missing]
     not_in_passages: list[SpecificTerm] = []
     if in_passages and strict and not missing:
         passages = [tokenize(item.chunk.text) for item in retrieved]

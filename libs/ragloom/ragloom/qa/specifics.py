@@ -11,9 +11,12 @@ Which specifics are strict (docs/reasoning-modes.md, "Before answering"):
   phrases in capitals (``BEGIN CONCURRENT``), versions with two dots (``3.41.0``) and quoted
   phrases. A question names these exactly; when the documents lack one, they do not
   document what the question asks about.
-- soft: rare words (not among the common English words of the embedding model's
-  vocabulary) are looked up too, with their plain forms (``checksums`` is found by
-  ``checksum``); numbers are reported but never decline alone: a question's ``4096`` or
+- strict too: names, rare words (not among the common English words of the embedding
+  model's vocabulary) written with a capital inside a sentence (``Parquet``, ``KSLOC``),
+  looked up with their plain forms (``Checksums`` is found by ``checksum``).
+- soft (never decline): rare words in lower case, which are as often a typo
+  (``towrads``) or another form of a word the documents use (``unfairness``, ``unionize``:
+  3 of the 74 State of the Union questions), and numbers: a question's ``4096`` or
   ``10-kilobyte`` is often written otherwise in the documents.
 """
 
@@ -52,9 +55,13 @@ MAX_QUOTED_CHARS = 80
 MIN_RARE_WORD_CHARS = 4
 """Shorter words are abbreviations or common: left to the other kinds."""
 
-SpecificKind = Literal["identifier", "option", "keyword", "version", "quoted", "number", "rare"]
+SpecificKind = Literal[
+    "identifier", "option", "keyword", "version", "quoted", "name", "number", "rare"
+]
 
-_STRICT_KINDS: frozenset[str] = frozenset({"identifier", "option", "keyword", "version", "quoted"})
+_STRICT_KINDS: frozenset[str] = frozenset(
+    {"identifier", "option", "keyword", "version", "quoted", "name"}
+)
 
 
 @dataclass(frozen=True)
@@ -133,6 +140,12 @@ def _is_rare(word: str) -> bool:
     return all(form not in words for form in _plain_forms(lowered))
 
 
+def _starts_sentence(text: str, start: int) -> bool:
+    """The word at ``start`` is the first of its sentence (or of a quote opening one)."""
+    before = text[max(0, start - 8) : start].rstrip(" \t\"'“‘(")
+    return not before or before[-1] in ".?!:;\n"
+
+
 def specific_terms(text: str, limit: int = MAX_SPECIFIC_TERMS) -> list[SpecificTerm]:
     """The specific things ``text`` names, strict kinds first, each once, at most ``limit``.
 
@@ -190,7 +203,10 @@ def specific_terms(text: str, limit: int = MAX_SPECIFIC_TERMS) -> list[SpecificT
             and word.isalpha()
             and _is_rare(word)
         ):
-            add(match.start(), match.end(), word, "rare", *_plain_forms(word.lower()))
+            # A capital inside a sentence makes it a name; the first word's says nothing.
+            named = word[0].isupper() and not _starts_sentence(text, match.start())
+            kind: SpecificKind = "name" if named else "rare"
+            add(match.start(), match.end(), word, kind, *_plain_forms(word.lower()))
     unique = list({(t.kind, t.text.casefold()): t for t in found}.values())
     unique.sort(key=lambda t: not t.strict)  # stable: strict ones first, each in text order
     return unique[: max(0, limit)]
