@@ -154,15 +154,12 @@ def specific_terms(text: str, limit: int = MAX_SPECIFIC_TERMS) -> list[SpecificT
     """
     text = text[:MAX_TEXT_CHARS]
     found: list[SpecificTerm] = []
-    taken: list[tuple[int, int]] = []  # spans already part of a term
-
-    def free(start: int, end: int) -> bool:
-        return all(end <= s or start >= e for s, e in taken)
+    taken = bytearray(len(text))  # 1 where a character is part of a term already
 
     def add(start: int, end: int, shown: str, kind: SpecificKind, *lookups: str) -> None:
-        if not free(start, end):
+        if any(taken[start:end]):
             return
-        taken.append((start, end))
+        taken[start:end] = b"\x01" * (end - start)
         keys = tuple(dict.fromkeys(k for k in lookups if tokenize(k)))
         if keys:
             found.append(SpecificTerm(shown, kind, keys))
@@ -207,6 +204,8 @@ def specific_terms(text: str, limit: int = MAX_SPECIFIC_TERMS) -> list[SpecificT
             named = word[0].isupper() and not _starts_sentence(text, match.start())
             kind: SpecificKind = "name" if named else "rare"
             add(match.start(), match.end(), word, kind, *_plain_forms(word.lower()))
-    unique = list({(t.kind, t.text.casefold()): t for t in found}.values())
-    unique.sort(key=lambda t: not t.strict)  # stable: strict ones first, each in text order
-    return unique[: max(0, limit)]
+    found.sort(key=lambda t: not t.strict)  # stable: strict ones first, each in text order
+    unique: dict[str, SpecificTerm] = {}
+    for term in found:  # the same text twice (a name, then a sentence's first word): once
+        unique.setdefault(term.text.casefold(), term)
+    return list(unique.values())[: max(0, limit)]
