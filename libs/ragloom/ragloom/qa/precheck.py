@@ -97,8 +97,9 @@ def check_question(
     ``question``'s specifics.
 
     ``in_passages`` is off by default: a question needing two pages names on one the
-    entity found on the other, and so declines wrongly (1 of 34 answerable SQLite
-    questions, none of the 6 unanswerable ones caught besides; docs/reasoning-modes.md).
+    entity found on the other, and an answering passage need not repeat the name asked
+    about (1 of 34 answerable SQLite questions declined wrongly, no near miss caught
+    besides; docs/reasoning-modes.md).
     """
     looked_up = [t for t in specific_terms(question) if t.strict]
     if not looked_up:
