@@ -73,8 +73,9 @@ def test_ask_json_answers_with_a_citation(data_dir: Path) -> None:
     run = ragloom(data_dir, "ask", "At what temperature does the Zorblax reactor run?", "--json")
     assert run.returncode == 0, run.stderr
     record = json.loads(run.stdout)
-    assert set(record) == {"answer", "mode", "citations", "steps", "usage"}
+    assert set(record) == {"answer", "mode", "citations", "steps", "usage", "precheck"}
     assert record["mode"] == "fullqa"
+    assert record["precheck"]["declined"] is False  # "Zorblax" is in the documents
     assert "451" in record["answer"]
     assert any(
         c["source"] == "reactor.md" and "451 kelvin" in c["text"] for c in record["citations"]

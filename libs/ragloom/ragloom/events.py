@@ -28,6 +28,7 @@ __all__ = [
     "PlanCreated",
     "PlanItem",
     "PlanItemStatus",
+    "QuestionCheck",
     "StepEvent",
     "StepFinished",
     "StepStarted",
@@ -115,6 +116,31 @@ def _default_label(event: StepStarted | StepFinished) -> None:
 
 
 @dataclass(frozen=True)
+class QuestionCheck:
+    """What the check before answering found: the output of the ``precheck`` step.
+
+    ``terms`` are the specifics of the question that were looked up (identifiers, options,
+    versions, quoted phrases, rare words: :mod:`ragloom.qa.specifics`); ``missing`` those no
+    readable index holds; ``not_in_passages`` the strict ones the retrieved passages do not
+    hold, when they hold none; ``declined`` whether the mode answered without the model.
+    """
+
+    terms: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    not_in_passages: list[str] = field(default_factory=list)
+    declined: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (the ``precheck`` of ``ask --json`` and the step's output)."""
+        return asdict(self)
+
+
+def _json_output(output: Any) -> Any:
+    """A step's output at the JSON edge: typed outputs give their ``to_dict``."""
+    return output.to_dict() if isinstance(output, QuestionCheck) else output
+
+
+@dataclass(frozen=True)
 class StepStarted:
     """A step of the reasoning began (retrieval, an LLM call, a tool call).
 
@@ -159,7 +185,7 @@ class StepFinished:
         if self.error is not None:
             step["error"] = self.error
         else:
-            step["output"] = self.output
+            step["output"] = _json_output(self.output)
         return step
 
 
@@ -314,13 +340,15 @@ class AnswerUsage:
 @dataclass(frozen=True)
 class AnswerRecord:
     """One whole answer: its text, the mode that wrote it, its citations, its steps (the
-    step events, in order) and its cost. :meth:`to_dict` is what ``ask --json`` prints."""
+    step events, in order), its cost, and what the check before answering found (``None``
+    when the mode ran none). :meth:`to_dict` is what ``ask --json`` prints."""
 
     answer: str
     mode: str
     citations: list[Citation] = field(default_factory=list)
     steps: list[StepEvent] = field(default_factory=list)
     usage: AnswerUsage = field(default_factory=AnswerUsage)
+    precheck: QuestionCheck | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of the answer."""
@@ -330,6 +358,7 @@ class AnswerRecord:
             "citations": [c.to_dict() for c in self.citations],
             "steps": [step.to_dict() for step in self.steps],
             "usage": self.usage.to_dict(),
+            "precheck": None if self.precheck is None else self.precheck.to_dict(),
         }
 
 
@@ -342,6 +371,7 @@ class AnswerCollector:
     citations: list[Citation] = field(default_factory=list)
     steps: list[StepEvent] = field(default_factory=list)
     llm_usages: list[Usage] = field(default_factory=list)
+    precheck: QuestionCheck | None = None
 
     def add(self, event: Event) -> None:
         """Take one event into the record."""
@@ -354,6 +384,8 @@ class AnswerCollector:
         elif isinstance(event, StepStarted | StepFinished | PlanCreated | LLMCallFinished):
             if isinstance(event, LLMCallFinished):
                 self.llm_usages.append(event.usage)
+            elif isinstance(event, StepFinished) and isinstance(event.output, QuestionCheck):
+                self.precheck = event.output
             self.steps.append(event)
 
     def extend(self, events: Iterable[Event]) -> AnswerCollector:
@@ -373,7 +405,12 @@ class AnswerCollector:
             seconds=seconds,
         )
         return AnswerRecord(
-            self.answer.strip(), self.mode, list(self.citations), list(self.steps), usage
+            self.answer.strip(),
+            self.mode,
+            list(self.citations),
+            list(self.steps),
+            usage,
+            self.precheck,
         )
 
     def to_dict(self, seconds: float) -> dict[str, Any]:

@@ -129,9 +129,25 @@ class _TakesAnything(FileIndex):
         return {**super().resolve_settings({}), **(given or {})}
 
 
+class _DeniesEverything(FileIndex):
+    """Says no term occurs: every question would be declined."""
+
+    def find_terms(self, terms: Any, selected: Any = None) -> dict[str, bool | None]:
+        return dict.fromkeys(terms, False)
+
+
+class _AnswersPartly(FileIndex):
+    """Leaves terms it was asked about unanswered."""
+
+    def find_terms(self, terms: Any, selected: Any = None) -> dict[str, bool | None]:
+        return {}
+
+
 @pytest.mark.parametrize(
     ("cls", "message"),
     [
+        (_DeniesEverything, r"find_terms\(\) says \['The', 'Zorblax', 'reactor'\] occur nowhere"),
+        (_AnswersPartly, r"find_terms\(\) must answer each term asked"),
         (_BadSearchSettings, r"get_user_settings\(\)\['how'\]: the default 'x' is not among"),
         (_FailsOnVector, r"with the settings \{'retrieval_mode': 'vector'\} raised"),
         (_TakesAnything, r"must refuse an unknown key"),

@@ -32,7 +32,7 @@ REPLIES = {
 }
 # Among the steps of each mode's answer: together, every name and pattern below.
 NAMES = {
-    "fullqa": {"retrieve", "answer"},
+    "fullqa": {"retrieve", "precheck", "answer"},
     "decompose": {"split", "Q1", "answer"},
     "react": {"step0:docsearch", "think1", "step1:docsearch", "think2"},
     "rewoo": {"plan", "work", "E1:docsearch", "E2:calculator", "solve"},
@@ -40,6 +40,7 @@ NAMES = {
 # What the chat showed for each built-in step name before the modes chose their labels.
 WORDS = {
     "retrieve": "Searching the documents",
+    "precheck": "Checking the question's terms against the documents",  # new in issue 16
     "answer": "Writing the answer",
     "solve": "Writing the answer",
     "plan": "Planning the tool calls",

@@ -156,26 +156,31 @@ def cited_numbers(answer: str, limit: int | None = None) -> list[int]:
     return found
 
 
+def citation_of(
+    number: int, item: RetrievedChunk, highlight: tuple[int, int] | None = None
+) -> Citation:
+    """``[number]`` as a citation of the retrieved chunk ``item``."""
+    chunk = item.chunk
+    return Citation(
+        number=number,
+        source=chunk.source_name,
+        page=chunk.page,
+        text=chunk.text,
+        chunk_id=chunk.id,
+        score=item.score,
+        start=chunk.start,
+        end=chunk.end,
+        found_by=dict(item.found_by),
+        highlight=highlight,
+    )
+
+
 def citations_for(answer: str, evidence: EvidenceBlock) -> list[Citation]:
     """The citations an answer makes, each mapped to its chunk, page and text."""
     result = []
     for number in cited_numbers(answer, len(evidence.items)):
         item = evidence.items[number - 1]
-        chunk = item.chunk
-        result.append(
-            Citation(
-                number=number,
-                source=chunk.source_name,
-                page=chunk.page,
-                text=chunk.text,
-                chunk_id=chunk.id,
-                score=item.score,
-                start=chunk.start,
-                end=chunk.end,
-                found_by=dict(item.found_by),
-                highlight=quoted_span(answer, number, chunk.text),
-            )
-        )
+        result.append(citation_of(number, item, quoted_span(answer, number, item.chunk.text)))
     return result
 
 

@@ -104,6 +104,17 @@ class FullTextStore(ABC):
     def drop(self) -> None:
         """Delete everything this store holds; it is empty (and still usable) afterwards."""
 
+    def find_terms(
+        self, terms: Sequence[str], source_ids: Collection[str] | None = None
+    ) -> dict[str, bool | None]:
+        """Whether each of ``terms`` occurs in a chunk (of ``source_ids``, if given), as
+        this store tokenizes text; a phrase counts when its words occur in order.
+
+        ``None`` for a term the store cannot tell about: the default answers None for
+        every term, so a store that does not implement it never makes a term look absent.
+        """
+        return dict.fromkeys(terms, None)
+
     def ensure_index(self) -> None:
         """Build now whatever the next query would otherwise build first (default: nothing).
 

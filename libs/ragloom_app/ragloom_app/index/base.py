@@ -253,6 +253,21 @@ class BaseIndex:
         """
         raise NotImplementedError(f"{type(self).__name__} must implement get_retriever_pipelines()")
 
+    def find_terms(
+        self, terms: Sequence[str], selected: Collection[str] | None = None
+    ) -> dict[str, bool | None]:
+        """Whether each of ``terms`` occurs in this index (in the ``selected`` source ids
+        only, if given): True, False, or None when the index cannot tell.
+
+        The check before answering (:mod:`ragloom.qa.precheck`) declines a question whose
+        identifiers no index holds, so answer False only when sure: exact words as the
+        index tokenizes them, a phrase when its words occur in order. Keep it fast (no
+        scan of every text); past :data:`~ragloom.stores.bm25.terms.MAX_LOOKUP_TERMS`
+        terms, answer None. The default answers None for every term: an index type that
+        does not implement it is never taken to lack a term.
+        """
+        return dict.fromkeys(terms, None)
+
     def check(self, repair: bool = False) -> CheckReport:
         """Verify that this index's stores agree; with ``repair``, fix what does not.
 

@@ -24,12 +24,14 @@ from ragloom.schema import RetrievedChunk
 from ragloom_app.app import BaseApp
 from ragloom_app.conversations import ConversationStore
 from ragloom_app.errors import UserFacingError, scrub, user_error
+from ragloom_app.index.base import BaseIndex
 from ragloom_app.index.settings import (
     IndexSettingsError,
     check_index_names,
     index_request_values,
     moved_mode_settings,
 )
+from ragloom_app.index.terms import searched_terms
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
 
 __all__ = [
@@ -137,6 +139,9 @@ class ChatPage:
         ``mmr``, ``mmr_lambda``, ``rerank``: FullQA's until they moved to the file index)
         still reaches that index, with a warning in the log.
 
+        The pipeline's ``state.find_terms`` looks terms up in the same indices and sources
+        (:func:`~ragloom_app.index.terms.searched_terms`), for the check before answering.
+
         An index whose ``get_retriever_pipelines`` raises is left out (unless every index
         does: then the first error is raised). Given a ``left_out`` list, each index left
         out is noted there, now or when its search fails during the answer.
@@ -149,6 +154,7 @@ class ChatPage:
         moved = moved_mode_settings(cls.get_user_settings(), settings)
         request = {"top_k": values["top_k"]} if "top_k" in values else {}
         retrievers: list[Retriever] = []
+        searched: list[tuple[BaseIndex, Collection[str] | None]] = []
         failures: list[Exception] = []
         for index in self.app.indices.indices:
             if indices is not None and index.name not in indices:
@@ -173,8 +179,10 @@ class ChatPage:
                     for r in found
                 ]
             retrievers.extend(found)
+            searched.append((index, chosen))
         if failures and not retrievers:
             raise failures[0]
+        state = replace(state, find_terms=searched_terms(searched))
         return cls.get_pipeline(values, state, retrievers)
 
     def check_question(self, question: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from theflow import Param
@@ -11,8 +11,10 @@ from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.tools import BaseTool, ToolContext
 from ragloom.events import Event
 from ragloom.llms.base import ChatLLM
+from ragloom.qa.precheck import TermLookup
 from ragloom.retrieval import Retriever
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
+from ragloom_app.reasoning.precheck import checked_before_agent, precheck_lookup
 
 __all__ = ["AgentReasoning", "request_tools"]
 
@@ -20,13 +22,36 @@ __all__ = ["AgentReasoning", "request_tools"]
 class AgentReasoning(BaseReasoning):
     """A mode whose work is done by one agent of :mod:`ragloom.agents`, built per request.
 
-    Subclasses build the agent in ``get_pipeline``; answering is streaming its events.
+    Subclasses build the agent in ``get_pipeline`` (passing :meth:`precheck_params`);
+    answering is streaming its events, once the check before answering let it run.
     """
 
     agent: Any = Param(help="The agent that answers this request (anything with stream).")
+    retrievers: list[Retriever] = Param(
+        default_callback=lambda _: [],
+        help="Where a declined question's closest passages come from.",
+    )
+    find_terms: TermLookup | None = Param(
+        None, help="Looks terms up in the searched indices (None: no check before answering)."
+    )
+    precheck_top_k: int = Param(3, help="Closest passages a declined question cites.")
 
     def stream(self, question: str) -> Iterator[Event]:
-        return self.agent.stream(question)
+        """The agent's events, after the check before answering (which may decline)."""
+        return checked_before_agent(
+            question,
+            self.agent.stream(question),
+            self.find_terms,
+            self.retrievers,
+            self.precheck_top_k,
+        )
+
+    @classmethod
+    def precheck_params(
+        cls, values: Mapping[str, Any], state: ReasoningState, retrievers: Sequence[Retriever]
+    ) -> dict[str, Any]:
+        """The check's params for ``cls(...)``, from the mode's resolved ``values``."""
+        return {"retrievers": list(retrievers), "find_terms": precheck_lookup(values, state)}
 
 
 def request_tools(

@@ -17,6 +17,7 @@ from ragloom.base import BaseComponent
 from ragloom.embeddings.base import Embeddings
 from ragloom.events import Event
 from ragloom.llms.base import ChatLLM, ChatMessage
+from ragloom.qa.precheck import TermLookup
 from ragloom.retrieval import Retriever, SentenceFocus
 
 __all__ = ["BaseReasoning", "ReasoningInfo", "ReasoningState", "SettingSpec"]
@@ -39,9 +40,10 @@ class ReasoningInfo:
 @dataclass
 class ReasoningState:
     """What the app knows of one request: its LLM, the conversation so far, the tools
-    agents may use, ``llm_named`` to get another LLM by name (in the app, only one the
-    admin lets users choose: ``BaseApp.selectable_llm``), and ``get_embeddings`` to get
-    the app's embedding model."""
+        agents may use, ``llm_named`` to get another LLM by name (in the app, only one the
+        admin lets users choose: ``BaseApp.selectable_llm``), and ``get_embeddings`` to get
+        the app's embedding model, and ``find_terms`` to ask whether terms occur in the indices
+    and sources the request may search (set by the chat page; ``None``: nobody can tell)."""
 
     llm: ChatLLM
     conversation_id: str | None = None
@@ -49,6 +51,7 @@ class ReasoningState:
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     llm_named: Callable[[str], ChatLLM] | None = None
     get_embeddings: Callable[[], Embeddings] | None = None  # the app's, loaded on first use
+    find_terms: TermLookup | None = None  # in the indices and sources the request searches
 
     def llm_for(self, name: str | None) -> ChatLLM:
         """The LLM named ``name`` (empty or None: the request's own); ``llm_named`` raises

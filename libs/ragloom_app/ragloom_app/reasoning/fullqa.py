@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from theflow import Param
 
-from ragloom.events import Event, StepFinished, StepStarted
+from ragloom.events import Event
 from ragloom.qa import CitedAnswerer
-from ragloom.retrieval import Retriever, retrieve_from_all
+from ragloom.qa.precheck import TermLookup, stream_decline, stream_precheck
+from ragloom.retrieval import Retriever
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
-from ragloom_app.reasoning.settings import focus_setting
+from ragloom_app.reasoning.precheck import precheck_lookup, stream_retrieval
+from ragloom_app.reasoning.settings import focus_setting, precheck_setting
 
 __all__ = ["FullQAReasoning"]
 
@@ -23,6 +24,9 @@ class FullQAReasoning(BaseReasoning):
     retrievers: list[Retriever] = Param(default_callback=lambda _: [], help="Retrievers.")
     answerer: CitedAnswerer = Param(help="Writes the cited answer.")
     top_k: int = Param(3, help="Chunks of evidence to retrieve.")
+    find_terms: TermLookup | None = Param(
+        None, help="Looks terms up in the searched indices (None: no check before answering)."
+    )
 
     @classmethod
     def get_info(cls) -> ReasoningInfo:
@@ -47,6 +51,7 @@ class FullQAReasoning(BaseReasoning):
             },
             # Measured: as accurate as whole passages, with a third of the tokens.
             "focus_sentences": focus_setting(4),
+            "precheck": precheck_setting(),
         }
 
     @classmethod
@@ -63,25 +68,14 @@ class FullQAReasoning(BaseReasoning):
                 llm=state.llm, focus=state.sentence_focus(int(values["focus_sentences"]))
             ),
             top_k=int(values["top_k"]),
+            find_terms=precheck_lookup(values, state),
         )
 
     def stream(self, question: str) -> Iterator[Event]:
-        started = time.perf_counter()
-        searching = "Searching the documents"
-        yield StepStarted("retrieve", {"query": question, "top_k": self.top_k}, label=searching)
-        retrieved = retrieve_from_all(self.retrievers, question, self.top_k)
-        yield StepFinished(
-            "retrieve",
-            time.perf_counter() - started,
-            output=[
-                {
-                    "source": r.chunk.source_name,
-                    "page": r.chunk.page,
-                    "score": round(r.score, 4),
-                    "found_by": {name: round(v, 4) for name, v in r.found_by.items()},
-                }
-                for r in retrieved
-            ],
-            label=searching,
-        )
+        retrieved = yield from stream_retrieval(self.retrievers, question, self.top_k)
+        if self.find_terms is not None:
+            check = yield from stream_precheck(question, retrieved, self.find_terms)
+            if check.declined:
+                yield from stream_decline(check, retrieved)
+                return
         yield from self.answerer.stream(question, retrieved)

@@ -13,6 +13,7 @@ from ragloom_app.reasoning.base import ReasoningInfo, ReasoningState, SettingSpe
 from ragloom_app.reasoning.settings import (
     docsearch_top_k_setting,
     focus_setting,
+    precheck_setting,
     steps_setting,
 )
 
@@ -46,6 +47,7 @@ class ReActReasoning(AgentReasoning):
                 "info": "Begin with a document search for the question; small models "
                 "otherwise tend to answer from memory.",
             },
+            "precheck": precheck_setting(),
         }
 
     @classmethod
@@ -72,4 +74,4 @@ class ReActReasoning(AgentReasoning):
             max_steps=int(values["max_steps"]),
             search_first=bool(values["search_first"]),
         )
-        return cls(agent=agent)
+        return cls(agent=agent, **cls.precheck_params(values, state, retrievers))

@@ -14,6 +14,7 @@ from ragloom_app.reasoning.settings import (
     docsearch_top_k_setting,
     focus_setting,
     llm_name_setting,
+    precheck_setting,
     steps_setting,
 )
 
@@ -42,6 +43,7 @@ class ReWOOReasoning(AgentReasoning):
             "focus_sentences": focus_setting(4),
             "planner_llm": llm_name_setting("Planner LLM", "planner"),
             "solver_llm": llm_name_setting("Solver LLM", "solver"),
+            "precheck": precheck_setting(),
         }
 
     @classmethod
@@ -72,4 +74,4 @@ class ReWOOReasoning(AgentReasoning):
         agent = ReWOOAgent(
             planner=planner, solver=ReWOOSolver(llm=solver_llm), tools=tools, ledger=ledger
         )
-        return cls(agent=agent)
+        return cls(agent=agent, **cls.precheck_params(values, state, retrievers))

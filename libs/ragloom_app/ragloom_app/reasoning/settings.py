@@ -14,6 +14,7 @@ __all__ = [
     "focus_setting",
     "llm_name_setting",
     "offer_llms",
+    "precheck_setting",
     "steps_setting",
 ]
 
@@ -53,6 +54,19 @@ def focus_setting(default: int) -> SettingSpec:
         "Show the LLM only the sentences of the found passages nearest the query, each with "
         "its neighbours: shorter prompts. 0 shows whole passages.",
     )
+
+
+def precheck_setting() -> SettingSpec:
+    """Whether the mode declines, without the model, a question naming specifics (an
+    identifier, an option, a version, a quoted phrase, a rare word) no document holds."""
+    return {
+        "name": "Decline when the documents lack what the question names",
+        "value": True,
+        "component": "checkbox",
+        "info": "A question naming a function, option, version or rare word that no indexed "
+        "document mentions is answered without the model: 'The documents do not mention …', "
+        "with the closest passages.",
+    }
 
 
 def steps_setting(label: str, default: int, info: str, maximum: int = 10) -> SettingSpec:

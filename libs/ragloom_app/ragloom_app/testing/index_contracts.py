@@ -187,6 +187,22 @@ def _search(
     return found
 
 
+def _check_find_terms(owner: str, index: BaseIndex, found: Sequence[RetrievedChunk]) -> None:
+    """``find_terms`` answers every term asked, True, False or None, and never False for a
+    word of a passage the index just returned (the check before answering would decline a
+    question about it)."""
+    words = [w for w in (found[0].chunk.text.split() if found else []) if w.isalpha()][:3]
+    asked = [*words, "zzqx_absent_term"]
+    answer = index.find_terms(asked)
+    if not isinstance(answer, dict) or set(answer) != set(asked):
+        fail_contract(owner, f"find_terms() must answer each term asked, got {answer!r}")
+    if any(value not in (True, False, None) for value in answer.values()):
+        fail_contract(owner, f"find_terms() answers True, False or None, got {answer!r}")
+    wrong = [w for w in words if answer[w] is False]
+    if wrong:
+        fail_contract(owner, f"find_terms() says {wrong} occur nowhere, yet search found them")
+
+
 def check_index_type(
     cls: type[BaseIndex],
     sample_files: Sequence[str | Path],
@@ -199,7 +215,8 @@ def check_index_type(
     Every sample file must be indexed; ``query`` (default: a word of the first sample's
     name) must find something, with the defaults of the type's ``get_user_settings`` and
     with each other value of them (each other choice; each checkbox flipped), one at a
-    time, as a request gives them (resolved, plus ``llm`` and ``top_k``). Uses
+    time, as a request gives them (resolved, plus ``llm`` and ``top_k``); ``find_terms``
+    must answer each term, and never say a word of a found passage is absent. Uses
     :class:`HashEmbeddings` and a :class:`ReplayLLM`. Returns what the defaults found.
     """
     owner = getattr(cls, "__qualname__", repr(cls))
@@ -222,6 +239,7 @@ def check_index_type(
         found = _search(owner, index, {}, question)
         for variant in _setting_variants(cls.get_user_settings()):
             _search(owner, index, variant, question)
+        _check_find_terms(owner, index, found)
         if not isinstance(index.check(), CheckReport):
             fail_contract(owner, "check() must return a CheckReport")
         manager.delete(index.name)

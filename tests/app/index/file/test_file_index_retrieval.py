@@ -82,7 +82,11 @@ def test_the_modes_offered_to_users_are_the_ones_the_index_knows() -> None:
         "mmr_lambda": 0.5,
         "rerank": False,
     }
-    assert FullQAReasoning.resolve_settings({}) == {"top_k": 3, "focus_sentences": 4}
+    assert FullQAReasoning.resolve_settings({}) == {
+        "top_k": 3,
+        "focus_sentences": 4,
+        "precheck": True,
+    }
 
 
 def test_unknown_mode_is_refused(index: FileIndex) -> None:

@@ -239,6 +239,25 @@ class SegmentedBM25:
         top = _top_k(scores, k, self._ids)
         return [(self._ids[p], float(scores[p])) for p in top]
 
+    def holding_all(
+        self, term_ids: Sequence[int], sources: Collection[str] | None = None
+    ) -> list[str]:
+        """The live documents (of ``sources`` if given) holding every one of ``term_ids``,
+        in the order they were added: an intersection of posting lists, no scoring."""
+        mask = self._mask(sources)
+        if mask is None or not term_ids:
+            return []
+        for term_id in dict.fromkeys(term_ids):
+            if self.document_frequency(term_id) == 0:
+                return []
+            holds = np.zeros(self._size, dtype=bool)
+            for segment in self._segments:
+                at = int(np.searchsorted(segment.terms, term_id))
+                if at < len(segment.terms) and segment.terms[at] == term_id:
+                    holds[segment.docs[segment.indptr[at] : segment.indptr[at + 1]]] = True
+            mask = mask & holds
+        return [self._ids[p] for p in np.flatnonzero(mask)]
+
     def _scores(self, query: list[int]) -> np.ndarray:
         """BM25 of every position (dead ones too) for the distinct term ids ``query``."""
         wanted = np.asarray(query, dtype=np.int64)

@@ -43,6 +43,7 @@ from ragloom.stores.base import FullTextStore
 from ragloom.stores.bm25 import schema
 from ragloom.stores.bm25.index import DocTerms, SegmentedBM25
 from ragloom.stores.bm25.schema import Version
+from ragloom.stores.bm25.terms import find_terms
 from ragloom.stores.bm25.tokenizer import TOKENIZER_VERSION, tokenize
 from ragloom.stores.bm25.upgrade import repair_terms, upgrade
 from ragloom.stores.bm25.vocab import TermVocabulary
@@ -378,6 +379,22 @@ class BM25Store(FullTextStore):
             chunks = self._fetch([chunk_id for chunk_id, _ in hits])
         # A chunk deleted by another process since the index was loaded is skipped.
         return [(chunks[cid], score) for cid, score in hits if cid in chunks]
+
+    def find_terms(
+        self, terms: Sequence[str], source_ids: Collection[str] | None = None
+    ) -> dict[str, bool | None]:
+        """Whether each term occurs in a chunk (of ``source_ids``): from the vocabulary and
+        posting lists, reading chunk texts only to place a phrase's words in order
+        (:func:`~ragloom.stores.bm25.terms.find_terms`)."""
+        if source_ids is not None and not source_ids:
+            return dict.fromkeys(terms, False)
+        with self._lock:
+            index = self._current_index()
+
+            def texts_of(ids: list[str]) -> list[str]:
+                return [chunk.text for chunk in self._fetch(ids).values()]
+
+            return find_terms(index, self._vocab, texts_of, terms, source_ids)
 
     def _fetch(self, ids: list[str]) -> dict[str, Chunk]:
         if not ids:

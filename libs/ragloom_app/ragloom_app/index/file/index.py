@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -311,6 +311,14 @@ class FileIndex(BaseIndex):
         if sources is not None:
             retriever = RestrictedRetriever(inner=retriever, source_ids=sources, top_k=top_k)
         return [retriever]
+
+    def find_terms(
+        self, terms: Sequence[str], selected: Collection[str] | None = None
+    ) -> dict[str, bool | None]:
+        """From the full-text store's vocabulary and posting lists (``BM25Store.find_terms``),
+        within the selected sources as :meth:`selection_filter` narrows them."""
+        sources = self.selection_filter(selected)
+        return self.fulltext_store.find_terms(list(terms), sources)
 
     def _rerankers(self, values: Mapping[str, Any], llm: Any) -> list[Reranker]:
         """MMR first (it orders every candidate), then the LLM judge (it stops early)."""
