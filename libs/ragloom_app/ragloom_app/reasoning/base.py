@@ -40,8 +40,9 @@ class ReasoningInfo:
 class ReasoningState:
     """What the app knows of one request: its LLM, the conversation so far, the tools
     agents may use, ``llm_named`` to get another LLM by name (in the app, only one the
-    admin lets users choose: ``BaseApp.selectable_llm``), and ``get_embeddings`` to get
-    the app's embedding model."""
+    admin lets users choose: ``BaseApp.selectable_llm``), ``get_embeddings`` to get
+    the app's embedding model, and ``check_grounding``: whether the app checks answers
+    against their passages (``GROUNDING_CHECK``; a mode's own setting may turn it off)."""
 
     llm: ChatLLM
     conversation_id: str | None = None
@@ -49,6 +50,12 @@ class ReasoningState:
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     llm_named: Callable[[str], ChatLLM] | None = None
     get_embeddings: Callable[[], Embeddings] | None = None  # the app's, loaded on first use
+    check_grounding: bool = True
+
+    def grounding_for(self, values: Mapping[str, Any]) -> bool:
+        """Whether this request's answer is checked: the app's ``GROUNDING_CHECK`` and the
+        mode's ``check_grounding`` setting (``reasoning.settings.grounding_setting``)."""
+        return self.check_grounding and bool(values.get("check_grounding", True))
 
     def llm_for(self, name: str | None) -> ChatLLM:
         """The LLM named ``name`` (empty or None: the request's own); ``llm_named`` raises

@@ -12,7 +12,7 @@ from ragloom.events import Event, StepFinished, StepStarted
 from ragloom.qa import CitedAnswerer
 from ragloom.retrieval import Retriever, retrieve_from_all
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
-from ragloom_app.reasoning.settings import focus_setting
+from ragloom_app.reasoning.settings import focus_setting, grounding_setting
 
 __all__ = ["FullQAReasoning"]
 
@@ -47,6 +47,7 @@ class FullQAReasoning(BaseReasoning):
             },
             # Measured: as accurate as whole passages, with a third of the tokens.
             "focus_sentences": focus_setting(4),
+            "check_grounding": grounding_setting(),
         }
 
     @classmethod
@@ -60,7 +61,9 @@ class FullQAReasoning(BaseReasoning):
         return cls(
             retrievers=list(retrievers),
             answerer=CitedAnswerer(
-                llm=state.llm, focus=state.sentence_focus(int(values["focus_sentences"]))
+                llm=state.llm,
+                focus=state.sentence_focus(int(values["focus_sentences"])),
+                check_grounding=state.grounding_for(values),
             ),
             top_k=int(values["top_k"]),
         )

@@ -13,6 +13,7 @@ from ragloom_app.reasoning.base import ReasoningInfo, ReasoningState, SettingSpe
 from ragloom_app.reasoning.settings import (
     docsearch_top_k_setting,
     focus_setting,
+    grounding_setting,
     steps_setting,
 )
 
@@ -46,6 +47,7 @@ class ReActReasoning(AgentReasoning):
                 "info": "Begin with a document search for the question; small models "
                 "otherwise tend to answer from memory.",
             },
+            "check_grounding": grounding_setting(),
         }
 
     @classmethod
@@ -71,5 +73,6 @@ class ReActReasoning(AgentReasoning):
             ledger=ledger,
             max_steps=int(values["max_steps"]),
             search_first=bool(values["search_first"]),
+            check_grounding=state.grounding_for(values),
         )
         return cls(agent=agent)

@@ -12,6 +12,7 @@ __all__ = [
     "count_setting",
     "docsearch_top_k_setting",
     "focus_setting",
+    "grounding_setting",
     "llm_name_setting",
     "offer_llms",
     "steps_setting",
@@ -53,6 +54,18 @@ def focus_setting(default: int) -> SettingSpec:
         "Show the LLM only the sentences of the found passages nearest the query, each with "
         "its neighbours: shorter prompts. 0 shows whole passages.",
     )
+
+
+def grounding_setting() -> SettingSpec:
+    """Whether the answer's specifics are checked against the passages it cites (on by
+    default; the app's ``GROUNDING_CHECK`` = False turns it off for every mode)."""
+    return {
+        "name": "Check the answer against its sources",
+        "value": True,
+        "component": "checkbox",
+        "info": "Mark each sentence whose numbers, versions, names or quotes are not in the "
+        "passages it cites, and decline an answer none of whose claims is found.",
+    }
 
 
 def steps_setting(label: str, default: int, info: str, maximum: int = 10) -> SettingSpec:

@@ -20,6 +20,7 @@ from ragloom.base import BaseComponent
 from ragloom.events import AnswerDelta, CitationsFound, Event
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
 from ragloom.qa.answer import ANSWER_INSTRUCTIONS, NO_EVIDENCE_ANSWER, stream_cited_answer
+from ragloom.qa.grounding import GroundingCheck
 
 __all__ = ["SOLVER_SYSTEM_PROMPT", "ReWOOSolver"]
 
@@ -37,6 +38,11 @@ class ReWOOSolver(BaseComponent):
     max_answer_tokens: int = Param(320, help="Most tokens the answer may take.")
     max_result_tokens: int = Param(150, help="Most tokens shown of a non-document result.")
     max_source_tokens: int = Param(2000, help="Most tokens of numbered sources.")
+    check_grounding: bool = Param(
+        True,
+        help="Check the answer's specifics against the passages it cites and the other "
+        "steps' results (qa.grounding).",
+    )
 
     def _results(self, plan: Plan, outcomes: Sequence[StepOutcome], ledger: EvidenceLedger) -> str:
         """The steps that found no document, each with its result (trimmed).
@@ -82,4 +88,8 @@ class ReWOOSolver(BaseComponent):
         )
         messages = [ChatMessage("system", self.system_prompt), ChatMessage("user", user)]
         options = GenerationOptions(max_tokens=self.max_answer_tokens, temperature=0.0)
-        yield from stream_cited_answer(self.llm, messages, evidence, options, step="solve")
+        # A calculator's result is no passage, but a number it computed is not invented.
+        check = GroundingCheck(question, (results,)) if self.check_grounding else None
+        yield from stream_cited_answer(
+            self.llm, messages, evidence, options, step="solve", grounding=check
+        )
