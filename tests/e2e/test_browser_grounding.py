@@ -22,9 +22,8 @@ from ragloom.llms.replay import ReplayLLM
 from tests.e2e.conftest import (  # noqa: F401 - the fixture is used by pytest-playwright
     LiveUI,
     browser_type_launch_args,
-    free_port,
+    scripted_ui,
 )
-from tests.helpers.scripted_app import scripted_app
 
 pytestmark = pytest.mark.browser
 
@@ -36,18 +35,9 @@ ANSWER = "The reactor runs at 451 kelvin [1]. It was commissioned in 1962 [1]."
 @pytest.fixture(scope="module")
 def live_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveUI]:
     """The UI over a scripted LLM and one indexed note."""
-    from ragloom_app.ui.server import serve
-
-    app = scripted_app(
-        tmp_path_factory.mktemp("grounding-ui"),
-        {"scripted": {"class": "ragloom_app.testing.ReplayLLM"}},
-        {"reactor.md": "The Zorblax reactor runs at 451 kelvin. It was commissioned in 2019.\n"},
-    )
-    running = serve(app, port=free_port(), first_run_docs=False, block=False, warm_up=False)
-    try:
-        yield LiveUI(url=running.url, app=app, demo=running.demo)
-    finally:
-        running.close()
+    note = {"reactor.md": "The Zorblax reactor runs at 451 kelvin. It was commissioned in 2019.\n"}
+    with scripted_ui(tmp_path_factory.mktemp("grounding-ui"), note) as live:
+        yield live
 
 
 def _underline(locator: object) -> str:
