@@ -170,17 +170,18 @@ def _version_keys(version: str, holder: bool) -> frozenset[str]:
 
 
 class _Masked:
-    """A sentence whose already-claimed spans later patterns may not reuse."""
+    """A sentence whose already-claimed characters later patterns may not reuse (a mask
+    of the sentence: each check costs the length of its match, not the claims so far)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.taken: list[tuple[int, int]] = []
+        self.taken = bytearray(len(text))
 
     def free(self, start: int, end: int) -> bool:
-        return all(end <= s or start >= e for s, e in self.taken)
+        return not any(self.taken[start:end])
 
     def take(self, start: int, end: int) -> None:
-        self.taken.append((start, end))
+        self.taken[start:end] = b"\x01" * (end - start)
 
 
 def _quote_claims(masked: _Masked) -> list[tuple[int, Claim]]:
@@ -231,9 +232,10 @@ def claims_of(sentence: str, limit: int) -> tuple[list[Claim], int]:
         if values is not None:
             add(*match.span(), Specific(match.group(0).strip(), "number"), values)
     ordered = [claim for _, claim in sorted(found, key=lambda item: item[0])]
-    unique = list(dict.fromkeys(claim.specific.text for claim in ordered))
-    first = {claim.specific.text: claim for claim in ordered[::-1]}
-    unique = [first[text] for text in unique]
+    first: dict[str, Claim] = {}
+    for claim in ordered:  # each specific once, where it first appears
+        first.setdefault(claim.specific.text, claim)
+    unique = list(first.values())
     return unique[:limit], max(0, len(unique) - limit)
 
 
