@@ -108,6 +108,7 @@ def test_a_tools_result_counts_as_found() -> None:
         ("1 million", "at most 1000000 rows"),
         ("64", "no more than sixty-four tables"),
         ("2000", "two thousand levels"),
+        ("3rd", "the third argument"),
         ("66%", "66 percent larger"),
         ("50%", "a ratio of 0.5"),
         ("0x7FFFFFFF", "the value 2147483647"),

@@ -6,7 +6,7 @@ numbers, versions, code identifiers, options and quoted phrases. Each comes with
 
 - numbers by value: ``5.0`` ≡ ``5``, ``1,000,000`` ≡ ``1000000`` ≡ ``10**6`` ≡ ``10^6`` ≡
   ``1e6`` ≡ ``1 million``; ``66%`` is held by ``66%``, ``66 percent`` or ``0.66``; a text's
-  numbers written in words (``sixty-four``, ``two thousand``) count too;
+  numbers written in words (``sixty-four``, ``two thousand``, ``third``) count too;
 - versions as written, a trailing ``.0`` optional (``3.35.0`` ≡ ``3.35``), and a text's
   ``3.35.5`` holds ``3.35``;
 - identifiers and quoted phrases as whole words, case-insensitively (``carray()`` is held
@@ -97,9 +97,15 @@ _TENS = {
         ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
     )
 }
+_ORDINALS = {
+    word: value
+    for value, word in enumerate(
+        ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth"], 1
+    )
+}
 _NUMBER_WORDS = re.compile(
     r"\b(?:(" + "|".join(_TENS) + r")(?:[- ](" + "|".join(_WORD_NUMBERS) + r"))?"
-    r"|(" + "|".join(_WORD_NUMBERS) + r"))"
+    r"|(" + "|".join([*_ORDINALS, *_WORD_NUMBERS]) + r"))"
     r"(?:[- ](hundred|thousand|million|billion|trillion))?\b"
 )
 _NON_WORD = re.compile(r"[^\w]+")
@@ -274,7 +280,8 @@ class TextHolder:
             keys |= _number_keys(match) or set()
         for match in _NUMBER_WORDS.finditer(self.raw.casefold()):
             tens, unit, alone, scale = match.groups()
-            value = _TENS.get(tens or "", 0) + _WORD_NUMBERS.get(unit or alone or "", 0)
+            word = unit or alone or ""
+            value = _TENS.get(tens or "", 0) + _WORD_NUMBERS.get(word, _ORDINALS.get(word, 0))
             if scale:
                 value *= 100 if scale == "hundred" else _SCALES[scale]
             keys.add(_number_key(Decimal(value)))
