@@ -7,7 +7,8 @@ Playwright drives the system chromium (``/usr/bin/chromium``, see ``scripts/ensu
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,28 @@ class LiveUI:
     url: str
     app: BaseApp
     demo: gr.Blocks
+
+
+@contextmanager
+def scripted_ui(
+    folder: Path,
+    documents: Mapping[str, str],
+    prepare: Callable[[BaseApp], object] | None = None,
+) -> Iterator[LiveUI]:
+    """The UI served in-process over a scripted LLM (``ReplayLLM``, its replies set by the
+    test) and hashed embeddings, with ``documents`` (file name to text) indexed;
+    ``prepare`` is called with the app before the UI is built (to register a mode)."""
+    from ragloom_app.ui.server import serve
+    from tests.helpers.scripted_app import scripted_app
+
+    app = scripted_app(folder, {"scripted": {"class": "ragloom_app.testing.ReplayLLM"}}, documents)
+    if prepare is not None:
+        prepare(app)
+    running = serve(app, port=free_port(), first_run_docs=False, block=False, warm_up=False)
+    try:
+        yield LiveUI(url=running.url, app=app, demo=running.demo)
+    finally:
+        running.close()
 
 
 @pytest.fixture(scope="module")

@@ -20,13 +20,13 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from ragloom.llms.replay import ReplayLLM
+from ragloom_app.app import BaseApp
 from tests.e2e.conftest import (  # noqa: F401 - the fixture is used by pytest-playwright
     LiveUI,
     browser_type_launch_args,
-    free_port,
+    scripted_ui,
 )
 from tests.helpers.checklist_mode import GATES, SEARCH_LABEL, ChecklistReasoning
-from tests.helpers.scripted_app import scripted_app
 
 pytestmark = pytest.mark.browser
 
@@ -49,20 +49,16 @@ OUTLINE = """element => {
 @pytest.fixture(scope="module")
 def live_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveUI]:
     """The UI over a scripted LLM, one indexed note, and the Checklist mode registered."""
-    from ragloom_app.ui.server import serve
+    note = {"reactor.md": "The Zorblax reactor runs at 451 kelvin.\n"}
 
-    app = scripted_app(
-        tmp_path_factory.mktemp("plugin-mode"),
-        {"scripted": {"class": "ragloom_app.testing.ReplayLLM"}},
-        {"reactor.md": "The Zorblax reactor runs at 451 kelvin.\n"},
-    )
-    app.register_reasoning(ChecklistReasoning, owner="ragloom-checklist (tests)")
-    running = serve(app, port=free_port(), first_run_docs=False, block=False, warm_up=False)
-    try:
-        yield LiveUI(url=running.url, app=app, demo=running.demo)
-    finally:
-        running.close()
-        GATES.clear()
+    def register(app: BaseApp) -> None:
+        app.register_reasoning(ChecklistReasoning, owner="ragloom-checklist (tests)")
+
+    with scripted_ui(tmp_path_factory.mktemp("plugin-mode"), note, register) as live:
+        try:
+            yield live
+        finally:
+            GATES.clear()
 
 
 def _pick_mode(page: Page, name: str) -> None:

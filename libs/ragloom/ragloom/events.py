@@ -2,9 +2,9 @@
 
 A pipeline yields these in order; :class:`AnswerCollector` folds a stream into one
 :class:`AnswerRecord`, whose :meth:`~AnswerRecord.to_dict` is the JSON that ``ragloom ask
---json`` prints (``answer``, ``mode``, ``citations``, ``steps``, ``usage``). Objects stay
-typed up to that edge: the UI renders a mode's plan and steps from these types alone, so a
-plugin mode's plan reads as a built-in's.
+--json`` prints (``answer``, ``mode``, ``citations``, ``steps``, ``usage``, ``grounding``).
+Objects stay typed up to that edge: the UI renders a mode's plan and steps from these
+types alone, so a plugin mode's plan reads as a built-in's.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, get_args
 
+from ragloom.grounding_report import GroundingReport
 from ragloom.llms.base import Usage
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "Citation",
     "CitationsFound",
     "Event",
+    "GroundingChecked",
     "LLMCallFinished",
     "PlanCreated",
     "PlanItem",
@@ -101,6 +103,14 @@ class CitationsFound:
     """The citations of the answer, once it is complete."""
 
     citations: list[Citation]
+
+
+@dataclass(frozen=True)
+class GroundingChecked:
+    """The answer's specific claims checked against the passages it cites, once it is
+    complete (:mod:`ragloom.qa.grounding`); after the decline that replaced it, if any."""
+
+    report: GroundingReport
 
 
 def readable_name(name: str) -> str:
@@ -313,6 +323,7 @@ Event = (
     AnswerDelta
     | AnswerRevised
     | CitationsFound
+    | GroundingChecked
     | StepStarted
     | StepFinished
     | LLMCallFinished
@@ -340,8 +351,10 @@ class AnswerUsage:
 @dataclass(frozen=True)
 class AnswerRecord:
     """One whole answer: its text, the mode that wrote it, its citations, its steps (the
-    step events, in order), its cost, and what the check before answering found (``None``
-    when the mode ran none). :meth:`to_dict` is what ``ask --json`` prints."""
+    step events, in order), its cost, what the check before answering found (``precheck``;
+    ``None`` when the mode ran none) and its grounding check (``None``: not checked, e.g. a
+    mode that does not check, or the check turned off). :meth:`to_dict` is what ``ask
+    --json`` prints."""
 
     answer: str
     mode: str
@@ -349,6 +362,7 @@ class AnswerRecord:
     steps: list[StepEvent] = field(default_factory=list)
     usage: AnswerUsage = field(default_factory=AnswerUsage)
     precheck: QuestionCheck | None = None
+    grounding: GroundingReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of the answer."""
@@ -359,6 +373,7 @@ class AnswerRecord:
             "steps": [step.to_dict() for step in self.steps],
             "usage": self.usage.to_dict(),
             "precheck": None if self.precheck is None else self.precheck.to_dict(),
+            "grounding": None if self.grounding is None else self.grounding.to_dict(),
         }
 
 
@@ -372,6 +387,7 @@ class AnswerCollector:
     steps: list[StepEvent] = field(default_factory=list)
     llm_usages: list[Usage] = field(default_factory=list)
     precheck: QuestionCheck | None = None
+    grounding: GroundingReport | None = None
 
     def add(self, event: Event) -> None:
         """Take one event into the record."""
@@ -381,6 +397,8 @@ class AnswerCollector:
             self.answer = event.text
         elif isinstance(event, CitationsFound):
             self.citations = list(event.citations)
+        elif isinstance(event, GroundingChecked):
+            self.grounding = event.report
         elif isinstance(event, StepStarted | StepFinished | PlanCreated | LLMCallFinished):
             if isinstance(event, LLMCallFinished):
                 self.llm_usages.append(event.usage)
@@ -411,6 +429,7 @@ class AnswerCollector:
             list(self.steps),
             usage,
             self.precheck,
+            self.grounding,
         )
 
     def to_dict(self, seconds: float) -> dict[str, Any]:

@@ -319,6 +319,7 @@ class BaseApp:
             tools=self.tools,
             llm_named=self.selectable_llm,
             get_embeddings=self.embeddings,
+            check_grounding=self.settings.grounding_check,
             **values,
         )
 

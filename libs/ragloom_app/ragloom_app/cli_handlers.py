@@ -195,9 +195,18 @@ def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
         print(json.dumps(record.to_dict(), default=str))
         return 0
     print()
-    if revised:
+    declined = record.grounding is not None and record.grounding.declined
+    if declined:
+        # What streamed was the model's answer; the grounding check replaced it.
+        print(f"\nNot supported by the passages it cites: {terminal_text(record.answer)}")
+    elif revised:
         # The streamed text had sentences without [n]; show the cited version too.
         print(f"\nWith citations: {terminal_text(record.answer)}")
+    if record.grounding is not None and not declined:
+        for sentence in record.grounding.sentences:
+            if sentence.unsupported:
+                missing = ", ".join(sentence.unsupported)
+                print(terminal_text(f"Not in the passages it cites ({missing}): {sentence.text}"))
     for citation in record.citations:
         page = f", page {citation.page}" if citation.page else ""
         snippet = " ".join(terminal_text(citation.text).split())[:160]

@@ -71,6 +71,11 @@ class AppSettings:
     # with the bundled model the slowest mode takes 15 s a question on average (12x
     # that), and answers queue one at a time: a runaway one must not hold the queue long.
     answer_deadline_seconds: float = 180.0
+    # Check every answer's specifics (numbers, versions, names, options, quotes) against
+    # the passages it cites, marking what is not found and declining an answer none of
+    # whose claims is found (docs/reasoning-modes.md, "Grounding"). False turns the check
+    # off for every mode; each mode also has its own setting.
+    grounding_check: bool = True
     # -- the web surface (docs/getting-started.md, "The web UI") -----------------
     # One file's size: the index refuses a larger file and gradio refuses to receive one.
     max_file_bytes: int = 200 * 1024 * 1024
@@ -134,6 +139,10 @@ class AppSettings:
                 f"SELECTABLE_LLMS: must be a list of names in LLMS, not {self.selectable_llms!r}"
             )
         self.plugin_settings = _checked_plugin_settings(self.plugin_settings)
+        if not isinstance(self.grounding_check, bool):
+            raise SettingsError(
+                f"GROUNDING_CHECK: must be True or False, not {self.grounding_check!r}"
+            )
         hosts = self.allowed_hosts
         if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
             raise SettingsError(f"ALLOWED_HOSTS: must be a list of host names, not {hosts!r}")

@@ -21,6 +21,7 @@ from ragloom.events import Event, LLMCallFinished, PlanCreated, PlanItem, StepFi
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
 from ragloom.qa.answer import stream_cited_answer
 from ragloom.qa.citations import has_words
+from ragloom.qa.grounding import GroundingCheck
 from ragloom.retrieval import Retriever, SentenceFocus, retrieve_from_all
 
 __all__ = ["DecompositionAgent", "parse_subquestions"]
@@ -66,6 +67,9 @@ class DecompositionAgent(BaseComponent):
     max_source_tokens: int = Param(2000, help="Most tokens of numbered sources in a prompt.")
     focus: SentenceFocus | None = Param(
         None, help="Shows only the sentences nearest each sub-question (None: whole passages)."
+    )
+    check_grounding: bool = Param(
+        True, help="Check the answer's specifics against the passages it cites (qa.grounding)."
     )
 
     def _split_options(self) -> GenerationOptions:
@@ -152,7 +156,9 @@ class DecompositionAgent(BaseComponent):
         )
         messages = [ChatMessage("system", SOLVER_SYSTEM_PROMPT), ChatMessage("user", user)]
         options = GenerationOptions(max_tokens=self.max_answer_tokens)
-        yield from stream_cited_answer(self.llm, messages, evidence, options)
+        # The sub-answers are the model's own words, not sources: only the question counts.
+        check = GroundingCheck(question) if self.check_grounding else None
+        yield from stream_cited_answer(self.llm, messages, evidence, options, grounding=check)
 
     def run(self, question: str) -> list[Event]:
         """Every event of :meth:`stream`, as a list."""

@@ -28,6 +28,7 @@ from ragloom.qa.citations import (
     has_words,
     strip_citations,
 )
+from ragloom.qa.grounding import GroundingCheck, ground_answer
 from ragloom.retrieval.focus import SentenceFocus
 from ragloom.schema import RetrievedChunk
 
@@ -77,13 +78,18 @@ def bare_answer_notice(answer: str) -> str | None:
     )
 
 
-def cite_answer(answer: str, evidence: EvidenceBlock) -> Generator[Event, None, list[Citation]]:
-    """Add the citations a small model left out; return the answer's citations.
+def cite_answer(
+    answer: str, evidence: EvidenceBlock, grounding: GroundingCheck | None = None
+) -> Generator[Event, None, list[Citation]]:
+    """Add the citations a small model left out, check the answer's claims against them
+    (``grounding``; ``None``: unchecked); return the citations to show.
 
     Sentences left uncited that clearly restate one evidence item get its number
     (:func:`~ragloom.qa.citations.attribute_uncited`), announced by
-    :class:`~ragloom.events.AnswerRevised`. An answer without words is replaced by
-    :func:`bare_answer_notice`, keeping the sources it pointed to.
+    :class:`~ragloom.events.AnswerRevised`. Then :func:`~ragloom.qa.grounding.ground_answer`
+    reports each sentence's support and turns an answer none of whose claims is found into
+    a decline. An answer without words is replaced by :func:`bare_answer_notice`, keeping
+    the sources it pointed to (Ragloom's words: not checked).
     """
     notice = bare_answer_notice(answer)
     if notice is not None:
@@ -94,7 +100,10 @@ def cite_answer(answer: str, evidence: EvidenceBlock) -> Generator[Event, None, 
     if revised != answer:
         answer = revised
         yield AnswerRevised(answer)
-    return citations_for(answer, evidence)
+    citations = citations_for(answer, evidence)
+    if grounding is None:
+        return citations
+    return (yield from ground_answer(answer, citations, evidence, grounding))
 
 
 def stream_cited_answer(
@@ -104,12 +113,13 @@ def stream_cited_answer(
     options: GenerationOptions,
     step: str = "answer",
     label: str = ANSWER_LABEL,
+    grounding: GroundingCheck | None = None,
 ) -> Iterator[Event]:
     """Stream an answer that cites ``evidence`` as ``[n]``, then its citations and usage.
 
-    Uncited sentences are attributed by :func:`cite_answer`. Every mode that cites
-    evidence ends with this; ``step`` names its step and ``label`` is what the user reads
-    while it runs.
+    Uncited sentences are attributed, and the answer checked against its citations
+    (``grounding``), by :func:`cite_answer`. Every mode that cites evidence ends with
+    this; ``step`` names its step and ``label`` is what the user reads while it runs.
     """
     started = time.perf_counter()
     yield StepStarted(step, {"evidence": len(evidence.items)}, label=label)
@@ -121,7 +131,7 @@ def stream_cited_answer(
             yield AnswerDelta(item.text)
         if item.result is not None:
             result = item.result
-    citations = yield from cite_answer(answer, evidence)
+    citations = yield from cite_answer(answer, evidence, grounding)
     yield StepFinished(
         step,
         time.perf_counter() - started,
@@ -149,6 +159,9 @@ class CitedAnswerer(BaseComponent):
     focus: SentenceFocus | None = Param(
         None, help="Shows only the sentences nearest the question (None: whole passages)."
     )
+    check_grounding: bool = Param(
+        True, help="Check the answer's specifics against the passages it cites (qa.grounding)."
+    )
 
     def evidence_budget(self, question: str) -> int:
         """Tokens left for evidence once the instructions, question and answer fit."""
@@ -175,8 +188,13 @@ class CitedAnswerer(BaseComponent):
             yield CitationsFound([])
             return
         options = GenerationOptions(max_tokens=self.max_answer_tokens, temperature=0.0)
+        grounding = GroundingCheck(question) if self.check_grounding else None
         yield from stream_cited_answer(
-            self.llm, self.messages(question, evidence.text), evidence, options
+            self.llm,
+            self.messages(question, evidence.text),
+            evidence,
+            options,
+            grounding=grounding,
         )
 
     def run(self, question: str, retrieved: Sequence[RetrievedChunk]) -> list[Event]:

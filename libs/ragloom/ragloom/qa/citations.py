@@ -17,6 +17,7 @@ __all__ = [
     "build_evidence",
     "citations_for",
     "cited_numbers",
+    "cited_sentences",
     "citing_sentences",
     "content_words",
     "evidence_entry",
@@ -184,29 +185,35 @@ def citations_for(answer: str, evidence: EvidenceBlock) -> list[Citation]:
     return result
 
 
-def _cites(sentence: str, number: int) -> bool:
-    return number in cited_numbers(sentence, limit=number)
-
-
-def citing_sentences(answer: str, number: int) -> list[str]:
-    """The sentences of ``answer`` that cite ``[number]``, without their ``[n]`` markers.
+def cited_sentences(answer: str) -> list[tuple[str, list[int]]]:
+    """The sentences of ``answer`` that say something, each as written (stripped, its
+    ``[n]`` marks kept) with the numbers it cites, in order.
 
     A citation standing alone after a sentence (``… 451 kelvin. [1]``) belongs to the
-    sentence before it.
+    sentence before it; markers opening the answer belong to its first sentence.
     """
-    found: list[str] = []
-    previous = ""
+    found: list[tuple[str, list[int]]] = []
     for sentence in split_sentences(answer):
         leading = _LEADING_CITATIONS.match(sentence)
         rest = sentence[leading.end() :] if leading else sentence
-        text = _CITATION.sub(" ", rest).strip()
-        if leading and _cites(leading.group(0), number) and (previous or text):
-            # Markers opening a sentence close the one before (the answer's first: its own).
-            found.append(previous or text)
-        if text and _cites(rest, number):
-            found.append(text)
-        if text:
-            previous = text
+        opening = cited_numbers(leading.group(0)) if leading else []
+        if opening and found:  # markers opening a sentence close the one before
+            text, numbers = found[-1]
+            found[-1] = (text, list(dict.fromkeys([*numbers, *opening])))
+            opening = []
+        if _CITATION.sub(" ", rest).strip():
+            found.append((rest.strip(), list(dict.fromkeys([*opening, *cited_numbers(rest)]))))
+    return found
+
+
+def citing_sentences(answer: str, number: int) -> list[str]:
+    """The sentences of ``answer`` that cite ``[number]``, without their ``[n]`` markers
+    (:func:`cited_sentences`)."""
+    found = [
+        _CITATION.sub(" ", text).strip()
+        for text, numbers in cited_sentences(answer)
+        if number in numbers
+    ]
     return list(dict.fromkeys(found))
 
 

@@ -40,10 +40,12 @@ class ReasoningInfo:
 @dataclass
 class ReasoningState:
     """What the app knows of one request: its LLM, the conversation so far, the tools
-        agents may use, ``llm_named`` to get another LLM by name (in the app, only one the
-        admin lets users choose: ``BaseApp.selectable_llm``), and ``get_embeddings`` to get
-        the app's embedding model, and ``find_terms`` to ask whether terms occur in the indices
-    and sources the request may search (set by the chat page; ``None``: nobody can tell)."""
+    agents may use, ``llm_named`` to get another LLM by name (in the app, only one the
+    admin lets users choose: ``BaseApp.selectable_llm``), ``get_embeddings`` to get
+    the app's embedding model, ``find_terms`` to ask whether terms occur in the indices
+    and sources the request may search (set by the chat page; ``None``: nobody can tell),
+    and ``check_grounding``: whether the app checks answers against their passages
+    (``GROUNDING_CHECK``; a mode's own setting may turn it off)."""
 
     llm: ChatLLM
     conversation_id: str | None = None
@@ -52,6 +54,12 @@ class ReasoningState:
     llm_named: Callable[[str], ChatLLM] | None = None
     get_embeddings: Callable[[], Embeddings] | None = None  # the app's, loaded on first use
     find_terms: TermLookup | None = None  # in the indices and sources the request searches
+    check_grounding: bool = True
+
+    def grounding_for(self, values: Mapping[str, Any]) -> bool:
+        """Whether this request's answer is checked: the app's ``GROUNDING_CHECK`` and the
+        mode's ``check_grounding`` setting (``reasoning.settings.grounding_setting``)."""
+        return self.check_grounding and bool(values.get("check_grounding", True))
 
     def llm_for(self, name: str | None) -> ChatLLM:
         """The LLM named ``name`` (empty or None: the request's own); ``llm_named`` raises

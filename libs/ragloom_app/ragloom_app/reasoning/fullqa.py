@@ -13,7 +13,7 @@ from ragloom.qa.precheck import TermLookup, stream_decline, stream_precheck
 from ragloom.retrieval import Retriever
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
 from ragloom_app.reasoning.precheck import precheck_lookup, stream_retrieval
-from ragloom_app.reasoning.settings import focus_setting, precheck_setting
+from ragloom_app.reasoning.settings import focus_setting, grounding_setting, precheck_setting
 
 __all__ = ["FullQAReasoning"]
 
@@ -52,6 +52,7 @@ class FullQAReasoning(BaseReasoning):
             # Measured: as accurate as whole passages, with a third of the tokens.
             "focus_sentences": focus_setting(4),
             "precheck": precheck_setting(),
+            "check_grounding": grounding_setting(),
         }
 
     @classmethod
@@ -65,7 +66,9 @@ class FullQAReasoning(BaseReasoning):
         return cls(
             retrievers=list(retrievers),
             answerer=CitedAnswerer(
-                llm=state.llm, focus=state.sentence_focus(int(values["focus_sentences"]))
+                llm=state.llm,
+                focus=state.sentence_focus(int(values["focus_sentences"])),
+                check_grounding=state.grounding_for(values),
             ),
             top_k=int(values["top_k"]),
             find_terms=precheck_lookup(values, state),

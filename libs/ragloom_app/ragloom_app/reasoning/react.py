@@ -13,6 +13,7 @@ from ragloom_app.reasoning.base import ReasoningInfo, ReasoningState, SettingSpe
 from ragloom_app.reasoning.settings import (
     docsearch_top_k_setting,
     focus_setting,
+    grounding_setting,
     precheck_setting,
     steps_setting,
 )
@@ -48,6 +49,7 @@ class ReActReasoning(AgentReasoning):
                 "otherwise tend to answer from memory.",
             },
             "precheck": precheck_setting(),
+            "check_grounding": grounding_setting(),
         }
 
     @classmethod
@@ -73,5 +75,6 @@ class ReActReasoning(AgentReasoning):
             ledger=ledger,
             max_steps=int(values["max_steps"]),
             search_first=bool(values["search_first"]),
+            check_grounding=state.grounding_for(values),
         )
         return cls(agent=agent, **cls.precheck_params(values, state, retrievers))

@@ -13,6 +13,7 @@ from ragloom_app.reasoning.base import ReasoningInfo, ReasoningState, SettingSpe
 from ragloom_app.reasoning.settings import (
     docsearch_top_k_setting,
     focus_setting,
+    grounding_setting,
     llm_name_setting,
     precheck_setting,
     steps_setting,
@@ -44,6 +45,7 @@ class ReWOOReasoning(AgentReasoning):
             "planner_llm": llm_name_setting("Planner LLM", "planner"),
             "solver_llm": llm_name_setting("Solver LLM", "solver"),
             "precheck": precheck_setting(),
+            "check_grounding": grounding_setting(),
         }
 
     @classmethod
@@ -72,6 +74,9 @@ class ReWOOReasoning(AgentReasoning):
             max_steps=int(values["max_steps"]),
         )
         agent = ReWOOAgent(
-            planner=planner, solver=ReWOOSolver(llm=solver_llm), tools=tools, ledger=ledger
+            planner=planner,
+            solver=ReWOOSolver(llm=solver_llm, check_grounding=state.grounding_for(values)),
+            tools=tools,
+            ledger=ledger,
         )
         return cls(agent=agent, **cls.precheck_params(values, state, retrievers))

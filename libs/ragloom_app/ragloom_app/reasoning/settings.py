@@ -12,6 +12,7 @@ __all__ = [
     "count_setting",
     "docsearch_top_k_setting",
     "focus_setting",
+    "grounding_setting",
     "llm_name_setting",
     "offer_llms",
     "precheck_setting",
@@ -66,6 +67,18 @@ def precheck_setting() -> SettingSpec:
         "info": "A question naming a function, option, version or rare word that no indexed "
         "document mentions is answered without the model: 'The documents do not mention …', "
         "with the closest passages.",
+    }
+
+
+def grounding_setting() -> SettingSpec:
+    """Whether the answer's specifics are checked against the passages it cites (on by
+    default; the app's ``GROUNDING_CHECK`` = False turns it off for every mode)."""
+    return {
+        "name": "Check the answer against its sources",
+        "value": True,
+        "component": "checkbox",
+        "info": "Mark each sentence whose numbers, versions, names or quotes are not in the "
+        "passages it cites, and decline an answer none of whose claims is found.",
     }
 
 

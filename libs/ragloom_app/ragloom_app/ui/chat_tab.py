@@ -29,6 +29,7 @@ from ragloom_app.errors import user_error
 from ragloom_app.pages.chat import AnswerFinished, ChatPage, QuestionTooLongError
 from ragloom_app.reasoning.settings import offer_llms
 from ragloom_app.ui import file_filter, index_settings, notify, render
+from ragloom_app.ui.grounding_marks import grounded_answer_html
 from ragloom_app.ui.model_text import model_html, plain_html
 from ragloom_app.ui.settings_form import SettingsForm, build_settings_form
 from ragloom_app.ui.steps import step_warning
@@ -200,8 +201,14 @@ class ChatHandlers:
                     yield _outputs(evidence=render.evidence_html(event.citations))
                 elif isinstance(event, AnswerFinished):
                     record = event.record
+                    # Once complete, each checked sentence is marked found or not found.
+                    final = (
+                        grounded_answer_html(record.answer, record.grounding)
+                        if record.answer
+                        else model_html(answer)
+                    )
                     yield _outputs(
-                        chat=[*history, _bot(record.answer or answer)],
+                        chat=[*history, {"role": "assistant", "content": final}],
                         question=gr.update(interactive=True),
                         evidence=render.evidence_html(record.citations),
                         usage=render.usage_html(record),

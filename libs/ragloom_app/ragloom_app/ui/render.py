@@ -22,6 +22,7 @@ from ragloom.events import (
 )
 from ragloom_app.conversations import StoredMessage
 from ragloom_app.errors import scrub
+from ragloom_app.ui.grounding_marks import grounding_summary
 from ragloom_app.ui.model_text import model_html
 
 __all__ = [
@@ -182,7 +183,9 @@ def usage_html(record: AnswerRecord) -> str:
             else:
                 items.append(f"<li>{name} {step.seconds:.2f} s</li>")
     steps = f'<ul class="rl-steps">{"".join(items)}</ul>' if items else ""
-    return f'<div class="rl-usage"><p>{total}</p>{steps}</div>'
+    summary = grounding_summary(record.grounding)
+    grounding = f'<p class="rl-grounding">{_esc(summary)}</p>' if summary else ""
+    return f'<div class="rl-usage"><p>{total}</p>{grounding}{steps}</div>'
 
 
 def _bounded(text: str, limit: int = MAX_SHOWN_LABEL_CHARS) -> str:

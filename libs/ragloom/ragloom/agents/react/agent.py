@@ -34,6 +34,7 @@ from ragloom.events import (
 )
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMResult, ToolSpec
 from ragloom.qa.answer import CitedAnswerer, cite_answer
+from ragloom.qa.grounding import GroundingCheck
 
 __all__ = ["REACT_SYSTEM_PROMPT", "ReActAgent"]
 
@@ -106,6 +107,14 @@ class ReActAgent(BaseComponent):
         60.0, help="Seconds a tool call may take (a tool's own limit may be shorter)."
     )
     tool_retries: int = Param(2, help="Retries of a call whose error is worth retrying.")
+    check_grounding: bool = Param(
+        True, help="Check the answer's specifics against the passages it cites (qa.grounding)."
+    )
+    tool_results: list[str] = Param(
+        default_callback=lambda _: [],
+        help="Results of this request's calls that found no document (a calculator's): "
+        "the grounding check counts a specific they hold as found.",
+    )
 
     def system_prompt(self) -> str:
         """Instructions and tools (stable, so llama.cpp reuses the evaluated prefix)."""
@@ -144,6 +153,8 @@ class ReActAgent(BaseComponent):
             call = runner.call(tool, action.tool_input)
         result = call.result
         observation = result.as_observation()
+        if result.ok and not result.sources:
+            self.tool_results.append(observation)
         record = call_record(action.tool_input, result, call.attempts)
         error = None if result.ok else observation
         yield StepFinished(name, call.seconds, output=record, error=error, label=label)
@@ -305,8 +316,9 @@ class ReActAgent(BaseComponent):
         """
         if preface:
             yield AnswerDelta(preface)
+        answerer = CitedAnswerer(llm=self.llm, check_grounding=self.check_grounding)
         if not answer and len(self.ledger):
-            for event in CitedAnswerer(llm=self.llm).stream(question, self.ledger.items):
+            for event in answerer.stream(question, self.ledger.items):
                 if isinstance(event, AnswerRevised) and preface:
                     event = AnswerRevised(preface + event.text)
                 yield event
@@ -314,7 +326,10 @@ class ReActAgent(BaseComponent):
         if not answer:
             answer = "nothing conclusive." if preface else "The documents I searched do not say."
         yield AnswerDelta(answer)
-        citations = yield from cite_answer(preface + answer, self.ledger.block())
+        # The preface is Ragloom's words, not a claim: its step count is no invented number.
+        check = GroundingCheck(question, (*self.tool_results, preface))
+        grounding = check if self.check_grounding else None
+        citations = yield from cite_answer(preface + answer, self.ledger.block(), grounding)
         yield CitationsFound(citations)
 
     def run(self, question: str) -> list[Event]:

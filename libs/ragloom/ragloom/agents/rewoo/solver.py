@@ -24,6 +24,7 @@ from ragloom.base import BaseComponent
 from ragloom.events import AnswerDelta, CitationsFound, Event
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
 from ragloom.qa.answer import ANSWER_INSTRUCTIONS, NO_EVIDENCE_ANSWER, stream_cited_answer
+from ragloom.qa.grounding import GroundingCheck
 
 __all__ = ["NOT_USED_HEADING", "SOLVER_SYSTEM_PROMPT", "ReWOOSolver"]
 
@@ -46,6 +47,11 @@ class ReWOOSolver(BaseComponent):
     max_source_tokens: int = Param(2000, help="Most tokens of numbered sources.")
     max_note_tokens: int = Param(
         40, help="Most tokens of the note line of a step that failed or was dropped."
+    )
+    check_grounding: bool = Param(
+        True,
+        help="Check the answer's specifics against the passages it cites and the other "
+        "steps' results (qa.grounding).",
     )
 
     def _trim(self, text: str, max_tokens: int) -> str:
@@ -115,7 +121,11 @@ class ReWOOSolver(BaseComponent):
         )
         messages = [ChatMessage("system", self.system_prompt), ChatMessage("user", user)]
         options = GenerationOptions(max_tokens=self.max_answer_tokens, temperature=0.0)
-        yield from stream_cited_answer(self.llm, messages, evidence, options, step="solve")
+        # A calculator's result is no passage, but a number it computed is not invented.
+        check = GroundingCheck(question, (results,)) if self.check_grounding else None
+        yield from stream_cited_answer(
+            self.llm, messages, evidence, options, step="solve", grounding=check
+        )
 
 
 def _call(step: PlanStep, *, about: bool = False) -> str:
