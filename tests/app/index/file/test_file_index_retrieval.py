@@ -86,6 +86,7 @@ def test_the_modes_offered_to_users_are_the_ones_the_index_knows() -> None:
         "top_k": 3,
         "focus_sentences": 4,
         "precheck": True,
+        "check_grounding": True,
     }
 
 
