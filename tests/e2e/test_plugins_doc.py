@@ -77,6 +77,7 @@ def test_every_code_block_of_the_plugin_guide_runs(
         "ragloom_plugin_quote/__init__.py",
         "tests/test_quote.py",
         "flowsettings.py",
+        "ragloom_plugin_temperature.py",
         "ragloom_plugin_more/__init__.py",
     ]
     _made, installed, used, tested, disabled = outputs
@@ -115,3 +116,15 @@ def test_every_code_block_of_the_plugin_guide_runs(
     (page,) = check_reader(more.LogReader(), log)
     assert page.text == "pump 3 started\npump 3 stopped"
     monkeypatch.delitem(sys.modules, "ragloom_plugin_more")
+
+    # The tool that checks its input: a number passes, text that is no number is refused
+    # with its reason, and it meets the tool contract.
+    import ragloom_plugin_temperature as temperature
+
+    tool = temperature.TemperatureTool
+    assert tool.check_input("451") is None
+    assert tool.check_input("[1] (reactor.md) The reactor") == (
+        "'[1] (reactor.md) The reactor' is not a number of kelvin"
+    )
+    check_tool(tool, "451", expect="177.85")
+    monkeypatch.delitem(sys.modules, "ragloom_plugin_temperature")

@@ -67,8 +67,10 @@ def client(app: BaseApp) -> Iterator[Client]:
 def _rewoo_llm_params(client: Client) -> dict[str, str]:
     """The API parameter names of ReWOO's planner and solver settings."""
     info = client.view_api(return_format="dict", print_info=False)
-    names = [p["parameter_name"] for p in info["named_endpoints"]["/ask"]["parameters"]]
-    return {"planner_llm": names[-2], "solver_llm": names[-1]}
+    by_label = {
+        p["label"]: p["parameter_name"] for p in info["named_endpoints"]["/ask"]["parameters"]
+    }
+    return {"planner_llm": by_label["Planner LLM"], "solver_llm": by_label["Solver LLM"]}
 
 
 def test_the_form_offers_the_default_llm_only(app: BaseApp) -> None:
