@@ -31,7 +31,8 @@ do. Columns:
 - crashed: questions whose mode raised.
 
 ``--out`` gets one JSON line per answer as it comes (an interrupted run still says
-something); ``--answers DIR`` gets one ``{"id", "answer"}`` file per mode that ``score.py``
+something; ``--table FILE...`` prints the table of such files, runs split by kind
+merged); ``--answers DIR`` gets one ``{"id", "answer"}`` file per mode that ``score.py``
 reads (``python3 score.py DIR/fullqa.jsonl --details``), so anyone can re-score.
 """
 
@@ -244,12 +245,9 @@ def summary_line(mode: str, rows: list[dict[str, Any]]) -> str:
     )
 
 
-def print_table(rows: dict[str, list[dict[str, Any]]], llm: str, built: Mapping[str, Any]) -> None:
-    """The per-mode table, each cell ``right/asked``."""
-    print(
-        f"\nReasoning modes on the SQLite documentation set, LLM {llm!r}; index: "
-        f"{built['pages']} pages, {built['chunks']} chunks, built in {built['seconds']:.0f} s"
-    )
+def print_table(rows: dict[str, list[dict[str, Any]]], title: str) -> None:
+    """The per-mode table under ``title``, each cell ``right/asked``."""
+    print(f"\n{title}")
     names = [*KINDS, "all", "declined", "false decl", "unsupp."]
     header = (
         f"{'mode':<10} "
@@ -293,6 +291,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--llm", default=None, help="a name in LLMS (default: DEFAULT_LLM)")
     parser.add_argument("--out", type=Path, default=None, help="JSON lines, one per answer")
     parser.add_argument("--answers", type=Path, default=None, help="folder of score.py files")
+    parser.add_argument(
+        "--table", type=Path, nargs="+", default=None, help="only print the table of --out files"
+    )
     add_mode_settings_option(parser)
     return parser.parse_args()
 
@@ -300,6 +301,9 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     logging.basicConfig(level=logging.WARNING)
+    if args.table:
+        table_of_rows(args.table)
+        return
     if not (args.data / "qa.jsonl").is_file():
         print(f"skipped: no qa.jsonl in {args.data} (--data)", file=sys.stderr)
         return
@@ -329,7 +333,23 @@ def main() -> None:
                     handle.flush()
         elapsed = time.perf_counter() - started
         print(f"[{number}/{len(items)}] {item['id']} {elapsed:.0f} s", file=sys.stderr, flush=True)
-    print_table(rows, app.llm().name, built)
+    print_table(
+        rows,
+        f"Reasoning modes on the SQLite documentation set, LLM {app.llm().name!r}; index: "
+        f"{built['pages']} pages, {built['chunks']} chunks, built in {built['seconds']:.0f} s",
+    )
+
+
+def table_of_rows(paths: list[Path]) -> None:
+    """The table of answers saved by earlier runs' ``--out`` (a mode's rows may be split
+    over several files; the last row of a question wins)."""
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                rows.setdefault(row["mode"], {})[row["id"]] = row
+    print_table({m: list(r.values()) for m, r in rows.items()}, f"From {len(paths)} rows files")
 
 
 if __name__ == "__main__":
