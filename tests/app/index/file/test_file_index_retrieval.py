@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragloom.retrieval import (
+    DefinitionPrior,
     FullTextRetriever,
     HybridRetriever,
     LLMReranker,
@@ -78,11 +79,19 @@ def test_the_modes_offered_to_users_are_the_ones_the_index_knows() -> None:
     assert [value for _, value in spec["choices"]] == list(RETRIEVAL_MODES)
     assert FileIndex.resolve_settings({}) == {
         "retrieval_mode": "hybrid",
+        "definition_prior": True,
         "mmr": False,
         "mmr_lambda": 0.5,
         "rerank": False,
     }
     assert FullQAReasoning.resolve_settings({}) == {"top_k": 3, "focus_sentences": 4}
+
+
+def test_hybrid_search_has_the_definition_prior_unless_it_is_turned_off(index: FileIndex) -> None:
+    (on,) = index.get_retriever_pipelines({})
+    (off,) = index.get_retriever_pipelines({"definition_prior": False})
+    assert isinstance(on, HybridRetriever) and isinstance(on.prior, DefinitionPrior)
+    assert isinstance(off, HybridRetriever) and off.prior is None
 
 
 def test_unknown_mode_is_refused(index: FileIndex) -> None:
