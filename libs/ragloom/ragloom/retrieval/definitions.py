@@ -44,6 +44,7 @@ __all__ = [
     "DefinitionPrior",
     "code_names",
     "defined_names",
+    "is_label_line",
 ]
 
 MAX_DEFINING_LINE_WORDS = 12
@@ -75,6 +76,11 @@ def code_names(question: str) -> list[str]:
     return names
 
 
+def is_label_line(line: str, max_words: int = MAX_DEFINING_LINE_WORDS) -> bool:
+    """Whether ``line`` is a label: at most ``max_words`` words, not ending like a sentence."""
+    return len(_WORD.findall(line)) <= max_words and not _SENTENCE_END.search(line)
+
+
 def defined_names(
     text: str, names: Sequence[str], max_line_words: int = MAX_DEFINING_LINE_WORDS
 ) -> int:
@@ -82,7 +88,7 @@ def defined_names(
     labels: list[str] = []
     prose = False
     for line in text.split("\n"):
-        if len(_WORD.findall(line)) <= max_line_words and not _SENTENCE_END.search(line):
+        if is_label_line(line, max_line_words):
             labels.append(line)
         else:
             prose = True
