@@ -85,6 +85,10 @@ def defined_names(
     text: str, names: Sequence[str], max_line_words: int = MAX_DEFINING_LINE_WORDS
 ) -> int:
     """How many of ``names`` the passage ``text`` defines (see the module)."""
+    lowered = text.lower()
+    present = [name for name in names if name.lower() in lowered]
+    if not present:  # most candidates: no line needs reading
+        return 0
     labels: list[str] = []
     prose = False
     for line in text.split("\n"):
@@ -97,7 +101,7 @@ def defined_names(
     lines = "\n".join(labels)
     return sum(
         1
-        for name in names
+        for name in present
         if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", lines, re.IGNORECASE)
     )
 
