@@ -3,11 +3,26 @@
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ragloom.embeddings import Embeddings, SentenceTransformerEmbeddings
 
-__all__ = ["REPO", "configured_embeddings"]
+if TYPE_CHECKING:
+    from ragloom_app.pages.chat import ChatPage
+    from ragloom_app.settings import AppSettings
+
+__all__ = [
+    "REPO",
+    "add_mode_settings_option",
+    "ask_record",
+    "bench_settings",
+    "configured_embeddings",
+    "mode_settings_of",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -22,3 +37,56 @@ def configured_embeddings(backend: str | None) -> Embeddings:
     if backend:
         spec["backend"] = backend
     return SentenceTransformerEmbeddings(**spec)
+
+
+def bench_settings(data_dir: Path, index_name: str, llm: str | None = None) -> AppSettings:
+    """flowsettings.py's settings for a benchmark's own app: its data in ``data_dir``, one
+    default FileIndex named ``index_name``, no first-run docs; ``llm`` overrides
+    DEFAULT_LLM."""
+    from ragloom_app.settings import AppSettings
+
+    settings = dataclasses.replace(
+        AppSettings.load(REPO / "flowsettings.py"),
+        data_dir=data_dir,
+        database_url=None,
+        first_run_docs=None,
+        indices=[{"name": index_name, "type": "ragloom_app.index.file.FileIndex", "config": {}}],
+    )
+    if llm:
+        settings.default_llm = llm
+    return settings
+
+
+def ask_record(
+    page: ChatPage, question: str, mode: str, settings: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The answer record (``ask --json``'s shape) of ``question`` put to ``mode``."""
+    from ragloom_app.pages.chat import AnswerFinished
+
+    return next(
+        event.record.to_dict()
+        for event in page.ask(question, mode=mode, settings=settings)
+        if isinstance(event, AnswerFinished)
+    )
+
+
+def add_mode_settings_option(parser: argparse.ArgumentParser) -> None:
+    """The repeatable ``--set KEY=INT`` of the reasoning benchmarks (:func:`mode_settings_of`)."""
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=INT",
+        help="a mode setting for every mode that has it, e.g. focus_sentences=0 (repeatable)",
+    )
+
+
+def mode_settings_of(args: argparse.Namespace) -> dict[str, int]:
+    """The mode settings ``--set`` gave, by key."""
+    settings = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or not value.strip().lstrip("-").isdigit():
+            raise SystemExit(f"--set {item!r}: expected KEY=INT, e.g. focus_sentences=0")
+        settings[key.strip()] = int(value)
+    return settings

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import json
 import logging
 import re
@@ -43,14 +42,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _common import REPO, add_mode_settings_option, ask_record, bench_settings, mode_settings_of
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from ragloom_app.app import BaseApp
 from ragloom_app.index.base import FileOutcome
-from ragloom_app.pages.chat import AnswerFinished, ChatPage
-from ragloom_app.settings import AppSettings
+from ragloom_app.pages.chat import ChatPage
 
-REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "sotu"
 PREFIX = re.compile(r"^\s*Based on State of the Union Address 2023:\s*", re.IGNORECASE)
 STOPWORDS = frozenset(STOPWORDS_EN_PLUS)
@@ -126,13 +124,7 @@ def main() -> None:
     parser.add_argument("--modes", default=",".join(MODES), help="modes, comma-separated")
     parser.add_argument("--llm", default=None, help="a name in LLMS (default: DEFAULT_LLM)")
     parser.add_argument("--out", type=Path, default=None, help="JSON lines, one per answer")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=INT",
-        help="a mode setting for every mode that has it, e.g. focus_sentences=0 (repeatable)",
-    )
+    add_mode_settings_option(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -143,19 +135,10 @@ def main() -> None:
     questions = questions[args.offset :]
     questions = questions[: args.limit] if args.limit else questions
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    mode_settings = {key: int(value) for key, value in (s.split("=", 1) for s in args.set)}
+    mode_settings = mode_settings_of(args)
 
     workdir = Path(tempfile.mkdtemp(prefix="ragloom-reasoning-bench-"))
-    settings = dataclasses.replace(
-        AppSettings.load(REPO / "flowsettings.py"),
-        data_dir=workdir / "data",
-        database_url=None,
-        first_run_docs=None,
-        indices=[{"name": "sotu", "type": "ragloom_app.index.file.FileIndex", "config": {}}],
-    )
-    if args.llm:
-        settings.default_llm = args.llm
-    app = BaseApp(settings).start()
+    app = BaseApp(bench_settings(workdir / "data", "sotu", args.llm)).start()
     index = app.indices.get("sotu")
     outcomes = [
         e
@@ -169,11 +152,7 @@ def main() -> None:
     started = time.perf_counter()
     for number, (question, gold) in enumerate(questions, 1):
         for mode in modes:
-            record = next(
-                e.record.to_dict()
-                for e in page.ask(question, mode=mode, settings=mode_settings)
-                if isinstance(e, AnswerFinished)
-            )
+            record = ask_record(page, question, mode, mode_settings)
             usage = record["usage"]
             plan = [s for s in record["steps"] if s.get("event") == "plan" and "repaired" in s]
             row = {

@@ -78,7 +78,13 @@ def test_an_unknown_key_is_refused_naming_the_known_ones() -> None:
 
 
 def test_the_file_index_declares_its_search_settings() -> None:
-    assert list(FileIndex.get_user_settings()) == ["retrieval_mode", "mmr", "mmr_lambda", "rerank"]
+    assert list(FileIndex.get_user_settings()) == [
+        "retrieval_mode",
+        "definition_prior",
+        "mmr",
+        "mmr_lambda",
+        "rerank",
+    ]
     assert FileIndex.resolve_settings({"mmr": "true", "mmr_lambda": "0.3"})["mmr_lambda"] == 0.3
     assert BaseIndex.get_user_settings() == {} and BaseIndex.resolve_settings() == {}
 

@@ -85,7 +85,13 @@ def test_index_settings_reach_the_request(tmp_path: Path) -> None:
     app.indices.create("Second", "ragloom_app.index.file.FileIndex")
     specs = index_specs(app)
     assert list(specs) == ["My files", "Second"]
-    assert list(specs["Second"]) == ["retrieval_mode", "mmr", "mmr_lambda", "rerank"]
+    assert list(specs["Second"]) == [
+        "retrieval_mode",
+        "definition_prior",
+        "mmr",
+        "mmr_lambda",
+        "rerank",
+    ]
     values = remember({}, "Second", "mmr_lambda", specs["Second"]["mmr_lambda"], 1)
     values = remember(values, "Second", "mmr", specs["Second"]["mmr"], True)
     values = remember(values, "Gone", "mmr", specs["Second"]["mmr"], True)

@@ -8,8 +8,9 @@ import pytest
 from ragloom.embeddings import SentenceTransformerEmbeddings
 from ragloom.embeddings.base import Embeddings
 from ragloom.retrieval import SentenceFocus
-from ragloom.retrieval.focus import focused_text, merge_spans
+from ragloom.retrieval.focus import _leads, focused_text, merge_spans
 from ragloom.schema import Chunk, RetrievedChunk
+from ragloom.splitters import sentence_spans
 
 REACTOR = (
     "The plant was opened by the mayor in 1990. Its canteen serves soup on Fridays. "
@@ -77,3 +78,44 @@ def test_a_failing_embedding_model_shows_whole_passages(
     focus = SentenceFocus(embeddings=_BrokenEmbeddings())
     assert focus.run("reactor", _hits(REACTOR, GARDEN)) == [None, None]
     assert "the model file is gone" in caplog.text
+
+
+# A definition as the HTML reader writes it: the term on its own line, then its description.
+DEFINITION = (
+    "SQLITE_CONFIG_SERIALIZED\n"
+    "There are no arguments to this option. It sets the threading mode. "
+    "In serialized mode, API calls to database connections are serialized with mutexes."
+    "\n\nThe garden has forty rose bushes. Bees from three hives pollinate them."
+)
+
+
+def test_a_kept_sentence_keeps_the_term_it_defines(
+    embeddings: SentenceTransformerEmbeddings,
+) -> None:
+    focus = SentenceFocus(embeddings=embeddings, sentences=1, neighbours=0)
+    (spans,) = focus.run("Are API calls serialized with mutexes?", _hits(DEFINITION))
+    assert focused_text(DEFINITION, spans) == (
+        "SQLITE_CONFIG_SERIALIZED\nThere are no arguments to this option. … "
+        "In serialized mode, API calls to database connections are serialized with mutexes. …"
+    )
+
+
+def test_only_a_paragraph_that_starts_with_a_label_has_a_lead() -> None:
+    # One-line paragraphs and paragraphs that start with a sentence have no label to keep.
+    text = "One here. Two.\n\nA sentence ends here.\nAnother line. Third.\n\nTerm\nIts text. More."
+    assert _leads(text, sentence_spans(text)) == [None, None, None, None, None, 5, 5]
+
+
+def test_a_signature_is_one_sentence_with_its_heading(
+    embeddings: SentenceTransformerEmbeddings,
+) -> None:
+    text = (
+        "Pseudo-Random Number Generator\nvoid sqlite3_randomness(\n  int N,\n  void *P\n);\n\n"
+        "A call to this routine stores N bytes of randomness into buffer P. "
+        "The garden has forty rose bushes."
+    )
+    focus = SentenceFocus(embeddings=embeddings, sentences=1, neighbours=0)
+    (spans,) = focus.run("What arguments does sqlite3_randomness take?", _hits(text))
+    assert focused_text(text, spans).startswith(
+        "Pseudo-Random Number Generator\nvoid sqlite3_randomness(\n  int N,\n  void *P\n);"
+    )

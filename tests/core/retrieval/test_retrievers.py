@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from pathlib import Path
 
-import numpy as np
 import pytest
 from theflow import Param
 
@@ -23,29 +20,7 @@ from ragloom.retrieval import (
 )
 from ragloom.schema import Chunk, RetrievedChunk
 from ragloom.stores import BM25Store, ChromaVectorStore
-
-DIM = 64
-
-
-class HashingEmbedder:
-    """A deterministic bag-of-words embedder: each word adds a hashed ±1 at one dimension.
-
-    Texts sharing words get a high cosine similarity, which is all these tests need.
-    """
-
-    def embed(self, text: str) -> np.ndarray:
-        vector = np.zeros(DIM, dtype=np.float32)
-        for word in re.findall(r"\w+", text.lower()):
-            digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
-            vector[digest[0] % DIM] += 1.0 if digest[1] % 2 else -1.0
-        norm = float(np.linalg.norm(vector))
-        return vector / norm if norm else vector
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed(text)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self.embed(t) for t in texts])
+from tests.helpers.hashing_embedder import HashingEmbedder
 
 
 def chunk(chunk_id: str, text: str, source_id: str = "src-a") -> Chunk:

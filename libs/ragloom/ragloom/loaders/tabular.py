@@ -36,7 +36,13 @@ from ragloom.loaders.base import (
 from ragloom.loaders.text import text_of
 from ragloom.schema import Page
 
-__all__ = ["MAX_HEADER_CHARS", "MAX_KEY_PATH_CHARS", "CsvReader", "JsonReader"]
+__all__ = [
+    "MAX_HEADER_CHARS",
+    "MAX_KEY_PATH_CHARS",
+    "CsvReader",
+    "JsonReader",
+    "abbreviate_header",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -121,10 +127,11 @@ def _sniff(text: str, path: Path) -> type[csv.Dialect] | csv.Dialect:
 
 def _header(row: list[str]) -> list[str]:
     names = (_one_line(name) or f"column {i}" for i, name in enumerate(row, start=1))
-    return [_abbreviate_header(name) for name in names]
+    return [abbreviate_header(name) for name in names]
 
 
-def _abbreviate_header(name: str) -> str:
+def abbreviate_header(name: str) -> str:
+    """``name``, or its first :data:`MAX_HEADER_CHARS` characters ending in ``…``."""
     if len(name) <= MAX_HEADER_CHARS:
         return name
     return name[: MAX_HEADER_CHARS - 1].rstrip() + "…"

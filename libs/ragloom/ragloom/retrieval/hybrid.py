@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from theflow import Param
 
 from ragloom.retrieval.base import Retriever
+from ragloom.retrieval.rerank import Reranker
 from ragloom.schema import RetrievedChunk
 
 __all__ = ["HybridRetriever", "reciprocal_rank_fusion"]
@@ -72,7 +73,9 @@ class HybridRetriever(Retriever):
     """Runs each retriever for ``fetch_k`` chunks and fuses their ranks (RRF).
 
     The retrievers are called one after the other: on a 2-core machine the query
-    embedding already uses both cores, and BM25 takes well under a millisecond.
+    embedding already uses both cores, and BM25 takes well under a millisecond. A ``prior``
+    (:class:`~ragloom.retrieval.definitions.DefinitionPrior`) orders all the candidates
+    the retrievers found, up to ``2 × fetch_k``, before the ``top_k`` are kept.
     """
 
     retrievers: list[Retriever] = Param(
@@ -81,6 +84,9 @@ class HybridRetriever(Retriever):
     )
     rrf_k: int = Param(60, help="RRF constant k in 1 / (k + rank).")
     fetch_k: int | None = Param(None, help="Chunks asked of each retriever; None: 4 × top_k.")
+    prior: Reranker | None = Param(
+        None, help="Orders every fused candidate before the top_k are kept (DefinitionPrior)."
+    )
 
     default_name = "hybrid"
 
@@ -103,4 +109,7 @@ class HybridRetriever(Retriever):
         fetch = max(k, self.fetch_k if self.fetch_k is not None else 4 * k)
         ranked = {r.name: r(query, top_k=fetch, source_ids=source_ids) for r in retrievers}
         logger.debug("%s: %s", self.name, {name: len(hits) for name, hits in ranked.items()})
-        return reciprocal_rank_fusion(ranked, rrf_k=self.rrf_k)[:k]
+        fused = reciprocal_rank_fusion(ranked, rrf_k=self.rrf_k)
+        if self.prior is not None:
+            fused = list(self.prior(query, fused, top_k=len(fused)))
+        return fused[:k]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragloom.retrieval import (
+    DefinitionPrior,
     FullTextRetriever,
     HybridRetriever,
     LLMReranker,
@@ -78,6 +79,7 @@ def test_the_modes_offered_to_users_are_the_ones_the_index_knows() -> None:
     assert [value for _, value in spec["choices"]] == list(RETRIEVAL_MODES)
     assert FileIndex.resolve_settings({}) == {
         "retrieval_mode": "hybrid",
+        "definition_prior": False,
         "mmr": False,
         "mmr_lambda": 0.5,
         "rerank": False,
@@ -88,6 +90,13 @@ def test_the_modes_offered_to_users_are_the_ones_the_index_knows() -> None:
         "precheck": True,
         "check_grounding": True,
     }
+
+
+def test_hybrid_search_has_the_definition_prior_when_it_is_turned_on(index: FileIndex) -> None:
+    (off,) = index.get_retriever_pipelines({})
+    (on,) = index.get_retriever_pipelines({"definition_prior": True})
+    assert isinstance(on, HybridRetriever) and isinstance(on.prior, DefinitionPrior)
+    assert isinstance(off, HybridRetriever) and off.prior is None
 
 
 def test_unknown_mode_is_refused(index: FileIndex) -> None:

@@ -15,6 +15,7 @@ from ragloom.indexing import FileIngestor
 from ragloom.llms.base import ChatLLM
 from ragloom.loaders import FileReader, default_readers
 from ragloom.retrieval import (
+    DefinitionPrior,
     FullTextRetriever,
     HybridRetriever,
     LLMReranker,
@@ -94,7 +95,7 @@ class FileIndex(BaseIndex):
 
     @classmethod
     def get_user_settings(cls) -> dict[str, SettingSpec]:
-        """How a request searches this index: the retrieval mode, MMR and LLM reranking."""
+        """How a request searches this index: the mode, the definition prior, MMR, LLM reranking."""
         return {
             "retrieval_mode": {
                 "name": "Search",
@@ -103,6 +104,16 @@ class FileIndex(BaseIndex):
                 "choices": list(zip(_RETRIEVAL_MODE_LABELS, RETRIEVAL_MODES, strict=True)),
                 "info": "Vector search matches meaning, full-text (BM25) matches words; "
                 "hybrid fuses both rankings and finds the most.",
+            },
+            "definition_prior": {
+                "name": "Reference pages first",
+                # Off until measured to help: on SQLite's manual it moved one question out of
+                # the first place and none into the first three (docs/performance.md).
+                "value": False,
+                "component": "checkbox",
+                "info": "Hybrid search: when the question names a function, option or constant, "
+                "the passage that defines it (as a heading, term or signature) comes before "
+                "passages that only mention it.",
             },
             "mmr": {
                 "name": "Diverse passages (MMR)",
@@ -283,12 +294,12 @@ class FileIndex(BaseIndex):
         """One retriever over this index, as its settings for the request say.
 
         Settings (all optional): this type's :meth:`get_user_settings` (``retrieval_mode``,
-        one of :data:`RETRIEVAL_MODES`, default hybrid; ``mmr`` and ``mmr_lambda``;
-        ``rerank``), checked by :meth:`resolve_settings`; and the request's ``top_k``
-        (default 5) and ``llm`` (a :class:`ChatLLM` for ``rerank``, put there by the chat
-        page, not the user). ``selected`` limits the search to those source ids, unless it
-        holds every indexed source of this index: then no filter is passed, as Chroma's
-        ``$in`` filter is slow.
+        one of :data:`RETRIEVAL_MODES`, default hybrid; ``definition_prior``, default off, for
+        hybrid; ``mmr`` and ``mmr_lambda``; ``rerank``), checked by :meth:`resolve_settings`;
+        and the request's ``top_k`` (default 5) and ``llm`` (a :class:`ChatLLM` for
+        ``rerank``, put there by the chat page, not the user). ``selected`` limits the
+        search to those source ids, unless it holds every indexed source of this index:
+        then no filter is passed, as Chroma's ``$in`` filter is slow.
         """
         values = self.resolve_settings({k: v for k, v in settings.items() if k not in REQUEST_KEYS})
         top_k = int(settings.get("top_k") or 5)
@@ -303,7 +314,8 @@ class FileIndex(BaseIndex):
         elif mode == "fulltext":
             retriever = fulltext
         else:
-            retriever = HybridRetriever(retrievers=[vector, fulltext], top_k=top_k)
+            prior = DefinitionPrior() if values["definition_prior"] else None
+            retriever = HybridRetriever(retrievers=[vector, fulltext], top_k=top_k, prior=prior)
         rerankers = self._rerankers(values, settings.get("llm"))
         if rerankers:
             retriever = RerankingRetriever(inner=retriever, rerankers=rerankers, top_k=top_k)

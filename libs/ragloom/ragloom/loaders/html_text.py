@@ -1,0 +1,322 @@
+"""The visible text of a parsed HTML page, as paragraphs that keep technical structure.
+
+What answers a question about technical documentation is often not prose: a signature, a
+term and its definition, a row of a table of options. So, besides prose paragraphs:
+
+- **Preformatted text** (``<pre>``...) keeps its lines and their indentation (trailing
+  whitespace and blank lines are dropped); it is never joined into prose.
+- **Headings** (``<h1>``-``<h6>``, a table's ``<caption>``) start the paragraph of what
+  follows them, one line each: a section's heading, or the path of headings above it
+  ("PRAGMA Statements" / "List Of PRAGMAs"), then its first block, so a chunk that holds
+  that block holds its heading too, and code keeps its caption.
+- **Definition lists**: each ``<dt>`` term and its ``<dd>`` description make one paragraph
+  (``term`` on the first line, the description after it), whatever blocks the
+  description holds, so the splitter keeps a term with its definition.
+- **Tables** with a header row (a first row of ``<th>`` cells only) give each later row as
+  ``header: value; header: value`` (empty cells left out), the way the CSV reader writes a
+  row; a header is cut to :data:`~ragloom.loaders.tabular.MAX_HEADER_CHARS` characters.
+  Rows of a table without one are cells joined by ``" | "``. Whatever a cell holds (blocks,
+  a nested table) is one run of text.
+
+Other block elements end a paragraph; ``<br>``, a list item and a table row end a line;
+runs of whitespace become one space. Every character is counted on the page's
+:class:`~ragloom.loaders.base.TextMeter` as it is produced, a table row pair by pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
+
+from ragloom.loaders.base import TextMeter
+from ragloom.loaders.tabular import abbreviate_header
+
+__all__ = ["visible_paragraphs"]
+
+# Never shown by a browser as text: code, metadata, and the fallback text of media elements
+# ("your browser does not support video") that would only add noise to the chunks.
+_INVISIBLE = frozenset(
+    {
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "head",
+        "iframe",
+        "object",
+        "embed",
+        "canvas",
+        "svg",
+        "math",
+        "audio",
+        "video",
+        "select",
+    }
+)
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "caption"})
+_BLOCKS = _HEADINGS | frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "center",
+        "details",
+        "dialog",
+        "div",
+        "dl",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "header",
+        "hgroup",
+        "hr",
+        "html",
+        "legend",
+        "main",
+        "menu",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "ul",
+    }
+)
+_DEFINITION = frozenset({"dt", "dd"})
+_CELLS = frozenset({"td", "th"})
+_PREFORMATTED = frozenset({"pre", "textarea", "listing", "plaintext", "xmp"})
+
+# Markup that is not text even though bs4 stores it as a string.
+_NOT_TEXT = (Comment, Declaration, Doctype, ProcessingInstruction)
+
+
+def visible_paragraphs(root: Tag, meter: TextMeter) -> list[str]:
+    """The text of the page's paragraphs, in order, without empty ones, counted on ``meter``."""
+    builder = _PageText(meter)
+    for event, node in _walk(root):
+        builder.feed(event, node)
+    builder.finish()
+    return builder.paragraphs
+
+
+@dataclass
+class _Table:
+    headers: list[str] | None = None
+    rows: int = 0  # rows seen so far
+    header_line: str = ""  # written only if no data row follows
+
+
+@dataclass
+class _Row:
+    cells: list[str] = field(default_factory=list)
+    headers_only: bool = True  # every cell so far is a <th>
+    mark: int = 0  # where the open cell's text starts in the line being built
+
+
+class _PageText:
+    """Builds paragraphs from the walk's events (see the module for the rules)."""
+
+    def __init__(self, meter: TextMeter) -> None:
+        self.meter = meter
+        self.paragraphs: list[str] = []
+        self.lines: list[str] = []
+        self.current: list[str] = []
+        self.preformatted = 0  # <pre> elements the walk is inside
+        self.definition = 0  # <dt>/<dd> elements the walk is inside
+        self.cell = 0  # depth inside a table cell: its content is one run of text
+        self.tables: list[_Table] = []
+        self.rows: list[_Row] = []
+        self.after_heading = False  # the paragraph holds headings only, so far...
+        self.heading_lines = 0  # ...this many lines of them
+        self.after_description = False  # a <dd> ended: the next <dt> starts a new pair
+
+    def feed(self, event: str, node: Tag | NavigableString) -> None:
+        """One event of :func:`_walk`."""
+        if isinstance(node, NavigableString):
+            self._text(str(node))
+            return
+        name = node.name
+        if self.cell:
+            self._in_cell(event, name)
+        elif name in _CELLS:
+            if event == "start" and self.rows:
+                row = self.rows[-1]
+                row.mark = len(self.current)
+                row.headers_only = row.headers_only and name == "th"
+                self.cell = 1
+        elif name == "tr":
+            self._row(event)
+        elif name in _DEFINITION:
+            self._definition(event, name)
+        elif name in {"br", "li"}:
+            self._end_line()
+        elif name in _BLOCKS:
+            self._block(event, name)
+        if name in _PREFORMATTED and name not in _BLOCKS and not self.cell:
+            self.preformatted += 1 if event == "start" else -1
+
+    def finish(self) -> None:
+        """Ends the last paragraph."""
+        self._end_line()
+        self._flush()
+
+    def _text(self, text: str) -> None:
+        if self.preformatted and not self.cell:
+            # Preformatted text keeps its line breaks (code, signatures, addresses).
+            first, *rest = text.split("\n")
+            self.current.append(first)
+            for part in rest:
+                self._end_line()
+                self.current.append(part)
+        else:
+            self.current.append(text)
+
+    def _in_cell(self, event: str, name: str) -> None:
+        if name in _CELLS:
+            self.cell += 1 if event == "start" else -1
+            if self.cell == 0:
+                self._end_cell()
+                return
+        # Whatever separates text inside a cell (a block, a nested cell) is a space.
+        if name in _BLOCKS or name in _DEFINITION or name in _CELLS or name in {"br", "li", "tr"}:
+            self.current.append(" ")
+
+    def _end_cell(self) -> None:
+        row = self.rows[-1]
+        row.cells.append(" ".join("".join(self.current[row.mark :]).split()))
+        del self.current[row.mark :]
+
+    def _row(self, event: str) -> None:
+        if event == "start":
+            self._end_line()
+            self.rows.append(_Row())
+            return
+        if not self.rows:
+            return
+        row = self.rows.pop()
+        table = self.tables[-1] if self.tables else _Table()
+        table.rows += 1
+        if table.rows == 1 and row.headers_only and row.cells:
+            table.headers = [_header(cell, i) for i, cell in enumerate(row.cells, start=1)]
+            table.header_line = " | ".join(row.cells)
+            return
+        if table.headers is None:
+            self._emit(" | ".join(row.cells))
+            return
+        pairs: list[str] = []
+        for i, value in enumerate(row.cells):
+            if not value:
+                continue
+            name = table.headers[i] if i < len(table.headers) else f"column {i + 1}"
+            pair = f"{name}: {value}"
+            # Counted pair by pair: a row of many cells must not be built whole first.
+            self.meter.add(len(pair) + (2 if pairs else 0))
+            pairs.append(pair)
+        table.header_line = ""
+        self._emit("; ".join(pairs), counted=True)
+
+    def _definition(self, event: str, name: str) -> None:
+        if event == "end":
+            self.definition -= 1
+            self._end_line()
+            self.after_description = name == "dd"
+            return
+        if name == "dt" and self.after_description and not self.definition:
+            self._end_paragraph()  # a new term: a new pair
+        else:
+            self._end_line()
+        self.after_description = False
+        self.definition += 1
+
+    def _block(self, event: str, name: str) -> None:
+        if name == "table":
+            self._table(event)
+        elif self.definition:
+            self._end_line()  # the blocks of a description stay with its term
+        elif name in _HEADINGS and event == "end":
+            self._end_line()
+            self.after_heading, self.heading_lines = True, len(self.lines)
+        else:
+            self._end_paragraph()
+        if name in _PREFORMATTED:
+            self.preformatted += 1 if event == "start" else -1
+
+    def _table(self, event: str) -> None:
+        if self.definition:
+            self._end_line()
+        else:
+            self._end_paragraph()
+        if event == "start":
+            self.tables.append(_Table())
+        elif self.tables:
+            table = self.tables.pop()
+            if table.header_line:  # a table of headers alone: keep them
+                self._emit(table.header_line)
+                if not self.definition:
+                    self._end_paragraph()
+
+    def _end_line(self) -> None:
+        if self.preformatted:
+            # Indentation is meaning in code; only the end of a line is trimmed.
+            line = "".join(self.current).rstrip()
+            line = line if line.strip() else ""
+        else:
+            line = " ".join("".join(self.current).split())
+        self.current.clear()
+        self._emit(line)
+
+    def _emit(self, line: str, counted: bool = False) -> None:
+        if not line:
+            return
+        self.meter.add(1 if counted else len(line) + 1)  # and the newline after it
+        self.lines.append(line)
+
+    def _end_paragraph(self) -> None:
+        self._end_line()
+        if self.after_heading and len(self.lines) == self.heading_lines:
+            return  # nothing after the headings yet: they wait for their block
+        self._flush()
+
+    def _flush(self) -> None:
+        self.after_heading = False
+        if self.lines:
+            self.meter.add(1)  # a paragraph ends with a blank line
+            self.paragraphs.append("\n".join(self.lines))
+            self.lines.clear()
+
+
+def _header(cell: str, number: int) -> str:
+    return abbreviate_header(cell or f"column {number}")
+
+
+def _walk(root: Tag) -> Iterator[tuple[str, Tag | NavigableString]]:
+    """Yield ``("start", tag)``, text nodes and ``("end", tag)`` in document order.
+
+    Invisible elements, hidden elements and comments are left out. Iterative, so a deeply
+    nested page cannot exhaust Python's recursion limit.
+    """
+    stack: list[tuple[str, Tag | NavigableString]] = [("start", root)]
+    while stack:
+        event, node = stack.pop()
+        if isinstance(node, NavigableString):
+            if not isinstance(node, _NOT_TEXT):
+                yield "text", node
+            continue
+        if event == "end":
+            yield "end", node
+            continue
+        if node.name in _INVISIBLE or node.has_attr("hidden"):
+            continue
+        yield "start", node
+        stack.append(("end", node))
+        for child in reversed(node.contents):
+            if isinstance(child, Tag | NavigableString):
+                stack.append(("start", child))
