@@ -35,13 +35,10 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from sqlalchemy import update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, delete, select
+from sqlmodel import Session, select
 
 from ragloom.chunking import PER_FILE
 from ragloom.indexing import FileIngestor
@@ -49,13 +46,14 @@ from ragloom.loaders import LoaderError
 from ragloom.loaders.archive import ZipLimits
 from ragloom.sandbox import SandboxStopped
 from ragloom.schema import Chunk
-from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
+from ragloom_app.db.models import Source, SourceStatus
 from ragloom_app.errors import user_error
 from ragloom_app.index.base import FileOutcome, IndexingPipeline, IndexingProgress
 from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS, UploadBudget
 from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, index_archive, shown_member_name
 from ragloom_app.index.file.attempts import attempt_underway, start_attempt
 from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
+from ragloom_app.index.file.source_rows import delete_chunk_rows, record_indexed, set_status
 from ragloom_app.index.file.worklock import WorkLock, is_busy
 
 __all__ = ["INTERRUPTED_REASON", "FileIndexingPipeline", "sha256_of"]
@@ -75,10 +73,6 @@ def sha256_of(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class FileIndexingPipeline(IndexingPipeline):
@@ -344,39 +338,7 @@ class FileIndexingPipeline(IndexingPipeline):
 
     def _flip(self, source_id: str, chunks: Sequence[Chunk]) -> bool:
         """Record the chunks and mark the source indexed, in one transaction."""
-        with Session(self.engine) as session:
-            result = session.exec(
-                update(Source)
-                .where(col(Source.id) == source_id, col(Source.status) == SourceStatus.INDEXING)
-                .values(
-                    status=SourceStatus.INDEXED,
-                    chunk_count=len(chunks),
-                    reason=None,
-                    updated_at=_now(),
-                )
-            )
-            if result.rowcount != 1:
-                session.rollback()
-                return False
-            session.add_all(
-                ChunkRecord(
-                    id=c.id,
-                    source_id=source_id,
-                    index_id=self.index_id,
-                    page=c.page,
-                    start=c.start,
-                    end=c.end,
-                    text=c.text,
-                )
-                for c in chunks
-            )
-            session.commit()
-        return True
-
-    def _fail(self, source_id: str, reason: str) -> None:
-        """Undo what a file wrote to the stores and record why it failed."""
-        self._remove_from_stores(source_id)
-        self._set_status(source_id, SourceStatus.FAILED, reason, only_if=SourceStatus.INDEXING)
+        return record_indexed(self.engine, self.index_id, source_id, chunks)
 
     def _set_status(
         self,
@@ -387,16 +349,12 @@ class FileIndexingPipeline(IndexingPipeline):
         only_if: SourceStatus | None = None,
     ) -> bool:
         """Set a source's status (only from ``only_if`` if given); ``False`` if not set."""
-        query = update(Source).where(col(Source.id) == source_id)
-        if only_if is not None:
-            query = query.where(col(Source.status) == only_if)
-        values: dict[str, Any] = {"status": status, "reason": reason, "updated_at": _now()}
-        if status != SourceStatus.INDEXED:
-            values["chunk_count"] = 0
-        with Session(self.engine) as session:
-            changed = session.exec(query.values(**values)).rowcount == 1
-            session.commit()
-        return changed
+        return set_status(self.engine, source_id, status, reason, only_if=only_if)
+
+    def _fail(self, source_id: str, reason: str) -> None:
+        """Undo what a file wrote to the stores and record why it failed."""
+        self._remove_from_stores(source_id)
+        self._set_status(source_id, SourceStatus.FAILED, reason, only_if=SourceStatus.INDEXING)
 
     def _remove_from_stores(self, source_id: str) -> None:
         self.ingestor.vector_store.delete_source(source_id)
@@ -420,7 +378,7 @@ class FileIndexingPipeline(IndexingPipeline):
         start_attempt(self.engine, source)
         with attempt_underway(self.engine, source_id):
             self._remove_from_stores(source_id)
-            self._delete_chunk_rows(source_id)
+            delete_chunk_rows(self.engine, source_id)
             self.partial_path(source_id).unlink(missing_ok=True)
             stored = Path(source.stored_path) if source.stored_path else None
             if stored is not None and stored.is_file() and sha256_of(stored) == source.sha256:
@@ -434,14 +392,9 @@ class FileIndexingPipeline(IndexingPipeline):
         """Take a source out of every store and mark it failed with ``reason``."""
         self._set_status(source_id, SourceStatus.FAILED, reason)
         self._remove_from_stores(source_id)
-        self._delete_chunk_rows(source_id)
+        delete_chunk_rows(self.engine, source_id)
 
     # -- removing --------------------------------------------------------------------------
-    def _delete_chunk_rows(self, source_id: str) -> None:
-        with Session(self.engine) as session:
-            session.exec(delete(ChunkRecord).where(col(ChunkRecord.source_id) == source_id))
-            session.commit()
-
     def remove(self, source_id: str) -> None:
         """Remove a source and its chunks from every store and the database.
 
@@ -453,7 +406,7 @@ class FileIndexingPipeline(IndexingPipeline):
         with Session(self.engine) as session:
             record = session.get(Source, source_id)
             stored = record.stored_path if record is not None else None
-            session.exec(delete(ChunkRecord).where(col(ChunkRecord.source_id) == source_id))
+            delete_chunk_rows(session, source_id)
             if record is not None:
                 session.delete(record)
             session.commit()
