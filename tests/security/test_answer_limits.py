@@ -109,8 +109,10 @@ def test_the_deadline_cuts_a_slow_answer_short_while_others_are_served(
     record = _record(events)
     llm = slow.llm()
     assert isinstance(llm, SlowLLM)
-    # Stopped at the first token past the deadline: the model's stream was closed too.
-    assert DEADLINE <= took < DEADLINE + 0.5, took
+    # Stopped at the first token past the deadline: the model's stream was closed too. The
+    # other user's questions (search, checks) compete for the GIL meanwhile: on a loaded CI
+    # machine the cut came 0.73 s late once, so a second of slack (the answer asked 20 s).
+    assert DEADLINE <= took < DEADLINE + 1.0, took
     assert len(llm.streamed) < 40
     kept = record["answer"].split("\n\n")[0]
     assert kept == "".join(llm.streamed).strip() and kept.startswith("w0 w1 w2")
