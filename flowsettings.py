@@ -25,6 +25,7 @@ REASONINGS = [
     "ragloom_app.reasoning.decompose.DecomposeReasoning",
     "ragloom_app.reasoning.react.ReActReasoning",
     "ragloom_app.reasoning.rewoo.ReWOOReasoning",
+    "ragloom_app.reasoning.auto.AutoReasoning",
 ]
 DEFAULT_REASONING = "fullqa"
 

@@ -27,6 +27,7 @@ __all__ = [
     "Event",
     "GroundingChecked",
     "LLMCallFinished",
+    "ModeChoice",
     "PlanCreated",
     "PlanItem",
     "PlanItemStatus",
@@ -145,9 +146,31 @@ class QuestionCheck:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class ModeChoice:
+    """Which mode answers a question, chosen by another (the ``auto`` mode), and why: the
+    output of its ``route`` and ``escalate`` steps.
+
+    ``mode`` is the chosen mode's id; ``kind`` what the question was taken for
+    (:data:`ragloom.qa.routing.QuestionKind`); ``reason`` why, in words; ``escalated_from``
+    the mode whose answer did not pass, when this is the second try; ``tokens_spent``
+    what the question had cost before this choice.
+    """
+
+    mode: str
+    reason: str
+    kind: str = ""
+    escalated_from: str | None = None
+    tokens_spent: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (the step's output in ``ask --json``)."""
+        return asdict(self)
+
+
 def _json_output(output: Any) -> Any:
     """A step's output at the JSON edge: typed outputs give their ``to_dict``."""
-    return output.to_dict() if isinstance(output, QuestionCheck) else output
+    return output.to_dict() if isinstance(output, QuestionCheck | ModeChoice) else output
 
 
 @dataclass(frozen=True)

@@ -311,6 +311,14 @@ class BaseApp:
                 self._embeddings = build_from_spec(f"EMBEDDINGS[{name!r}]", spec)
             return self._embeddings
 
+    def reasoning_named(self, mode: str) -> type[BaseReasoning]:
+        """The registered reasoning class whose id is ``mode``; ``KeyError`` naming the
+        registered ids if there is none."""
+        try:
+            return self.reasonings[mode]
+        except KeyError:
+            raise KeyError(f"no mode {mode!r} (registered: {', '.join(self.reasonings)})") from None
+
     def reasoning_state(self, **values: Any) -> ReasoningState:
         """A request's state: the default LLM, the registered tools, the LLMs a user may
         choose by name, the embeddings."""
@@ -320,6 +328,7 @@ class BaseApp:
             llm_named=self.selectable_llm,
             get_embeddings=self.embeddings,
             check_grounding=self.settings.grounding_check,
+            reasoning_named=self.reasoning_named,
             **values,
         )
 

@@ -41,6 +41,7 @@ class AppSettings:
             "ragloom_app.reasoning.decompose.DecomposeReasoning",
             "ragloom_app.reasoning.react.ReActReasoning",
             "ragloom_app.reasoning.rewoo.ReWOOReasoning",
+            "ragloom_app.reasoning.auto.AutoReasoning",
         ]
     )
     default_reasoning: str = "fullqa"

@@ -89,3 +89,22 @@ def test_decomposition_answers_each_part_from_the_documents(page: ChatPage) -> N
     sources = {c["source"] for c in record["citations"]}
     assert sources, record
     assert "eight" in record["answer"] or "451" in record["answer"], record["answer"]
+
+
+def test_auto_routes_a_fact_to_fullqa_and_arithmetic_to_rewoo(page: ChatPage) -> None:
+    def chosen(record: dict[str, Any]) -> dict[str, Any]:
+        return next(s["output"] for s in record["steps"] if s["step"] == "route" and "output" in s)
+
+    fact = _ask(page, "auto", "At what temperature does the Zorblax reactor run?")
+    assert chosen(fact)["mode"] == "fullqa"
+    assert "451" in fact["answer"], fact["answer"]
+    assert "reactor.md" in {c["source"] for c in fact["citations"]}, fact
+    computed = _ask(
+        page,
+        "auto",
+        "How many years passed between 2019, when the reactor was commissioned, "
+        "and 2021, when Dr. Vass began directing the plant?",
+    )
+    assert chosen(computed)["mode"] == "rewoo"
+    assert _searched(computed), computed["steps"]
+    assert computed["answer"], computed

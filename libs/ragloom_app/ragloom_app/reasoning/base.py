@@ -44,8 +44,10 @@ class ReasoningState:
     admin lets users choose: ``BaseApp.selectable_llm``), ``get_embeddings`` to get
     the app's embedding model, ``find_terms`` to ask whether terms occur in the indices
     and sources the request may search (set by the chat page; ``None``: nobody can tell),
-    and ``check_grounding``: whether the app checks answers against their passages
-    (``GROUNDING_CHECK``; a mode's own setting may turn it off)."""
+    ``check_grounding``: whether the app checks answers against their passages
+    (``GROUNDING_CHECK``; a mode's own setting may turn it off), and ``reasoning_named``
+    to get another registered mode's class by id (for modes that hand a question on, such
+    as ``auto``; raises ``KeyError`` for an unknown id)."""
 
     llm: ChatLLM
     conversation_id: str | None = None
@@ -55,6 +57,7 @@ class ReasoningState:
     get_embeddings: Callable[[], Embeddings] | None = None  # the app's, loaded on first use
     find_terms: TermLookup | None = None  # in the indices and sources the request searches
     check_grounding: bool = True
+    reasoning_named: Callable[[str], type[BaseReasoning]] | None = None
 
     def grounding_for(self, values: Mapping[str, Any]) -> bool:
         """Whether this request's answer is checked: the app's ``GROUNDING_CHECK`` and the

@@ -172,6 +172,18 @@ def _check_events(owner: str, events: list[Any]) -> None:
         fail_contract(owner, f"steps started and never finished: {', '.join(open_steps)}")
 
 
+def _builtin_reasonings() -> dict[str, type[BaseReasoning]]:
+    """Ragloom's own modes by id (imported here: they are the app's, not this module's)."""
+    from ragloom_app.reasoning.auto import AutoReasoning
+    from ragloom_app.reasoning.decompose import DecomposeReasoning
+    from ragloom_app.reasoning.fullqa import FullQAReasoning
+    from ragloom_app.reasoning.react import ReActReasoning
+    from ragloom_app.reasoning.rewoo import ReWOOReasoning
+
+    classes = (FullQAReasoning, DecomposeReasoning, ReActReasoning, ReWOOReasoning, AutoReasoning)
+    return {cls.get_info().id: cls for cls in classes}
+
+
 def check_reasoning(
     cls: type[BaseReasoning],
     *,
@@ -180,8 +192,12 @@ def check_reasoning(
     question: str = "At what temperature does the Zorblax reactor run?",
     settings: Mapping[str, Any] | None = None,
     tools: ToolRegistry | None = None,
+    reasonings: Mapping[str, type[BaseReasoning]] | None = None,
 ) -> dict[str, Any]:
     """Check a reasoning class, run it once and return the ``ask --json`` record.
+
+    A mode that hands questions on to others (as ``auto`` does) finds them by id in
+    ``reasonings`` (default: the built-in modes and ``cls`` itself).
 
     By default it answers with a :class:`ReplayLLM` over :data:`SAMPLE_PASSAGES`; pass
     ``llm`` (with replies your mode's prompts expect) and ``retrievers`` to run it on
@@ -200,7 +216,14 @@ def check_reasoning(
         fail_contract(owner, "get_info() needs a name and a description")
     check_settings_schema(cls.get_user_settings(), f"{owner}.get_user_settings()")
     llm = llm or ReplayLLM()
-    state = ReasoningState(llm=llm, tools=tools or ToolRegistry(), llm_named=lambda _: llm)
+    modes = dict(reasonings) if reasonings is not None else _builtin_reasonings()
+    modes.setdefault(info.id, cls)
+    state = ReasoningState(
+        llm=llm,
+        tools=tools or ToolRegistry(),
+        llm_named=lambda _: llm,
+        reasoning_named=modes.__getitem__,
+    )
     if retrievers is None:
         retrievers = [StaticRetriever(passages=SAMPLE_PASSAGES)]
     pipeline = cls.get_pipeline(cls.resolve_settings(settings), state, list(retrievers))
