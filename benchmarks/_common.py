@@ -71,22 +71,24 @@ def ask_record(
 
 
 def add_mode_settings_option(parser: argparse.ArgumentParser) -> None:
-    """The repeatable ``--set KEY=INT`` of the reasoning benchmarks (:func:`mode_settings_of`)."""
+    """The repeatable ``--set KEY=VALUE`` of the reasoning benchmarks (:func:`mode_settings_of`)."""
     parser.add_argument(
         "--set",
         action="append",
         default=[],
-        metavar="KEY=INT",
-        help="a mode setting for every mode that has it, e.g. focus_sentences=0 (repeatable)",
+        metavar="KEY=VALUE",
+        help="a mode setting for every mode that has it, e.g. focus_sentences=0 or "
+        "comparison_mode=rewoo (repeatable; digits are a number)",
     )
 
 
-def mode_settings_of(args: argparse.Namespace) -> dict[str, int]:
-    """The mode settings ``--set`` gave, by key."""
-    settings = {}
+def mode_settings_of(args: argparse.Namespace) -> dict[str, int | str]:
+    """The mode settings ``--set`` gave, by key: a number where the value is digits."""
+    settings: dict[str, int | str] = {}
     for item in args.set:
         key, sep, value = item.partition("=")
-        if not sep or not value.strip().lstrip("-").isdigit():
-            raise SystemExit(f"--set {item!r}: expected KEY=INT, e.g. focus_sentences=0")
-        settings[key.strip()] = int(value)
+        value = value.strip()
+        if not sep or not key.strip() or not value:
+            raise SystemExit(f"--set {item!r}: expected KEY=VALUE, e.g. focus_sentences=0")
+        settings[key.strip()] = int(value) if value.lstrip("-").isdigit() else value
     return settings

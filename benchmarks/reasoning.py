@@ -52,7 +52,7 @@ from ragloom_app.pages.chat import ChatPage
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "sotu"
 PREFIX = re.compile(r"^\s*Based on State of the Union Address 2023:\s*", re.IGNORECASE)
 STOPWORDS = frozenset(STOPWORDS_EN_PLUS)
-MODES = ("fullqa", "decompose", "react", "rewoo")
+MODES = ("fullqa", "decompose", "react", "rewoo", "auto")
 
 
 def content_words(text: str) -> set[str]:
@@ -165,6 +165,12 @@ def main() -> None:
                 "searched": searched(record),
                 "crashed": any(s.get("step") == "error" for s in record["steps"]),
                 "plan_repaired": plan[0]["repaired"] if mode == "rewoo" and plan else None,
+                "modes": [
+                    s["output"]["mode"]
+                    for s in record["steps"]
+                    if s["step"] in ("route", "escalate") and s.get("event") == "finished"
+                ],
+                "grounding": (record.get("grounding") or {}).get("status"),
                 "answer": record["answer"],
                 "gold": gold,
             }

@@ -23,12 +23,17 @@ do. Columns:
 - declined: the share of the near misses (``negative``) declined, and ``false decl.`` the
   questions with an answer in the documents that the mode declined;
 - unsupp.: answers that do not decline yet state a number or identifier that occurs
-  neither in the passages they cite nor in the question (:func:`unsupported_specifics`;
-  an answer citing nothing counts when it states any). The grounding check of the app
-  (issue 16) replaces this function once it lands: then read its verdict from the record;
+  neither in the passages they cite nor in the question (:func:`unsupported_specifics`,
+  a check independent of the app's; an answer citing nothing counts when it states any);
+- passed: of those, the ones the app's grounding check let pass as ``supported`` (no
+  sentence marked): the answers presented as supported that are not. Issue 16 wants 0;
 - tokens/q, s/q, p50 s: prompt plus completion tokens of every LLM call, and the mean and
   median wall time of a question (as ``reasoning.py`` counts them);
 - crashed: questions whose mode raised.
+
+For ``auto``, each row also says which modes answered (``modes``: the first, and the
+second when it tried again), and the table is followed by how often each route and
+escalation was taken.
 
 ``--out`` gets one JSON line per answer as it comes (an interrupted run still says
 something; ``--table FILE...`` prints the table of such files, runs split by kind
@@ -190,7 +195,7 @@ def answer_row(
     page: ChatPage,
     item: Mapping[str, Any],
     mode: str,
-    settings: Mapping[str, int],
+    settings: Mapping[str, int | str],
     score: ModuleType,
 ) -> dict[str, Any]:
     """One question put to one mode, scored."""
@@ -202,6 +207,12 @@ def answer_row(
     missing = (
         [] if declined else unsupported_specifics(answer, cited, item["question"], score.normalise)
     )
+    grounding = record.get("grounding") or {}
+    chosen = [
+        s["output"]["mode"]
+        for s in record["steps"]
+        if s["step"] in ("route", "escalate") and s.get("event") == "finished"
+    ]
     return {
         "id": item["id"],
         "kind": item["kind"],
@@ -209,6 +220,9 @@ def answer_row(
         "correct": score.is_correct(item, answer),
         "declined": declined,
         "unsupported": missing,
+        "grounding": grounding.get("status"),
+        "passed_unsupported": bool(missing) and grounding.get("status") == "supported",
+        "modes": chosen,
         "cited": sorted({c["source"] for c in record["citations"]}),
         "tokens": usage["prompt_tokens"] + usage["completion_tokens"],
         "llm_calls": usage["llm_calls"],
@@ -234,6 +248,7 @@ def summary_line(mode: str, rows: list[dict[str, Any]]) -> str:
     cells.append(percent(by_kind["negative"], lambda r: r["declined"]))
     cells.append(percent(answerable, lambda r: r["declined"]))
     cells.append(percent(rows, lambda r: bool(r["unsupported"])))
+    cells.append(percent(rows, lambda r: bool(r.get("passed_unsupported"))))
     tokens = statistics.mean(r["tokens"] for r in rows)
     seconds = [r["seconds"] for r in rows]
     crashed = sum(r["crashed"] for r in rows)
@@ -248,7 +263,7 @@ def summary_line(mode: str, rows: list[dict[str, Any]]) -> str:
 def print_table(rows: dict[str, list[dict[str, Any]]], title: str) -> None:
     """The per-mode table under ``title``, each cell ``right/asked``."""
     print(f"\n{title}")
-    names = [*KINDS, "all", "declined", "false decl", "unsupp."]
+    names = [*KINDS, "all", "declined", "false decl", "unsupp.", "passed"]
     header = (
         f"{'mode':<10} "
         + " ".join(f"{n:>9}" for n in names)
@@ -259,6 +274,14 @@ def print_table(rows: dict[str, list[dict[str, Any]]], title: str) -> None:
     for mode, mode_rows in rows.items():
         if mode_rows:
             print(summary_line(mode, mode_rows))
+    for mode, mode_rows in rows.items():
+        routes: dict[str, int] = {}
+        for row in mode_rows:
+            if row.get("modes"):
+                taken = f"{row['kind']} -> {' -> '.join(row['modes'])}"
+                routes[taken] = routes.get(taken, 0) + 1
+        if routes:
+            print(f"\n{mode}: " + "; ".join(f"{k}: {n}" for k, n in sorted(routes.items())))
 
 
 def select_items(items: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:

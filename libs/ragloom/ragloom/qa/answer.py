@@ -28,7 +28,7 @@ from ragloom.qa.citations import (
     has_words,
     strip_citations,
 )
-from ragloom.qa.grounding import GroundingCheck, ground_answer
+from ragloom.qa.grounding import GroundingCheck, attribute_by_specifics, ground_answer
 from ragloom.retrieval.focus import SentenceFocus
 from ragloom.schema import RetrievedChunk
 
@@ -85,7 +85,9 @@ def cite_answer(
     (``grounding``; ``None``: unchecked); return the citations to show.
 
     Sentences left uncited that clearly restate one evidence item get its number
-    (:func:`~ragloom.qa.citations.attribute_uncited`), announced by
+    (:func:`~ragloom.qa.citations.attribute_uncited`; with ``grounding``, also those whose
+    specifics one item holds: :func:`~ragloom.qa.grounding.attribute_by_specifics`),
+    announced by
     :class:`~ragloom.events.AnswerRevised`. Then :func:`~ragloom.qa.grounding.ground_answer`
     reports each sentence's support and turns an answer none of whose claims is found into
     a decline. An answer without words is replaced by :func:`bare_answer_notice`, keeping
@@ -97,6 +99,8 @@ def cite_answer(
         yield AnswerRevised(notice)
         return citations_for(answer, evidence)
     revised = attribute_uncited(answer, evidence)
+    if grounding is not None:
+        revised = attribute_by_specifics(revised, evidence, grounding.question, grounding.limits)
     if revised != answer:
         answer = revised
         yield AnswerRevised(answer)

@@ -21,7 +21,14 @@ from dataclasses import dataclass, field, replace
 
 from ragloom.events import AnswerRevised, Citation, Event, GroundingChecked
 from ragloom.grounding_report import GroundingReport, GroundingStatus, SentenceSupport
-from ragloom.qa.citations import EvidenceBlock, citations_for, cited_sentences, strip_citations
+from ragloom.qa.citations import (
+    EvidenceBlock,
+    citations_for,
+    cited_sentences,
+    content_words,
+    split_sentences,
+    strip_citations,
+)
 from ragloom.qa.claims import TextHolder, claims_of
 
 __all__ = [
@@ -33,6 +40,7 @@ __all__ = [
     "UNSUPPORTED_ANSWER",
     "GroundingCheck",
     "GroundingLimits",
+    "attribute_by_specifics",
     "check_grounding",
     "decline_for",
     "ground_answer",
@@ -149,6 +157,48 @@ def check_grounding(
         sentences=kept,
         unchecked_sentences=unchecked,
     )
+
+
+def attribute_by_specifics(
+    answer: str, evidence: EvidenceBlock, question: str = "", limits: GroundingLimits | None = None
+) -> str:
+    """Add ``[n]`` to each uncited sentence whose specifics evidence item ``n`` all holds.
+
+    A small model often states what a passage says without citing it, in words of its own
+    (so :func:`~ragloom.qa.citations.attribute_uncited`'s word overlap misses it). A
+    sentence citing nothing that claims a specific the question does not name (a number, a
+    version, an identifier, a quoted phrase) gets the item holding every such specific; of
+    several, the one sharing most of its words. The check that follows judges it as if the
+    model had cited that item: it can no longer pass for citing nothing, nor fail for it.
+    """
+    limits = limits or GroundingLimits()
+    if not evidence.items or len(answer) > limits.max_answer_chars:
+        return answer
+    cut = limits.max_passage_chars
+    holders = [TextHolder(item.chunk.text[:cut]) for item in evidence.items]
+    asked = TextHolder(question[:cut])
+    pieces: list[str] = []
+    for sentence in split_sentences(answer):
+        bare = strip_citations(sentence)
+        claims = [] if bare != sentence else claims_of(sentence, limits.max_specifics)[0]
+        own = [c for c in claims if not any(asked.holds(k) for k in c.keys)]
+        holding = [
+            n
+            for n, holder in enumerate(holders)
+            if own and all(any(holder.holds(k) for k in c.keys) for c in own)
+        ]
+        if not holding:
+            pieces.append(sentence)
+            continue
+        words = content_words(sentence)
+        best = max(
+            holding,
+            key=lambda n: (len(words & content_words(evidence.items[n].chunk.text)), -n),
+        )
+        body = sentence.rstrip()
+        stripped = body.rstrip(".!?。！？")
+        pieces.append(f"{stripped} [{best + 1}]{body[len(stripped) :]}{sentence[len(body) :]}")
+    return "".join(pieces)
 
 
 def should_decline(report: GroundingReport) -> bool:

@@ -1,0 +1,69 @@
+"""Citing, on a small model's behalf, the passage that holds an uncited sentence's specifics."""
+
+from __future__ import annotations
+
+from ragloom.events import AnswerCollector
+from ragloom.qa import CitedAnswerer
+from ragloom.qa.citations import EvidenceBlock
+from ragloom.qa.grounding import attribute_by_specifics
+from ragloom.schema import Chunk, RetrievedChunk
+from tests.helpers.scripted_llm import ScriptedLLM
+
+PASSAGES = [
+    "The canteen opens at eight and serves soup on Fridays.",
+    "The Zorblax reactor runs at 451 kelvin and was commissioned in 1962.",
+    "Reactor 2 runs at 451 kelvin as well; it has 4 coolant pumps.",
+]
+
+
+def _evidence() -> EvidenceBlock:
+    items = [
+        RetrievedChunk(Chunk(f"c{n}", text, "s", f"doc{n}.md"), 1.0 - n / 10)
+        for n, text in enumerate(PASSAGES)
+    ]
+    return EvidenceBlock(text="", items=items)
+
+
+def test_an_uncited_sentence_gets_the_passage_holding_its_specifics() -> None:
+    answer = "It was first switched on in 1962. It is hot."
+    assert (
+        attribute_by_specifics(answer, _evidence())
+        == "It was first switched on in 1962 [2]. It is hot."
+    )
+
+
+def test_of_several_passages_holding_them_the_one_sharing_most_words_is_cited() -> None:
+    answer = "The Zorblax reactor was commissioned at 451 kelvin."
+    assert attribute_by_specifics(answer, _evidence()).endswith("kelvin [2].")
+    answer = "Reactor 2 has coolant pumps and runs at 451 kelvin."
+    assert attribute_by_specifics(answer, _evidence()).endswith("kelvin [3].")
+
+
+def test_a_sentence_is_left_alone_when_no_passage_holds_every_specific() -> None:
+    answer = "It runs at 451 kelvin with 9 pumps."  # 9 is in no passage
+    assert attribute_by_specifics(answer, _evidence()) == answer
+
+
+def test_specifics_the_question_names_do_not_earn_a_citation() -> None:
+    answer = "Yes, it runs at 451 kelvin."
+    assert attribute_by_specifics(answer, _evidence(), "Does it run at 451 kelvin?") == answer
+
+
+def test_a_cited_sentence_keeps_its_own_citation() -> None:
+    answer = "It runs at 451 kelvin [3]."
+    assert attribute_by_specifics(answer, _evidence()) == answer
+
+
+def test_an_answer_citing_nothing_passes_when_its_specifics_are_in_a_passage() -> None:
+    hits = _evidence().items
+    llm = ScriptedLLM(replies=["It was commissioned in 1962."])
+    answerer = CitedAnswerer(llm=llm, check_grounding=True)
+    record = AnswerCollector("fullqa").extend(answerer.stream("When was it built?", hits)).record(0)
+    assert record.answer == "It was commissioned in 1962 [2]."
+    assert record.grounding is not None and record.grounding.supported
+    assert [c.source for c in record.citations] == ["doc1.md"]
+    # An invented year still cites nothing and is still declined.
+    llm = ScriptedLLM(replies=["It was commissioned in 1971."])
+    answerer = CitedAnswerer(llm=llm, check_grounding=True)
+    record = AnswerCollector("fullqa").extend(answerer.stream("When was it built?", hits)).record(0)
+    assert record.grounding is not None and record.grounding.declined
