@@ -23,7 +23,7 @@ def test_nothing_is_created_before_start(tmp_path: Path) -> None:
     assert not (tmp_path / "data").exists()
     app.start()
     assert (tmp_path / "data" / "ragloom.db").is_file()
-    assert list(app.reasonings) == ["fullqa", "decompose", "react", "rewoo"]
+    assert list(app.reasonings) == ["fullqa", "decompose", "react", "rewoo", "auto"]
     assert [index.name for index in app.indices.indices] == ["My files"]
 
 

@@ -132,7 +132,9 @@ def test_an_index_setting_it_does_not_allow_is_a_clear_error(data_dir: Path) -> 
 def test_unknown_mode_is_a_clear_error(data_dir: Path) -> None:
     run = ragloom(data_dir, "ask", "Anything?", "--mode", "telepathy")
     assert run.returncode == 2
-    assert "unknown mode 'telepathy' (available: fullqa, decompose, react, rewoo)" in run.stderr
+    assert (
+        "unknown mode 'telepathy' (available: fullqa, decompose, react, rewoo, auto)" in run.stderr
+    )
 
 
 def test_remove_takes_the_file_out_of_every_store(data_dir: Path) -> None:
@@ -148,3 +150,21 @@ def test_models_prepares_and_names_the_bundled_models(data_dir: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert "Qwen2.5-Coder-0.5B-Instruct Q4_K_M (Apache-2.0), verified sha256" in run.stdout
     assert "all-MiniLM-L6-v2" in run.stdout
+
+
+def test_ask_takes_the_modes_settings_typed_and_refuses_what_it_lacks(data_dir: Path) -> None:
+    question = "At what temperature does the Zorblax reactor run?"
+    run = ragloom(data_dir, "ask", question, "--setting", "top_k=1", "--json")
+    assert run.returncode == 0, run.stderr
+    retrieved = next(
+        s for s in json.loads(run.stdout)["steps"] if s["step"] == "retrieve" and "input" in s
+    )
+    assert retrieved["input"]["top_k"] == 1
+    run = ragloom(data_dir, "ask", question, "--setting", "top_k=99")
+    assert run.returncode == 2 and "top_k must be between 1 and 20, got 99" in run.stderr
+    run = ragloom(data_dir, "ask", question, "--mode", "auto", "--setting", "plan=yes")
+    assert run.returncode == 2
+    assert "no such setting: plan (this mode's settings: single_mode," in run.stderr
+    run = ragloom(data_dir, "modes", "--show-settings")
+    assert run.returncode == 0
+    assert "--setting comparison_mode=decompose" in run.stdout

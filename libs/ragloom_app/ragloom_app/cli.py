@@ -173,6 +173,14 @@ def index_delete(name: str) -> int:
 @click.option("--mode", help="reasoning mode id (see `ragloom modes`)")
 @click.option("--index", "indices", multiple=True, help="only this index (repeatable)")
 @click.option(
+    "--setting",
+    "mode_settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="a setting of the mode, e.g. top_k=5 or comparison_mode=rewoo (repeatable; "
+    "`ragloom modes --show-settings` lists them)",
+)
+@click.option(
     "--index-setting",
     "index_settings",
     multiple=True,
@@ -185,6 +193,7 @@ def ask(
     question: str,
     mode: str | None,
     indices: tuple[str, ...],
+    mode_settings: tuple[str, ...],
     index_settings: tuple[str, ...],
     as_json: bool,
 ) -> int:
@@ -193,14 +202,18 @@ def ask(
         question=question,
         mode=mode,
         index=list(indices) or None,
+        setting=list(mode_settings),
         index_setting=list(index_settings),
         json=as_json,
     )
 
 
 @cli.command(help="list the reasoning modes")
-def modes() -> int:
-    return _run(_cmd_modes)
+@click.option(
+    "--show-settings", "with_settings", is_flag=True, help="also list each mode's settings"
+)
+def modes(with_settings: bool) -> int:
+    return _run(_cmd_modes, show_settings=with_settings)
 
 
 @cli.command(help="list the installed plugins and what each registered")

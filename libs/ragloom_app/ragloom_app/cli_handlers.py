@@ -171,13 +171,21 @@ def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
     from ragloom.events import AnswerDelta, AnswerRecord, AnswerRevised
     from ragloom_app.index.settings import index_settings_from_options
     from ragloom_app.pages.chat import AnswerFinished, ChatPage
+    from ragloom_app.reasoning.settings import mode_settings_from_options
     from ragloom_app.terminal import terminal_text
 
     record: AnswerRecord | None = None
     revised = False
+    page = ChatPage(app)
+    specs = page.reasoning_class(args.mode).get_user_settings()
+    settings = mode_settings_from_options(specs, getattr(args, "setting", []) or [])
     index_settings = index_settings_from_options(args.index_setting)
-    events = ChatPage(app).ask(
-        args.question, mode=args.mode, indices=args.index, index_settings=index_settings
+    events = page.ask(
+        args.question,
+        mode=args.mode,
+        settings=settings,
+        indices=args.index,
+        index_settings=index_settings,
     )
     for event in events:
         if isinstance(event, AnswerFinished):
@@ -214,9 +222,26 @@ def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def _allowed(spec: Mapping[str, Any]) -> str:
+    """A mode setting's label and what it may be, for ``ragloom modes --show-settings``."""
+    label = spec.get("name", "")
+    if spec.get("choices_from"):
+        return f"{label} (an LLM the app offers; empty: the chat's)"
+    choices = [c[1] if isinstance(c, tuple | list) else c for c in spec.get("choices", [])]
+    if choices:
+        return f"{label} (one of: {', '.join(map(str, choices))})"
+    if spec.get("component") == "number" and "minimum" in spec:
+        return f"{label} ({spec['minimum']} to {spec.get('maximum', '...')})"
+    return label
+
+
 def _cmd_modes(app: Any, args: argparse.Namespace) -> int:
     for mode_id, cls in app.reasonings.items():
         print(f"{mode_id:12} {cls.get_info().description}")
+        if getattr(args, "show_settings", False):
+            for key, spec in cls.get_user_settings().items():
+                pair = f"{key}={spec.get('value')}"
+                print(f"    --setting {pair:<28} {_allowed(spec)}")
     return 0
 
 

@@ -141,7 +141,7 @@ def test_ragloom_itself_is_listed_as_a_plugin_that_registered_the_settings(
     app = _start(tmp_path, type("Empty", (), {}))
     (builtin,) = app.builtin_plugins
     assert builtin is app.builtin_info() and builtin.name == "ragloom (built-in)"
-    assert builtin.registered["reasonings"] == ["fullqa", "decompose", "react", "rewoo"]
+    assert builtin.registered["reasonings"] == ["fullqa", "decompose", "react", "rewoo", "auto"]
     assert builtin.registered["index_types"] == ["ragloom_app.index.file.FileIndex"]
     assert builtin.registered["embeddings"] == ["hash"]
     assert app.registry.owner("tools", "calculator") == "the built-in tools"

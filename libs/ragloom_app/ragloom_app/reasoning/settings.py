@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+from ragloom_app.errors import UserFacingError
 from ragloom_app.reasoning.base import SettingSpec
 
 __all__ = [
     "CHAT_LLM_CHOICE",
     "LLM_CHOICES",
+    "ModeSettingsError",
     "count_setting",
     "docsearch_top_k_setting",
     "focus_setting",
     "grounding_setting",
     "llm_name_setting",
+    "mode_settings_from_options",
     "offer_llms",
     "precheck_setting",
     "steps_setting",
@@ -114,3 +118,35 @@ def offer_llms(specs: Mapping[str, SettingSpec], names: Sequence[str]) -> dict[s
         else spec
         for key, spec in specs.items()
     }
+
+
+class ModeSettingsError(UserFacingError, ValueError):
+    """A mode setting given by name (``ragloom ask --setting``) that the mode does not have
+    or does not allow."""
+
+
+def mode_settings_from_options(
+    specs: Mapping[str, SettingSpec], options: Sequence[str]
+) -> dict[str, Any]:
+    """The mode settings of ``KEY=VALUE`` options, each typed by its spec (a number, a
+    flag, one of the choices); a key the mode lacks or a value it refuses raises
+    :class:`ModeSettingsError` naming the mode's settings. A setting whose choices are the
+    LLMs (``choices_from``) stays text: the app refuses an LLM it does not offer."""
+    from ragloom_app.index.settings import IndexSettingsError, typed_setting_value
+
+    values: dict[str, Any] = {}
+    for option in options:
+        key, equals, value = (part.strip() for part in option.partition("="))
+        if not equals or not key:
+            raise ModeSettingsError(f"a mode setting is KEY=VALUE (e.g. top_k=5), got {option!r}")
+        spec = specs.get(key)
+        if spec is None:
+            known = ", ".join(specs) or "none"
+            raise ModeSettingsError(f"no such setting: {key} (this mode's settings: {known})")
+        if spec.get("choices_from"):
+            spec = {**spec, "component": "text"}
+        try:
+            values[key] = typed_setting_value(key, spec, value)
+        except IndexSettingsError as exc:
+            raise ModeSettingsError(str(exc)) from None
+    return values
