@@ -216,9 +216,9 @@ def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
                 missing = ", ".join(sentence.unsupported)
                 print(terminal_text(f"Not in the passages it cites ({missing}): {sentence.text}"))
     for citation in record.citations:
-        page = f", page {citation.page}" if citation.page else ""
+        where = f", page {citation.page}" if citation.page else ""
         snippet = " ".join(terminal_text(citation.text).split())[:160]
-        print(terminal_text(f"[{citation.number}] {citation.source}{page}: ") + snippet)
+        print(terminal_text(f"[{citation.number}] {citation.source}{where}: ") + snippet)
     return 0
 
 
