@@ -10,6 +10,7 @@ from typing import Any
 from ragloom.events import (
     AnswerRecord,
     AnswerUsage,
+    ModeChoice,
     PlanCreated,
     PlanItem,
     StepFinished,
@@ -131,3 +132,20 @@ def test_a_dropped_step_is_struck_through_with_why_and_an_added_one_says_so() ->
         "<code>E1</code> <s>calculator[&lt;b&gt;x&lt;/b&gt;]</s> — not run: a &lt;why&gt;</li>",
         "<code>E2</code> docsearch[Q?] — added: no search left</li>",
     ]
+
+
+def test_autos_choices_show_the_mode_and_why_escaped() -> None:
+    route = ModeChoice(mode="fullqa", reason="single: no cue of another kind", kind="single")
+    again = ModeChoice(
+        mode="rewoo",
+        reason="fullqa did not pass: its answer states what no cited passage holds: <b>9</b>",
+        escalated_from="fullqa",
+    )
+    html_text = usage_html(
+        _rewoo_record(
+            StepFinished("route", 0.0, output=route), StepFinished("escalate", 0.0, output=again)
+        )
+    )
+    assert "<code>route</code> <code>fullqa</code>: single: no cue of another kind" in html_text
+    assert "<code>escalate</code> <code>rewoo</code>: fullqa did not pass" in html_text
+    assert "&lt;b&gt;9&lt;/b&gt;" in html_text and "<b>9</b>" not in html_text

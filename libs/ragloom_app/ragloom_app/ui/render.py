@@ -15,6 +15,7 @@ from typing import Any
 from ragloom.events import (
     AnswerRecord,
     Citation,
+    ModeChoice,
     PlanCreated,
     PlanItem,
     StepFinished,
@@ -179,6 +180,12 @@ def usage_html(record: AnswerRecord) -> str:
             if step.error:
                 items.append(
                     f"<li>{name} failed after {step.seconds:.2f} s: {_esc(step.error)}</li>"
+                )
+            elif isinstance(step.output, ModeChoice):  # auto's route and escalate steps
+                choice = step.output
+                items.append(
+                    f"<li>{name} <code>{_esc(choice.mode)}</code>: "
+                    f"{_esc(_bounded(choice.reason))}</li>"
                 )
             else:
                 items.append(f"<li>{name} {step.seconds:.2f} s</li>")
