@@ -75,3 +75,25 @@ def test_supported_and_unsupported_sentences_render_distinctly(page: Page, live_
         "some claims are not in the passages they cite", timeout=UI_TIMEOUT
     )
     page.screenshot(path=str(SCREENSHOT_DIR / "ragloom-grounding.png"), full_page=True)
+
+
+def test_auto_shows_which_mode_answered_and_why_it_tried_again(page: Page, live_ui: LiveUI) -> None:
+    llm = live_ui.app.llm()
+    assert isinstance(llm, ReplayLLM)
+    plan = "#Plan1: Find the temperature.\n#E1 = docsearch[Zorblax reactor temperature]\n"
+    llm.replies[:] = ["It runs at 900 kelvin [1].", plan, "It runs at 451 kelvin [1]."]
+    page.goto(live_ui.url)
+    page.locator("#mode-selector input[role=combobox]").click(timeout=UI_TIMEOUT)
+    page.get_by_role("option", name="Auto", exact=True).click()
+    page.locator("#question textarea").fill("How hot is the reactor?")
+    page.locator("#send").click()
+
+    answer = page.locator("#chatbot [data-testid=bot]").last
+    expect(answer).to_contain_text("451 kelvin", timeout=UI_TIMEOUT)
+    expect(answer).not_to_contain_text("900")
+    expect(answer.locator("span.rl-claim.rl-supported").first).to_be_visible()
+    page.locator("#usage-accordion").get_by_text("Steps and usage").click()
+    steps = page.locator("#usage .rl-steps")
+    expect(steps).to_contain_text("route fullqa: single: no cue of another kind")
+    expect(steps).to_contain_text("escalate rewoo: fullqa did not pass")
+    page.screenshot(path=str(SCREENSHOT_DIR / "ragloom-auto.png"), full_page=True)
