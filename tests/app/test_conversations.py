@@ -7,6 +7,8 @@ import pytest
 from sqlmodel import Session
 
 from ragloom.events import Citation
+from ragloom.grounding_report import GroundingReport
+from ragloom.qa.grounding import check_grounding
 from ragloom_app.conversations import ConversationStore, StoredMessage
 from ragloom_app.db import create_db_engine
 from ragloom_app.db.models import MessageRecord
@@ -56,3 +58,43 @@ def test_rows_an_earlier_version_stored_read_back_typed(
     assert message == StoredMessage("assistant", "451 K [1] [2].", "fullqa", [first, second])
     # The two rows that are no citation are left out of the message, each said in the log.
     assert len([r for r in caplog.records if "a citation left out" in r.getMessage()]) == 2
+
+
+def _report() -> GroundingReport:
+    return check_grounding(
+        "It runs at 451 kelvin [1]. It was built in 1962 [1].", {1: "It runs at 451 kelvin."}
+    )
+
+
+def test_an_answers_grounding_report_is_kept_with_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    store = ConversationStore(create_db_engine(url))
+    conversation = store.create()
+    store.add_message(conversation, "user", "How hot is it?")
+    store.add_message(conversation, "assistant", "It runs ... [1].", grounding=_report())
+    user, answer = ConversationStore(create_db_engine(url)).messages(conversation)
+    assert user.grounding is None
+    assert answer.grounding == _report()
+    assert answer.grounding is not None and answer.grounding.status == "partly"
+
+
+def test_a_stored_report_that_cannot_be_read_leaves_the_answer_unmarked(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'app.db'}")
+    conversation = ConversationStore(engine).create()
+    broken = {**_report().to_dict(), "status": "certainly"}
+    with Session(engine) as session:
+        for grounding in (broken, {"status": "supported", "sentences": "all"}, None):
+            session.add(
+                MessageRecord(
+                    conversation_id=conversation, role="assistant", content="451 K [1].",
+                    citations=[], grounding=grounding,
+                )
+            )  # fmt: skip
+        session.commit()
+    with caplog.at_level(logging.WARNING, logger="ragloom_app.conversations"):
+        messages = ConversationStore(engine).messages(conversation)
+    assert [m.grounding for m in messages] == [None, None, None]
+    assert [m.content for m in messages] == ["451 K [1]."] * 3
+    assert len([r for r in caplog.records if "grounding report left out" in r.getMessage()]) == 2

@@ -39,3 +39,9 @@ def test_a_new_user_can_ask_how_to_add_a_reasoning_plugin(app: BaseApp) -> None:
     assert record["citations"], record
     assert record["citations"][0]["source"] == "reasoning-plugins.md"
     assert "REASONINGS" in record["citations"][0]["text"]
+
+
+def test_files_no_reader_reads_are_left_out_of_the_first_run(app: BaseApp) -> None:
+    names = {source["name"] for source in app.indices.get("Ragloom docs").list_sources()}
+    assert (DOCS / "images" / "grounding-marks.png").is_file()
+    assert not {name for name in names if name.endswith(".png")}

@@ -9,10 +9,53 @@ question-answering code.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-__all__ = ["GroundingReport", "GroundingStatus", "SentenceSupport", "Specific", "SpecificKind"]
+__all__ = [
+    "MAX_STORED_SENTENCES",
+    "GroundingReport",
+    "GroundingStatus",
+    "SentenceSupport",
+    "Specific",
+    "SpecificKind",
+]
+
+MAX_STORED_SENTENCES = 200
+"""Most sentences :meth:`GroundingReport.from_dict` reads back (the check keeps 60)."""
+MAX_STORED_ITEMS = 200
+"""Most specifics, passages or unsupported names read back for one sentence."""
+
+
+def _text(data: Mapping[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"a stored grounding report's {key!r} is not text")
+    return value
+
+
+def _texts(data: Mapping[str, Any], key: str) -> list[str]:
+    values = data.get(key, [])
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ValueError(f"a stored grounding report's {key!r} is not a list of text")
+    return values[:MAX_STORED_ITEMS]
+
+
+def _numbers(data: Mapping[str, Any], key: str) -> list[int]:
+    values = data.get(key, [])
+    if not isinstance(values, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in values
+    ):
+        raise ValueError(f"a stored grounding report's {key!r} is not a list of numbers")
+    return values[:MAX_STORED_ITEMS]
+
+
+def _mapping(value: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"a stored {what} is a {type(value).__name__}, not an object")
+    return value
+
 
 SpecificKind = Literal["number", "version", "identifier", "option", "quote"]
 """What a specific is: a number (``5``, ``1e6``, ``66%``), a version (``3.35.0``), a code
@@ -35,6 +78,15 @@ class Specific:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form."""
         return {"text": self.text, "kind": self.kind}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Specific:
+        """A specific from its JSON form; ``ValueError`` if it is not one."""
+        data = _mapping(data, "specific")
+        kind = _text(data, "kind")
+        if kind not in get_args(SpecificKind):
+            raise ValueError(f"a stored specific has the unknown kind {kind!r}")
+        return cls(_text(data, "text"), kind)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -75,6 +127,24 @@ class SentenceSupport:
             "unchecked": self.unchecked,
         }
 
+    @classmethod
+    def from_dict(cls, data: Any) -> SentenceSupport:
+        """A sentence's support from its JSON form; ``ValueError`` if it is not one."""
+        data = _mapping(data, "sentence")
+        specifics = data.get("specifics", [])
+        unchecked = data.get("unchecked", 0)
+        if not isinstance(specifics, list) or not isinstance(unchecked, int):
+            raise ValueError("a stored sentence's specifics or unchecked count is malformed")
+        return cls(
+            text=_text(data, "text"),
+            supported=bool(data.get("supported")),
+            specifics=[Specific.from_dict(s) for s in specifics[:MAX_STORED_ITEMS]],
+            unsupported=_texts(data, "unsupported"),
+            cited=_numbers(data, "cited"),
+            supported_by=_numbers(data, "supported_by"),
+            unchecked=max(0, unchecked),
+        )
+
 
 @dataclass(frozen=True)
 class GroundingReport:
@@ -108,3 +178,23 @@ class GroundingReport:
             "unchecked_sentences": self.unchecked_sentences,
             "sentences": [s.to_dict() for s in self.sentences],
         }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> GroundingReport:
+        """A report from its JSON form (as :meth:`to_dict` wrote it, e.g. into the app's
+        database); ``ValueError`` for anything else. At most
+        :data:`MAX_STORED_SENTENCES` sentences are read back."""
+        data = _mapping(data, "grounding report")
+        status = _text(data, "status")
+        if status not in get_args(GroundingStatus):
+            raise ValueError(f"a stored grounding report has the unknown status {status!r}")
+        sentences = data.get("sentences", [])
+        unchecked = data.get("unchecked_sentences", 0)
+        if not isinstance(sentences, list) or not isinstance(unchecked, int):
+            raise ValueError("a stored grounding report's sentences are malformed")
+        return cls(
+            status=status,  # type: ignore[arg-type]
+            sentences=[SentenceSupport.from_dict(s) for s in sentences[:MAX_STORED_SENTENCES]],
+            unchecked_sentences=max(0, unchecked),
+            declined=bool(data.get("declined")),
+        )

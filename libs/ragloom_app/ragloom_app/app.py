@@ -358,12 +358,16 @@ class BaseApp:
 
     # -- first run ---------------------------------------------------------------------------
     def seed_first_run(self) -> Iterator[IndexingProgress | FileOutcome]:
-        """On an empty app, index ``FIRST_RUN_DOCS`` so a new user can ask at once."""
+        """On an empty app, index ``FIRST_RUN_DOCS`` so a new user can ask at once: the
+        files of that folder that a reader reads (its images, say, are left out)."""
         seed = self.settings.first_run_docs
         if not seed or any(index.list_sources() for index in self.indices.indices):
             return
         folder = Path(seed["path"])
-        files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
+        found = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
+        files = [p for p in found if p.suffix.lower() in self.readers]
+        if len(files) < len(found):
+            logger.info("first run: %d files of %s have no reader", len(found) - len(files), folder)
         if not files:
             logger.info("first run: no documents in %s to index", folder)
             return

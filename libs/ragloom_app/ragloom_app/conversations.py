@@ -4,7 +4,8 @@ Messages are typed in and typed out (:class:`StoredMessage`, its citations
 :class:`~ragloom.events.Citation`); the database holds their JSON form. A citation row
 that an earlier version wrote reads back with the fields added since at their defaults;
 one that cannot be read at all is left out of its message (and logged), not the whole
-conversation.
+conversation. So with an answer's grounding report: one that cannot be read is dropped
+(the answer shows unmarked), and an answer stored before reports were kept has none.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from ragloom.events import Citation
+from ragloom.grounding_report import GroundingReport
 from ragloom_app.db.models import Conversation, MessageRecord
 
 __all__ = ["ConversationStore", "StoredMessage"]
@@ -31,12 +33,14 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class StoredMessage:
     """One message of a conversation: who wrote it, its text, and for an answer the mode
-    that wrote it and what it cites."""
+    that wrote it, what it cites and its grounding check (``None``: none ran, or the
+    answer was stored before reports were kept)."""
 
     role: str
     content: str
     mode: str | None = None
     citations: list[Citation] = field(default_factory=list)
+    grounding: GroundingReport | None = None
 
 
 def _citations(rows: Iterable[Any], message_id: int | None) -> list[Citation]:
@@ -50,6 +54,18 @@ def _citations(rows: Iterable[Any], message_id: int | None) -> list[Citation]:
         except (TypeError, ValueError) as exc:
             logger.warning("message %s: a citation left out: %s", message_id, exc)
     return citations
+
+
+def _grounding(data: Any, message_id: int | None) -> GroundingReport | None:
+    """The stored grounding report of a message, or ``None`` if it has none or it
+    cannot be read (logged)."""
+    if data is None:
+        return None
+    try:
+        return GroundingReport.from_dict(data)
+    except (TypeError, ValueError) as exc:
+        logger.warning("message %s: its grounding report left out: %s", message_id, exc)
+        return None
 
 
 class ConversationStore:
@@ -80,6 +96,7 @@ class ConversationStore:
         *,
         mode: str | None = None,
         citations: builtins.list[Citation] | None = None,
+        grounding: GroundingReport | None = None,
     ) -> None:
         """Append a message; the first user message also names the conversation."""
         with Session(self.engine) as session:
@@ -93,6 +110,7 @@ class ConversationStore:
                     content=content,
                     mode=mode,
                     citations=[c.to_dict() for c in citations or []],
+                    grounding=grounding.to_dict() if grounding is not None else None,
                 )
             )
             if role == "user" and conversation.title == "New conversation":
@@ -111,6 +129,12 @@ class ConversationStore:
                 .order_by(col(MessageRecord.id))
             )
             return [
-                StoredMessage(m.role, m.content, m.mode, _citations(m.citations or [], m.id))
+                StoredMessage(
+                    m.role,
+                    m.content,
+                    m.mode,
+                    _citations(m.citations or [], m.id),
+                    _grounding(m.grounding, m.id),
+                )
                 for m in rows
             ]

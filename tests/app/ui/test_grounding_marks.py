@@ -115,3 +115,22 @@ def test_any_answer_is_marked_as_well_formed_html_with_its_text(answer: str) -> 
     marked.feed(markup.replace("not in its sources", ""))
     plain.feed(model_html(answer))
     assert marked.text == plain.text
+
+
+def test_a_reopened_conversation_shows_its_answers_marked_as_when_they_came() -> None:
+    from ragloom_app.conversations import StoredMessage
+    from ragloom_app.ui.render import chat_history
+
+    answer = "It runs at 451 kelvin [1]. It was built in 1962 [1]."
+    report = check_grounding(answer, {1: "It runs at 451 kelvin."})
+    user, marked, unmarked = chat_history(
+        [
+            StoredMessage("user", "It was built in 1962?"),
+            StoredMessage("assistant", answer, "fullqa", grounding=report),
+            StoredMessage("assistant", answer, "fullqa"),  # stored before reports were kept
+        ]
+    )
+    assert marked["content"] == grounded_answer_html(answer, report)
+    assert "rl-unsupported" in marked["content"] and "rl-supported" in marked["content"]
+    assert unmarked["content"] == model_html(answer)
+    assert "rl-claim" not in user["content"]

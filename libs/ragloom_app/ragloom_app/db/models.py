@@ -111,4 +111,6 @@ class MessageRecord(SQLModel, table=True):
     content: str
     mode: str | None = None
     citations: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
+    # The grounding check's report (GroundingReport.to_dict); NULL when none ran.
+    grounding: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: datetime = Field(default_factory=_now)

@@ -250,6 +250,7 @@ class ChatPage:
                 record.answer,
                 mode=mode_id,
                 citations=record.citations,
+                grounding=record.grounding,
             )
         yield AnswerFinished(record)
 

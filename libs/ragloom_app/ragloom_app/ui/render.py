@@ -23,7 +23,7 @@ from ragloom.events import (
 )
 from ragloom_app.conversations import StoredMessage
 from ragloom_app.errors import scrub
-from ragloom_app.ui.grounding_marks import grounding_summary
+from ragloom_app.ui.grounding_marks import grounded_answer_html, grounding_summary
 from ragloom_app.ui.model_text import model_html
 
 __all__ = [
@@ -234,9 +234,15 @@ def step_status(step: StepStarted) -> str:
 
 def chat_history(messages: Iterable[StoredMessage]) -> list[dict[str, str]]:
     """Stored messages as gradio 6 Chatbot messages (only ``role`` and ``content``), their
-    Markdown rendered to HTML that loads nothing (:func:`~ragloom_app.ui.model_text.model_html`)."""
+    Markdown rendered to HTML that loads nothing (:func:`~ragloom_app.ui.model_text.model_html`),
+    an answer's sentences marked as its stored grounding report says, as when it came."""
     return [
-        {"role": m.role, "content": model_html(m.content)}
+        {
+            "role": m.role,
+            "content": grounded_answer_html(m.content, m.grounding)
+            if m.role == "assistant"
+            else model_html(m.content),
+        }
         for m in messages
         if m.role in ("user", "assistant")
     ]
