@@ -107,6 +107,11 @@ def specifics(text: str) -> set[str]:
     return {s for s in found if s}
 
 
+def _unglued(text: str) -> str:
+    """``text`` with a number and the letters glued to it apart: ``500kb`` reads ``500 kb``."""
+    return re.sub(r"(?<=\d)(?=[a-z])|(?<=[a-z])(?=\d)", " ", text)
+
+
 def unsupported_specifics(
     answer: str, cited_texts: Iterable[str], question: str, normalise: Callable[[str], str]
 ) -> list[str]:
@@ -116,10 +121,11 @@ def unsupported_specifics(
     do not count) on token boundaries, so ``4,120,032`` is supported by ``4120032`` and
     ``SQLITE_SCHEMA`` by ``sqlite_schema``. A stand-in for the app's grounding check.
     """
-    haystack = " " + " ".join(normalise(t) for t in [question, *cited_texts]) + " "
+    # A number glued to its unit ("500KB") is the number too: the unit is not checked.
+    haystack = " " + " ".join(_unglued(normalise(t)) for t in [question, *cited_texts]) + " "
     missing = []
     for item in sorted(specifics(answer)):
-        needle = normalise(item)
+        needle = _unglued(normalise(item))
         if needle and f" {needle} " not in haystack:
             missing.append(item)
     return missing
