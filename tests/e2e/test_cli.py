@@ -167,4 +167,4 @@ def test_ask_takes_the_modes_settings_typed_and_refuses_what_it_lacks(data_dir: 
     assert "no such setting: plan (this mode's settings: single_mode," in run.stderr
     run = ragloom(data_dir, "modes", "--show-settings")
     assert run.returncode == 0
-    assert "--setting comparison_mode=decompose" in run.stdout
+    assert "--setting comparison_mode=fullqa" in run.stdout

@@ -140,9 +140,9 @@ class AutoReasoning(BaseReasoning):
         return ReasoningInfo(
             id=AUTO_MODE_ID,
             name="Auto",
-            description="Choose the mode for each question: one fact to FullQA, "
-            "arithmetic to ReWOO with the calculator, several facts to decomposition; "
-            "try once more when the answer is not grounded in its sources.",
+            description="Choose the mode for each question by its wording (arithmetic "
+            "to ReWOO with the calculator; which mode takes one fact or several facts is a "
+            "setting) and try once more when the answer is not grounded in its sources.",
         )
 
     @classmethod
@@ -156,10 +156,14 @@ class AutoReasoning(BaseReasoning):
                 "rewoo",
                 "Questions whose answer is computed from documented numbers.",
             ),
+            # Measured (docs/performance.md): with the bundled 0.5B model neither
+            # decomposition nor ReWOO answers more two-page questions than FullQA (1, 0
+            # and 1 of 10), at 3.0x and 2.2x its tokens; with a larger model, try them.
             "comparison_mode": _mode_setting(
                 "Mode for several facts",
-                "decompose",
-                "Questions about two things, or a fact to find before the one asked for.",
+                "fullqa",
+                "Questions about two things, or a fact to find before the one asked for "
+                "(decomposition or ReWOO may do better with a larger model).",
             ),
             "escalation_mode": _mode_setting(
                 "Mode to try again with",
