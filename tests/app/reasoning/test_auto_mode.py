@@ -159,3 +159,14 @@ def test_mode_costs_start_from_the_measured_figures_and_follow_what_is_spent() -
     for spent in (100, 300, 500):
         costs.record("rewoo", spent)
     assert costs.expected("rewoo") == 400  # the last two
+
+
+def test_several_facts_go_to_the_mode_the_setting_names(app: BaseApp) -> None:
+    both = "Which is hotter, and which is older: both reactors?"
+    record, _, _ = _ask(app, both, ["It runs at 451 kelvin [1]."])
+    route = _choices(record)["route"]
+    assert (route.kind, route.mode) == ("comparison", "fullqa")  # measured: the default
+    parts = ["1. How hot is the reactor?\n", "451 kelvin [1].", "It runs at 451 kelvin [1]."]
+    record, _, _ = _ask(app, both, parts, comparison_mode="decompose")
+    assert _choices(record)["route"].mode == "decompose"
+    assert record.grounding is not None and record.grounding.supported
