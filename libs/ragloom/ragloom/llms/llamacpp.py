@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from llama_cpp.llama_grammar import LlamaGrammar
     from llama_cpp.llama_types import ChatCompletionRequestMessage
 
+    from ragloom.llms.bundled import SplitModel
+
 __all__ = ["LlamaCppChat", "evaluated_prompt_tokens"]
 
 logger = logging.getLogger(__name__)
@@ -182,7 +184,12 @@ class LlamaCppChat(ChatLLM):
     included (llama-cpp-python's own usage leaves that one out, so it can be one lower).
     """
 
-    model_path: str | None = Param(None, help="GGUF file; None = the bundled default model.")
+    model_path: str | None = Param(None, help="GGUF file; None = the bundled model below.")
+    bundled: str = Param(
+        "qwen2.5-coder-0.5b",
+        help="Which bundled model when no model_path: a name in ragloom.llms.bundled."
+        "BUNDLED_MODELS (qwen2.5-coder-0.5b, or qwen2.5-coder-1.5b once its packages are in).",
+    )
     n_ctx: int = Param(4096, help="Context size in tokens (prompt plus answer).")
     n_threads: int = Param(
         default_callback=lambda _: os.cpu_count() or 1,
@@ -200,9 +207,9 @@ class LlamaCppChat(ChatLLM):
     @property
     def name(self) -> str:
         """``llama.cpp/<file name>``."""
-        from ragloom.llms.bundled import MODEL_FILENAME
-
-        return f"llama.cpp/{Path(self.model_path).name if self.model_path else MODEL_FILENAME}"
+        if self.model_path:
+            return f"llama.cpp/{Path(self.model_path).name}"
+        return f"llama.cpp/{self._bundled_model().filename}"
 
     def llama(self) -> llama_cpp.Llama:
         """The shared ``llama_cpp.Llama`` (loaded on first use); hold no reference across calls."""
@@ -250,13 +257,23 @@ class LlamaCppChat(ChatLLM):
         with model.lock:
             yield from self._generate(model, messages, options, timer)
 
+    def _bundled_model(self) -> SplitModel:
+        """The bundled model ``bundled`` names; ``LLMError`` naming the known ones if none."""
+        from ragloom.llms.bundled import BUNDLED_MODELS
+
+        model = BUNDLED_MODELS.get(self.bundled)
+        if model is None:
+            known = ", ".join(BUNDLED_MODELS)
+            raise LLMError(f"no bundled model {self.bundled!r} (bundled: {known})")
+        return model
+
     def _model(self) -> _LoadedModel:
         if self.model_path:
             path = self.model_path
         else:
             from ragloom.llms.bundled import bundled_model_path
 
-            path = str(bundled_model_path())
+            path = str(bundled_model_path(model=self._bundled_model()))
         return _load_model(path, self.n_ctx, self.n_threads, self.n_batch, self.seed, self.verbose)
 
     def _generate(
