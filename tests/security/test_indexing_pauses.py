@@ -3,8 +3,12 @@
 Reading and chunking run in the readers sandbox, but writing to Chroma runs in the app:
 its Rust core keeps the GIL for the whole of a call, so one upsert of thousands of chunks
 (or a delete by filter) froze every other thread, the UI's included, for seconds. Writes
-and deletes go in calls of ``ROWS_PER_WRITE`` rows; a heartbeat thread is never paused
-more than 0.5 s while a file of some 3,000 chunks is indexed and removed.
+and deletes go in calls of ``ROWS_PER_WRITE`` rows; a heartbeat thread is never held
+more than 0.5 s while a file of some 3,000 chunks is indexed and removed. Held, not
+merely paused: the gaps are counted by what the process ran during them
+(``Heartbeat.longest_held_pause``), since on a loaded machine the OS alone keeps the
+whole process off the cores for that long (0.94 s wall was seen with a benchmark's
+llama.cpp beside the test suite); a call that keeps the GIL for seconds runs for seconds.
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ def test_a_file_of_thousands_of_chunks_is_indexed_and_removed_without_freezing(
         ]
     (outcome,) = outcomes
     assert outcome.status == "indexed" and outcome.chunks > 2000, outcome
-    assert indexing.longest_pause < 0.5, indexing.longest_pause
+    assert indexing.longest_held_pause < 0.5, (indexing.longest_held_pause, indexing.longest_pause)
     with Heartbeat() as removing:
         assert index.remove_source(str(outcome.source_id))
-    assert removing.longest_pause < 0.5, removing.longest_pause
+    assert removing.longest_held_pause < 0.5, (removing.longest_held_pause, removing.longest_pause)
     assert index.list_sources() == [] and index.check().clean
