@@ -5,7 +5,7 @@ from __future__ import annotations
 from ragloom.events import AnswerCollector
 from ragloom.qa import CitedAnswerer
 from ragloom.qa.citations import EvidenceBlock
-from ragloom.qa.grounding import attribute_by_specifics
+from ragloom.qa.grounding import attribute_by_specifics, check_grounding
 from ragloom.schema import Chunk, RetrievedChunk
 from tests.helpers.scripted_llm import ScriptedLLM
 
@@ -39,8 +39,23 @@ def test_of_several_passages_holding_them_the_one_sharing_most_words_is_cited() 
     assert attribute_by_specifics(answer, _evidence()).endswith("kelvin [3].")
 
 
-def test_a_sentence_is_left_alone_when_no_passage_holds_every_specific() -> None:
+def test_a_sentence_drawing_on_two_passages_cites_both() -> None:
+    answer = "It was commissioned in 1962 and has 4 coolant pumps."
+    assert attribute_by_specifics(answer, _evidence()) == (
+        "It was commissioned in 1962 and has 4 coolant pumps [2, 3]."
+    )
+
+
+def test_a_specific_no_passage_holds_stays_unsupported_after_citing() -> None:
     answer = "It runs at 451 kelvin with 9 pumps."  # 9 is in no passage
+    cited = attribute_by_specifics(answer, _evidence())
+    assert cited == "It runs at 451 kelvin with 9 pumps [3]."  # [3] also says "pumps"
+    report = check_grounding(cited, {n + 1: text for n, text in enumerate(PASSAGES)})
+    assert report.sentences[0].unsupported == ["9"] and not report.supported
+
+
+def test_a_sentence_is_left_alone_when_no_passage_holds_any_specific() -> None:
+    answer = "It runs at 900 kelvin."
     assert attribute_by_specifics(answer, _evidence()) == answer
 
 

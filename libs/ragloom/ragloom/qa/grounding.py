@@ -33,6 +33,7 @@ from ragloom.qa.claims import TextHolder, claims_of
 
 __all__ = [
     "DECLINE_PASSAGES",
+    "MAX_ATTRIBUTED_PASSAGES",
     "MAX_GROUNDED_ANSWER_CHARS",
     "MAX_GROUNDED_PASSAGE_CHARS",
     "MAX_GROUNDED_SENTENCES",
@@ -61,6 +62,8 @@ MAX_GROUNDED_PASSAGE_CHARS = 50_000
 """Most characters of one passage, the question or a tool's result searched; a specific
 only past them is not found. A built-in chunk is about 1,000 characters."""
 DECLINE_PASSAGES = 3
+MAX_ATTRIBUTED_PASSAGES = 3
+"""Most passages :func:`attribute_by_specifics` cites for one sentence."""
 """How many of the closest passages a decline lists when the answer cited none."""
 UNSUPPORTED_ANSWER = "The documents I found do not support an answer: {reason}."
 """The decline an answer becomes when none of its specific claims is found."""
@@ -162,14 +165,18 @@ def check_grounding(
 def attribute_by_specifics(
     answer: str, evidence: EvidenceBlock, question: str = "", limits: GroundingLimits | None = None
 ) -> str:
-    """Add ``[n]`` to each uncited sentence whose specifics evidence item ``n`` all holds.
+    """Add ``[n]`` (or ``[n, m]``) to each uncited sentence, citing the evidence items that
+    hold its specifics.
 
-    A small model often states what a passage says without citing it, in words of its own
+    A small model often states what passages say without citing them, in words of its own
     (so :func:`~ragloom.qa.citations.attribute_uncited`'s word overlap misses it). A
-    sentence citing nothing that claims a specific the question does not name (a number, a
-    version, an identifier, a quoted phrase) gets the item holding every such specific; of
-    several, the one sharing most of its words. The check that follows judges it as if the
-    model had cited that item: it can no longer pass for citing nothing, nor fail for it.
+    sentence citing nothing that claims specifics the question does not name (numbers,
+    versions, identifiers, quoted phrases) cites, one by one, the item holding most of
+    those not yet held (of several, the one sharing most of its words), at most
+    :data:`MAX_ATTRIBUTED_PASSAGES`, until every one is held or no item holds another. The
+    check that follows judges it as if the model had cited those items: a specific none of
+    them holds is still unsupported, and the answer can no longer pass, nor be declined,
+    for citing nothing.
     """
     limits = limits or GroundingLimits()
     if not evidence.items or len(answer) > limits.max_answer_chars:
@@ -181,23 +188,31 @@ def attribute_by_specifics(
     for sentence in split_sentences(answer):
         bare = strip_citations(sentence)
         claims = [] if bare != sentence else claims_of(sentence, limits.max_specifics)[0]
-        own = [c for c in claims if not any(asked.holds(k) for k in c.keys)]
-        holding = [
-            n
-            for n, holder in enumerate(holders)
-            if own and all(any(holder.holds(k) for k in c.keys) for c in own)
-        ]
-        if not holding:
+        left = [c for c in claims if not any(asked.holds(k) for k in c.keys)]
+        words = content_words(sentence)
+        chosen: list[int] = []
+        while left and len(chosen) < MAX_ATTRIBUTED_PASSAGES:
+            held = [[c for c in left if any(holder.holds(k) for k in c.keys)] for holder in holders]
+            best = max(
+                (n for n in range(len(holders)) if n not in chosen),
+                key=lambda n: (
+                    len(held[n]),
+                    len(words & content_words(evidence.items[n].chunk.text)),
+                    -n,
+                ),
+                default=None,
+            )
+            if best is None or not held[best]:
+                break
+            chosen.append(best)
+            left = [c for c in left if c not in held[best]]
+        if not chosen:
             pieces.append(sentence)
             continue
-        words = content_words(sentence)
-        best = max(
-            holding,
-            key=lambda n: (len(words & content_words(evidence.items[n].chunk.text)), -n),
-        )
+        marks = ", ".join(str(n + 1) for n in sorted(chosen))
         body = sentence.rstrip()
         stripped = body.rstrip(".!?。！？")
-        pieces.append(f"{stripped} [{best + 1}]{body[len(stripped) :]}{sentence[len(body) :]}")
+        pieces.append(f"{stripped} [{marks}]{body[len(stripped) :]}{sentence[len(body) :]}")
     return "".join(pieces)
 
 
