@@ -178,3 +178,19 @@ def test_a_tool_that_says_what_it_takes_wrongly_is_refused(
     bad = type("BadTool", (ShoutTool,), {attribute: value, "__module__": __name__})
     with pytest.raises(TypeError, match=message):
         check_runnable(bad)
+
+
+def test_a_search_using_a_dropped_step_searches_for_what_that_step_was_to_find() -> None:
+    screened = _screen(
+        "#Plan1: Find the small businesses.\n#E1 = docsearch[small businesses]\n"
+        "#Plan2: Keep only the new ones.\n#E2 = calculator[#E1 <= 1000]\n"
+        "#Plan3: Look them up.\n#E3 = docsearch[#E2]\n"
+    )
+    assert set(_reasons(screened.dropped)) == {2, 3}
+    (repair,) = screened.repaired
+    assert repair.step.tool == "docsearch" and repair.step.tool_input == "Keep only the new ones."
+    assert (
+        repair.step.id == 4
+        and repair.reason == "in place of #E3: searches for what #E2 was to find"
+    )
+    assert [s.id for s in screened.plan.steps] == [1, 4] and screened.added is None

@@ -61,6 +61,7 @@ def _plan_items(plan: Plan, screened: ScreenedPlan) -> list[PlanItem]:
         _item(step, "dropped", why[step.id]) if step.id in why else _item(step)
         for step in plan.steps
     ]
+    items.extend(_item(item.step, "added", item.reason) for item in screened.repaired)
     if screened.added is not None:
         items.append(_item(screened.added, "added", "the steps left do not search the documents"))
     return items

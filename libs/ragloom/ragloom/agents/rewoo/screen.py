@@ -12,10 +12,13 @@ use (``accepts``) and how to check an input (``check_input``); see
   runs: :func:`input_problem`);
 - it uses a dropped step.
 
-Nothing is repaired: a repair would have to guess what the planner meant (which number of
-which passage), while the solver sees the passages themselves and is told what was
-dropped and why. When the drops leave no search of the documents, a search for the
-question is added, so that the answer still comes from the documents.
+Nothing is repaired but a search: a repair would have to guess what the planner meant
+(which number of which passage), while the solver sees the passages themselves and is told
+what was dropped and why. A search that uses a dropped step is the one exception: it is
+replaced by a search for what the dropped step was to find (its ``#Plan`` line, or the
+question), since more of the right passages is what a padded plan's later searches give
+the solver. When the drops leave no search of the documents, a search for the question
+is added, so that the answer still comes from the documents.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ragloom.agents.tools.limits import cut_text
 __all__ = [
     "ADDED_SEARCH_TEXT",
     "MAX_REASON_CHARS",
+    "REPAIRED_SEARCH_REASON",
     "SAMPLE_NUMBER",
     "DroppedStep",
     "ScreenedPlan",
@@ -47,6 +51,8 @@ MAX_REASON_CHARS = 300
 """Characters kept of the reason a tool's check gives (a plugin's may be long)."""
 ADDED_SEARCH_TEXT = "Search the documents for the question (no planned search was left)."
 """The description of the search added when the drops left none."""
+REPAIRED_SEARCH_REASON = "in place of #E{step}: searches for what {uses} was to find"
+"""Why a search replacing one that used a dropped step was added."""
 
 _KIND_WORDS: dict[ResultKind, str] = {
     "passages": "passages found in the documents",
@@ -67,11 +73,13 @@ class DroppedStep:
 
 @dataclass(frozen=True)
 class ScreenedPlan:
-    """The steps that run (``plan``), the ones ``dropped``, and the search ``added``."""
+    """The steps that run (``plan``), the ones ``dropped``, the ``repaired`` searches that
+    replace dropped ones (each with why), and the search ``added`` when none was left."""
 
     plan: Plan
     dropped: tuple[DroppedStep, ...] = ()
     added: PlanStep | None = None
+    repaired: tuple[DroppedStep, ...] = ()
 
 
 def input_problem(tool: BaseTool | type[BaseTool], text: str) -> str | None:
@@ -133,10 +141,25 @@ def screen_plan(
         return ScreenedPlan(plan)
     kept = [step for step in plan.steps if step.id not in reasons]
     dropped = tuple(DroppedStep(s, reasons[s.id]) for s in plan.steps if s.id in reasons)
-    added = None
     # "#E" in the question would read as a reference to a step.
     query = " ".join(question.replace("#E", "E").split())
+    next_id = max(by_id) + 1
+    repaired: list[DroppedStep] = []
+    for item in dropped:
+        step = item.step
+        if step.tool != search_tool or not step.depends_on <= set(reasons):
+            continue
+        words = [by_id[n].description or query for n in sorted(step.depends_on)]
+        text = " ".join(" ".join(words).replace("#E", "E").split())
+        if text:
+            search = PlanStep(next_id, step.tool, text, step.description)
+            uses = ", ".join(f"#E{n}" for n in sorted(step.depends_on))
+            reason = REPAIRED_SEARCH_REASON.format(step=step.id, uses=uses)
+            repaired.append(DroppedStep(search, reason))
+            kept.append(search)
+            next_id += 1
+    added = None
     if query and search_tool in tools and not any(step.tool == search_tool for step in kept):
-        added = PlanStep(max(by_id) + 1, str(search_tool), query, ADDED_SEARCH_TEXT)
+        added = PlanStep(next_id, str(search_tool), query, ADDED_SEARCH_TEXT)
         kept.append(added)
-    return ScreenedPlan(Plan(kept, plan.raw, plan.unparsed), dropped, added)
+    return ScreenedPlan(Plan(kept, plan.raw, plan.unparsed), dropped, added, tuple(repaired))
