@@ -10,11 +10,13 @@ types alone, so a plugin mode's plan reads as a built-in's.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
+from ragloom.citation import Citation
 from ragloom.grounding_report import GroundingReport
 from ragloom.llms.base import Usage
+from ragloom.step_outputs import ModeChoice, QuestionCheck
 
 __all__ = [
     "AnswerCollector",
@@ -37,52 +39,6 @@ __all__ = [
     "StepStarted",
     "readable_name",
 ]
-
-
-@dataclass(frozen=True)
-class Citation:
-    """What an ``[n]`` in an answer refers to: a chunk of a source file.
-
-    ``score`` is the retrieval score and ``found_by`` each retriever's own score (e.g.
-    ``{"vector": 0.62, "fulltext": 7.1}``). ``highlight`` is the ``(start, end)`` span of
-    ``text`` that the answer quotes, if it quotes one.
-    """
-
-    number: int
-    source: str
-    page: int | None
-    text: str
-    chunk_id: str
-    score: float = 0.0
-    start: int = 0
-    end: int = 0
-    found_by: dict[str, float] = field(default_factory=dict)
-    highlight: tuple[int, int] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form (``ask --json``, the database)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Citation:
-        """A citation from its JSON form, as this or an earlier version stored it: keys it
-        does not know are ignored, fields added since take their defaults, and the
-        highlight, a list once it went through JSON, is a tuple again.
-
-        Raises ``ValueError`` when a field every version stored is missing."""
-        known = {f.name for f in fields(cls)}
-        values = {key: value for key, value in data.items() if key in known}
-        missing = [name for name in ("number", "source", "text", "chunk_id") if name not in values]
-        if missing:
-            raise ValueError(f"a stored citation lacks {', '.join(missing)}")
-        values.setdefault("page", None)
-        highlight = values.get("highlight")
-        if isinstance(highlight, list | tuple) and len(highlight) == 2:
-            values["highlight"] = (highlight[0], highlight[1])
-        elif highlight is not None:
-            values["highlight"] = None
-        values["found_by"] = dict(values.get("found_by") or {})
-        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -124,48 +80,6 @@ def _default_label(event: StepStarted | StepFinished) -> None:
     # Frozen dataclasses: set the fallback once, so every reader sees the same label.
     if not event.label:
         object.__setattr__(event, "label", readable_name(event.name))
-
-
-@dataclass(frozen=True)
-class QuestionCheck:
-    """What the check before answering found: the output of the ``precheck`` step.
-
-    ``terms`` are the specifics of the question that were looked up (identifiers, options,
-    versions, quoted phrases, rare words: :mod:`ragloom.qa.specifics`); ``missing`` those no
-    readable index holds; ``not_in_passages`` the strict ones the retrieved passages do not
-    hold, when they hold none; ``declined`` whether the mode answered without the model.
-    """
-
-    terms: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    not_in_passages: list[str] = field(default_factory=list)
-    declined: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form (the ``precheck`` of ``ask --json`` and the step's output)."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class ModeChoice:
-    """Which mode answers a question, chosen by another (the ``auto`` mode), and why: the
-    output of its ``route`` and ``escalate`` steps.
-
-    ``mode`` is the chosen mode's id; ``kind`` what the question was taken for
-    (:data:`ragloom.qa.routing.QuestionKind`); ``reason`` why, in words; ``escalated_from``
-    the mode whose answer did not pass, when this is the second try; ``tokens_spent``
-    what the question had cost before this choice.
-    """
-
-    mode: str
-    reason: str
-    kind: str = ""
-    escalated_from: str | None = None
-    tokens_spent: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form (the step's output in ``ask --json``)."""
-        return asdict(self)
 
 
 def _json_output(output: Any) -> Any:
