@@ -28,8 +28,9 @@ __all__ = [
     "strip_citations",
 ]
 
-_CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
-_LEADING_CITATIONS = re.compile(r"\s*(?:\[\d+(?:\s*[,;]\s*\d+)*\]\s*)+")
+# At most 9 digits: a number past that is no source, and int() refuses 4,300 digits and more.
+_CITATION = re.compile(r"\[(\d{1,9}(?:\s*[,;]\s*\d{1,9})*)\]")
+_LEADING_CITATIONS = re.compile(r"\s*(?:\[\d{1,9}(?:\s*[,;]\s*\d{1,9})*\]\s*)+")
 # A sentence ends at . ! ? followed by a space or the end (so "flowsettings.py" is one
 # word), at CJK end marks (no space follows them) or at a line break.
 _SENTENCE = re.compile(r".+?(?:[.!?]+(?=\s|$)|[。！？]+|\n|$)", re.S)

@@ -61,6 +61,16 @@ def test_references_are_whole_tokens_up_to_e10_and_beyond() -> None:
     )
 
 
+def test_a_reference_or_step_number_of_thousands_of_digits_is_text_not_a_crash() -> None:
+    # int() refuses 4,300 digits and more; a model may write anything.
+    huge = "9" * 5000
+    plan = parse_plan(f"#E1 = docsearch[x #E{huge}]")
+    assert plan.step(1).depends_on == frozenset()
+    assert substitute_evidence(f"#E{huge}", {1: "one"}) == f"#E{huge}"
+    with pytest.raises(PlanValidationError, match="no step of the form"):
+        validate_plan(parse_plan(f"#E{huge} = docsearch[x]"), TOOLS)
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [

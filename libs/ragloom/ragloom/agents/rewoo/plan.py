@@ -34,9 +34,10 @@ __all__ = [
 
 _PLAN_LINE = re.compile(r"^\s*#?\s*Plan\s*\d*\s*[:.]\s*(?P<text>.*)$", re.I)
 _STEP_LINE = re.compile(
-    r"^\s*#?\s*E(?P<id>\d+)\s*[:=]\s*(?P<tool>[A-Za-z_][\w.-]*)\s*\[(?P<input>.*)\]\s*$", re.I
+    r"^\s*#?\s*E(?P<id>\d{1,9})\s*[:=]\s*(?P<tool>[A-Za-z_][\w.-]*)\s*\[(?P<input>.*)\]\s*$", re.I
 )
-_REFERENCE = re.compile(r"#E(\d+)(?!\d)")
+# At most 9 digits, like a step id: int() refuses 4,300 digits and more.
+_REFERENCE = re.compile(r"#E(\d{1,9})(?!\d)")
 
 
 class PlanValidationError(ValueError):
