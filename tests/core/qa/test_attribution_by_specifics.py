@@ -1,4 +1,5 @@
-"""Citing, on a small model's behalf, the passage that holds an uncited sentence's specifics."""
+"""Citing, on a small model's behalf, the passage that holds a sentence's specifics when
+the sentence cites none, or cites one that does not hold them."""
 
 from __future__ import annotations
 
@@ -67,6 +68,31 @@ def test_specifics_the_question_names_do_not_earn_a_citation() -> None:
 def test_a_cited_sentence_keeps_its_own_citation() -> None:
     answer = "It runs at 451 kelvin [3]."
     assert attribute_by_specifics(answer, _evidence()) == answer
+
+
+def test_a_sentence_citing_the_wrong_passage_also_cites_the_one_holding_its_specifics() -> None:
+    # The model read the year in [2] but cited the canteen: [2] is added, [1] stays.
+    answer = "It was commissioned in 1962 [1]."
+    cited = attribute_by_specifics(answer, _evidence())
+    assert cited == "It was commissioned in 1962 [1] [2]."
+    report = check_grounding(cited, {n + 1: text for n, text in enumerate(PASSAGES)})
+    assert report.supported and report.sentences[0].supported_by == [2]
+    # Only what the cited passage lacks is looked for: 451 is in [3], 4 pumps too.
+    answer = "Reactor 2 runs at 451 kelvin with 4 coolant pumps [3]."
+    assert attribute_by_specifics(answer, _evidence()) == answer
+
+
+def test_a_specific_no_passage_holds_earns_no_citation_and_stays_unsupported() -> None:
+    answer = "It was commissioned in 1971 [2]."
+    assert attribute_by_specifics(answer, _evidence()) == answer
+    report = check_grounding(answer, {n + 1: text for n, text in enumerate(PASSAGES)})
+    assert report.sentences[0].unsupported == ["1971"]
+
+
+def test_a_citation_of_a_number_past_any_source_is_no_citation() -> None:
+    # int() refuses 4,300 digits and more: such "citations" must not raise.
+    answer = f"It runs at 451 kelvin [{'9' * 5000}]."
+    assert attribute_by_specifics(answer, _evidence()).endswith("] [2].")
 
 
 def test_an_answer_citing_nothing_passes_when_its_specifics_are_in_a_passage() -> None:

@@ -24,6 +24,7 @@ from ragloom.grounding_report import GroundingReport, GroundingStatus, SentenceS
 from ragloom.qa.citations import (
     EvidenceBlock,
     citations_for,
+    cited_numbers,
     cited_sentences,
     content_words,
     split_sentences,
@@ -165,18 +166,19 @@ def check_grounding(
 def attribute_by_specifics(
     answer: str, evidence: EvidenceBlock, question: str = "", limits: GroundingLimits | None = None
 ) -> str:
-    """Add ``[n]`` (or ``[n, m]``) to each uncited sentence, citing the evidence items that
-    hold its specifics.
+    """Add ``[n]`` (or ``[n, m]``) to each sentence whose specifics the passages it cites
+    do not hold, citing the evidence items that hold them.
 
     A small model often states what passages say without citing them, in words of its own
-    (so :func:`~ragloom.qa.citations.attribute_uncited`'s word overlap misses it). A
-    sentence citing nothing that claims specifics the question does not name (numbers,
-    versions, identifiers, quoted phrases) cites, one by one, the item holding most of
-    those not yet held (of several, the one sharing most of its words), at most
-    :data:`MAX_ATTRIBUTED_PASSAGES`, until every one is held or no item holds another. The
-    check that follows judges it as if the model had cited those items: a specific none of
-    them holds is still unsupported, and the answer can no longer pass, nor be declined,
-    for citing nothing.
+    (so :func:`~ragloom.qa.citations.attribute_uncited`'s word overlap misses it), or cites
+    one passage for a fact another holds ("defines America as 'Possibilities' [2]", the
+    word in [5]). Of a sentence's specifics (numbers, versions, identifiers, quoted
+    phrases) the question does not name and its cited items do not hold, it cites, one by
+    one, the item holding most of those not yet held (of several, the one sharing most of
+    its words), at most :data:`MAX_ATTRIBUTED_PASSAGES`, until every one is held or no
+    item holds another. The check that follows judges it as if the model had cited those
+    items too: a specific no item shown to the model holds is still unsupported, and the
+    answer can no longer pass, nor be declined, for citing nothing.
     """
     limits = limits or GroundingLimits()
     if not evidence.items or len(answer) > limits.max_answer_chars:
@@ -185,21 +187,28 @@ def attribute_by_specifics(
     holders = [TextHolder(item.chunk.text[:cut]) for item in evidence.items]
     asked = TextHolder(question[:cut])
     pieces: list[str] = []
+    item_words: dict[int, set[str]] = {}
+
+    def words_of(n: int) -> set[str]:
+        if n not in item_words:
+            item_words[n] = content_words(evidence.items[n].chunk.text[:cut])
+        return item_words[n]
+
     for sentence in split_sentences(answer):
-        bare = strip_citations(sentence)
-        claims = [] if bare != sentence else claims_of(sentence, limits.max_specifics)[0]
-        left = [c for c in claims if not any(asked.holds(k) for k in c.keys)]
+        cited = {n - 1 for n in cited_numbers(sentence) if 0 < n <= len(holders)}
+        claims = claims_of(strip_citations(sentence), limits.max_specifics)[0]
+        left = [
+            c
+            for c in claims
+            if not any(asked.holds(k) or any(holders[n].holds(k) for n in cited) for k in c.keys)
+        ]
         words = content_words(sentence)
         chosen: list[int] = []
         while left and len(chosen) < MAX_ATTRIBUTED_PASSAGES:
             held = [[c for c in left if any(holder.holds(k) for k in c.keys)] for holder in holders]
             best = max(
-                (n for n in range(len(holders)) if n not in chosen),
-                key=lambda n: (
-                    len(held[n]),
-                    len(words & content_words(evidence.items[n].chunk.text)),
-                    -n,
-                ),
+                (n for n in range(len(holders)) if n not in chosen and n not in cited),
+                key=lambda n: (len(held[n]), len(words & words_of(n)), -n),
                 default=None,
             )
             if best is None or not held[best]:

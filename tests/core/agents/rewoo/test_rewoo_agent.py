@@ -165,16 +165,11 @@ def test_failed_and_hanging_steps_give_no_evidence_and_the_rest_still_runs(
     assert errors["E3:broken"] == "tool_failed: RuntimeError: disk on fire"
     # The llm step would have read an error message for #E2: it is skipped, not called.
     assert errors["E4:llm"] == "skipped: it uses #E2, which failed"
-    # The solver sees the passage and one short line per failed step, no error text.
+    # The solver sees the passage and nothing of the steps that failed: as if never planned.
     solver_prompt = llm.prompts[1][-1].content
     assert "Error [" not in solver_prompt and "disk on fire" not in solver_prompt
-    assert (
-        "Steps that gave nothing (answer from the rest):\n"
-        "#E2 = hang[x]: failed (timeout)\n"
-        "#E3 = broken[y]: failed (tool_failed)\n"
-        "#E4 = llm[Summarise #E1 and #E2]: not run, it uses #E2, which failed\n"
-        "Question:"
-    ) in solver_prompt
+    assert "#E2" not in solver_prompt and "#E3" not in solver_prompt and "#E4" not in solver_prompt
+    assert "] (reactor.md)" in solver_prompt
     assert events[-1] == CitationsFound(events[-1].citations)
     assert [c.chunk_id for c in events[-1].citations] == ["a-0"]
     assert [e.purpose for e in events if isinstance(e, LLMCallFinished)] == ["plan", "solve"]

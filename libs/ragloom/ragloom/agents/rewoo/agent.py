@@ -103,9 +103,7 @@ class ReWOOAgent(BaseComponent):
             steps=_plan_items(plan, screened), raw=plan.raw, repaired=planning.repaired
         )
         outcomes = yield from self._work(screened.plan)
-        yield from self.solver.stream(
-            question, screened.plan, outcomes, self.ledger, screened.dropped
-        )
+        yield from self.solver.stream(question, screened.plan, outcomes, self.ledger)
 
     def _work(self, plan: Plan) -> Generator[Event, None, list[StepOutcome]]:
         worker = PlanWorker(self.tools, timeout=self.tool_timeout, retries=self.tool_retries)

@@ -3,10 +3,10 @@
 Documents found by ``docsearch`` are shown once each as numbered sources (the request's
 :class:`~ragloom.agents.evidence.EvidenceLedger`), so the answer cites them as ``[n]``
 like FullQA's; other steps' results are shown after their step, trimmed. A step that
-failed or was dropped before running gives no evidence: the prompt shows no error text of
-it, only one short line in a note of the steps that gave nothing, so that a padding step
-cannot steer the answer. Everything is budgeted so that the prompt and the answer fit the
-model's context.
+failed or was dropped before running gives no evidence and is not shown at all (the trace
+shows it and why), so that the solver answers as if it had never been planned: a padding
+step cannot steer the answer. Everything is budgeted so that the prompt and the answer
+fit the model's context.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from theflow import Param
 from ragloom.agents.budget import trim_to_tokens
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.rewoo.plan import Plan, PlanStep
-from ragloom.agents.rewoo.screen import DroppedStep
 from ragloom.agents.rewoo.worker import StepOutcome
 from ragloom.base import BaseComponent
 from ragloom.events import AnswerDelta, CitationsFound, Event
@@ -26,10 +25,7 @@ from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
 from ragloom.qa.answer import ANSWER_INSTRUCTIONS, NO_EVIDENCE_ANSWER, stream_cited_answer
 from ragloom.qa.grounding import GroundingCheck
 
-__all__ = ["NOT_USED_HEADING", "SOLVER_SYSTEM_PROMPT", "ReWOOSolver"]
-
-NOT_USED_HEADING = "Steps that gave nothing (answer from the rest):"
-"""The heading of the note of failed and dropped steps in the solver's prompt."""
+__all__ = ["SOLVER_SYSTEM_PROMPT", "ReWOOSolver"]
 
 SOLVER_SYSTEM_PROMPT = (
     "You answer a question using only the numbered sources and results given. "
@@ -45,9 +41,6 @@ class ReWOOSolver(BaseComponent):
     max_answer_tokens: int = Param(320, help="Most tokens the answer may take.")
     max_result_tokens: int = Param(150, help="Most tokens shown of a non-document result.")
     max_source_tokens: int = Param(2000, help="Most tokens of numbered sources.")
-    max_note_tokens: int = Param(
-        40, help="Most tokens of the note line of a step that failed or was dropped."
-    )
     check_grounding: bool = Param(
         True,
         help="Check the answer's specifics against the passages it cites and the other "
@@ -76,46 +69,24 @@ class ReWOOSolver(BaseComponent):
             lines.append(f"{_call(outcome.step, about=True)} -> {shown}")
         return "\n".join(lines)
 
-    def _not_used(self, outcomes: Sequence[StepOutcome], dropped: Sequence[DroppedStep]) -> str:
-        """One short line per step that gave nothing: dropped (with why) or failed (with
-        its error code, not its message: the trace has that)."""
-        lines = {item.step.id: f"{_call(item.step)}: not run, {item.reason}" for item in dropped}
-        for outcome in outcomes:
-            error = outcome.result.error
-            if error is None:
-                continue
-            # A skipped step's message is ours and short ("it uses #E2, which failed").
-            why = (
-                f"not run, {error.message}" if error.code == "skipped" else f"failed ({error.code})"
-            )
-            lines[outcome.step.id] = f"{_call(outcome.step)}: {why}"
-        return "\n".join(self._trim(lines[n], self.max_note_tokens) for n in sorted(lines))
-
     def stream(
         self,
         question: str,
         plan: Plan,
         outcomes: Sequence[StepOutcome],
         ledger: EvidenceLedger,
-        dropped: Sequence[DroppedStep] = (),
     ) -> Iterator[Event]:
-        """Stream the answer, its citations and the call's usage.
-
-        ``dropped``: the plan's steps not run (:func:`~ragloom.agents.rewoo.screen.screen_plan`).
-        """
+        """Stream the answer, its citations and the call's usage."""
         results = self._results(outcomes, ledger)
         if not results and not len(ledger):
             yield AnswerDelta(NO_EVIDENCE_ANSWER)
             yield CitationsFound([])
             return
-        not_used = self._not_used(outcomes, dropped)
-        fixed = self.llm.count_tokens(self.system_prompt + results + not_used + question)
+        fixed = self.llm.count_tokens(self.system_prompt + results + question)
         room = self.llm.context_window - self.max_answer_tokens - fixed - 96
         budget = max(0, min(self.max_source_tokens, room))
         evidence = ledger.block(self.llm.count_tokens, budget)
         other = f"Other results:\n{results}\n" if results else ""
-        if not_used:
-            other += f"{NOT_USED_HEADING}\n{not_used}\n"
         user = (
             f"Sources:\n{evidence.text or '(none)'}\n{other}Question: {question.strip()}\nAnswer:"
         )
