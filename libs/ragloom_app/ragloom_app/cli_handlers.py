@@ -225,10 +225,12 @@ def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
 
 def _allowed(spec: Mapping[str, Any]) -> str:
     """A mode setting's label and what it may be, for ``ragloom modes --show-settings``."""
+    from ragloom_app.index.settings import choice_values
+
     label = spec.get("name", "")
     if spec.get("choices_from"):
         return f"{label} (an LLM the app offers; empty: the chat's)"
-    choices = [c[1] if isinstance(c, tuple | list) else c for c in spec.get("choices", [])]
+    choices = choice_values(spec)
     if choices:
         return f"{label} (one of: {', '.join(map(str, choices))})"
     if spec.get("component") == "number" and "minimum" in spec:

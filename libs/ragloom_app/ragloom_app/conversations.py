@@ -68,6 +68,14 @@ def _grounding(data: Any, message_id: int | None) -> GroundingReport | None:
         return None
 
 
+def _summary(conversation: Conversation) -> dict[str, Any]:
+    return {
+        "id": conversation.id,
+        "title": conversation.title,
+        "updated_at": conversation.updated_at,
+    }
+
+
 class ConversationStore:
     """Create conversations, append messages and read them back."""
 
@@ -86,7 +94,39 @@ class ConversationStore:
         """Every conversation, newest first."""
         with Session(self.engine) as session:
             rows = session.exec(select(Conversation).order_by(col(Conversation.updated_at).desc()))
-            return [{"id": c.id, "title": c.title, "updated_at": c.updated_at} for c in rows]
+            return [_summary(c) for c in rows]
+
+    def get(self, conversation_id: str) -> dict[str, Any] | None:
+        """A conversation's id, title and last change, or ``None`` if there is none."""
+        with Session(self.engine) as session:
+            conversation = session.get(Conversation, conversation_id)
+            return None if conversation is None else _summary(conversation)
+
+    def rename(self, conversation_id: str, title: str) -> bool:
+        """Give a conversation a title (at most 80 characters); ``False`` if there is none."""
+        with Session(self.engine) as session:
+            conversation = session.get(Conversation, conversation_id)
+            if conversation is None:
+                return False
+            conversation.title = title.strip()[:80] or conversation.title
+            conversation.updated_at = datetime.now(UTC)
+            session.add(conversation)
+            session.commit()
+            return True
+
+    def delete(self, conversation_id: str) -> bool:
+        """Delete a conversation and its messages; ``False`` if there is none."""
+        with Session(self.engine) as session:
+            conversation = session.get(Conversation, conversation_id)
+            if conversation is None:
+                return False
+            for message in session.exec(
+                select(MessageRecord).where(MessageRecord.conversation_id == conversation_id)
+            ):
+                session.delete(message)
+            session.delete(conversation)
+            session.commit()
+            return True
 
     def add_message(
         self,

@@ -29,6 +29,7 @@ __all__ = [
     "REQUEST_KEYS",
     "IndexSettingsError",
     "check_index_names",
+    "choice_values",
     "index_request_values",
     "index_settings_from_options",
     "moved_mode_settings",
@@ -55,7 +56,7 @@ class IndexSettingsError(UserFacingError, ValueError):
     """A request's setting for an index that the index does not have or does not allow."""
 
 
-def _choice_values(spec: Mapping[str, Any]) -> list[Any]:
+def choice_values(spec: Mapping[str, Any]) -> list[Any]:
     """The values of a spec's ``choices`` (given as values or ``(label, value)`` pairs)."""
     return [
         c[1] if isinstance(c, tuple | list) and len(c) == 2 else c for c in spec.get("choices", [])
@@ -102,7 +103,7 @@ def typed_setting_value(key: str, spec: SettingSpec, value: Any) -> Any:
     if kind == "checkbox":
         return _flag(key, value)
     if kind in ("dropdown", "radio"):
-        allowed = _choice_values(spec)
+        allowed = choice_values(spec)
         picked = value if spec.get("multiselect") and isinstance(value, list) else [value]
         wrong = [v for v in picked if v not in allowed]
         if wrong or (spec.get("multiselect") and not isinstance(value, list)):

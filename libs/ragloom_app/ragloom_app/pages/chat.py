@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -204,8 +204,12 @@ class ChatPage:
         indices: Collection[str] | None = None,
         selected_sources: Mapping[str, Collection[str]] | None = None,
         index_settings: Mapping[str, Mapping[str, Any]] | None = None,
+        history: Sequence[ChatMessage] | None = None,
     ) -> Iterator[Event | AnswerFinished]:
         """Answer ``question``, streaming events; saves both turns to the conversation.
+
+        The earlier turns are the conversation's, or ``history`` when there is no
+        ``conversation_id`` (a client that keeps its own, as OpenAI's API does).
 
         ``indices`` and ``selected_sources`` limit the search, and ``index_settings``
         set how each index searches, as in :meth:`create_pipeline`. The last item is
@@ -218,7 +222,7 @@ class ChatPage:
         self.check_question(question)
         mode_id = mode or self.app.settings.default_reasoning
         started = time.perf_counter()
-        history = []
+        history = list(history or [])
         if conversation_id:
             # Only turns are stored, so a stored role is one ChatMessage takes.
             history = [

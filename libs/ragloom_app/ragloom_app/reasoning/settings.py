@@ -21,6 +21,7 @@ __all__ = [
     "offer_llms",
     "precheck_setting",
     "steps_setting",
+    "typed_mode_settings",
 ]
 
 LLM_CHOICES = "llms"
@@ -132,13 +133,25 @@ def mode_settings_from_options(
     flag, one of the choices); a key the mode lacks or a value it refuses raises
     :class:`ModeSettingsError` naming the mode's settings. A setting whose choices are the
     LLMs (``choices_from``) stays text: the app refuses an LLM it does not offer."""
-    from ragloom_app.index.settings import IndexSettingsError, typed_setting_value
-
-    values: dict[str, Any] = {}
+    given: dict[str, str] = {}
     for option in options:
         key, equals, value = (part.strip() for part in option.partition("="))
         if not equals or not key:
             raise ModeSettingsError(f"a mode setting is KEY=VALUE (e.g. top_k=5), got {option!r}")
+        given[key] = value
+    return typed_mode_settings(specs, given)
+
+
+def typed_mode_settings(
+    specs: Mapping[str, SettingSpec], given: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``given`` mode settings (typed values, or text as the CLI has them) checked and
+    typed by their specs, as :func:`mode_settings_from_options` does; raises
+    :class:`ModeSettingsError` for a key the mode lacks or a value it refuses."""
+    from ragloom_app.index.settings import IndexSettingsError, typed_setting_value
+
+    values: dict[str, Any] = {}
+    for key, value in given.items():
         spec = specs.get(key)
         if spec is None:
             known = ", ".join(specs) or "none"

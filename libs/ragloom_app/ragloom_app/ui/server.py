@@ -196,6 +196,8 @@ def serve(
     # Gradio's uploads wait in the data folder (owner-only), not in a shared /tmp/gradio
     # that another user of the machine could have created and could read or swap files in.
     os.environ["GRADIO_TEMP_DIR"] = str((settings.data_dir / UPLOAD_CACHE).resolve())
+    from ragloom_app.api import api_routers
+    from ragloom_app.pages.chat import ChatPage
     from ragloom_app.ui.layout import build_ui, launch_styling
     from ragloom_app.web.asgi import build_web_app
 
@@ -203,7 +205,14 @@ def serve(
         prepare_in_background(app, first_run_docs=first_run_docs, warm_up=warm_up)
     demo = build_ui(app)
     demo.queue(default_concurrency_limit=1, max_size=settings.queue_max_size)
-    web = build_web_app(demo, settings, host=host, port=port, styling=launch_styling())
+    web = build_web_app(
+        demo,
+        settings,
+        host=host,
+        port=port,
+        styling=launch_styling(),
+        routers=api_routers(ChatPage(app)),
+    )
     server = WebServer(web.asgi, host, port, on_close=web.stop)
     # Recovery waits for the server to listen: an interrupted file that kills the process
     # again must find the UI up, not keep it from ever starting.

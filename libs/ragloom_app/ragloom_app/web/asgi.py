@@ -9,13 +9,13 @@ refusals carry the headers too), :class:`~.hosts.HostGuard`,
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from starlette.middleware import Middleware
 from starlette.routing import Mount
 
@@ -50,16 +50,25 @@ def build_web_app(
     host: str,
     port: int,
     styling: Mapping[str, Any],
+    routers: Sequence[APIRouter] = (),
 ) -> WebApp:
     """Mount ``demo`` (queued, not launched) behind the guards, with the limits of ``settings``.
 
-    ``styling`` holds the ``theme`` and ``css`` of the page.
+    ``styling`` holds the ``theme`` and ``css`` of the page. ``routers`` (the HTTP API)
+    are served before the UI, behind the same guards, their OpenAPI document at
+    ``/openapi.json``.
     """
+    import ragloom_app
+    from ragloom_app.api.errors import install_error_handlers
+
     asgi = FastAPI(
+        title="Ragloom",
+        version=ragloom_app.__version__,
+        summary="Chat with your documents; reasoning modes are plugins.",
         # FastAPI's own docs pages load their scripts from a CDN: none of them.
         docs_url=None,
         redoc_url=None,
-        openapi_url=None,
+        openapi_url="/openapi.json" if routers else None,
         middleware=[
             Middleware(SecurityHeaders),
             Middleware(
@@ -76,6 +85,10 @@ def build_web_app(
             ),
         ],
     )
+    if routers:
+        install_error_handlers(asgi)
+    for router in routers:
+        asgi.include_router(router)  # before the UI's mount at /, which takes every path
     gr.mount_gradio_app(
         asgi,
         demo,

@@ -1,0 +1,41 @@
+"""Ragloom's HTTP API (``/api/v1``) and its OpenAI-compatible endpoint (``/v1``), served by
+the same process as the UI (see docs/api.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fastapi import APIRouter
+
+from ragloom_app.api.errors import ApiError
+
+if TYPE_CHECKING:
+    from ragloom_app.pages.chat import ChatPage
+
+__all__ = ["API_PATH_PREFIXES", "api_routers"]
+
+API_PATH_PREFIXES = ("/api/v1", "/v1")
+"""The paths the API answers under; anything else is the UI's."""
+
+
+def _unknown_paths() -> APIRouter:
+    """404 as JSON for any other path under the API's prefixes (not the UI's page)."""
+    router = APIRouter(include_in_schema=False)
+
+    for prefix in API_PATH_PREFIXES:
+
+        @router.api_route(
+            prefix + "/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"]
+        )
+        def unknown(path: str) -> None:
+            raise ApiError(404, "not_found", "no such API path")
+
+    return router
+
+
+def api_routers(page: ChatPage) -> list[APIRouter]:
+    """Every API route over ``page``'s app, the unknown paths last."""
+    from ragloom_app.api.openai_routes import openai_router
+    from ragloom_app.api.routes import api_router
+
+    return [api_router(page), openai_router(page), _unknown_paths()]

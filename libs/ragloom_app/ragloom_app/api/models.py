@@ -1,0 +1,180 @@
+"""The typed requests and responses of the HTTP API (pydantic: they make the OpenAPI
+document). Bounds are the app's own: a question past ``MAX_QUESTION_CHARS`` is refused by
+the chat page in its words; the fields here bound what a body may hold at all."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AnswerOut",
+    "AskRequest",
+    "CitationOut",
+    "ConversationCreate",
+    "ConversationDetail",
+    "ConversationOut",
+    "ConversationRename",
+    "FileOut",
+    "HealthOut",
+    "IndexOut",
+    "MessageOut",
+    "ModeOut",
+    "UsageOut",
+    "VersionOut",
+]
+
+MAX_TITLE_CHARS = 80
+"""The longest conversation title (the database's)."""
+MAX_BODY_QUESTION_CHARS = 100_000
+"""What a body's question may hold at all; the app's own limit (``MAX_QUESTION_CHARS``,
+4,000 by default) refuses a long one in words before anything is saved."""
+MAX_SETTINGS = 64
+"""Most mode or index settings one request may give."""
+
+
+class _Strict(BaseModel):
+    # A key the API does not know is a mistake worth saying, not something to ignore.
+    model_config = ConfigDict(extra="forbid")
+
+
+class HealthOut(BaseModel):
+    """The server answers."""
+
+    status: Literal["ok"] = "ok"
+
+
+class VersionOut(BaseModel):
+    """What is serving."""
+
+    name: Literal["ragloom"] = "ragloom"
+    version: str
+
+
+class ModeOut(BaseModel):
+    """A reasoning mode and its settings."""
+
+    id: str = Field(description="What `mode` takes in an ask, e.g. `fullqa`.")
+    name: str
+    description: str
+    settings_schema: dict[str, Any] = Field(
+        description="A JSON Schema of the mode's settings (an object; each with its default)."
+    )
+
+
+class IndexOut(BaseModel):
+    """An index the client may search."""
+
+    name: str
+    type: str
+    files: int = Field(description="Files in the index, whatever their state.")
+
+
+class FileOut(BaseModel):
+    """A file of an index and its indexing state."""
+
+    id: str
+    name: str
+    status: str = Field(description="indexed, queued, indexing, failed or removed.")
+    reason: str | None = Field(None, description="Why it failed, or when it is retried.")
+    chunks: int
+    size: int
+
+
+class ConversationCreate(_Strict):
+    """A new conversation."""
+
+    title: str = Field("New conversation", min_length=1, max_length=MAX_TITLE_CHARS)
+
+
+class ConversationRename(_Strict):
+    """A conversation's new title."""
+
+    title: str = Field(min_length=1, max_length=MAX_TITLE_CHARS)
+
+
+class ConversationOut(BaseModel):
+    """A conversation, without its messages."""
+
+    id: str
+    title: str
+    updated_at: str = Field(description="ISO 8601, UTC.")
+
+
+class CitationOut(BaseModel):
+    """A passage an answer cites, as ``[number]`` in its text."""
+
+    number: int
+    source: str = Field(description="The file's name.")
+    page: int | None
+    text: str = Field(description="The whole chunk cited.")
+    chunk_id: str
+    score: float
+    start: int = Field(description="Where the chunk starts in the file's text.")
+    end: int
+    found_by: dict[str, float] = Field(description="Each retriever's score of it.")
+    highlight: list[int] | None = Field(
+        None, description="[start, end] of the cited span within `text`, when known."
+    )
+
+
+class MessageOut(BaseModel):
+    """One turn of a conversation."""
+
+    role: Literal["user", "assistant"]
+    content: str
+    mode: str | None = None
+    citations: list[CitationOut] = []
+    grounding: dict[str, Any] | None = None
+
+
+class ConversationDetail(ConversationOut):
+    """A conversation with its messages, oldest first."""
+
+    messages: list[MessageOut]
+
+
+class AskRequest(_Strict):
+    """A question to answer in a conversation."""
+
+    question: str = Field(min_length=1, max_length=MAX_BODY_QUESTION_CHARS)
+    mode: str | None = Field(
+        None, description="A mode's id (GET /api/v1/modes); default: the app's."
+    )
+    settings: dict[str, Any] = Field(
+        default_factory=dict,
+        max_length=MAX_SETTINGS,
+        description="The mode's settings to change (its settings_schema); the rest keep defaults.",
+    )
+    indices: list[str] | None = Field(
+        None, max_length=MAX_SETTINGS, description="Search only these indices (default: all)."
+    )
+    stream: bool = Field(
+        False, description="Answer as server-sent events (text/event-stream), not one object."
+    )
+
+
+class UsageOut(BaseModel):
+    """What the answer cost."""
+
+    prompt_tokens: int
+    prompt_tokens_evaluated: int
+    completion_tokens: int
+    llm_calls: int
+    seconds: float
+
+
+class AnswerOut(BaseModel):
+    """A whole answer: the shape ``ragloom ask --json`` prints, with its conversation."""
+
+    conversation_id: str
+    answer: str
+    mode: str
+    citations: list[CitationOut]
+    steps: list[dict[str, Any]] = Field(description="The steps' events, in order.")
+    usage: UsageOut
+    precheck: dict[str, Any] | None
+    grounding: dict[str, Any] | None = Field(
+        description="Per sentence: supported or not, and by which passages."
+    )

@@ -1,0 +1,203 @@
+"""The OpenAI-compatible endpoint, ``/v1``: any OpenAI client can use a reasoning mode as
+a model.
+
+``GET /v1/models`` lists one model per mode (``ragloom-fullqa``, ``ragloom-rewoo``, plugin
+modes too). ``POST /v1/chat/completions`` answers the last user message over the indices
+with that mode; the messages before it are the history. Streaming sends the answer as it
+is written. When Ragloom revises an answer after it was written, a revision that only
+adds citation marks changes nothing a client shows; one that changes its words (the
+grounding check declined it, or removed a sentence) is sent as one more piece, after a
+blank line, saying so: a client never keeps an answer Ragloom withdrew without being
+told. Citations travel in the extra field ``ragloom`` (:class:`RagloomExtra`), in the
+response and in the stream's last chunk.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+
+from ragloom.events import AnswerDelta, AnswerRecord, AnswerRevised
+from ragloom.llms.base import ChatMessage
+from ragloom.qa.citations import strip_citations
+from ragloom_app.api.bridge import iterate_in_thread
+from ragloom_app.api.errors import ApiError, error_body
+from ragloom_app.api.openai_models import (
+    MODEL_PREFIX,
+    ChatCompletion,
+    ChatCompletionRequest,
+    ModelList,
+    ModelOut,
+    RagloomExtra,
+)
+from ragloom_app.api.stream import SSE_MEDIA_TYPE
+from ragloom_app.errors import UserFacingError, scrub
+from ragloom_app.pages.chat import AnswerFinished, ChatPage
+
+__all__ = ["REVISED_NOTICE", "openai_router"]
+
+REVISED_NOTICE = "(Revised by Ragloom's check of the answer against its sources:)"
+"""What precedes, in a stream, an answer whose words were revised after it was written."""
+
+
+def _extra(record: AnswerRecord) -> RagloomExtra:
+    return RagloomExtra(
+        mode=record.mode,
+        citations=[c.to_dict() for c in record.citations],
+        grounding=None if record.grounding is None else record.grounding.to_dict(),
+    )
+
+
+def _usage(record: AnswerRecord) -> dict[str, int]:
+    usage = record.usage
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+    }
+
+
+def _split(request: ChatCompletionRequest) -> tuple[str, list[ChatMessage]]:
+    """The question (the last message, a user's) and the turns before it."""
+    last = request.messages[-1]
+    if last.role != "user" or not last.text().strip():
+        raise ApiError(422, "invalid_request", "the last message must be the user's question")
+    history = [
+        ChatMessage("user" if m.role == "user" else "assistant", m.text())
+        for m in request.messages[:-1]
+        if m.role in ("user", "assistant") and m.text().strip()
+    ]
+    return last.text(), history
+
+
+def openai_router(page: ChatPage) -> APIRouter:
+    """The ``/v1`` routes over ``page``'s app (see the module docstring)."""
+    app = page.app
+    router = APIRouter(prefix="/v1", tags=["openai"])
+
+    def mode_of(model: str) -> str:
+        mode = model.removeprefix(MODEL_PREFIX)
+        if not model.startswith(MODEL_PREFIX) or mode not in app.reasonings:
+            known = ", ".join(MODEL_PREFIX + m for m in app.reasonings)
+            raise ApiError(404, "model_not_found", f"no model {model!r} (models: {known})")
+        return mode
+
+    @router.get("/models")
+    def models() -> ModelList:
+        """One model per reasoning mode."""
+        return ModelList(data=[ModelOut(id=MODEL_PREFIX + mode) for mode in app.reasonings])
+
+    @router.post(
+        "/chat/completions",
+        response_model=ChatCompletion,
+        responses={200: {"content": {SSE_MEDIA_TYPE: {}}, "description": "The answer."}},
+    )
+    def chat_completions(request: ChatCompletionRequest) -> Any:
+        """Answer the last user message with the model's mode (see the module docstring)."""
+        mode = mode_of(request.model)
+        question, history = _split(request)
+        page.check_question(question)
+        events = page.ask(question, mode=mode, history=history)
+        first = next(events)  # the mode refuses what it cannot take before its first event
+        completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+        created = int(time.time())
+        if request.stream:
+            include_usage = bool(request.stream_options and request.stream_options.include_usage)
+            chunks = _chunks(_chain(first, events), completion_id, created, request.model)
+            return StreamingResponse(
+                _sse(chunks, include_usage),
+                media_type=SSE_MEDIA_TYPE,
+                headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+            )
+        record = next(
+            item.record for item in _chain(first, events) if isinstance(item, AnswerFinished)
+        )
+        return ChatCompletion(
+            id=completion_id,
+            created=created,
+            model=request.model,
+            choices=[
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": record.answer},
+                    "finish_reason": "stop",
+                }
+            ],
+            usage=_usage(record),
+            ragloom=_extra(record),
+        )
+
+    return router
+
+
+def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+    yield first
+    yield from rest
+
+
+def _chunk(completion_id: str, created: int, model: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        **fields,
+    }
+
+
+def _chunks(
+    items: Iterator[Any], completion_id: str, created: int, model: str
+) -> Iterator[dict[str, Any]]:
+    """The stream's chunks (JSON objects); a ``usage`` key on the last one's side."""
+
+    def delta(content: str) -> dict[str, Any]:
+        choice = {"index": 0, "delta": {"content": content}, "finish_reason": None}
+        return _chunk(completion_id, created, model, choices=[choice])
+
+    opening = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+    yield _chunk(completion_id, created, model, choices=[opening])
+    shown = ""
+    revised: str | None = None
+    for item in items:
+        if isinstance(item, AnswerDelta) and item.text:
+            shown += item.text
+            yield delta(item.text)
+        elif isinstance(item, AnswerRevised):
+            revised = item.text
+        elif isinstance(item, AnswerFinished):
+            record = item.record
+            if revised is not None and _words(revised) != _words(shown):
+                yield delta(f"\n\n{REVISED_NOTICE}\n{record.answer}")
+            last = {"index": 0, "delta": {}, "finish_reason": "stop"}
+            yield _chunk(
+                completion_id,
+                created,
+                model,
+                choices=[last],
+                ragloom=_extra(record).model_dump(),
+                usage=_usage(record),
+            )
+
+
+def _words(text: str) -> str:
+    return " ".join(strip_citations(text).split())
+
+
+async def _sse(chunks: Iterator[dict[str, Any]], include_usage: bool) -> AsyncIterator[str]:
+    try:
+        async for chunk in iterate_in_thread(chunks):
+            usage = chunk.pop("usage", None)
+            yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+            if usage is not None and include_usage:
+                tail = {**chunk, "choices": [], "usage": usage}
+                tail.pop("ragloom", None)
+                yield f"data: {json.dumps(tail, ensure_ascii=False)}\n\n"
+    except UserFacingError as exc:
+        yield f"data: {json.dumps(error_body('invalid_request', scrub(str(exc))))}\n\n"
+    yield "data: [DONE]\n\n"

@@ -1,0 +1,236 @@
+"""The HTTP API, ``/api/v1``: modes, indices and their files, conversations, asking.
+
+Every route acts for the one local user for now (the server listens on loopback only);
+accounts will scope each of them to the user the request authenticates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Response
+from fastapi.responses import StreamingResponse
+
+import ragloom_app
+from ragloom.events import Event
+from ragloom_app.api.bridge import iterate_in_thread
+from ragloom_app.api.errors import ApiError, error_body, not_found
+from ragloom_app.api.models import (
+    AnswerOut,
+    AskRequest,
+    ConversationCreate,
+    ConversationDetail,
+    ConversationOut,
+    ConversationRename,
+    FileOut,
+    HealthOut,
+    IndexOut,
+    MessageOut,
+    ModeOut,
+    VersionOut,
+)
+from ragloom_app.api.settings_schema import settings_json_schema
+from ragloom_app.api.stream import SSE_MEDIA_TYPE, event_payload, sse_message
+from ragloom_app.errors import UserFacingError, scrub
+from ragloom_app.index.base import BaseIndex
+from ragloom_app.pages.chat import AnswerFinished, ChatPage
+from ragloom_app.reasoning.settings import typed_mode_settings
+
+__all__ = ["API_PREFIX", "api_router"]
+
+API_PREFIX = "/api/v1"
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such object.", "model": dict[str, Any]},
+    422: {"description": "The request is not valid.", "model": dict[str, Any]},
+}
+
+
+def _conversation(summary: dict[str, Any]) -> ConversationOut:
+    return ConversationOut(
+        id=summary["id"], title=summary["title"], updated_at=summary["updated_at"].isoformat()
+    )
+
+
+def _index_out(index: BaseIndex) -> IndexOut:
+    return IndexOut(name=index.name, type=type(index).__name__, files=len(index.list_sources()))
+
+
+def api_router(page: ChatPage) -> APIRouter:
+    """The ``/api/v1`` routes over ``page``'s app (see the module docstring)."""
+    app = page.app
+    router = APIRouter(prefix=API_PREFIX, responses=_ERRORS)
+
+    def index_named(name: str) -> BaseIndex:
+        for index in app.indices.indices:
+            if index.name == name:
+                return index
+        raise not_found("index", name)
+
+    def conversation(conversation_id: str) -> dict[str, Any]:
+        found = page.conversations.get(conversation_id)
+        if found is None:
+            raise not_found("conversation", conversation_id)
+        return found
+
+    @router.get("/health", tags=["server"])
+    def health() -> HealthOut:
+        """Whether the server answers."""
+        return HealthOut()
+
+    @router.get("/version", tags=["server"])
+    def version() -> VersionOut:
+        """The version serving."""
+        return VersionOut(version=ragloom_app.__version__)
+
+    @router.get("/modes", tags=["modes"])
+    def modes() -> list[ModeOut]:
+        """The reasoning modes, each with its settings as a JSON Schema."""
+        llms = app.selectable_llm_names()
+        return [
+            ModeOut(
+                id=mode_id,
+                name=cls.get_info().name,
+                description=cls.get_info().description,
+                settings_schema=settings_json_schema(cls.get_user_settings(), llms),
+            )
+            for mode_id, cls in app.reasonings.items()
+        ]
+
+    @router.get("/indices", tags=["indices"])
+    def indices() -> list[IndexOut]:
+        """The indices a question may search."""
+        return [_index_out(index) for index in app.indices.indices]
+
+    @router.get("/indices/{name}", tags=["indices"])
+    def index(name: str) -> IndexOut:
+        """One index."""
+        return _index_out(index_named(name))
+
+    @router.get("/indices/{name}/files", tags=["indices"])
+    def files(name: str) -> list[FileOut]:
+        """The files of an index, with their state and chunk count."""
+        return [
+            FileOut(
+                id=str(s["id"]),
+                name=s["name"],
+                status=s["status"],
+                reason=s.get("reason") or None,
+                chunks=s.get("chunks") or 0,
+                size=s.get("size") or 0,
+            )
+            for s in index_named(name).list_sources()
+        ]
+
+    @router.get("/conversations", tags=["conversations"])
+    def conversations() -> list[ConversationOut]:
+        """Every conversation, the last changed first."""
+        return [_conversation(c) for c in page.conversations.list()]
+
+    @router.post("/conversations", status_code=201, tags=["conversations"])
+    def create_conversation(body: ConversationCreate | None = None) -> ConversationOut:
+        """A new, empty conversation."""
+        created = page.conversations.create(body.title if body else "New conversation")
+        return _conversation(conversation(created))
+
+    @router.get("/conversations/{conversation_id}", tags=["conversations"])
+    def get_conversation(conversation_id: str) -> ConversationDetail:
+        """A conversation with its messages, oldest first."""
+        summary = _conversation(conversation(conversation_id))
+        messages = [
+            MessageOut(
+                role="user" if m.role == "user" else "assistant",
+                content=m.content,
+                mode=m.mode,
+                citations=[c.to_dict() for c in m.citations],  # type: ignore[misc]
+                grounding=None if m.grounding is None else m.grounding.to_dict(),
+            )
+            for m in page.conversations.messages(conversation_id)
+        ]
+        return ConversationDetail(**summary.model_dump(), messages=messages)
+
+    @router.patch("/conversations/{conversation_id}", tags=["conversations"])
+    def rename_conversation(conversation_id: str, body: ConversationRename) -> ConversationOut:
+        """Give a conversation a new title."""
+        if not page.conversations.rename(conversation_id, body.title):
+            raise not_found("conversation", conversation_id)
+        return _conversation(conversation(conversation_id))
+
+    @router.delete("/conversations/{conversation_id}", status_code=204, tags=["conversations"])
+    def delete_conversation(conversation_id: str) -> Response:
+        """Delete a conversation and its messages."""
+        if not page.conversations.delete(conversation_id):
+            raise not_found("conversation", conversation_id)
+        return Response(status_code=204)
+
+    @router.post(
+        "/conversations/{conversation_id}/ask",
+        tags=["conversations"],
+        response_model=AnswerOut,
+        responses={200: {"content": {SSE_MEDIA_TYPE: {}}, "description": "The answer."}},
+    )
+    def ask(conversation_id: str, body: AskRequest) -> Any:
+        """Answer a question in a conversation: one JSON object (the shape ``ragloom ask
+        --json`` prints), or with ``stream`` server-sent events of the typed events the UI
+        renders, the whole answer last (``done``). Both turns are saved."""
+        conversation(conversation_id)
+        events = _checked_ask(page, conversation_id, body)
+        if body.stream:
+            return StreamingResponse(
+                _sse(events, conversation_id),
+                media_type=SSE_MEDIA_TYPE,
+                headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+            )
+        for item in events:
+            if isinstance(item, AnswerFinished):
+                return _answer(item, conversation_id)
+        raise ApiError(500, "internal_error", "the answer ended without a record")
+
+    return router
+
+
+def _checked_ask(page: ChatPage, conversation_id: str, body: AskRequest) -> Any:
+    """The answer's events, with everything the request could get wrong refused first
+    (before anything is saved): an unknown mode or index, a setting the mode refuses, a
+    question past the app's limit."""
+    cls = page.reasoning_class(body.mode)
+    settings = typed_mode_settings(cls.get_user_settings(), body.settings)
+    if body.indices is not None:
+        known = {index.name for index in page.app.indices.indices}
+        unknown = [name for name in body.indices if name not in known]
+        if unknown:
+            raise not_found("index", unknown[0])
+    page.check_question(body.question)
+    events = page.ask(
+        body.question,
+        mode=body.mode,
+        settings=settings,
+        conversation_id=conversation_id,
+        indices=body.indices,
+    )
+    # ask() checks the rest (an index setting, an LLM not offered) before its first event.
+    first = next(events)
+    return _chain(first, events)
+
+
+def _chain(first: Any, rest: Any) -> Any:
+    yield first
+    yield from rest
+
+
+def _answer(finished: AnswerFinished, conversation_id: str) -> dict[str, Any]:
+    return {"conversation_id": conversation_id, **finished.record.to_dict()}
+
+
+async def _sse(events: Any, conversation_id: str) -> AsyncIterator[str]:
+    try:
+        async for item in iterate_in_thread(events):
+            if isinstance(item, AnswerFinished):
+                yield sse_message("done", _answer(item, conversation_id))
+            else:
+                event: Event = item
+                name, data = event_payload(event)
+                yield sse_message(name, data)
+    except UserFacingError as exc:
+        yield sse_message("error", error_body("invalid_request", scrub(str(exc))))

@@ -1,0 +1,171 @@
+"""The HTTP API, /api/v1, against a live server: every route, its errors, and answers as
+one JSON object or as server-sent events."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.helpers.api_server import ANSWER, LiveServer, live_server
+
+__all__ = ["live_server"]
+
+
+@pytest.fixture
+def api(live_server: LiveServer) -> httpx.Client:
+    return httpx.Client(base_url=f"{live_server.url}api/v1", timeout=30)
+
+
+def _sse(text: str) -> list[tuple[str, dict[str, Any]]]:
+    events = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events
+
+
+def test_health_version_and_the_openapi_document(
+    live_server: LiveServer, api: httpx.Client
+) -> None:
+    assert api.get("/health").json() == {"status": "ok"}
+    assert api.get("/version").json()["name"] == "ragloom"
+    schema = httpx.get(f"{live_server.url}openapi.json").json()
+    assert "/api/v1/conversations/{conversation_id}/ask" in schema["paths"]
+    assert "/v1/chat/completions" in schema["paths"]
+    assert not any(path.startswith("/gradio_api") for path in schema["paths"])
+
+
+def test_modes_come_with_their_settings_as_json_schema(api: httpx.Client) -> None:
+    modes = {m["id"]: m for m in api.get("/modes").json()}
+    assert {"fullqa", "decompose", "react", "rewoo", "auto"} <= set(modes)
+    top_k = modes["fullqa"]["settings_schema"]["properties"]["top_k"]
+    assert top_k["type"] == "integer" and top_k["minimum"] >= 1 and "default" in top_k
+    assert modes["fullqa"]["settings_schema"]["additionalProperties"] is False
+
+
+def test_indices_and_their_files(api: httpx.Client) -> None:
+    indices = api.get("/indices").json()
+    assert [i["name"] for i in indices] == ["My files"] and indices[0]["files"] == 2
+    files = api.get("/indices/My files/files").json()
+    assert sorted(f["name"] for f in files) == ["canteen.md", "reactor.md"]
+    assert all(f["status"] == "indexed" and f["chunks"] >= 1 for f in files)
+    missing = api.get("/indices/nope/files")
+    assert missing.status_code == 404
+    assert missing.json()["error"] == {"code": "not_found", "message": "no index 'nope'"}
+
+
+def test_a_conversation_is_created_renamed_listed_and_deleted(api: httpx.Client) -> None:
+    created = api.post("/conversations", json={"title": "Reactor"})
+    assert created.status_code == 201
+    cid = created.json()["id"]
+    assert (
+        api.patch(f"/conversations/{cid}", json={"title": "Zorblax"}).json()["title"] == "Zorblax"
+    )
+    assert cid in [c["id"] for c in api.get("/conversations").json()]
+    assert api.get(f"/conversations/{cid}").json()["messages"] == []
+    assert api.delete(f"/conversations/{cid}").status_code == 204
+    assert api.get(f"/conversations/{cid}").status_code == 404
+    assert api.delete(f"/conversations/{cid}").status_code == 404
+
+
+def test_ask_answers_as_ask_json_does_and_saves_both_turns(api: httpx.Client) -> None:
+    cid = api.post("/conversations").json()["id"]
+    answer = api.post(f"/conversations/{cid}/ask", json={"question": "How hot is the reactor?"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["answer"] == ANSWER and body["mode"] == "fullqa"
+    assert body["citations"][0]["source"] == "reactor.md"
+    assert body["grounding"]["status"] == "supported"
+    assert body["usage"]["llm_calls"] == 1
+    messages = api.get(f"/conversations/{cid}").json()["messages"]
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", "How hot is the reactor?"),
+        ("assistant", ANSWER),
+    ]
+    assert messages[1]["citations"][0]["source"] == "reactor.md"
+
+
+def test_ask_streams_the_typed_events_and_ends_with_the_whole_answer(api: httpx.Client) -> None:
+    cid = api.post("/conversations").json()["id"]
+    with api.stream(
+        "POST", f"/conversations/{cid}/ask", json={"question": "How hot?", "stream": True}
+    ) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = _sse(response.read().decode())
+    names = [name for name, _ in events]
+    assert names[-1] == "done" and "answer_delta" in names and "citations" in names
+    assert "grounding" in names and "usage" in names and "step" in names
+    streamed = "".join(d["text"] for n, d in events if n == "answer_delta")
+    assert streamed == ANSWER == events[-1][1]["answer"]
+    assert events[-1][1]["conversation_id"] == cid
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"question": "Hot?", "mode": "telepathy"}, "unknown mode 'telepathy'"),
+        ({"question": "Hot?", "settings": {"top_k": 0}}, "top_k must be between"),
+        ({"question": "Hot?", "settings": {"frobnicate": 1}}, "no such setting: frobnicate"),
+        ({"question": "x" * 5000}, "the limit is 4,000"),
+    ],
+)
+def test_what_the_app_refuses_is_a_422_in_its_words_and_saves_nothing(
+    api: httpx.Client, body: dict[str, Any], message: str
+) -> None:
+    cid = api.post("/conversations").json()["id"]
+    refused = api.post(f"/conversations/{cid}/ask", json=body)
+    assert refused.status_code == 422
+    assert refused.json()["error"]["code"] == "invalid_request"
+    assert message in refused.json()["error"]["message"]
+    assert api.get(f"/conversations/{cid}").json()["messages"] == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/conversations/0123abc/ask", {"question": "Hot?"}),
+        ("GET", "/conversations/..%2F..%2Fetc%2Fpasswd", None),
+        ("GET", "/no/such/route", None),
+        ("POST", "/conversations/{cid}/ask", {"question": "Hot?", "indices": ["nope"]}),
+    ],
+)
+def test_unknown_ids_and_paths_are_json_404s(
+    api: httpx.Client, method: str, path: str, body: Any
+) -> None:
+    cid = api.post("/conversations").json()["id"]
+    response = api.request(method, path.replace("{cid}", cid), json=body)
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"question": ""},
+        {"question": 7},
+        {"question": "Hot?", "colour": "red"},
+        {"question": "Hot?", "settings": [1, 2]},
+    ],
+)
+def test_a_body_the_api_cannot_take_is_a_422_naming_where(api: httpx.Client, body: Any) -> None:
+    cid = api.post("/conversations").json()["id"]
+    refused = api.post(f"/conversations/{cid}/ask", json=body)
+    assert refused.status_code == 422
+    error = refused.json()["error"]
+    assert error["code"] == "invalid_request" and error["details"][0]["loc"][0] == "body"
+
+
+def test_a_body_that_is_not_json_is_refused(api: httpx.Client) -> None:
+    cid = api.post("/conversations").json()["id"]
+    # A form a page on another site could post: not read as the question.
+    refused = api.post(
+        f"/conversations/{cid}/ask",
+        content=b'{"question": "Hot?"}',
+        headers={"content-type": "text/plain"},
+    )
+    assert refused.status_code == 422
+    assert api.get(f"/conversations/{cid}").json()["messages"] == []

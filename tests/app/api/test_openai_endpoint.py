@@ -1,0 +1,119 @@
+"""The OpenAI-compatible endpoint, /v1, used through the official ``openai`` client against
+a live server: models, answers with and without streaming, usage, and the citations in
+the documented extra field."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+
+from ragloom_app.api.openai_routes import REVISED_NOTICE
+from tests.helpers.api_server import ANSWER, LiveServer, live_server
+
+__all__ = ["live_server"]
+
+
+@pytest.fixture
+def client(live_server: LiveServer) -> openai.OpenAI:
+    # No login yet on loopback: any key is taken (accounts will check it).
+    return openai.OpenAI(base_url=f"{live_server.url}v1", api_key="sk-local", max_retries=0)
+
+
+def test_every_reasoning_mode_is_a_model(client: openai.OpenAI) -> None:
+    ids = [model.id for model in client.models.list()]
+    assert {"ragloom-fullqa", "ragloom-decompose", "ragloom-react", "ragloom-rewoo"} <= set(ids)
+    assert "ragloom-auto" in ids
+
+
+def test_a_completion_answers_with_usage_and_citations(client: openai.OpenAI) -> None:
+    completion = client.chat.completions.create(
+        model="ragloom-fullqa",
+        messages=[{"role": "user", "content": "How hot is the reactor?"}],
+        temperature=0.2,  # accepted, not used: the mode's settings decide
+    )
+    assert completion.choices[0].message.content == ANSWER
+    assert completion.choices[0].finish_reason == "stop"
+    assert completion.usage is not None and completion.usage.completion_tokens > 0
+    assert completion.usage.total_tokens == (
+        completion.usage.prompt_tokens + completion.usage.completion_tokens
+    )
+    extra = completion.model_extra["ragloom"]  # type: ignore[index]
+    citation = extra["citations"][0]
+    assert (citation["number"], citation["source"]) == (1, "reactor.md")
+    assert "451 kelvin" in citation["text"] and citation["end"] > citation["start"]
+    assert extra["grounding"]["status"] == "supported"
+
+
+def test_a_streamed_completion_arrives_in_pieces_and_ends_with_usage(
+    client: openai.OpenAI,
+) -> None:
+    stream = client.chat.completions.create(
+        model="ragloom-fullqa",
+        messages=[{"role": "user", "content": [{"type": "text", "text": "How hot?"}]}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == ANSWER
+    assert REVISED_NOTICE not in text
+    finished = [c for c in chunks if c.choices and c.choices[0].finish_reason == "stop"]
+    assert len(finished) == 1
+    assert finished[0].model_extra["ragloom"]["citations"][0]["source"] == "reactor.md"  # type: ignore[index]
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+
+
+def test_the_last_user_message_is_the_question(
+    client: openai.OpenAI, live_server: LiveServer
+) -> None:
+    # The earlier turns are the request's history (ReasoningState.history); the built-in
+    # modes answer the question alone, so they do not reach the prompt.
+    llm = live_server.app.llm("replay")
+    seen = len(llm.prompts)
+    client.chat.completions.create(
+        model="ragloom-fullqa",
+        messages=[
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Tell me about the canteen."},
+            {"role": "assistant", "content": "It opens at eight."},
+            {"role": "user", "content": "And the reactor?"},
+        ],
+    )
+    prompt = llm.prompts[seen][-1].content
+    assert prompt.endswith("Question: And the reactor?\nAnswer:")
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (
+            {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]},
+            404,
+            "model_not_found",
+        ),
+        ({"model": "ragloom-fullqa", "messages": []}, 422, "invalid_request"),
+        (
+            {"model": "ragloom-fullqa", "messages": [{"role": "assistant", "content": "Hi"}]},
+            422,
+            "invalid_request",
+        ),
+        (
+            {"model": "ragloom-fullqa", "messages": [{"role": "user", "content": "x" * 5000}]},
+            422,
+            "invalid_request",
+        ),
+    ],
+)
+def test_refusals_are_openai_style_errors(
+    live_server: LiveServer, body: dict, status: int, code: str
+) -> None:
+    response = httpx.post(f"{live_server.url}v1/chat/completions", json=body, timeout=30)
+    assert response.status_code == status
+    assert response.json()["error"]["code"] == code
+
+
+def test_the_openai_client_raises_its_own_errors_on_a_refusal(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Hi"}])
+    assert "ragloom-fullqa" in str(caught.value)

@@ -1,0 +1,50 @@
+"""The earlier turns a mode is given: the conversation's, or a client's own (the
+OpenAI-compatible endpoint's messages)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragloom.events import AnswerDelta, Event
+from ragloom.llms.base import ChatMessage
+from ragloom.retrieval import Retriever
+from ragloom_app.pages.chat import ChatPage
+from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState
+from tests.helpers.scripted_app import scripted_app
+
+SEEN: list[list[ChatMessage]] = []
+
+
+class HistoryProbe(BaseReasoning):
+    """Answers with how many earlier turns it was given, and keeps them in SEEN."""
+
+    @classmethod
+    def get_info(cls) -> ReasoningInfo:
+        return ReasoningInfo("probe", "Probe", "Counts the earlier turns.")
+
+    @classmethod
+    def get_pipeline(
+        cls, settings: Mapping[str, Any], state: ReasoningState, retrievers: Sequence[Retriever]
+    ) -> BaseReasoning:
+        SEEN.append(list(state.history))
+        return cls()
+
+    def stream(self, question: str) -> Iterator[Event]:
+        yield AnswerDelta(f"{len(SEEN[-1])} earlier turns.")
+
+
+def test_a_client_history_reaches_the_mode_and_a_conversation_uses_its_own(
+    tmp_path: Path,
+) -> None:
+    app = scripted_app(tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}})
+    app.reasonings["probe"] = HistoryProbe
+    page = ChatPage(app)
+    history = [ChatMessage("user", "Hi"), ChatMessage("assistant", "Hello.")]
+    list(page.ask("And now?", mode="probe", history=history))
+    assert SEEN[-1] == history
+    cid = page.conversations.create()
+    list(page.ask("First?", mode="probe", conversation_id=cid))
+    list(page.ask("Second?", mode="probe", conversation_id=cid))
+    assert [m.content for m in SEEN[-1]] == ["First?", "0 earlier turns."]
