@@ -169,3 +169,14 @@ def test_a_body_that_is_not_json_is_refused(api: httpx.Client) -> None:
     )
     assert refused.status_code == 422
     assert api.get(f"/conversations/{cid}").json()["messages"] == []
+
+
+def test_the_interactive_docs_load_nothing_remote(live_server: LiveServer) -> None:
+    page = httpx.get(f"{live_server.url}docs", timeout=30)
+    assert page.status_code == 200 and "/openapi.json" in page.text
+    assert "cdn." not in page.text and "https://" not in page.text.split("<body>")[1]
+    # The page's inline start-up script is allowed by its hash, nothing else inline.
+    assert "'sha256-" in page.headers["content-security-policy"]
+    for asset in ("swagger-ui-bundle.js", "swagger-ui.css"):
+        assert httpx.get(f"{live_server.url}docs-assets/{asset}", timeout=30).status_code == 200
+    assert httpx.get(f"{live_server.url}docs-assets/index.html", timeout=30).status_code == 404

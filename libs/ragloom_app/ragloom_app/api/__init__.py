@@ -35,7 +35,8 @@ def _unknown_paths() -> APIRouter:
 
 def api_routers(page: ChatPage) -> list[APIRouter]:
     """Every API route over ``page``'s app, the unknown paths last."""
+    from ragloom_app.api.docs_page import docs_router
     from ragloom_app.api.openai_routes import openai_router
     from ragloom_app.api.routes import api_router
 
-    return [api_router(page), openai_router(page), _unknown_paths()]
+    return [api_router(page), openai_router(page), docs_router(), _unknown_paths()]

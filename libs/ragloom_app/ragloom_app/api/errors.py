@@ -24,7 +24,7 @@ __all__ = ["ApiError", "error_body", "install_error_handlers"]
 
 logger = logging.getLogger(__name__)
 
-_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 422: "invalid_request"}
+_CODES = {404: "not_found", 405: "method_not_allowed", 422: "invalid_request"}
 
 
 class ApiError(Exception):
@@ -76,9 +76,11 @@ def install_error_handlers(api: FastAPI) -> None:
 
     @api.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:
-        code = _CODES.get(exc.status_code, "http_error")
+        # FastAPI's 400 is a body that is not JSON at all: bad input like any other.
+        status = 422 if exc.status_code == 400 else exc.status_code
+        code = _CODES.get(status, "http_error")
         return JSONResponse(
-            error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers
+            error_body(code, str(exc.detail)), status_code=status, headers=exc.headers
         )
 
     @api.exception_handler(Exception)

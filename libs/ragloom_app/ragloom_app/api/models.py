@@ -16,6 +16,7 @@ __all__ = [
     "ConversationDetail",
     "ConversationOut",
     "ConversationRename",
+    "ErrorOut",
     "FileOut",
     "HealthOut",
     "IndexOut",
@@ -37,6 +38,30 @@ MAX_SETTINGS = 64
 class _Strict(BaseModel):
     # A key the API does not know is a mistake worth saying, not something to ignore.
     model_config = ConfigDict(extra="forbid")
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong: a stable code, words for people, and where in the request."""
+
+    code: str = Field(description="not_found, invalid_request, model_not_found, ...")
+    message: str
+    details: list[dict[str, Any]] | None = Field(
+        None, description="For a request the API cannot take: where (loc) and what (msg)."
+    )
+
+
+class ErrorOut(BaseModel):
+    """Every error response."""
+
+    error: ErrorDetail
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such object.", "model": ErrorOut},
+    413: {"description": "The body is larger than MAX_REQUEST_BYTES.", "model": ErrorOut},
+    422: {"description": "The request is not valid.", "model": ErrorOut},
+}
+"""The error responses every route may give (its OpenAPI entry)."""
 
 
 class HealthOut(BaseModel):

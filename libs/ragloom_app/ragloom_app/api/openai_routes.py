@@ -28,6 +28,7 @@ from ragloom.llms.base import ChatMessage
 from ragloom.qa.citations import strip_citations
 from ragloom_app.api.bridge import iterate_in_thread
 from ragloom_app.api.errors import ApiError, error_body
+from ragloom_app.api.models import ERROR_RESPONSES
 from ragloom_app.api.openai_models import (
     MODEL_PREFIX,
     ChatCompletion,
@@ -79,7 +80,7 @@ def _split(request: ChatCompletionRequest) -> tuple[str, list[ChatMessage]]:
 def openai_router(page: ChatPage) -> APIRouter:
     """The ``/v1`` routes over ``page``'s app (see the module docstring)."""
     app = page.app
-    router = APIRouter(prefix="/v1", tags=["openai"])
+    router = APIRouter(prefix="/v1", tags=["openai"], responses=ERROR_RESPONSES)
 
     def mode_of(model: str) -> str:
         mode = model.removeprefix(MODEL_PREFIX)

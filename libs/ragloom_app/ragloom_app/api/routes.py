@@ -17,6 +17,7 @@ from ragloom.events import Event
 from ragloom_app.api.bridge import iterate_in_thread
 from ragloom_app.api.errors import ApiError, error_body, not_found
 from ragloom_app.api.models import (
+    ERROR_RESPONSES,
     AnswerOut,
     AskRequest,
     ConversationCreate,
@@ -41,11 +42,6 @@ __all__ = ["API_PREFIX", "api_router"]
 
 API_PREFIX = "/api/v1"
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    404: {"description": "No such object.", "model": dict[str, Any]},
-    422: {"description": "The request is not valid.", "model": dict[str, Any]},
-}
-
 
 def _conversation(summary: dict[str, Any]) -> ConversationOut:
     return ConversationOut(
@@ -60,7 +56,7 @@ def _index_out(index: BaseIndex) -> IndexOut:
 def api_router(page: ChatPage) -> APIRouter:
     """The ``/api/v1`` routes over ``page``'s app (see the module docstring)."""
     app = page.app
-    router = APIRouter(prefix=API_PREFIX, responses=_ERRORS)
+    router = APIRouter(prefix=API_PREFIX, responses=ERROR_RESPONSES)
 
     def index_named(name: str) -> BaseIndex:
         for index in app.indices.indices:

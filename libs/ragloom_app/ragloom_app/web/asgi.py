@@ -70,7 +70,9 @@ def build_web_app(
         redoc_url=None,
         openapi_url="/openapi.json" if routers else None,
         middleware=[
-            Middleware(SecurityHeaders),
+            # The UI's page, and the API's docs when there is an API: their inline
+            # scripts are allowed by hash.
+            Middleware(SecurityHeaders, page_paths=("/", "/docs") if routers else ("/",)),
             Middleware(
                 HostGuard,
                 allowed_hosts=[host, *settings.allowed_hosts],
