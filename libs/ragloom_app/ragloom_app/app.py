@@ -15,7 +15,7 @@ import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -43,6 +43,9 @@ from ragloom_app.privacy import switch_off_telemetry
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
 from ragloom_app.registry import build_from_spec
 from ragloom_app.settings import AppSettings, SettingsError
+
+if TYPE_CHECKING:
+    from ragloom_app.accounts import AccountStore
 
 __all__ = ["PRIVATE_UMASK", "BaseApp", "LLMNotOfferedError", "make_private_folder"]
 
@@ -137,6 +140,7 @@ class BaseApp:
         self.tools = ToolRegistry(())
         self.index_manager: IndexManager | None = None
         self._llms: dict[str, ChatLLM] = {}
+        self._accounts: AccountStore | None = None
         self._embeddings: Embeddings | None = None
         self._lock = threading.Lock()
         self.started = False
@@ -262,6 +266,18 @@ class BaseApp:
             max_file_bytes=settings.max_file_bytes,
             **budgets,
         )
+
+    @property
+    def accounts(self) -> AccountStore:
+        """The users, their sessions and API keys (one store per app, made at first use)."""
+        if not self.started:
+            raise RuntimeError("call BaseApp.start() first")
+        with self._lock:
+            if self._accounts is None:
+                from ragloom_app.accounts import AccountStore
+
+                self._accounts = AccountStore(self.engine)
+            return self._accounts
 
     @property
     def indices(self) -> IndexManager:

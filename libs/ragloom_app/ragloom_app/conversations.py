@@ -23,7 +23,7 @@ from sqlmodel import Session, col, select
 
 from ragloom.events import Citation
 from ragloom.grounding_report import GroundingReport
-from ragloom_app.db.models import Conversation, MessageRecord
+from ragloom_app.db.models import LOCAL_USER, Conversation, MessageRecord
 
 __all__ = ["ConversationStore", "StoredMessage"]
 
@@ -77,35 +77,49 @@ def _summary(conversation: Conversation) -> dict[str, Any]:
 
 
 class ConversationStore:
-    """Create conversations, append messages and read them back."""
+    """Create conversations, append messages and read them back.
+
+    Every conversation has an owner (the local user's, without accounts): listing,
+    getting, renaming and deleting take the owner, and another user's conversation is as
+    if it did not exist."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def create(self, title: str = "New conversation") -> str:
-        """A new empty conversation; returns its id."""
+    def create(self, title: str = "New conversation", owner: str = LOCAL_USER) -> str:
+        """A new empty conversation of ``owner``; returns its id."""
         conversation_id = uuid.uuid4().hex
         with Session(self.engine) as session:
-            session.add(Conversation(id=conversation_id, title=title[:80]))
+            session.add(Conversation(id=conversation_id, title=title[:80], owner=owner))
             session.commit()
         return conversation_id
 
-    def list(self) -> list[dict[str, Any]]:
-        """Every conversation, newest first."""
+    def list(self, owner: str = LOCAL_USER) -> list[dict[str, Any]]:
+        """Every conversation of ``owner``, newest first."""
         with Session(self.engine) as session:
-            rows = session.exec(select(Conversation).order_by(col(Conversation.updated_at).desc()))
+            rows = session.exec(
+                select(Conversation)
+                .where(Conversation.owner == owner)
+                .order_by(col(Conversation.updated_at).desc())
+            )
             return [_summary(c) for c in rows]
 
-    def get(self, conversation_id: str) -> dict[str, Any] | None:
-        """A conversation's id, title and last change, or ``None`` if there is none."""
+    @staticmethod
+    def _owned(session: Session, conversation_id: str, owner: str) -> Conversation | None:
+        conversation = session.get(Conversation, conversation_id)
+        return conversation if conversation is not None and conversation.owner == owner else None
+
+    def get(self, conversation_id: str, owner: str = LOCAL_USER) -> dict[str, Any] | None:
+        """``owner``'s conversation's id, title and last change, or ``None`` if it has none
+        of that id."""
         with Session(self.engine) as session:
-            conversation = session.get(Conversation, conversation_id)
+            conversation = self._owned(session, conversation_id, owner)
             return None if conversation is None else _summary(conversation)
 
-    def rename(self, conversation_id: str, title: str) -> bool:
+    def rename(self, conversation_id: str, title: str, owner: str = LOCAL_USER) -> bool:
         """Give a conversation a title (at most 80 characters); ``False`` if there is none."""
         with Session(self.engine) as session:
-            conversation = session.get(Conversation, conversation_id)
+            conversation = self._owned(session, conversation_id, owner)
             if conversation is None:
                 return False
             conversation.title = title.strip()[:80] or conversation.title
@@ -114,10 +128,10 @@ class ConversationStore:
             session.commit()
             return True
 
-    def delete(self, conversation_id: str) -> bool:
+    def delete(self, conversation_id: str, owner: str = LOCAL_USER) -> bool:
         """Delete a conversation and its messages; ``False`` if there is none."""
         with Session(self.engine) as session:
-            conversation = session.get(Conversation, conversation_id)
+            conversation = self._owned(session, conversation_id, owner)
             if conversation is None:
                 return False
             for message in session.exec(

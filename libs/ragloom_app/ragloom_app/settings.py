@@ -92,6 +92,9 @@ class AppSettings:
     queue_max_size: int = 64
     # Host names the UI answers to besides its own and loopback names (a reverse proxy's).
     allowed_hosts: list[str] = field(default_factory=list)
+    # Every request must come from a logged-in user or carry an API key (docs/users.md);
+    # off, the server acts for the one local user, as on a laptop.
+    require_login: bool = False
     # -- what indexing may spend (docs/security.md); None keeps the library's default ------
     # Chunks one file may make (50,000) and seconds it may take to be read and chunked (300).
     max_file_chunks: int | None = None
@@ -144,6 +147,8 @@ class AppSettings:
             raise SettingsError(
                 f"GROUNDING_CHECK: must be True or False, not {self.grounding_check!r}"
             )
+        if not isinstance(self.require_login, bool):
+            raise SettingsError(f"REQUIRE_LOGIN: must be True or False, not {self.require_login!r}")
         hosts = self.allowed_hosts
         if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
             raise SettingsError(f"ALLOWED_HOSTS: must be a list of host names, not {hosts!r}")

@@ -35,8 +35,18 @@ def _unknown_paths() -> APIRouter:
 
 def api_routers(page: ChatPage) -> list[APIRouter]:
     """Every API route over ``page``'s app, the unknown paths last."""
+    from ragloom_app.api.account_routes import account_router
+    from ragloom_app.api.auth import authenticator
     from ragloom_app.api.docs_page import docs_router
     from ragloom_app.api.openai_routes import openai_router
-    from ragloom_app.api.routes import api_router
+    from ragloom_app.api.routes import api_router, public_router
 
-    return [api_router(page), openai_router(page), docs_router(), _unknown_paths()]
+    current_user = authenticator(page.app)
+    return [
+        public_router(),
+        account_router(page.app, current_user),
+        api_router(page, current_user),
+        openai_router(page, current_user),
+        docs_router(),
+        _unknown_paths(),
+    ]

@@ -57,6 +57,7 @@ class ErrorOut(BaseModel):
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"description": "Log in, or send an API key.", "model": ErrorOut},
     404: {"description": "No such object.", "model": ErrorOut},
     413: {"description": "The body is larger than MAX_REQUEST_BYTES.", "model": ErrorOut},
     422: {"description": "The request is not valid.", "model": ErrorOut},
@@ -94,6 +95,8 @@ class IndexOut(BaseModel):
     name: str
     type: str
     files: int = Field(description="Files in the index, whatever their state.")
+    owner: str = Field(description="Its owner's name (`local` without accounts).")
+    shared: bool = Field(description="Every user reads it; else only its owner.")
 
 
 class FileOut(BaseModel):

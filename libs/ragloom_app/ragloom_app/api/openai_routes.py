@@ -17,15 +17,16 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
 from ragloom.events import AnswerDelta, AnswerRecord, AnswerRevised
 from ragloom.llms.base import ChatMessage
 from ragloom.qa.citations import strip_citations
+from ragloom_app.accounts import User
 from ragloom_app.api.bridge import iterate_in_thread
 from ragloom_app.api.errors import ApiError, error_body
 from ragloom_app.api.models import ERROR_RESPONSES
@@ -77,10 +78,15 @@ def _split(request: ChatCompletionRequest) -> tuple[str, list[ChatMessage]]:
     return last.text(), history
 
 
-def openai_router(page: ChatPage) -> APIRouter:
+def openai_router(page: ChatPage, current_user: Callable[[Request], User]) -> APIRouter:
     """The ``/v1`` routes over ``page``'s app (see the module docstring)."""
     app = page.app
-    router = APIRouter(prefix="/v1", tags=["openai"], responses=ERROR_RESPONSES)
+    router = APIRouter(
+        prefix="/v1",
+        tags=["openai"],
+        responses=ERROR_RESPONSES,
+        dependencies=[Depends(current_user)],
+    )
 
     def mode_of(model: str) -> str:
         mode = model.removeprefix(MODEL_PREFIX)
@@ -90,7 +96,7 @@ def openai_router(page: ChatPage) -> APIRouter:
         return mode
 
     @router.get("/models")
-    def models() -> ModelList:
+    def models(user: User = Depends(current_user)) -> ModelList:
         """One model per reasoning mode."""
         return ModelList(data=[ModelOut(id=MODEL_PREFIX + mode) for mode in app.reasonings])
 
@@ -99,12 +105,12 @@ def openai_router(page: ChatPage) -> APIRouter:
         response_model=ChatCompletion,
         responses={200: {"content": {SSE_MEDIA_TYPE: {}}, "description": "The answer."}},
     )
-    def chat_completions(request: ChatCompletionRequest) -> Any:
+    def chat_completions(request: ChatCompletionRequest, user: User = Depends(current_user)) -> Any:
         """Answer the last user message with the model's mode (see the module docstring)."""
         mode = mode_of(request.model)
         question, history = _split(request)
         page.check_question(question)
-        events = page.ask(question, mode=mode, history=history)
+        events = page.ask(question, mode=mode, history=history, user_id=user.id)
         first = next(events)  # the mode refuses what it cannot take before its first event
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())

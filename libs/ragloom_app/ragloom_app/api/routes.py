@@ -1,19 +1,21 @@
 """The HTTP API, ``/api/v1``: modes, indices and their files, conversations, asking.
 
-Every route acts for the one local user for now (the server listens on loopback only);
-accounts will scope each of them to the user the request authenticates.
+Every route acts for the user the request authenticates (:mod:`.auth`): a conversation
+is its owner's alone, and an index is seen only by the users who may read it; another
+user's object answers 404, as one that does not exist.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 
 import ragloom_app
 from ragloom.events import Event
+from ragloom_app.accounts import User
 from ragloom_app.api.bridge import iterate_in_thread
 from ragloom_app.api.errors import ApiError, error_body, not_found
 from ragloom_app.api.models import (
@@ -33,12 +35,13 @@ from ragloom_app.api.models import (
 )
 from ragloom_app.api.settings_schema import settings_json_schema
 from ragloom_app.api.stream import SSE_MEDIA_TYPE, event_payload, sse_message
+from ragloom_app.db.models import LOCAL_USER
 from ragloom_app.errors import UserFacingError, scrub
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.reasoning.settings import typed_mode_settings
 
-__all__ = ["API_PREFIX", "api_router"]
+__all__ = ["API_PREFIX", "api_router", "public_router"]
 
 API_PREFIX = "/api/v1"
 
@@ -49,36 +52,45 @@ def _conversation(summary: dict[str, Any]) -> ConversationOut:
     )
 
 
-def _index_out(index: BaseIndex) -> IndexOut:
-    return IndexOut(name=index.name, type=type(index).__name__, files=len(index.list_sources()))
+def _index_out(app: Any, index: BaseIndex) -> IndexOut:
+    access = app.indices.access(index)
+    return IndexOut(
+        name=index.name,
+        type=type(index).__name__,
+        files=len(index.list_sources()),
+        owner=_owner_name(app, access.owner),
+        shared=access.shared,
+    )
 
 
-def api_router(page: ChatPage) -> APIRouter:
+def _owner_name(app: Any, owner: str) -> str:
+    if owner == LOCAL_USER:
+        return LOCAL_USER
+    for user, _ in app.accounts.users():
+        if user.id == owner:
+            return user.name
+    return "(deleted user)"
+
+
+def api_router(page: ChatPage, current_user: Callable[[Request], User]) -> APIRouter:
     """The ``/api/v1`` routes over ``page``'s app (see the module docstring)."""
     app = page.app
-    router = APIRouter(prefix=API_PREFIX, responses=ERROR_RESPONSES)
+    # Every route acts for an authenticated user, even one that reads nothing of its own.
+    router = APIRouter(
+        prefix=API_PREFIX, responses=ERROR_RESPONSES, dependencies=[Depends(current_user)]
+    )
 
-    def index_named(name: str) -> BaseIndex:
-        for index in app.indices.indices:
+    def index_named(name: str, user: User) -> BaseIndex:
+        for index in app.indices.readable_by(user.id):
             if index.name == name:
                 return index
         raise not_found("index", name)
 
-    def conversation(conversation_id: str) -> dict[str, Any]:
-        found = page.conversations.get(conversation_id)
+    def conversation(conversation_id: str, user: User) -> dict[str, Any]:
+        found = page.conversations.get(conversation_id, user.id)
         if found is None:
             raise not_found("conversation", conversation_id)
         return found
-
-    @router.get("/health", tags=["server"])
-    def health() -> HealthOut:
-        """Whether the server answers."""
-        return HealthOut()
-
-    @router.get("/version", tags=["server"])
-    def version() -> VersionOut:
-        """The version serving."""
-        return VersionOut(version=ragloom_app.__version__)
 
     @router.get("/modes", tags=["modes"])
     def modes() -> list[ModeOut]:
@@ -95,17 +107,17 @@ def api_router(page: ChatPage) -> APIRouter:
         ]
 
     @router.get("/indices", tags=["indices"])
-    def indices() -> list[IndexOut]:
-        """The indices a question may search."""
-        return [_index_out(index) for index in app.indices.indices]
+    def indices(user: User = Depends(current_user)) -> list[IndexOut]:
+        """The indices the user may read (its own, and the shared ones)."""
+        return [_index_out(app, index) for index in app.indices.readable_by(user.id)]
 
     @router.get("/indices/{name}", tags=["indices"])
-    def index(name: str) -> IndexOut:
+    def index(name: str, user: User = Depends(current_user)) -> IndexOut:
         """One index."""
-        return _index_out(index_named(name))
+        return _index_out(app, index_named(name, user))
 
     @router.get("/indices/{name}/files", tags=["indices"])
-    def files(name: str) -> list[FileOut]:
+    def files(name: str, user: User = Depends(current_user)) -> list[FileOut]:
         """The files of an index, with their state and chunk count."""
         return [
             FileOut(
@@ -116,24 +128,29 @@ def api_router(page: ChatPage) -> APIRouter:
                 chunks=s.get("chunks") or 0,
                 size=s.get("size") or 0,
             )
-            for s in index_named(name).list_sources()
+            for s in index_named(name, user).list_sources()
         ]
 
     @router.get("/conversations", tags=["conversations"])
-    def conversations() -> list[ConversationOut]:
-        """Every conversation, the last changed first."""
-        return [_conversation(c) for c in page.conversations.list()]
+    def conversations(user: User = Depends(current_user)) -> list[ConversationOut]:
+        """The user's conversations, the last changed first."""
+        return [_conversation(c) for c in page.conversations.list(user.id)]
 
     @router.post("/conversations", status_code=201, tags=["conversations"])
-    def create_conversation(body: ConversationCreate | None = None) -> ConversationOut:
+    def create_conversation(
+        body: ConversationCreate | None = None, user: User = Depends(current_user)
+    ) -> ConversationOut:
         """A new, empty conversation."""
-        created = page.conversations.create(body.title if body else "New conversation")
-        return _conversation(conversation(created))
+        title = body.title if body else "New conversation"
+        created = page.conversations.create(title, owner=user.id)
+        return _conversation(conversation(created, user))
 
     @router.get("/conversations/{conversation_id}", tags=["conversations"])
-    def get_conversation(conversation_id: str) -> ConversationDetail:
+    def get_conversation(
+        conversation_id: str, user: User = Depends(current_user)
+    ) -> ConversationDetail:
         """A conversation with its messages, oldest first."""
-        summary = _conversation(conversation(conversation_id))
+        summary = _conversation(conversation(conversation_id, user))
         messages = [
             MessageOut(
                 role="user" if m.role == "user" else "assistant",
@@ -147,16 +164,18 @@ def api_router(page: ChatPage) -> APIRouter:
         return ConversationDetail(**summary.model_dump(), messages=messages)
 
     @router.patch("/conversations/{conversation_id}", tags=["conversations"])
-    def rename_conversation(conversation_id: str, body: ConversationRename) -> ConversationOut:
+    def rename_conversation(
+        conversation_id: str, body: ConversationRename, user: User = Depends(current_user)
+    ) -> ConversationOut:
         """Give a conversation a new title."""
-        if not page.conversations.rename(conversation_id, body.title):
+        if not page.conversations.rename(conversation_id, body.title, user.id):
             raise not_found("conversation", conversation_id)
-        return _conversation(conversation(conversation_id))
+        return _conversation(conversation(conversation_id, user))
 
     @router.delete("/conversations/{conversation_id}", status_code=204, tags=["conversations"])
-    def delete_conversation(conversation_id: str) -> Response:
+    def delete_conversation(conversation_id: str, user: User = Depends(current_user)) -> Response:
         """Delete a conversation and its messages."""
-        if not page.conversations.delete(conversation_id):
+        if not page.conversations.delete(conversation_id, user.id):
             raise not_found("conversation", conversation_id)
         return Response(status_code=204)
 
@@ -166,12 +185,12 @@ def api_router(page: ChatPage) -> APIRouter:
         response_model=AnswerOut,
         responses={200: {"content": {SSE_MEDIA_TYPE: {}}, "description": "The answer."}},
     )
-    def ask(conversation_id: str, body: AskRequest) -> Any:
+    def ask(conversation_id: str, body: AskRequest, user: User = Depends(current_user)) -> Any:
         """Answer a question in a conversation: one JSON object (the shape ``ragloom ask
         --json`` prints), or with ``stream`` server-sent events of the typed events the UI
         renders, the whole answer last (``done``). Both turns are saved."""
-        conversation(conversation_id)
-        events = _checked_ask(page, conversation_id, body)
+        conversation(conversation_id, user)
+        events = _checked_ask(page, conversation_id, body, user)
         if body.stream:
             return StreamingResponse(
                 _sse(events, conversation_id),
@@ -186,15 +205,32 @@ def api_router(page: ChatPage) -> APIRouter:
     return router
 
 
-def _checked_ask(page: ChatPage, conversation_id: str, body: AskRequest) -> Any:
+def public_router() -> APIRouter:
+    """The routes that need no login: whether the server answers, and its version."""
+    public = APIRouter(prefix=API_PREFIX)
+
+    @public.get("/health", tags=["server"])
+    def health() -> HealthOut:
+        """Whether the server answers."""
+        return HealthOut()
+
+    @public.get("/version", tags=["server"])
+    def version() -> VersionOut:
+        """The version serving."""
+        return VersionOut(version=ragloom_app.__version__)
+
+    return public
+
+
+def _checked_ask(page: ChatPage, conversation_id: str, body: AskRequest, user: User) -> Any:
     """The answer's events, with everything the request could get wrong refused first
     (before anything is saved): an unknown mode or index, a setting the mode refuses, a
     question past the app's limit."""
     cls = page.reasoning_class(body.mode)
     settings = typed_mode_settings(cls.get_user_settings(), body.settings)
     if body.indices is not None:
-        known = {index.name for index in page.app.indices.indices}
-        unknown = [name for name in body.indices if name not in known]
+        readable = {index.name for index in page.app.indices.readable_by(user.id)}
+        unknown = [name for name in body.indices if name not in readable]
         if unknown:
             raise not_found("index", unknown[0])
     page.check_question(body.question)
@@ -204,6 +240,7 @@ def _checked_ask(page: ChatPage, conversation_id: str, body: AskRequest) -> Any:
         settings=settings,
         conversation_id=conversation_id,
         indices=body.indices,
+        user_id=user.id,
     )
     # ask() checks the rest (an index setting, an LLM not offered) before its first event.
     first = next(events)

@@ -10,13 +10,20 @@ from sqlalchemy import JSON, Column
 from sqlmodel import Field, SQLModel
 
 __all__ = [
+    "LOCAL_USER",
+    "ApiKeyRecord",
     "ChunkRecord",
     "Conversation",
     "IndexRecord",
     "MessageRecord",
+    "SessionRecord",
     "Source",
     "SourceStatus",
+    "UserRecord",
 ]
+
+LOCAL_USER = "local"
+"""The owner of everything made without login (the single user of a laptop)."""
 
 
 def _now() -> datetime:
@@ -33,6 +40,10 @@ class IndexRecord(SQLModel, table=True):
     index_type: str
     config: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     created_at: datetime = Field(default_factory=_now)
+    # The user who made it; a shared index is read by every user, written by its owner
+    # and admins. The indices of before accounts are the local user's, shared.
+    owner: str = Field(default=LOCAL_USER, index=True)
+    shared: bool = True
 
 
 class SourceStatus(StrEnum):
@@ -98,6 +109,7 @@ class Conversation(SQLModel, table=True):
     title: str = "New conversation"
     created_at: datetime = Field(default_factory=_now)
     updated_at: datetime = Field(default_factory=_now)
+    owner: str = Field(default=LOCAL_USER, index=True)
 
 
 class MessageRecord(SQLModel, table=True):
@@ -114,3 +126,44 @@ class MessageRecord(SQLModel, table=True):
     # The grounding check's report (GroundingReport.to_dict); NULL when none ran.
     grounding: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: datetime = Field(default_factory=_now)
+
+
+class UserRecord(SQLModel, table=True):
+    """An account. ``password_hash`` is an argon2id hash (accounts.passwords), never the
+    password; a disabled user cannot log in and its sessions and keys stop working."""
+
+    __tablename__ = "users"
+
+    id: str = Field(primary_key=True)
+    name: str = Field(index=True, unique=True)
+    password_hash: str
+    is_admin: bool = False
+    disabled: bool = False
+    created_at: datetime = Field(default_factory=_now)
+
+
+class SessionRecord(SQLModel, table=True):
+    """A login session: the SHA-256 of its cookie's token (the token is never stored)."""
+
+    __tablename__ = "sessions"
+
+    token_hash: str = Field(primary_key=True)
+    user_id: str = Field(foreign_key="users.id", index=True)
+    created_at: datetime = Field(default_factory=_now)
+    expires_at: datetime
+
+
+class ApiKeyRecord(SQLModel, table=True):
+    """An API key: its SHA-256 (the key is shown once, never stored) and its first
+    characters, so a list can tell keys apart."""
+
+    __tablename__ = "api_keys"
+
+    id: str = Field(primary_key=True)
+    user_id: str = Field(foreign_key="users.id", index=True)
+    name: str
+    key_hash: str = Field(index=True, unique=True)
+    prefix: str
+    created_at: datetime = Field(default_factory=_now)
+    revoked_at: datetime | None = None
+    last_used_at: datetime | None = None

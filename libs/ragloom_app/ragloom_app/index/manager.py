@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from ragloom.loaders import FileReader, default_readers
-from ragloom_app.db.models import IndexRecord
+from ragloom_app.db.models import LOCAL_USER, IndexRecord
 from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, IndexResources
 from ragloom_app.settings import SettingsError
 
-__all__ = ["IndexManager", "UnknownIndexError"]
+__all__ = ["IndexAccess", "IndexManager", "UnknownIndexError"]
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +26,23 @@ class UnknownIndexError(UserFacingError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown index"
+
+
+@dataclass(frozen=True)
+class IndexAccess:
+    """Who may use an index: its owner writes it; every user reads it if it is shared."""
+
+    owner: str = LOCAL_USER
+    shared: bool = True
+
+    def readable_by(self, user_id: str) -> bool:
+        """Whether ``user_id`` may search it and list its files."""
+        return self.shared or self.owner == user_id
+
+    def writable_by(self, user_id: str, is_admin: bool = False) -> bool:
+        """Whether ``user_id`` may add and remove files, change or delete it; an admin
+        writes shared indices, never another user's private one."""
+        return self.owner == user_id or (is_admin and self.shared)
 
 
 class IndexManager:
@@ -49,6 +67,7 @@ class IndexManager:
         self.index_types: dict[str, type[BaseIndex]] = {}
         self.unavailable: dict[str, str] = {}
         self._indices: dict[int, BaseIndex] = {}
+        self._access: dict[int, IndexAccess] = {}
 
     def register_type(self, type_id: str, index_type: type[BaseIndex]) -> None:
         """Make an index type available under ``type_id`` (its dotted path).
@@ -106,6 +125,7 @@ class IndexManager:
             return
         assert record.id is not None
         self._indices[record.id] = index
+        self._access[record.id] = IndexAccess(record.owner, record.shared)
 
     def _create_wanted(self, spec: Mapping[str, Any]) -> None:
         """Create an index of ``INDICES``; one whose type fails to create it is left out."""
@@ -130,8 +150,17 @@ class IndexManager:
             resources=self._resources_for(record.id),
         )
 
-    def create(self, name: str, type_id: str, config: dict[str, Any] | None = None) -> BaseIndex:
-        """Create a new index of a registered type."""
+    def create(
+        self,
+        name: str,
+        type_id: str,
+        config: dict[str, Any] | None = None,
+        *,
+        owner: str = LOCAL_USER,
+        shared: bool = True,
+    ) -> BaseIndex:
+        """Create a new index of a registered type, owned by ``owner`` (private to it
+        unless ``shared``)."""
         if type_id not in self.index_types:
             raise SettingsError(f"unknown index type {type_id!r}")
         name = name.strip()
@@ -139,7 +168,9 @@ class IndexManager:
             raise ValueError("an index needs a name")
         if name in self.unavailable or any(i.name == name for i in self._indices.values()):
             raise ValueError(f"an index named {name!r} exists already")
-        record = IndexRecord(name=name, index_type=type_id, config=config or {})
+        record = IndexRecord(
+            name=name, index_type=type_id, config=config or {}, owner=owner, shared=shared
+        )
         with Session(self._engine) as session:
             session.add(record)
             session.commit()
@@ -163,6 +194,7 @@ class IndexManager:
             raise
         assert record.id is not None
         self._indices[record.id] = index
+        self._access[record.id] = IndexAccess(owner, shared)
         logger.info("created index %r (%s)", name, type_id)
         return index
 
@@ -176,6 +208,7 @@ class IndexManager:
                 session.delete(record)
                 session.commit()
         del self._indices[index.id]
+        self._access.pop(index.id, None)
 
     def get(self, name_or_id: str | int) -> BaseIndex:
         """The index with that name (or numeric id)."""
@@ -192,3 +225,11 @@ class IndexManager:
     def indices(self) -> list[BaseIndex]:
         """Every live index, oldest first."""
         return [self._indices[key] for key in sorted(self._indices)]
+
+    def access(self, index: BaseIndex) -> IndexAccess:
+        """Who owns ``index`` and whether it is shared."""
+        return self._access.get(index.id, IndexAccess())
+
+    def readable_by(self, user_id: str) -> list[BaseIndex]:
+        """The live indices ``user_id`` may search, oldest first."""
+        return [index for index in self.indices if self.access(index).readable_by(user_id)]

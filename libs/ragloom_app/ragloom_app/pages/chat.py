@@ -23,8 +23,10 @@ from ragloom.retrieval import Retriever
 from ragloom.schema import RetrievedChunk
 from ragloom_app.app import BaseApp
 from ragloom_app.conversations import ConversationStore
+from ragloom_app.db.models import LOCAL_USER
 from ragloom_app.errors import UserFacingError, scrub, user_error
 from ragloom_app.index.base import BaseIndex
+from ragloom_app.index.manager import UnknownIndexError
 from ragloom_app.index.settings import (
     IndexSettingsError,
     check_index_names,
@@ -39,6 +41,7 @@ __all__ = [
     "ChatPage",
     "LeftOut",
     "QuestionTooLongError",
+    "UnknownConversationError",
     "UnknownModeError",
 ]
 
@@ -50,6 +53,13 @@ class UnknownModeError(UserFacingError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown mode"
+
+
+class UnknownConversationError(UserFacingError, KeyError):
+    """No conversation of this user has that id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown conversation"
 
 
 class QuestionTooLongError(UserFacingError, ValueError):
@@ -185,6 +195,17 @@ class ChatPage:
         state = replace(state, find_terms=searched_terms(searched))
         return cls.get_pipeline(values, state, retrievers)
 
+    def readable_indices(self, user_id: str, wanted: Collection[str] | None = None) -> list[str]:
+        """The names of the indices ``user_id`` may read, of ``wanted`` (None: all of them);
+        a wanted name it may not read raises :class:`UnknownIndexError`, as an unknown one."""
+        readable = [index.name for index in self.app.indices.readable_by(user_id)]
+        if wanted is None:
+            return readable
+        for name in wanted:
+            if name not in readable:
+                raise UnknownIndexError(f"no index named {name!r}")
+        return [name for name in readable if name in wanted]
+
     def check_question(self, question: str) -> None:
         """Raise :class:`QuestionTooLongError` past ``MAX_QUESTION_CHARS``."""
         limit = self.app.settings.max_question_chars
@@ -205,11 +226,15 @@ class ChatPage:
         selected_sources: Mapping[str, Collection[str]] | None = None,
         index_settings: Mapping[str, Mapping[str, Any]] | None = None,
         history: Sequence[ChatMessage] | None = None,
+        user_id: str = LOCAL_USER,
     ) -> Iterator[Event | AnswerFinished]:
         """Answer ``question``, streaming events; saves both turns to the conversation.
 
         The earlier turns are the conversation's, or ``history`` when there is no
         ``conversation_id`` (a client that keeps its own, as OpenAI's API does).
+
+        It acts for ``user_id``: only the indices that user may read are searched (an
+        index it may not read is unknown to it), and the conversation must be its own.
 
         ``indices`` and ``selected_sources`` limit the search, and ``index_settings``
         set how each index searches, as in :meth:`create_pipeline`. The last item is
@@ -220,6 +245,9 @@ class ChatPage:
         it was cut short.
         """
         self.check_question(question)
+        indices = self.readable_indices(user_id, indices)
+        if conversation_id and self.conversations.get(conversation_id, user_id) is None:
+            raise UnknownConversationError(f"no conversation {conversation_id!r}")
         mode_id = mode or self.app.settings.default_reasoning
         started = time.perf_counter()
         history = list(history or [])

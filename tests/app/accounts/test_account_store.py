@@ -1,0 +1,127 @@
+"""Accounts on a real SQLite database: passwords kept as argon2id, sessions and API keys
+as hashes, refusals that tell nothing, failed logins limited."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+
+from ragloom_app.accounts import AccountError, AccountStore, LoginRefused
+from ragloom_app.accounts.store import MAX_FAILED_LOGINS
+from ragloom_app.db.engine import create_db_engine
+from ragloom_app.db.models import ApiKeyRecord, SessionRecord, UserRecord
+
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> AccountStore:
+    return AccountStore(create_db_engine(f"sqlite:///{tmp_path / 'app.db'}"))
+
+
+def _everything_stored(store: AccountStore) -> str:
+    with Session(store.engine) as session:
+        rows = [
+            *session.exec(select(UserRecord)),
+            *session.exec(select(SessionRecord)),
+            *session.exec(select(ApiKeyRecord)),
+        ]
+    return " ".join(repr(row) for row in rows)
+
+
+def test_a_login_gives_a_session_and_nothing_stored_logs_in(store: AccountStore) -> None:
+    alice = store.add_user("alice", PASSWORD, is_admin=True)
+    user, token = store.login("alice", PASSWORD, "127.0.0.1")
+    assert user == alice and user.is_admin
+    assert store.session_user(token) == alice
+    stored = _everything_stored(store)
+    assert PASSWORD not in stored and token not in stored and "$argon2id$" in stored
+    store.logout(token)
+    assert store.session_user(token) is None
+
+
+def test_an_unknown_name_and_a_wrong_password_are_refused_alike(store: AccountStore) -> None:
+    store.add_user("alice", PASSWORD)
+    with pytest.raises(LoginRefused) as unknown:
+        store.login("mallory", PASSWORD)
+    with pytest.raises(LoginRefused) as wrong:
+        store.login("alice", "not the password")
+    assert str(unknown.value) == str(wrong.value) == "the name or the password is not right"
+
+
+def test_failed_logins_are_limited_per_account_and_the_right_password_waits_too(
+    store: AccountStore,
+) -> None:
+    store.add_user("alice", PASSWORD)
+    for n in range(MAX_FAILED_LOGINS):
+        with pytest.raises(LoginRefused):
+            store.login("alice", f"guess {n}", f"10.0.0.{n}")
+    with pytest.raises(LoginRefused, match="too many failed logins") as limited:
+        store.login("alice", PASSWORD, "10.0.0.99")
+    assert limited.value.retry_after > 0
+    store.add_user("bob", PASSWORD)  # another account is not held up
+    assert store.login("bob", PASSWORD)[0].name == "bob"
+
+
+def test_a_disabled_user_cannot_log_in_and_its_sessions_and_keys_stop(
+    store: AccountStore,
+) -> None:
+    alice = store.add_user("alice", PASSWORD)
+    _, token = store.login("alice", PASSWORD)
+    _, key = store.create_key(alice, "laptop")
+    store.set_disabled("alice", True)
+    assert store.session_user(token) is None and store.key_user(key) is None
+    with pytest.raises(LoginRefused):
+        store.login("alice", PASSWORD)
+    store.set_disabled("alice", False)
+    assert store.key_user(key) == alice
+
+
+def test_a_new_password_ends_the_sessions(store: AccountStore) -> None:
+    store.add_user("alice", PASSWORD)
+    _, token = store.login("alice", PASSWORD)
+    store.set_password("alice", "another long password")
+    assert store.session_user(token) is None
+    with pytest.raises(LoginRefused):
+        store.login("alice", PASSWORD)
+    assert store.login("alice", "another long password")[0].name == "alice"
+
+
+def test_api_keys_are_shown_once_listed_by_prefix_and_revoked(store: AccountStore) -> None:
+    alice = store.add_user("alice", PASSWORD)
+    bob = store.add_user("bob", PASSWORD)
+    info, key = store.create_key(alice, "laptop")
+    assert key.startswith("rlk_") and key.startswith(info.prefix) and len(key) > 40
+    assert store.key_user(key) == alice
+    assert [k.name for k in store.keys(alice)] == ["laptop"] and store.keys(bob) == []
+    assert key not in _everything_stored(store)
+    assert not store.revoke_key(bob, info.id)  # not bob's to revoke
+    assert store.revoke_key(alice, info.id)
+    assert store.key_user(key) is None and store.keys(alice) == []
+    assert store.key_user("rlk_" + "x" * 43) is None and store.key_user("sk-local") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "password", "message"),
+    [
+        ("alice", "short", "at least 8 characters"),
+        ("alice", "x" * 1025, "at most 1024 characters"),
+        ("", PASSWORD, "a user name is"),
+        ("../etc", PASSWORD, "a user name is"),
+        ("a" * 65, PASSWORD, "a user name is"),
+        ("al\u202eice", PASSWORD, "a user name is"),
+    ],
+)
+def test_names_and_passwords_out_of_bounds_are_refused(
+    store: AccountStore, name: str, password: str, message: str
+) -> None:
+    with pytest.raises(AccountError, match=message):
+        store.add_user(name, password)
+
+
+def test_a_name_is_taken_once(store: AccountStore) -> None:
+    store.add_user("alice", PASSWORD)
+    with pytest.raises(AccountError, match="already"):
+        store.add_user("alice", PASSWORD)

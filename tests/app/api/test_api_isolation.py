@@ -1,0 +1,185 @@
+"""Accounts through the API, with login required: two users see nothing of each other's
+conversations, files, chunks or private indices; guessing ids answers 404; a shared
+index is read by both and written by its owner only. Real SQLite, Chroma and BM25."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from ragloom_app.app import BaseApp
+from ragloom_app.plugins.manager import create_plugin_manager
+from ragloom_app.settings import AppSettings
+
+FILE_INDEX = "ragloom_app.index.file.FileIndex"
+PASSWORD = "correct horse battery"
+# The replay model answers every question alike; what differs is what it was shown.
+ANSWER = "It is in the passages [1]."
+
+
+@dataclass
+class TwoUsers:
+    url: str
+    app: BaseApp
+    alice_key: str
+    bob_key: str
+
+
+def _index(app: BaseApp, name: str, owner: str, shared: bool, folder: Path, text: str) -> None:
+    index = app.indices.create(name, FILE_INDEX, owner=owner, shared=shared)
+    path = folder / f"{name.replace(' ', '-')}.md"
+    path.write_text(text, encoding="utf-8")
+    outcomes = index.get_indexing_pipeline({}).run([path])
+    assert all(o.status == "indexed" for o in outcomes), outcomes
+
+
+@pytest.fixture(scope="module")
+def two_users(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoUsers]:
+    from ragloom_app.ui.server import serve
+
+    folder = tmp_path_factory.mktemp("isolation")
+    settings = AppSettings(
+        data_dir=folder / "data",
+        llms={"replay": {"class": "ragloom.llms.replay.ReplayLLM", "replies": [ANSWER]}},
+        default_llm="replay",
+        embeddings={"hash": {"class": "ragloom_app.testing.HashEmbeddings"}},
+        default_embedding="hash",
+        indices=[],
+        require_login=True,
+    )
+    settings.first_run_docs = None
+    app = BaseApp(settings, plugin_manager=create_plugin_manager()).start()
+    alice = app.accounts.add_user("alice", PASSWORD, is_admin=False)
+    bob = app.accounts.add_user("bob", PASSWORD)
+    _index(app, "alice private", alice.id, False, folder, "Alice's secret: the vault code is 7319.")
+    _index(app, "team", alice.id, True, folder, "The team handbook: standups are at nine.")
+    _index(app, "bob private", bob.id, False, folder, "Bob's diary: the boat is named Osprey.")
+    _, alice_key = app.accounts.create_key(alice, "tests")
+    _, bob_key = app.accounts.create_key(bob, "tests")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    running = serve(app, port=port, first_run_docs=False, block=False, warm_up=False)
+    try:
+        yield TwoUsers(running.url, app, alice_key, bob_key)
+    finally:
+        running.close()
+
+
+def _client(users: TwoUsers, key: str | None) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.Client(base_url=f"{users.url}api/v1", headers=headers, timeout=30)
+
+
+def test_without_a_key_or_a_login_every_route_is_refused(two_users: TwoUsers) -> None:
+    anonymous = _client(two_users, None)
+    for path in ("/conversations", "/indices", "/me", "/modes"):
+        refused = anonymous.get(path)
+        assert refused.status_code == 401, path
+        assert refused.json()["error"]["code"] == "unauthorized"
+    assert _client(two_users, "rlk_not-a-key").get("/me").status_code == 401
+    assert anonymous.get("/health").status_code == 200  # a load balancer's probe
+
+
+def test_each_user_sees_its_own_and_the_shared_indices_only(two_users: TwoUsers) -> None:
+    alice, bob = _client(two_users, two_users.alice_key), _client(two_users, two_users.bob_key)
+    assert {i["name"] for i in alice.get("/indices").json()} == {"alice private", "team"}
+    assert {i["name"] for i in bob.get("/indices").json()} == {"bob private", "team"}
+    team = next(i for i in bob.get("/indices").json() if i["name"] == "team")
+    assert (team["owner"], team["shared"]) == ("alice", True)
+    assert bob.get("/indices/alice private").status_code == 404
+    assert bob.get("/indices/alice private/files").status_code == 404
+    assert bob.get("/indices/no such index").json() == alice.get("/indices/nope").json() | {
+        "error": {"code": "not_found", "message": "no index 'no such index'"}
+    }
+
+
+def test_a_question_searches_only_what_its_user_may_read(two_users: TwoUsers) -> None:
+    bob = _client(two_users, two_users.bob_key)
+    cid = bob.post("/conversations").json()["id"]
+    answer = bob.post(f"/conversations/{cid}/ask", json={"question": "What is the vault code?"})
+    sources = {c["source"] for c in answer.json()["citations"]}
+    assert "alice-private.md" not in sources
+    texts = " ".join(c["text"] for c in answer.json()["citations"])
+    assert "7319" not in texts and "vault" not in texts
+    # Asking for the index by name is as if it did not exist.
+    refused = bob.post(
+        f"/conversations/{cid}/ask",
+        json={"question": "What is the vault code?", "indices": ["alice private"]},
+    )
+    assert refused.status_code == 404
+    # Nor does it reach the model: every prompt the replay model saw of bob's is checked.
+    llm = two_users.app.llm("replay")
+    assert not any("7319" in m.content for prompt in llm.prompts for m in prompt)
+
+
+def test_conversations_are_their_owners_alone_and_guessing_ids_answers_404(
+    two_users: TwoUsers,
+) -> None:
+    alice, bob = _client(two_users, two_users.alice_key), _client(two_users, two_users.bob_key)
+    cid = alice.post("/conversations", json={"title": "Vault"}).json()["id"]
+    alice.post(f"/conversations/{cid}/ask", json={"question": "What is the vault code?"})
+    assert cid not in [c["id"] for c in bob.get("/conversations").json()]
+    for method, path, body in [
+        ("GET", f"/conversations/{cid}", None),
+        ("PATCH", f"/conversations/{cid}", {"title": "mine now"}),
+        ("POST", f"/conversations/{cid}/ask", {"question": "And now?"}),
+        ("DELETE", f"/conversations/{cid}", None),
+    ]:
+        response = bob.request(method, path, json=body)
+        assert response.status_code == 404, (method, path)
+        assert response.json() == {
+            "error": {"code": "not_found", "message": f"no conversation '{cid}'"}
+        }
+    # Alice's conversation is untouched, both turns in it.
+    kept = alice.get(f"/conversations/{cid}").json()
+    assert kept["title"] == "Vault" and len(kept["messages"]) == 2
+
+
+def test_the_openai_endpoint_answers_each_user_over_its_own_indices(two_users: TwoUsers) -> None:
+    bob = openai.OpenAI(
+        base_url=f"{two_users.url}v1", api_key=two_users.bob_key, max_retries=0
+    )
+    completion = bob.chat.completions.create(
+        model="ragloom-fullqa", messages=[{"role": "user", "content": "What is the vault code?"}]
+    )
+    sources = {c["source"] for c in completion.model_extra["ragloom"]["citations"]}  # type: ignore[index]
+    assert "alice-private.md" not in sources
+    nobody = openai.OpenAI(base_url=f"{two_users.url}v1", api_key="sk-wrong", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        nobody.models.list()
+
+
+def test_a_login_sets_an_httponly_strict_cookie_and_logout_ends_it(two_users: TwoUsers) -> None:
+    browser = httpx.Client(base_url=f"{two_users.url}api/v1", timeout=30)
+    refused = browser.post("/login", json={"name": "alice", "password": "wrong password"})
+    assert refused.status_code == 401
+    assert refused.json()["error"]["message"] == "the name or the password is not right"
+    logged_in = browser.post("/login", json={"name": "alice", "password": PASSWORD})
+    assert logged_in.status_code == 200 and logged_in.json() == {"name": "alice", "is_admin": False}
+    cookie = logged_in.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and "max-age=43200" in cookie
+    assert browser.get("/me").json()["name"] == "alice"
+    assert browser.post("/logout").status_code == 204
+    browser.cookies.clear()  # as the browser does with the expired cookie
+    assert browser.get("/me").status_code == 401
+
+
+def test_api_keys_are_made_listed_and_revoked_by_their_owner(two_users: TwoUsers) -> None:
+    alice = _client(two_users, two_users.alice_key)
+    created = alice.post("/keys", json={"name": "ci"})
+    assert created.status_code == 201
+    key = created.json()["key"]
+    assert _client(two_users, key).get("/me").json()["name"] == "alice"
+    listed = alice.get("/keys").json()
+    assert "key" not in listed[0] and created.json()["id"] in [k["id"] for k in listed]
+    bob = _client(two_users, two_users.bob_key)
+    assert bob.delete(f"/keys/{created.json()['id']}").status_code == 404
+    assert alice.delete(f"/keys/{created.json()['id']}").status_code == 204
+    assert _client(two_users, key).get("/me").status_code == 401
