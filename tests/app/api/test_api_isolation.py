@@ -143,9 +143,7 @@ def test_conversations_are_their_owners_alone_and_guessing_ids_answers_404(
 
 
 def test_the_openai_endpoint_answers_each_user_over_its_own_indices(two_users: TwoUsers) -> None:
-    bob = openai.OpenAI(
-        base_url=f"{two_users.url}v1", api_key=two_users.bob_key, max_retries=0
-    )
+    bob = openai.OpenAI(base_url=f"{two_users.url}v1", api_key=two_users.bob_key, max_retries=0)
     completion = bob.chat.completions.create(
         model="ragloom-fullqa", messages=[{"role": "user", "content": "What is the vault code?"}]
     )
