@@ -33,6 +33,7 @@ from ragloom_app.cli_handlers import (
     _say,
     _start_app,
 )
+from ragloom_app.cli_users import keys, users
 from ragloom_app.privacy import switch_off_telemetry
 
 __all__ = ["cli", "main"]
@@ -47,6 +48,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from ragloom_app.pages.chat import UnknownModeError
     from ragloom_app.settings import SettingsError
 
+    # AccountError is a ValueError: a name taken, a password too short.
     return (LLMError, SettingsError, UnknownIndexError, UnknownModeError, ValueError)
 
 
@@ -229,6 +231,10 @@ def plugins(as_json: bool, everything: bool) -> int:
 )
 def models() -> int:
     return _told(_cmd_models)
+
+
+cli.add_command(users)
+cli.add_command(keys)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

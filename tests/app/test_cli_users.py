@@ -1,0 +1,85 @@
+"""``ragloom users`` and ``ragloom keys`` as an admin runs them: passwords never as
+arguments, keys shown once, clear errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragloom_app.app import BaseApp
+from ragloom_app.settings import AppSettings
+from tests.helpers.cli import cli_env
+
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    settings = tmp_path / "flowsettings.py"
+    settings.write_text("INDICES = []\nFIRST_RUN_DOCS = None\n", encoding="utf-8")
+    return cli_env(tmp_path / "data", settings)
+
+
+def _ragloom(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ragloom_app.cli", *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _app(env: dict[str, str]) -> BaseApp:
+    return BaseApp(AppSettings.load(env["RAGLOOM_SETTINGS"])).start()
+
+
+def test_an_admin_is_added_with_a_password_from_stdin_and_can_log_in(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    added = _ragloom(
+        env, "users", "add", "alice", "--admin", "--password-file", "-", stdin=f"{PASSWORD}\n"
+    )
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.strip() == "added admin user alice"
+    assert _ragloom(env, "users", "list").stdout.strip() == "alice  (admin)"
+    monkeypatch.setenv("RAGLOOM_DATA_DIR", env["RAGLOOM_DATA_DIR"])
+    user, _ = _app(env).accounts.login("alice", PASSWORD)
+    assert user.is_admin
+
+
+def test_a_key_is_printed_once_works_and_is_revoked(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _ragloom(env, "users", "add", "bob", "--password-file", "-", stdin=PASSWORD)
+    created = _ragloom(env, "keys", "create", "--user", "bob", "--name", "ci")
+    assert created.returncode == 0, created.stderr
+    key = created.stdout.splitlines()[-1]
+    key_id = created.stdout.split()[2]
+    monkeypatch.setenv("RAGLOOM_DATA_DIR", env["RAGLOOM_DATA_DIR"])
+    assert _app(env).accounts.key_user(key).name == "bob"  # type: ignore[union-attr]
+    listed = _ragloom(env, "keys", "list", "--user", "bob").stdout
+    assert key_id in listed and key not in listed and "last used:" in listed
+    assert _ragloom(env, "keys", "revoke", "--user", "bob", key_id).returncode == 0
+    assert _app(env).accounts.key_user(key) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        (("users", "add", "carol", "--password-file", "-"), "short\n", "at least 8 characters"),
+        (("users", "disable", "nobody"), "", "no user named 'nobody'"),
+        (("keys", "create", "--user", "nobody"), "", "no user named 'nobody'"),
+        (("keys", "revoke", "--user", "dave", "abc"), "", "dave has no API key 'abc'"),
+    ],
+)
+def test_mistakes_are_told_in_words_with_status_2(
+    env: dict[str, str], args: tuple[str, ...], stdin: str, message: str
+) -> None:
+    _ragloom(env, "users", "add", "dave", "--password-file", "-", stdin=PASSWORD)
+    told = _ragloom(env, *args, stdin=stdin)
+    assert told.returncode == 2 and message in told.stderr and "Traceback" not in told.stderr
