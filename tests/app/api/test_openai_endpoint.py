@@ -10,8 +10,9 @@ import pytest
 
 from ragloom_app.api.openai_routes import REVISED_NOTICE
 from tests.helpers.api_server import ANSWER, LiveServer, live_server
+from tests.helpers.web_surface import LOOPBACK, outbound
 
-__all__ = ["live_server"]
+__all__ = ["live_server", "outbound"]
 
 
 @pytest.fixture
@@ -117,3 +118,24 @@ def test_the_openai_client_raises_its_own_errors_on_a_refusal(client: openai.Ope
     with pytest.raises(openai.NotFoundError) as caught:
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Hi"}])
     assert "ragloom-fullqa" in str(caught.value)
+
+
+def test_langchain_chat_openai_uses_a_mode_as_a_model_and_nothing_leaves_the_machine(
+    live_server: LiveServer, outbound: list[str]
+) -> None:
+    # A client nobody here wrote, as its users configure it for any compatible server.
+    from langchain_openai import ChatOpenAI
+
+    chat = ChatOpenAI(
+        model="ragloom-fullqa",
+        base_url=f"{live_server.url}v1",
+        api_key="sk-local",  # type: ignore[arg-type]
+        max_retries=0,
+        timeout=30,
+    )
+    reply = chat.invoke("How hot is the reactor?")
+    assert reply.content == ANSWER
+    assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] > 0
+    streamed = "".join(str(chunk.content) for chunk in chat.stream("How hot is the reactor?"))
+    assert streamed == ANSWER
+    assert outbound and all(LOOPBACK.match(host) for host in outbound), outbound
