@@ -181,3 +181,58 @@ def test_api_keys_are_made_listed_and_revoked_by_their_owner(two_users: TwoUsers
     assert bob.delete(f"/keys/{created.json()['id']}").status_code == 404
     assert alice.delete(f"/keys/{created.json()['id']}").status_code == 204
     assert _client(two_users, key).get("/me").status_code == 401
+
+
+def _wait_indexed(client: httpx.Client, index: str, names: set[str]) -> list[dict]:
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        files = client.get(f"/indices/{index}/files").json()
+        done = {f["name"]: f for f in files if f["status"] in ("indexed", "failed")}
+        if names <= set(done):
+            return [done[n] for n in sorted(names)]
+        time.sleep(0.2)
+    raise AssertionError(f"not indexed in time: {files}")
+
+
+def test_a_private_index_is_created_filled_and_read_by_its_owner_alone(
+    two_users: TwoUsers,
+) -> None:
+    alice, bob = _client(two_users, two_users.alice_key), _client(two_users, two_users.bob_key)
+    created = alice.post("/indices", json={"name": "alice notes"})
+    assert created.status_code == 201 and created.json()["shared"] is False
+    upload = alice.post(
+        "/indices/alice notes/files",
+        files=[
+            ("files", ("pumps.md", b"The coolant pumps run at 300 rpm.", "text/markdown")),
+            ("files", ("../../evil name.md", b"Escaping is futile.", "text/markdown")),
+        ],
+    )
+    assert upload.status_code == 202, upload.text
+    files = _wait_indexed(alice, "alice notes", {"pumps.md", "evil name.md"})
+    assert [f["status"] for f in files] == ["indexed", "indexed"]
+    pumps = next(f for f in files if f["name"] == "pumps.md")
+    chunks = alice.get(f"/indices/alice notes/files/{pumps['id']}/chunks").json()
+    assert chunks[0]["text"] == "The coolant pumps run at 300 rpm."
+    # Bob: not even there.
+    assert bob.get(f"/indices/alice notes/files/{pumps['id']}/chunks").status_code == 404
+    assert (
+        bob.post("/indices/alice notes/files", files=[("files", ("x.md", b"x"))]).status_code == 404
+    )
+    assert bob.delete("/indices/alice notes").status_code == 404
+    assert alice.delete(f"/indices/alice notes/files/{pumps['id']}").status_code == 204
+    assert alice.delete("/indices/alice notes").status_code == 204
+
+
+def test_a_shared_index_is_read_by_all_and_written_by_its_owner_only(two_users: TwoUsers) -> None:
+    alice, bob = _client(two_users, two_users.alice_key), _client(two_users, two_users.bob_key)
+    files = bob.get("/indices/team/files").json()
+    assert [f["name"] for f in files] == ["team.md"]
+    chunks = bob.get(f"/indices/team/files/{files[0]['id']}/chunks").json()
+    assert "standups are at nine" in chunks[0]["text"]
+    refused = bob.post("/indices/team/files", files=[("files", ("x.md", b"Bob was here."))])
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+    assert bob.delete(f"/indices/team/files/{files[0]['id']}").status_code == 403
+    assert bob.delete("/indices/team").status_code == 403
+    assert alice.get("/indices/team/files").json() == files  # untouched

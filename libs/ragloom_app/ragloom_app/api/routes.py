@@ -41,7 +41,7 @@ from ragloom_app.index.base import BaseIndex
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.reasoning.settings import typed_mode_settings
 
-__all__ = ["API_PREFIX", "api_router", "public_router"]
+__all__ = ["API_PREFIX", "api_router", "index_out", "public_router"]
 
 API_PREFIX = "/api/v1"
 
@@ -52,7 +52,8 @@ def _conversation(summary: dict[str, Any]) -> ConversationOut:
     )
 
 
-def _index_out(app: Any, index: BaseIndex) -> IndexOut:
+def index_out(app: Any, index: BaseIndex) -> IndexOut:
+    """An index as the API shows it: with its owner's name and whether it is shared."""
     access = app.indices.access(index)
     return IndexOut(
         name=index.name,
@@ -109,12 +110,12 @@ def api_router(page: ChatPage, current_user: Callable[[Request], User]) -> APIRo
     @router.get("/indices", tags=["indices"])
     def indices(user: User = Depends(current_user)) -> list[IndexOut]:
         """The indices the user may read (its own, and the shared ones)."""
-        return [_index_out(app, index) for index in app.indices.readable_by(user.id)]
+        return [index_out(app, index) for index in app.indices.readable_by(user.id)]
 
     @router.get("/indices/{name}", tags=["indices"])
     def index(name: str, user: User = Depends(current_user)) -> IndexOut:
         """One index."""
-        return _index_out(app, index_named(name, user))
+        return index_out(app, index_named(name, user))
 
     @router.get("/indices/{name}/files", tags=["indices"])
     def files(name: str, user: User = Depends(current_user)) -> list[FileOut]:

@@ -1,0 +1,251 @@
+"""``/api/v1`` routes that change indices: create and delete one, upload files (indexed in
+the background: poll the files' status), remove a file, read a file's chunks; and the
+installed plugins.
+
+A new index is its creator's, private unless ``shared``. Writing an index (its files, its
+deletion) is for its owner, and for admins when it is shared; a user who may read an
+index but not write it gets 403, one who may not even read it 404.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+from sqlmodel import Session, col, select
+from starlette.datastructures import UploadFile
+
+from ragloom_app.accounts import User
+from ragloom_app.api.errors import ApiError, not_found
+from ragloom_app.api.models import ERROR_RESPONSES, IndexOut
+from ragloom_app.app import BaseApp
+from ragloom_app.db.models import ChunkRecord
+from ragloom_app.index.base import BaseIndex
+
+__all__ = ["index_router"]
+
+logger = logging.getLogger(__name__)
+
+MAX_CHUNKS_PER_PAGE = 500
+_COPY_BYTES = 1024 * 1024
+
+
+class IndexCreate(BaseModel):
+    """A new index."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=80)
+    type: str | None = Field(None, description="An index type (default: the first registered).")
+    shared: bool = Field(False, description="Every user reads it (default: its creator only).")
+
+
+class UploadOut(BaseModel):
+    """Files taken for indexing: poll GET .../files for their status."""
+
+    index: str
+    accepted: list[str]
+
+
+class ChunkOut(BaseModel):
+    """A chunk of a file: its text and where it lies in the file's text."""
+
+    id: str
+    page: int | None
+    start: int
+    end: int
+    text: str
+
+
+class PluginOut(BaseModel):
+    """An installed plugin and what it registered."""
+
+    name: str
+    version: str | None
+    disabled: bool
+    registered: dict[str, list[str]]
+    error: str | None
+
+
+def index_router(
+    app: BaseApp, current_user: Callable[[Request], User], index_out: Callable[..., IndexOut]
+) -> APIRouter:
+    """The routes of the module docstring."""
+    router = APIRouter(
+        prefix="/api/v1",
+        responses={**ERROR_RESPONSES, 403: {"description": "Not yours to change."}},
+        dependencies=[Depends(current_user)],
+    )
+
+    def readable(name: str, user: User) -> BaseIndex:
+        for index in app.indices.readable_by(user.id):
+            if index.name == name:
+                return index
+        raise not_found("index", name)
+
+    def writable(name: str, user: User) -> BaseIndex:
+        index = readable(name, user)
+        if not app.indices.access(index).writable_by(user.id, user.is_admin):
+            raise ApiError(403, "forbidden", f"the index {name!r} is not yours to change")
+        return index
+
+    def source(index: BaseIndex, file_id: str) -> dict[str, Any]:
+        for entry in index.list_sources():
+            if str(entry["id"]) == file_id:
+                return entry
+        raise not_found("file", file_id)
+
+    @router.post(
+        "/indices",
+        status_code=201,
+        tags=["indices"],
+        responses={409: {"description": "An index of that name exists."}},
+    )
+    def create_index(body: IndexCreate, user: User = Depends(current_user)) -> IndexOut:
+        """A new index, owned by the user (private unless ``shared``)."""
+        type_id = body.type or next(iter(app.indices.index_types), None)
+        if type_id is None or type_id not in app.indices.index_types:
+            known = ", ".join(app.indices.index_types)
+            raise ApiError(404, "not_found", f"no index type {body.type!r} (types: {known})")
+        config = app.indices.normalize_config(type_id, {})
+        try:
+            index = app.indices.create(
+                body.name, type_id, config, owner=user.id, shared=body.shared
+            )
+        except ValueError as exc:
+            raise ApiError(409, "conflict", str(exc)) from None
+        return index_out(app, index)
+
+    @router.delete("/indices/{name}", status_code=204, tags=["indices"])
+    def delete_index(name: str, user: User = Depends(current_user)) -> Response:
+        """Delete an index and everything it stored."""
+        app.indices.delete(writable(name, user).name)
+        return Response(status_code=204)
+
+    @router.post(
+        "/indices/{name}/files",
+        status_code=202,
+        tags=["indices"],
+        openapi_extra={
+            "requestBody": {
+                "content": {
+                    "multipart/form-data": {
+                        "schema": {
+                            "type": "object",
+                            "properties": {
+                                "files": {
+                                    "type": "array",
+                                    "items": {"type": "string", "format": "binary"},
+                                    "minItems": 1,
+                                }
+                            },
+                            "required": ["files"],
+                            "additionalProperties": False,
+                        }
+                    }
+                },
+                "required": True,
+            }
+        },
+    )
+    async def upload(name: str, request: Request, user: User = Depends(current_user)) -> UploadOut:
+        """Upload files (multipart, field ``files``, several at once) to be indexed in the
+        background; their status shows in GET .../files."""
+        index = writable(name, user)
+        limit = app.settings.max_files_per_upload
+        try:
+            form = await request.form(max_files=limit, max_fields=limit)
+        except Exception as exc:  # starlette: too many files, a malformed body
+            raise ApiError(422, "invalid_request", f"the upload cannot be read: {exc}") from None
+        uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
+        if not uploads:
+            raise ApiError(422, "invalid_request", "no files in the field 'files'")
+        folder = Path(tempfile.mkdtemp(prefix="api-upload-", dir=_upload_dir(app)))
+        paths, names = [], []
+        for position, upload in enumerate(uploads):
+            path = folder / f"{position}"  # the name the client sent is never a path here
+            with path.open("wb") as out:
+                while chunk := await upload.read(_COPY_BYTES):
+                    out.write(chunk)
+            paths.append(path)
+            names.append(upload.filename or f"upload-{position}")
+        threading.Thread(
+            target=_index_in_background,
+            args=(index, paths, names, folder),
+            name=f"ragloom-api-index-{index.id}",
+            daemon=True,
+        ).start()
+        return UploadOut(index=index.name, accepted=names)
+
+    @router.delete("/indices/{name}/files/{file_id}", status_code=204, tags=["indices"])
+    def remove_file(name: str, file_id: str, user: User = Depends(current_user)) -> Response:
+        """Remove a file from every store of the index."""
+        index = writable(name, user)
+        source(index, file_id)
+        index.remove_source(file_id)
+        return Response(status_code=204)
+
+    @router.get("/indices/{name}/files/{file_id}/chunks", tags=["indices"])
+    def chunks(
+        name: str,
+        file_id: str,
+        offset: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=MAX_CHUNKS_PER_PAGE)] = 100,
+        user: User = Depends(current_user),
+    ) -> list[ChunkOut]:
+        """The chunks of a file in the order they lie in it (at most 500 at a time)."""
+        index = readable(name, user)
+        source(index, file_id)
+        with Session(app.engine) as session:
+            rows = session.exec(
+                select(ChunkRecord)
+                .where(ChunkRecord.index_id == index.id, ChunkRecord.source_id == file_id)
+                .order_by(col(ChunkRecord.start))
+                .offset(offset)
+                .limit(limit)
+            )
+            return [
+                ChunkOut(id=r.id, page=r.page, start=r.start, end=r.end, text=r.text) for r in rows
+            ]
+
+    @router.get("/plugins", tags=["server"])
+    def plugins() -> list[PluginOut]:
+        """The installed plugins and what each registered."""
+        return [
+            PluginOut(
+                name=info.name,
+                version=info.version,
+                disabled=info.disabled,
+                registered={kind: list(ids) for kind, ids in info.registered.items()},
+                error=info.error,
+            )
+            for info in app.plugins
+        ]
+
+    return router
+
+
+def _upload_dir(app: BaseApp) -> Path:
+    folder = app.settings.data_dir / "uploads"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder
+
+
+def _index_in_background(
+    index: BaseIndex, paths: list[Path], names: list[str], folder: Path
+) -> None:
+    """Index the uploaded files, then delete them (the index keeps its own copies)."""
+    try:
+        outcomes = index.get_indexing_pipeline({}).run(paths, names=names)
+        logger.info("API upload to %r: %s", index.name, [(o.name, o.status) for o in outcomes])
+    except Exception:
+        logger.exception("API upload to %r failed", index.name)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
