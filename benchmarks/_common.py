@@ -20,6 +20,7 @@ __all__ = [
     "add_mode_settings_option",
     "ask_record",
     "bench_settings",
+    "chosen_modes",
     "configured_embeddings",
     "mode_settings_of",
 ]
@@ -68,6 +69,15 @@ def ask_record(
         for event in page.ask(question, mode=mode, settings=settings)
         if isinstance(event, AnswerFinished)
     )
+
+
+def chosen_modes(record: Mapping[str, Any]) -> list[str]:
+    """The modes ``auto`` chose for an answer record, in order (empty for other modes)."""
+    return [
+        s["output"]["mode"]
+        for s in record["steps"]
+        if s["step"] in ("route", "escalate") and s.get("event") == "finished"
+    ]
 
 
 def add_mode_settings_option(parser: argparse.ArgumentParser) -> None:

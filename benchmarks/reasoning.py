@@ -42,7 +42,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, add_mode_settings_option, ask_record, bench_settings, mode_settings_of
+from _common import (
+    REPO,
+    add_mode_settings_option,
+    ask_record,
+    bench_settings,
+    chosen_modes,
+    mode_settings_of,
+)
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from ragloom_app.app import BaseApp
@@ -171,11 +178,7 @@ def main() -> None:
                 "searched": searched(record),
                 "crashed": any(s.get("step") == "error" for s in record["steps"]),
                 "plan_repaired": plan[0]["repaired"] if mode == "rewoo" and plan else None,
-                "modes": [
-                    s["output"]["mode"]
-                    for s in record["steps"]
-                    if s["step"] in ("route", "escalate") and s.get("event") == "finished"
-                ],
+                "modes": chosen_modes(record),
                 "grounding": (record.get("grounding") or {}).get("status"),
                 "answer": record["answer"],
                 "gold": gold,

@@ -57,7 +57,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from _common import REPO, add_mode_settings_option, ask_record, bench_settings, mode_settings_of
+from _common import (
+    REPO,
+    add_mode_settings_option,
+    ask_record,
+    bench_settings,
+    chosen_modes,
+    mode_settings_of,
+)
 from reasoning import searched
 
 import ragloom
@@ -214,11 +221,7 @@ def answer_row(
         [] if declined else unsupported_specifics(answer, cited, item["question"], score.normalise)
     )
     grounding = record.get("grounding") or {}
-    chosen = [
-        s["output"]["mode"]
-        for s in record["steps"]
-        if s["step"] in ("route", "escalate") and s.get("event") == "finished"
-    ]
+    chosen = chosen_modes(record)
     return {
         "id": item["id"],
         "kind": item["kind"],
