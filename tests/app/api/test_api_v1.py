@@ -180,3 +180,16 @@ def test_the_interactive_docs_load_nothing_remote(live_server: LiveServer) -> No
     for asset in ("swagger-ui-bundle.js", "swagger-ui.css"):
         assert httpx.get(f"{live_server.url}docs-assets/{asset}", timeout=30).status_code == 200
     assert httpx.get(f"{live_server.url}docs-assets/index.html", timeout=30).status_code == 404
+
+
+def test_a_client_that_leaves_mid_stream_leaves_the_server_answering_others(
+    api: httpx.Client,
+) -> None:
+    cid = api.post("/conversations").json()["id"]
+    body = {"question": "How hot is the reactor?", "stream": True}
+    with api.stream("POST", f"/conversations/{cid}/ask", json=body) as response:
+        first = next(response.iter_lines())
+        assert first.startswith("event: ")
+    # Gone after one event: the next question, in the same conversation, is answered.
+    again = api.post(f"/conversations/{cid}/ask", json={"question": "How hot is the reactor?"})
+    assert again.status_code == 200 and again.json()["answer"] == ANSWER
