@@ -159,7 +159,9 @@ def test_failed_and_hanging_steps_give_no_evidence_and_the_rest_still_runs(
     agent.tool_retries = 0
     started = time.perf_counter()
     events = agent.run("How hot is the reactor?")
-    assert time.perf_counter() - started < 4  # the hanging call was stopped at its timeout
+    # The hanging call (60 s) was stopped at its 2 s timeout; the bound leaves room for a
+    # busy machine (a 4 s bound failed at 4.1 s with benchmarks beside the suite).
+    assert time.perf_counter() - started < 30
     errors = {e.name: e.error for e in events if isinstance(e, StepFinished) and e.error}
     assert errors["E2:hang"].startswith("timeout:")
     assert errors["E3:broken"] == "tool_failed: RuntimeError: disk on fire"
