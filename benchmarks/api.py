@@ -117,15 +117,16 @@ def _p95(values: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=8, help="State of the Union questions")
+    parser.add_argument("--data", type=Path, default=DATA, help="the sotu data folder")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     from ragloom_app.ui.server import serve
 
-    with (DATA / "sotu_qa.csv").open(encoding="utf-8") as handle:
+    with (args.data / "sotu_qa.csv").open(encoding="utf-8") as handle:
         questions = [row["question"] for row in csv.DictReader(handle)][: args.questions]
     workdir = Path(tempfile.mkdtemp(prefix="ragloom-api-bench-"))
     app = BaseApp(bench_settings(workdir / "data", "sotu")).start()
-    app.indices.get("sotu").get_indexing_pipeline({}).run([DATA / "state_of_the_union.txt"])
+    app.indices.get("sotu").get_indexing_pipeline({}).run([args.data / "state_of_the_union.txt"])
     page = ChatPage(app)
     running = serve(app, port=_port(), first_run_docs=False, block=False, warm_up=False)
     client = httpx.Client(base_url=f"{running.url}api/v1", timeout=300)
