@@ -83,3 +83,35 @@ def test_mistakes_are_told_in_words_with_status_2(
     _ragloom(env, "users", "add", "dave", "--password-file", "-", stdin=PASSWORD)
     told = _ragloom(env, *args, stdin=stdin)
     assert told.returncode == 2 and message in told.stderr and "Traceback" not in told.stderr
+
+
+def test_ask_as_a_user_searches_only_what_that_user_may_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = tmp_path / "flowsettings.py"
+    settings.write_text(
+        "INDICES = []\nFIRST_RUN_DOCS = None\n"
+        'LLMS = {"replay": {"class": "ragloom.llms.replay.ReplayLLM",'
+        ' "replies": ["It is in the passages [1]."]}}\nDEFAULT_LLM = "replay"\n'
+        'EMBEDDINGS = {"hash": {"class": "ragloom_app.testing.HashEmbeddings"}}\n'
+        'DEFAULT_EMBEDDING = "hash"\n',
+        encoding="utf-8",
+    )
+    env = cli_env(tmp_path / "data", settings)
+    monkeypatch.setenv("RAGLOOM_DATA_DIR", env["RAGLOOM_DATA_DIR"])
+    app = _app(env)
+    alice = app.accounts.add_user("alice", PASSWORD)
+    app.accounts.add_user("bob", PASSWORD)
+    private = app.indices.create(
+        "vault", "ragloom_app.index.file.FileIndex", owner=alice.id, shared=False
+    )
+    secret = tmp_path / "vault.md"
+    secret.write_text("The vault code is 7319.", encoding="utf-8")
+    assert private.get_indexing_pipeline({}).run([secret])[0].status == "indexed"
+    as_alice = _ragloom(env, "ask", "What is the vault code?", "--user", "alice", "--json")
+    assert "7319" in as_alice.stdout, as_alice.stderr
+    as_bob = _ragloom(env, "ask", "What is the vault code?", "--user", "bob", "--json")
+    assert as_bob.returncode == 0 and "7319" not in as_bob.stdout
+    refused = _ragloom(env, "ask", "What?", "--user", "bob", "--index", "vault")
+    assert refused.returncode == 2 and "no index named 'vault'" in refused.stderr
+    assert "no user named 'eve'" in _ragloom(env, "ask", "What?", "--user", "eve").stderr

@@ -191,6 +191,11 @@ def index_delete(name: str) -> int:
     "see docs/indices.md)",
 )
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+@click.option(
+    "--user",
+    "user_name",
+    help="ask as this user: only the indices it may read are searched (docs/users.md)",
+)
 def ask(
     question: str,
     mode: str | None,
@@ -198,6 +203,7 @@ def ask(
     mode_settings: tuple[str, ...],
     index_settings: tuple[str, ...],
     as_json: bool,
+    user_name: str | None,
 ) -> int:
     return _run(
         _cmd_ask,
@@ -207,6 +213,7 @@ def ask(
         setting=list(mode_settings),
         index_setting=list(index_settings),
         json=as_json,
+        user=user_name,
     )
 
 

@@ -168,6 +168,19 @@ def _cmd_index_check(app: Any, args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _user_id(app: Any, name: str | None) -> str:
+    """The id of the user ``--user`` names (the local user's without it)."""
+    from ragloom_app.accounts import AccountError
+    from ragloom_app.db.models import LOCAL_USER
+
+    if name is None:
+        return LOCAL_USER
+    user = app.accounts.user_named(name)
+    if user is None:
+        raise AccountError(f"no user named {name!r}")
+    return str(user.id)
+
+
 def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
     from ragloom.events import AnswerDelta, AnswerRecord, AnswerRevised
     from ragloom_app.index.settings import index_settings_from_options
@@ -187,6 +200,7 @@ def _cmd_ask(app: Any, args: argparse.Namespace) -> int:
         settings=settings,
         indices=args.index,
         index_settings=index_settings,
+        user_id=_user_id(app, getattr(args, "user", None)),
     )
     for event in events:
         if isinstance(event, AnswerFinished):
