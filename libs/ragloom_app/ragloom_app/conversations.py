@@ -168,7 +168,8 @@ class ConversationStore:
                 )
             )
             if role == "user" and conversation.title == "New conversation":
-                conversation.title = content.strip().splitlines()[0][:80] or conversation.title
+                lines = content.strip().splitlines()
+                conversation.title = (lines[0][:80] if lines else "") or conversation.title
             conversation.updated_at = datetime.now(UTC)
             session.add(conversation)
             session.commit()

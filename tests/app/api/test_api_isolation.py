@@ -236,3 +236,48 @@ def test_a_shared_index_is_read_by_all_and_written_by_its_owner_only(two_users: 
     assert bob.delete(f"/indices/team/files/{files[0]['id']}").status_code == 403
     assert bob.delete("/indices/team").status_code == 403
     assert alice.get("/indices/team/files").json() == files  # untouched
+
+
+def test_a_user_deletes_its_own_index_and_no_other_whatever_the_names(
+    two_users: TwoUsers,
+) -> None:
+    alice, bob = _client(two_users, two_users.alice_key), _client(two_users, two_users.bob_key)
+    # A name that is a number would read as another index's id: refused.
+    assert alice.post("/indices", json={"name": "4"}).status_code == 422
+    assert alice.post("/indices", json={"name": "a/b"}).status_code == 422
+    assert alice.post("/indices", json={"name": "scratch"}).status_code == 201
+    assert alice.delete("/indices/scratch").status_code == 204
+    assert {i["name"] for i in bob.get("/indices").json()} == {"bob private", "team"}
+    # The taken name is told alike whoever owns it: nothing of bob's index shows.
+    taken = alice.post("/indices", json={"name": "bob private"})
+    assert taken.status_code == 409
+    assert taken.json()["error"]["message"] == "the name 'bob private' is taken"
+
+
+def test_only_an_admin_makes_a_shared_index(two_users: TwoUsers) -> None:
+    bob = _client(two_users, two_users.bob_key)
+    refused = bob.post("/indices", json={"name": "planted", "shared": True})
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+
+
+def test_parallel_wrong_passwords_cannot_pass_the_limit_together(two_users: TwoUsers) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    two_users.app.accounts.add_user("carol", PASSWORD)
+
+    def attempt(n: int) -> int:
+        body = {"name": "carol", "password": f"wrong guess {n}"}
+        return httpx.post(f"{two_users.url}api/v1/login", json=body, timeout=60).status_code
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        statuses = list(pool.map(attempt, range(16)))
+    # Each attempt counts before its password is checked, and two are checked at once: at
+    # most 5 are ever checked (401), a couple more may race the count; the rest are told
+    # to wait (429: the limit, or too many at once).
+    checked = statuses.count(401)
+    assert checked <= 7 and checked + statuses.count(429) == 16, statuses
+    right = httpx.post(
+        f"{two_users.url}api/v1/login", json={"name": "carol", "password": PASSWORD}, timeout=60
+    )
+    # Past the limit the right password waits too; short of it, it logs in.
+    assert right.status_code == (429 if checked >= 5 else 200), (checked, right.text)

@@ -193,3 +193,35 @@ def test_a_client_that_leaves_mid_stream_leaves_the_server_answering_others(
     # Gone after one event: the next question, in the same conversation, is answered.
     again = api.post(f"/conversations/{cid}/ask", json={"question": "How hot is the reactor?"})
     assert again.status_code == 200 and again.json()["answer"] == ANSWER
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"question": "   "}, "the question is empty"),
+        ({"question": "Hot?", "settings": {"top_k": int("9" * 400)}}, "top_k must be a number"),
+    ],
+)
+def test_inputs_that_once_made_500s_are_422s_in_words(
+    api: httpx.Client, body: dict[str, Any], message: str
+) -> None:
+    cid = api.post("/conversations").json()["id"]
+    refused = api.post(f"/conversations/{cid}/ask", json=body)
+    assert refused.status_code == 422 and message in refused.json()["error"]["message"]
+
+
+def test_a_key_that_is_no_longer_valid_is_refused_even_without_login(api: httpx.Client) -> None:
+    # Dropping it silently would let a revoked key act as the local user.
+    refused = api.get("/me", headers={"Authorization": "Bearer rlk_revoked-or-made-up"})
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+    # A key that is no key of Ragloom's (an OpenAI client's placeholder) names nobody.
+    assert api.get("/me", headers={"Authorization": "Bearer sk-local"}).json()["name"] == "local"
+
+
+def test_a_multipart_body_to_a_route_that_takes_no_upload_is_held_to_the_body_limit(
+    live_server: LiveServer,
+) -> None:
+    big = b"x" * (5 * 1024 * 1024)
+    refused = httpx.post(f"{live_server.url}api/v1/login", files={"f": ("a.bin", big)}, timeout=60)
+    assert refused.status_code == 413
+    assert refused.json()["error"]["code"] == "request_too_large"

@@ -2,8 +2,8 @@
 
 Past ``max_failures`` failures within ``window`` seconds, a key (an account name, a
 client address) is refused until its oldest failure leaves the window. A success does not
-wipe an address's failures (an attacker with one right password would reset the count);
-it clears the account's. The table is bounded: past ``max_keys`` keys, the one idle
+wipe earlier failures (an attacker with one right password would reset the count); it
+takes back the attempt it counted. The table is bounded: past ``max_keys`` keys, the one idle
 longest is forgotten.
 """
 
@@ -67,3 +67,10 @@ class FailureLimiter:
         """Forget ``key``'s failures."""
         with self._lock:
             self._failures.pop(key, None)
+
+    def forgive(self, key: str) -> None:
+        """Take back ``key``'s latest failure (an attempt counted before it succeeded)."""
+        with self._lock:
+            failures = self._failures.get(key)
+            if failures:
+                failures.pop()

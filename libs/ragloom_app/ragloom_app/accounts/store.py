@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import ipaddress
 import re
 import secrets
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -43,6 +45,8 @@ MAX_FAILED_LOGINS = 5
 MAX_FAILED_LOGINS_PER_ADDRESS = 20
 """Failed logins one client address may have in :data:`FAILED_LOGIN_WINDOW` seconds."""
 FAILED_LOGIN_WINDOW = 15 * 60.0
+MAX_CONCURRENT_VERIFIES = 2
+"""Password checks at once (each argon2id verify takes 64 MiB and a core for ~0.15 s)."""
 API_KEY_PREFIX = "rlk_"
 """How every API key starts (so a leaked one is recognisable, e.g. by secret scanners)."""
 MAX_KEYS_PER_USER = 20
@@ -87,6 +91,13 @@ class ApiKeyInfo:
     last_used_at: datetime | None
 
 
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
@@ -107,6 +118,7 @@ class AccountStore:
         self.engine = engine
         self.by_account = FailureLimiter(MAX_FAILED_LOGINS, FAILED_LOGIN_WINDOW)
         self.by_address = FailureLimiter(MAX_FAILED_LOGINS_PER_ADDRESS, FAILED_LOGIN_WINDOW)
+        self._verifying = threading.BoundedSemaphore(MAX_CONCURRENT_VERIFIES)
 
     # -- users ----------------------------------------------------------------------------
     def add_user(self, name: str, password: str, *, is_admin: bool = False) -> User:
@@ -191,18 +203,41 @@ class AccountStore:
     # -- logins and sessions ---------------------------------------------------------------
     def login(self, name: str, password: str, address: str = "") -> tuple[User, str]:
         """The user and a new session token, or :class:`LoginRefused` (the same words for
-        an unknown name, a wrong password and a disabled account)."""
-        wait = max(self.by_account.retry_after(name), self.by_address.retry_after(address))
+        an unknown name, a wrong password and a disabled account).
+
+        Each attempt counts as a failure before the password is checked (and is taken back
+        if it succeeds), so attempts sent at once cannot pass the limit together; at most
+        :data:`MAX_CONCURRENT_VERIFIES` checks run at once (each takes 64 MiB), more are
+        refused as busy. A loopback ``address`` is not limited by address: behind a proxy,
+        or on a laptop, every client has it, and one would lock everyone out."""
+        by_address = address and not _is_loopback(address)
+        wait = max(
+            self.by_account.retry_after(name),
+            self.by_address.retry_after(address) if by_address else 0.0,
+        )
         if wait > 0:
             raise LoginRefused(
                 f"too many failed logins: try again in {int(wait) + 1} s", retry_after=wait
             )
+        if not self._verifying.acquire(blocking=False):
+            raise LoginRefused("too many logins at once: try again in a second", retry_after=1.0)
+        try:
+            self.by_account.failed(name)
+            if by_address:
+                self.by_address.failed(address)
+            user, token = self._check_and_open(name, password)
+        finally:
+            self._verifying.release()
+        self.by_account.forgive(name)
+        if by_address:
+            self.by_address.forgive(address)
+        return user, token
+
+    def _check_and_open(self, name: str, password: str) -> tuple[User, str]:
         with Session(self.engine) as session:
             record = session.exec(select(UserRecord).where(UserRecord.name == name)).first()
             ok = verify_password(record.password_hash if record else _dummy_hash(), password)
             if record is None or not ok or record.disabled:
-                self.by_account.failed(name)
-                self.by_address.failed(address)
                 raise LoginRefused("the name or the password is not right")
             if needs_rehash(record.password_hash):
                 record.password_hash = hash_password(password)
@@ -212,8 +247,12 @@ class AccountStore:
             session.add(
                 SessionRecord(token_hash=_digest(token), user_id=record.id, expires_at=expires)
             )
+            # Sessions never presented again would pile up: the expired ones go now.
+            for stale in session.exec(
+                select(SessionRecord).where(col(SessionRecord.expires_at) < datetime.now(UTC))
+            ):
+                session.delete(stale)
             session.commit()
-            self.by_account.clear(name)
             return _user(record), token
 
     def session_user(self, token: str) -> User | None:
@@ -299,9 +338,14 @@ class AccountStore:
             user = session.get(UserRecord, record.user_id)
             if user is None or user.disabled:
                 return None
-            record.last_used_at = datetime.now(UTC)
-            session.add(record)
-            session.commit()
+            now = datetime.now(UTC)
+            # A write per request would serialize every API call on the database: a key's
+            # last use is kept to the minute.
+            last = record.last_used_at
+            if last is None or now - _aware(last) > timedelta(minutes=1):
+                record.last_used_at = now
+                session.add(record)
+                session.commit()
             return _user(user)
 
     @staticmethod

@@ -37,18 +37,20 @@ def api_routers(page: ChatPage) -> list[APIRouter]:
     """Every API route over ``page``'s app, the unknown paths last."""
     from ragloom_app.api.account_routes import account_router
     from ragloom_app.api.auth import authenticator
+    from ragloom_app.api.capacity import AnswerSlots
     from ragloom_app.api.docs_page import docs_router
     from ragloom_app.api.index_routes import index_router
     from ragloom_app.api.openai_routes import openai_router
     from ragloom_app.api.routes import api_router, index_out, public_router
 
     current_user = authenticator(page.app)
+    slots = AnswerSlots()  # the API's and the OpenAI endpoint's answers, together
     return [
         public_router(),
         account_router(page.app, current_user),
-        api_router(page, current_user),
+        api_router(page, current_user, slots),
         index_router(page.app, current_user, index_out),
-        openai_router(page, current_user),
+        openai_router(page, current_user, slots),
         docs_router(),
         _unknown_paths(),
     ]

@@ -3,8 +3,10 @@
 ``Authorization: Bearer rlk_...`` names a user by one of its API keys; a browser's
 session cookie (:data:`SESSION_COOKIE`, set by ``POST /api/v1/login``) by its session.
 Without either, the request acts for the local user, unless ``REQUIRE_LOGIN`` is on: then
-it is refused (401). A key or session that is not valid (revoked, expired, its user
-disabled) is refused when login is required, and otherwise counts for nothing.
+it is refused (401). A key or session that is sent but is not valid (revoked, expired,
+its user disabled) is always refused (401): dropping it silently would let a revoked key
+act as the local user. The local user is no admin: it writes what it owns (the indices of
+``INDICES``), never what an account owns.
 
 The cookie is ``HttpOnly`` (no script reads it), ``SameSite=Strict`` (no other site's page
 sends it) and ``Secure`` when the request came over TLS; together with the API taking
@@ -19,7 +21,7 @@ from collections.abc import Callable
 from fastapi import Request, Response
 
 from ragloom_app.accounts import User
-from ragloom_app.accounts.store import SESSION_HOURS
+from ragloom_app.accounts.store import API_KEY_PREFIX, SESSION_HOURS
 from ragloom_app.api.errors import ApiError
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import LOCAL_USER
@@ -27,7 +29,7 @@ from ragloom_app.db.models import LOCAL_USER
 __all__ = ["LOCAL", "SESSION_COOKIE", "authenticator", "end_session_cookie", "set_session_cookie"]
 
 SESSION_COOKIE = "ragloom_session"
-LOCAL = User(id=LOCAL_USER, name=LOCAL_USER, is_admin=True)
+LOCAL = User(id=LOCAL_USER, name=LOCAL_USER, is_admin=False)
 """The user of a server without login: the laptop's owner."""
 
 
@@ -42,17 +44,19 @@ def authenticator(app: BaseApp) -> Callable[[Request], User]:
     def current_user(request: Request) -> User:
         required = app.settings.require_login
         key = _bearer(request)
-        if key is not None:
+        if key is not None and (key.startswith(API_KEY_PREFIX) or required):
             user = app.accounts.key_user(key)
-            if user is not None:
-                return user
-            if required:
+            if user is None:
                 raise ApiError(401, "unauthorized", "the API key is not valid")
+            return user
+        # Without login an OpenAI client must still send some key ("sk-local"): one that
+        # is no key of Ragloom's names nobody, and the request is the local user's.
         token = request.cookies.get(SESSION_COOKIE)
         if token:
             user = app.accounts.session_user(token)
-            if user is not None:
-                return user
+            if user is None:
+                raise ApiError(401, "unauthorized", "the session has ended: log in again")
+            return user
         if not required:
             return LOCAL
         raise ApiError(

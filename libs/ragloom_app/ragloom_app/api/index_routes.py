@@ -10,6 +10,7 @@ index but not write it gets 403, one who may not even read it 404.
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import tempfile
 import threading
@@ -19,6 +20,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 from starlette.datastructures import UploadFile
 
@@ -34,7 +36,17 @@ __all__ = ["index_router"]
 logger = logging.getLogger(__name__)
 
 MAX_CHUNKS_PER_PAGE = 500
+MAX_OFFSET = 10**9
+MAX_UPLOADS_INDEXING = 2
+"""Uploads indexed at once through the API; one more is refused (429) until one ends."""
 _COPY_BYTES = 1024 * 1024
+# An index name is shown in lists and paths: printable, no slash or control character,
+# and not only digits or spaces (a number would read as an id).
+_NAME_CHAR = r"\x00-\x1f\x7f/\\\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_INDEX_NAME = re.compile(rf"^[^{_NAME_CHAR}]*[^{_NAME_CHAR}\s0-9][^{_NAME_CHAR}]*$")
+_uploading: dict[int, int] = {}
+"""Index id: uploads being indexed into it (an index is not deleted under an upload)."""
+_uploads_lock = threading.Lock()
 
 
 class IndexCreate(BaseModel):
@@ -42,9 +54,13 @@ class IndexCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=80)
+    name: str = Field(min_length=1, max_length=80, pattern=_INDEX_NAME.pattern)
     type: str | None = Field(None, description="An index type (default: the first registered).")
-    shared: bool = Field(False, description="Every user reads it (default: its creator only).")
+    shared: bool = Field(
+        False,
+        description="Every user reads it (default: its creator only). Admins only: a shared "
+        "index is searched by every user's questions.",
+    )
 
 
 class UploadOut(BaseModel):
@@ -80,7 +96,11 @@ def index_router(
     """The routes of the module docstring."""
     router = APIRouter(
         prefix="/api/v1",
-        responses={**ERROR_RESPONSES, 403: {"description": "Not yours to change."}},
+        responses={
+            **ERROR_RESPONSES,
+            403: {"description": "Not yours to change."},
+            429: {"description": "Too many uploads being indexed."},
+        },
         dependencies=[Depends(current_user)],
     )
 
@@ -114,19 +134,25 @@ def index_router(
         if type_id is None or type_id not in app.indices.index_types:
             known = ", ".join(app.indices.index_types)
             raise ApiError(404, "not_found", f"no index type {body.type!r} (types: {known})")
+        if body.shared and not user.is_admin:
+            raise ApiError(403, "forbidden", "only an admin makes a shared index")
         config = app.indices.normalize_config(type_id, {})
         try:
             index = app.indices.create(
                 body.name, type_id, config, owner=user.id, shared=body.shared
             )
-        except ValueError as exc:
-            raise ApiError(409, "conflict", str(exc)) from None
+        except (ValueError, IntegrityError):
+            # The same words whoever owns the other one: its name, not that it exists.
+            raise ApiError(409, "conflict", f"the name {body.name!r} is taken") from None
         return index_out(app, index)
 
     @router.delete("/indices/{name}", status_code=204, tags=["indices"])
     def delete_index(name: str, user: User = Depends(current_user)) -> Response:
         """Delete an index and everything it stored."""
-        app.indices.delete(writable(name, user).name)
+        index = writable(name, user)
+        if index.id in _uploading:
+            raise ApiError(409, "conflict", f"files are being indexed into {name!r}: try later")
+        app.indices.delete(index.id)  # the id: the object checked, never another by name
         return Response(status_code=204)
 
     @router.post(
@@ -176,6 +202,13 @@ def index_router(
                     out.write(chunk)
             paths.append(path)
             names.append(upload.filename or f"upload-{position}")
+        with _uploads_lock:
+            if sum(_uploading.values()) >= MAX_UPLOADS_INDEXING:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise ApiError(
+                    429, "busy", f"{MAX_UPLOADS_INDEXING} uploads are being indexed: try later"
+                )
+            _uploading[index.id] = _uploading.get(index.id, 0) + 1
         threading.Thread(
             target=_index_in_background,
             args=(index, paths, names, folder),
@@ -196,7 +229,7 @@ def index_router(
     def chunks(
         name: str,
         file_id: str,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
         limit: Annotated[int, Query(ge=1, le=MAX_CHUNKS_PER_PAGE)] = 100,
         user: User = Depends(current_user),
     ) -> list[ChunkOut]:
@@ -249,3 +282,9 @@ def _index_in_background(
         logger.exception("API upload to %r failed", index.name)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        with _uploads_lock:
+            left = _uploading.get(index.id, 1) - 1
+            if left > 0:
+                _uploading[index.id] = left
+            else:
+                _uploading.pop(index.id, None)

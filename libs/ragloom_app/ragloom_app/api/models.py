@@ -61,6 +61,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     404: {"description": "No such object.", "model": ErrorOut},
     413: {"description": "The body is larger than MAX_REQUEST_BYTES.", "model": ErrorOut},
     422: {"description": "The request is not valid.", "model": ErrorOut},
+    429: {"description": "Busy, or too many failed logins: try again.", "model": ErrorOut},
 }
 """The error responses every route may give (its OpenAPI entry)."""
 

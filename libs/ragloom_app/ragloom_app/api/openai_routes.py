@@ -3,7 +3,9 @@ a model.
 
 ``GET /v1/models`` lists one model per mode (``ragloom-fullqa``, ``ragloom-rewoo``, plugin
 modes too). ``POST /v1/chat/completions`` answers the last user message over the indices
-with that mode; the messages before it are the history. Streaming sends the answer as it
+with that mode; the user and assistant messages before it are the request's history
+(``ReasoningState.history``: the built-in modes answer the question alone, a plugin mode
+may use them). Streaming sends the answer as it
 is written. When Ragloom revises an answer after it was written, a revision that only
 adds citation marks changes nothing a client shows; one that changes its words (the
 grounding check declined it, or removed a sentence) is sent as one more piece, after a
@@ -15,6 +17,7 @@ response and in the stream's last chunk.
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -22,12 +25,14 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
 
 from ragloom.events import AnswerDelta, AnswerRecord, AnswerRevised
 from ragloom.llms.base import ChatMessage
 from ragloom.qa.citations import strip_citations
 from ragloom_app.accounts import User
 from ragloom_app.api.bridge import iterate_in_thread
+from ragloom_app.api.capacity import AnswerSlots, Slot
 from ragloom_app.api.errors import ApiError, error_body
 from ragloom_app.api.models import ERROR_RESPONSES
 from ragloom_app.api.openai_models import (
@@ -39,10 +44,12 @@ from ragloom_app.api.openai_models import (
     RagloomExtra,
 )
 from ragloom_app.api.stream import SSE_MEDIA_TYPE
-from ragloom_app.errors import UserFacingError, scrub
+from ragloom_app.errors import UserFacingError, scrub, user_error
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 
 __all__ = ["REVISED_NOTICE", "openai_router"]
+
+logger = logging.getLogger(__name__)
 
 REVISED_NOTICE = "(Revised by Ragloom's check of the answer against its sources:)"
 """What precedes, in a stream, an answer whose words were revised after it was written."""
@@ -78,7 +85,9 @@ def _split(request: ChatCompletionRequest) -> tuple[str, list[ChatMessage]]:
     return last.text(), history
 
 
-def openai_router(page: ChatPage, current_user: Callable[[Request], User]) -> APIRouter:
+def openai_router(
+    page: ChatPage, current_user: Callable[[Request], User], slots: AnswerSlots
+) -> APIRouter:
     """The ``/v1`` routes over ``page``'s app (see the module docstring)."""
     app = page.app
     router = APIRouter(
@@ -110,21 +119,30 @@ def openai_router(page: ChatPage, current_user: Callable[[Request], User]) -> AP
         mode = mode_of(request.model)
         question, history = _split(request)
         page.check_question(question)
-        events = page.ask(question, mode=mode, history=history, user_id=user.id)
-        first = next(events)  # the mode refuses what it cannot take before its first event
+        slot = slots.slot()
+        try:
+            events = page.ask(question, mode=mode, history=history, user_id=user.id)
+            first = next(events)  # the mode refuses what it cannot take before its first event
+        except BaseException:
+            slot.give_back()
+            raise
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
         if request.stream:
             include_usage = bool(request.stream_options and request.stream_options.include_usage)
             chunks = _chunks(_chain(first, events), completion_id, created, request.model)
             return StreamingResponse(
-                _sse(chunks, include_usage),
+                _sse(chunks, include_usage, slot),
                 media_type=SSE_MEDIA_TYPE,
                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+                background=BackgroundTask(slot.give_back),
             )
-        record = next(
-            item.record for item in _chain(first, events) if isinstance(item, AnswerFinished)
-        )
+        try:
+            record = next(
+                item.record for item in _chain(first, events) if isinstance(item, AnswerFinished)
+            )
+        finally:
+            slot.give_back()
         return ChatCompletion(
             id=completion_id,
             created=created,
@@ -196,7 +214,9 @@ def _words(text: str) -> str:
     return " ".join(strip_citations(text).split())
 
 
-async def _sse(chunks: Iterator[dict[str, Any]], include_usage: bool) -> AsyncIterator[str]:
+async def _sse(
+    chunks: Iterator[dict[str, Any]], include_usage: bool, slot: Slot
+) -> AsyncIterator[str]:
     try:
         async for chunk in iterate_in_thread(chunks):
             usage = chunk.pop("usage", None)
@@ -207,4 +227,9 @@ async def _sse(chunks: Iterator[dict[str, Any]], include_usage: bool) -> AsyncIt
                 yield f"data: {json.dumps(tail, ensure_ascii=False)}\n\n"
     except UserFacingError as exc:
         yield f"data: {json.dumps(error_body('invalid_request', scrub(str(exc))))}\n\n"
+    except Exception as exc:  # the status line is sent: the failure is a chunk
+        failure = user_error(exc, "Answering", log=logger)
+        yield f"data: {json.dumps(error_body('internal_error', failure.message))}\n\n"
+    finally:
+        slot.give_back()
     yield "data: [DONE]\n\n"

@@ -7,16 +7,19 @@ user's object answers 404, as one that does not exist.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
 
 import ragloom_app
 from ragloom.events import Event
 from ragloom_app.accounts import User
 from ragloom_app.api.bridge import iterate_in_thread
+from ragloom_app.api.capacity import AnswerSlots, Slot
 from ragloom_app.api.errors import ApiError, error_body, not_found
 from ragloom_app.api.models import (
     ERROR_RESPONSES,
@@ -36,10 +39,12 @@ from ragloom_app.api.models import (
 from ragloom_app.api.settings_schema import settings_json_schema
 from ragloom_app.api.stream import SSE_MEDIA_TYPE, event_payload, sse_message
 from ragloom_app.db.models import LOCAL_USER
-from ragloom_app.errors import UserFacingError, scrub
+from ragloom_app.errors import UserFacingError, scrub, user_error
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.reasoning.settings import typed_mode_settings
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["API_PREFIX", "api_router", "index_out", "public_router"]
 
@@ -73,7 +78,9 @@ def _owner_name(app: Any, owner: str) -> str:
     return "(deleted user)"
 
 
-def api_router(page: ChatPage, current_user: Callable[[Request], User]) -> APIRouter:
+def api_router(
+    page: ChatPage, current_user: Callable[[Request], User], slots: AnswerSlots
+) -> APIRouter:
     """The ``/api/v1`` routes over ``page``'s app (see the module docstring)."""
     app = page.app
     # Every route acts for an authenticated user, even one that reads nothing of its own.
@@ -191,16 +198,26 @@ def api_router(page: ChatPage, current_user: Callable[[Request], User]) -> APIRo
         --json`` prints), or with ``stream`` server-sent events of the typed events the UI
         renders, the whole answer last (``done``). Both turns are saved."""
         conversation(conversation_id, user)
-        events = _checked_ask(page, conversation_id, body, user)
+        slot = slots.slot()
+        try:
+            events = _checked_ask(page, conversation_id, body, user)
+        except BaseException:
+            slot.give_back()
+            raise
         if body.stream:
             return StreamingResponse(
-                _sse(events, conversation_id),
+                _sse(events, conversation_id, slot),
                 media_type=SSE_MEDIA_TYPE,
                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+                # Given back when the stream ends, or here if it never started.
+                background=BackgroundTask(slot.give_back),
             )
-        for item in events:
-            if isinstance(item, AnswerFinished):
-                return _answer(item, conversation_id)
+        try:
+            for item in events:
+                if isinstance(item, AnswerFinished):
+                    return _answer(item, conversation_id)
+        finally:
+            slot.give_back()
         raise ApiError(500, "internal_error", "the answer ended without a record")
 
     return router
@@ -257,7 +274,7 @@ def _answer(finished: AnswerFinished, conversation_id: str) -> dict[str, Any]:
     return {"conversation_id": conversation_id, **finished.record.to_dict()}
 
 
-async def _sse(events: Any, conversation_id: str) -> AsyncIterator[str]:
+async def _sse(events: Any, conversation_id: str, slot: Slot) -> AsyncIterator[str]:
     try:
         async for item in iterate_in_thread(events):
             if isinstance(item, AnswerFinished):
@@ -268,3 +285,8 @@ async def _sse(events: Any, conversation_id: str) -> AsyncIterator[str]:
                 yield sse_message(name, data)
     except UserFacingError as exc:
         yield sse_message("error", error_body("invalid_request", scrub(str(exc))))
+    except Exception as exc:  # the status line is sent: the failure is an event
+        failure = user_error(exc, "Answering", log=logger)
+        yield sse_message("error", error_body("internal_error", failure.message))
+    finally:
+        slot.give_back()

@@ -166,6 +166,9 @@ class IndexManager:
         name = name.strip()
         if not name:
             raise ValueError("an index needs a name")
+        if name.isdigit():
+            # get() takes a name or an id: a name that is a number would name two indices.
+            raise ValueError(f"an index name cannot be a number ({name!r} reads as an id)")
         if name in self.unavailable or any(i.name == name for i in self._indices.values()):
             raise ValueError(f"an index named {name!r} exists already")
         record = IndexRecord(
@@ -213,7 +216,10 @@ class IndexManager:
     def get(self, name_or_id: str | int) -> BaseIndex:
         """The index with that name (or numeric id)."""
         for index in self._indices.values():
-            if index.name == name_or_id or str(index.id) == str(name_or_id):
+            if index.name == name_or_id:
+                return index
+        for index in self._indices.values():
+            if str(index.id) == str(name_or_id):
                 return index
         if name_or_id in self.unavailable:
             reason = self.unavailable[str(name_or_id)]
@@ -228,7 +234,8 @@ class IndexManager:
 
     def access(self, index: BaseIndex) -> IndexAccess:
         """Who owns ``index`` and whether it is shared."""
-        return self._access.get(index.id, IndexAccess())
+        # An index this manager did not start has no known owner: closed to everyone.
+        return self._access.get(index.id, IndexAccess(owner="", shared=False))
 
     def readable_by(self, user_id: str) -> list[BaseIndex]:
         """The live indices ``user_id`` may search, oldest first."""

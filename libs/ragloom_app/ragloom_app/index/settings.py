@@ -63,6 +63,12 @@ def choice_values(spec: Mapping[str, Any]) -> list[Any]:
     ]
 
 
+def _shown(value: Any) -> str:
+    """``value`` for an error message: a number of hundreds of digits, abbreviated."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
 def _number(key: str, spec: SettingSpec, value: Any) -> int | float:
     whole = isinstance(spec.get("value"), int) and not isinstance(spec.get("step"), float)
     if isinstance(value, str):
@@ -70,8 +76,14 @@ def _number(key: str, spec: SettingSpec, value: Any) -> int | float:
             value = float(value.strip())
         except ValueError:
             raise IndexSettingsError(f"{key} must be a number, got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise IndexSettingsError(f"{key} must be a number, got {value!r}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int of hundreds of digits: no float holds it
+        finite = False
+    if not finite:
+        raise IndexSettingsError(f"{key} must be a number, got {_shown(value)}")
     if whole and value != int(value):
         raise IndexSettingsError(f"{key} must be a whole number, got {value!r}")
     low, high = spec.get("minimum"), spec.get("maximum")

@@ -39,6 +39,7 @@ from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
 __all__ = [
     "AnswerFinished",
     "ChatPage",
+    "EmptyQuestionError",
     "LeftOut",
     "QuestionTooLongError",
     "UnknownConversationError",
@@ -60,6 +61,10 @@ class UnknownConversationError(UserFacingError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown conversation"
+
+
+class EmptyQuestionError(UserFacingError, ValueError):
+    """A question with no words."""
 
 
 class QuestionTooLongError(UserFacingError, ValueError):
@@ -207,7 +212,10 @@ class ChatPage:
         return [name for name in readable if name in wanted]
 
     def check_question(self, question: str) -> None:
-        """Raise :class:`QuestionTooLongError` past ``MAX_QUESTION_CHARS``."""
+        """Raise :class:`QuestionTooLongError` past ``MAX_QUESTION_CHARS``, and
+        :class:`EmptyQuestionError` for a question of nothing but spaces."""
+        if not question.strip():
+            raise EmptyQuestionError("the question is empty: ask something")
         limit = self.app.settings.max_question_chars
         if len(question) > limit:
             raise QuestionTooLongError(

@@ -10,7 +10,8 @@ Gradio 6 fetches a URL on the server's behalf in three ways, all refused here (4
   "gradio.FileData"}}`` is downloaded before the handler runs (gradio's
   ``async_move_files_to_cache``): the index would then hold a page fetched by the server.
 
-Bodies: an upload (multipart) must say its size and stay within ``max_upload_request_bytes``,
+Bodies: an upload (multipart, to gradio's upload route or the HTTP API's files) must say
+its size and stay within ``max_upload_request_bytes``,
 and may not leave less than ``min_free_disk_bytes`` free where uploads are written (an
 upload that is never indexed waits there up to a day); any other body stays within
 ``max_request_bytes``. All are refused before gradio reads a byte of them.
@@ -42,7 +43,8 @@ _RELAY_REFUSED = (
 )
 _MB = 1024 * 1024
 # The HTTP API's clients read errors as JSON ({"error": {"code", "message"}}), gradio's as text.
-_JSON_PATHS = ("/api/v1/", "/v1/")
+_JSON_PATHS = ("/api/v1", "/v1")
+_GRADIO_UPLOAD = f"{API_PREFIX}upload"
 _CODES = {
     403: "forbidden",
     411: "length_required",
@@ -114,7 +116,8 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        if headers.get("content-type", "").lower().startswith("multipart/"):
+        multipart = headers.get("content-type", "").lower().startswith("multipart/")
+        if multipart and _is_upload_path(path):
             refusal = self._check_upload(headers)
             if refusal is not None:
                 await self._refuse(scope, receive, send, *refusal)
@@ -196,6 +199,14 @@ class RequestGuard:
             await JSONResponse({"error": error}, status_code=status)(scope, receive, send)
             return
         await PlainTextResponse(text, status_code=status)(scope, receive, send)
+
+
+def _is_upload_path(path: str) -> bool:
+    """The paths that take uploads (up to ``max_upload_request_bytes``): gradio's and the
+    HTTP API's. Any other body, multipart or not, is held to ``max_request_bytes``."""
+    if path.startswith(_GRADIO_UPLOAD):
+        return True
+    return path.startswith("/api/v1/indices/") and path.rstrip("/").endswith("/files")
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

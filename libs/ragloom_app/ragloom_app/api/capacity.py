@@ -1,0 +1,71 @@
+"""How many answers the API makes at once: a request past that is refused (429), never
+queued on a server thread.
+
+Answers hold a server thread from start to end (the model itself answers one at a time),
+so without a bound enough slow questions would take every thread, and the health check,
+logins and the UI's own requests with them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ragloom_app.api.errors import ApiError
+
+__all__ = ["MAX_ANSWERS_AT_ONCE", "AnswerSlots", "Slot"]
+
+MAX_ANSWERS_AT_ONCE = 8
+"""Answers the HTTP API and the OpenAI endpoint make at once, together."""
+
+
+class AnswerSlots:
+    """A bounded count of answers in progress."""
+
+    def __init__(self, slots: int = MAX_ANSWERS_AT_ONCE) -> None:
+        self._free = threading.BoundedSemaphore(slots)
+        self.slots = slots
+
+    def take(self) -> None:
+        """Take a slot, or refuse the request (429) when every one is taken."""
+        if not self._free.acquire(blocking=False):
+            raise ApiError(
+                429, "busy", f"{self.slots} answers are being made: ask again in a moment"
+            )
+
+    def give_back(self) -> None:
+        """Free a slot taken with :meth:`take`."""
+        self._free.release()
+
+    def slot(self) -> Slot:
+        """A slot taken now, to give back once (:meth:`Slot.give_back` is idempotent):
+        for a stream, whose end may come from its generator or its response's cleanup."""
+        self.take()
+        return Slot(self)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """A slot for the block's duration."""
+        self.take()
+        try:
+            yield
+        finally:
+            self.give_back()
+
+
+class Slot:
+    """One taken slot of :class:`AnswerSlots`."""
+
+    def __init__(self, slots: AnswerSlots) -> None:
+        self._slots = slots
+        self._lock = threading.Lock()
+        self._held = True
+
+    def give_back(self) -> None:
+        """Free the slot; a second call does nothing."""
+        with self._lock:
+            if not self._held:
+                return
+            self._held = False
+        self._slots.give_back()
