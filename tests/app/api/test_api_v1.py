@@ -225,3 +225,15 @@ def test_a_multipart_body_to_a_route_that_takes_no_upload_is_held_to_the_body_li
     refused = httpx.post(f"{live_server.url}api/v1/login", files={"f": ("a.bin", big)}, timeout=60)
     assert refused.status_code == 413
     assert refused.json()["error"]["code"] == "request_too_large"
+
+
+def test_a_request_to_another_host_is_refused_in_json_on_api_paths(
+    live_server: LiveServer,
+) -> None:
+    # DNS rebinding: a page served as evil.example reaching the loopback API.
+    refused = httpx.get(
+        f"{live_server.url}api/v1/conversations", headers={"Host": "evil.example"}, timeout=30
+    )
+    assert refused.status_code == 400
+    assert refused.json()["error"]["code"] == "bad_request"
+    assert "evil.example" in refused.json()["error"]["message"]

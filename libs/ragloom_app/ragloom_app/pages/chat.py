@@ -165,7 +165,9 @@ class ChatPage:
         values = cls.resolve_settings(settings)
         state = state or self.app.reasoning_state()
         given = index_settings or {}
-        check_index_names(given, [index.name for index in self.app.indices.indices])
+        # The names the request may search: an error lists no index it may not read.
+        names = [index.name for index in self.app.indices.indices]
+        check_index_names(given, names if indices is None else [n for n in names if n in indices])
         moved = moved_mode_settings(cls.get_user_settings(), settings)
         request = {"top_k": values["top_k"]} if "top_k" in values else {}
         retrievers: list[Retriever] = []

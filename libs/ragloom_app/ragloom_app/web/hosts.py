@@ -24,8 +24,9 @@ from collections.abc import Collection
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
-from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ragloom_app.web.refusals import refusal as refused
 
 __all__ = ["LOOPBACK_NAMES", "HostGuard", "UnsafeHostError", "check_serving_host", "is_loopback"]
 
@@ -129,7 +130,7 @@ class HostGuard:
             await send({"type": "websocket.close", "code": 1008, "reason": refusal[1][:120]})
         else:
             status, message = refusal
-            await PlainTextResponse(message, status_code=status)(scope, receive, send)
+            await refused(str(scope["path"]), status, message)(scope, receive, send)
 
     def _check_host(self, header: str, port: int | None) -> tuple[int, str] | None:
         name = _host_name(header)

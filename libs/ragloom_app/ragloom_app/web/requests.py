@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ragloom_app.web.refusals import refusal
 
 __all__ = ["RequestGuard", "fetches_url"]
 
@@ -42,15 +43,7 @@ _RELAY_REFUSED = (
     "download the page or file yourself and upload it."
 )
 _MB = 1024 * 1024
-# The HTTP API's clients read errors as JSON ({"error": {"code", "message"}}), gradio's as text.
-_JSON_PATHS = ("/api/v1", "/v1")
 _GRADIO_UPLOAD = f"{API_PREFIX}upload"
-_CODES = {
-    403: "forbidden",
-    411: "length_required",
-    413: "request_too_large",
-    507: "insufficient_storage",
-}
 
 
 def _is_url(value: Any) -> bool:
@@ -194,11 +187,7 @@ class RequestGuard:
 
     @staticmethod
     async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, text: str) -> None:
-        if str(scope["path"]).startswith(_JSON_PATHS):
-            error = {"code": _CODES.get(status, "refused"), "message": text}
-            await JSONResponse({"error": error}, status_code=status)(scope, receive, send)
-            return
-        await PlainTextResponse(text, status_code=status)(scope, receive, send)
+        await refusal(str(scope["path"]), status, text)(scope, receive, send)
 
 
 def _is_upload_path(path: str) -> bool:
