@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +17,7 @@ from ragloom_app.app import BaseApp
 from ragloom_app.plugins.manager import create_plugin_manager
 from ragloom_app.settings import AppSettings
 
-__all__ = ["ANSWER", "DOCUMENTS", "LiveServer", "live_server"]
+__all__ = ["ANSWER", "DOCUMENTS", "LiveServer", "live_server", "replay_app", "served"]
 
 ANSWER = "The Zorblax reactor runs at 451 kelvin [1]."
 DOCUMENTS = {
@@ -31,20 +34,40 @@ class LiveServer:
     app: BaseApp
 
 
-@pytest.fixture(scope="module")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    from ragloom_app.ui.server import serve
-
-    folder = tmp_path_factory.mktemp("api")
-    settings = AppSettings(
+def replay_app(folder: Path, answer: str = ANSWER, **settings: Any) -> BaseApp:
+    """A started app in ``folder`` whose LLM replays ``answer``, with hash embeddings;
+    ``settings`` are further :class:`AppSettings` fields."""
+    values = AppSettings(
         data_dir=folder / "data",
-        llms={"replay": {"class": "ragloom.llms.replay.ReplayLLM", "replies": [ANSWER]}},
+        llms={"replay": {"class": "ragloom.llms.replay.ReplayLLM", "replies": [answer]}},
         default_llm="replay",
         embeddings={"hash": {"class": "ragloom_app.testing.HashEmbeddings"}},
         default_embedding="hash",
+        **settings,
     )
-    settings.first_run_docs = None
-    app = BaseApp(settings, plugin_manager=create_plugin_manager()).start()
+    values.first_run_docs = None
+    return BaseApp(values, plugin_manager=create_plugin_manager()).start()
+
+
+@contextmanager
+def served(app: BaseApp) -> Iterator[str]:
+    """``app`` served as ``ragloom serve`` serves it, on a free loopback port; its URL."""
+    from ragloom_app.ui.server import serve
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    running = serve(app, port=port, first_run_docs=False, block=False, warm_up=False)
+    try:
+        yield running.url
+    finally:
+        running.close()
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    folder = tmp_path_factory.mktemp("api")
+    app = replay_app(folder)
     docs = folder / "docs"
     docs.mkdir()
     paths = []
@@ -53,11 +76,5 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         paths.append(docs / name)
     outcomes = app.indices.get("My files").get_indexing_pipeline({}).run(paths)
     assert all(o.status == "indexed" for o in outcomes), outcomes
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    running = serve(app, port=port, first_run_docs=False, block=False, warm_up=False)
-    try:
-        yield LiveServer(running.url, app)
-    finally:
-        running.close()
+    with served(app) as url:
+        yield LiveServer(url, app)

@@ -4,7 +4,6 @@ index is read by both and written by its owner only. Real SQLite, Chroma and BM2
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,8 +13,7 @@ import openai
 import pytest
 
 from ragloom_app.app import BaseApp
-from ragloom_app.plugins.manager import create_plugin_manager
-from ragloom_app.settings import AppSettings
+from tests.helpers.api_server import replay_app, served
 
 FILE_INDEX = "ragloom_app.index.file.FileIndex"
 PASSWORD = "correct horse battery"
@@ -41,20 +39,8 @@ def _index(app: BaseApp, name: str, owner: str, shared: bool, folder: Path, text
 
 @pytest.fixture(scope="module")
 def two_users(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoUsers]:
-    from ragloom_app.ui.server import serve
-
     folder = tmp_path_factory.mktemp("isolation")
-    settings = AppSettings(
-        data_dir=folder / "data",
-        llms={"replay": {"class": "ragloom.llms.replay.ReplayLLM", "replies": [ANSWER]}},
-        default_llm="replay",
-        embeddings={"hash": {"class": "ragloom_app.testing.HashEmbeddings"}},
-        default_embedding="hash",
-        indices=[],
-        require_login=True,
-    )
-    settings.first_run_docs = None
-    app = BaseApp(settings, plugin_manager=create_plugin_manager()).start()
+    app = replay_app(folder, ANSWER, indices=[], require_login=True)
     alice = app.accounts.add_user("alice", PASSWORD, is_admin=False)
     bob = app.accounts.add_user("bob", PASSWORD)
     _index(app, "alice private", alice.id, False, folder, "Alice's secret: the vault code is 7319.")
@@ -62,14 +48,8 @@ def two_users(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoUsers]:
     _index(app, "bob private", bob.id, False, folder, "Bob's diary: the boat is named Osprey.")
     _, alice_key = app.accounts.create_key(alice, "tests")
     _, bob_key = app.accounts.create_key(bob, "tests")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    running = serve(app, port=port, first_run_docs=False, block=False, warm_up=False)
-    try:
-        yield TwoUsers(running.url, app, alice_key, bob_key)
-    finally:
-        running.close()
+    with served(app) as url:
+        yield TwoUsers(url, app, alice_key, bob_key)
 
 
 def _client(users: TwoUsers, key: str | None) -> httpx.Client:

@@ -155,6 +155,12 @@ class AccountStore:
             record = session.exec(select(UserRecord).where(UserRecord.name == name)).first()
             return None if record is None else _user(record)
 
+    def user_by_id(self, user_id: str) -> User | None:
+        """The user of that id, or ``None``."""
+        with Session(self.engine) as session:
+            record = session.get(UserRecord, user_id)
+            return None if record is None else _user(record)
+
     def set_password(self, name: str, password: str) -> None:
         """Give ``name`` a new password; its sessions end."""
         try:

@@ -15,13 +15,26 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import TypeVar
 
-__all__ = ["iterate_in_thread"]
+__all__ = ["iterate_in_thread", "started"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 _END = object()
+
+
+def started(items: Iterator[T]) -> Iterator[T]:
+    """``items`` with its first item made now: what it refuses before its first item
+    (an answer's unknown mode, a setting its index refuses) raises here, before a response
+    is begun. Closing the result closes ``items``."""
+    first = next(items)
+
+    def rest() -> Iterator[T]:
+        yield first
+        yield from items
+
+    return rest()
 
 
 async def iterate_in_thread(items: Iterator[T], name: str = "ragloom-answer") -> AsyncIterator[T]:

@@ -31,7 +31,7 @@ from ragloom.events import AnswerDelta, AnswerRecord, AnswerRevised
 from ragloom.llms.base import ChatMessage
 from ragloom.qa.citations import strip_citations
 from ragloom_app.accounts import User
-from ragloom_app.api.bridge import iterate_in_thread
+from ragloom_app.api.bridge import iterate_in_thread, started
 from ragloom_app.api.capacity import AnswerSlots, Slot
 from ragloom_app.api.errors import ApiError, error_body
 from ragloom_app.api.models import ERROR_RESPONSES
@@ -121,8 +121,8 @@ def openai_router(
         page.check_question(question)
         slot = slots.slot()
         try:
-            events = page.ask(question, mode=mode, history=history, user_id=user.id)
-            first = next(events)  # the mode refuses what it cannot take before its first event
+            # The mode refuses what it cannot take before its first event.
+            events = started(page.ask(question, mode=mode, history=history, user_id=user.id))
         except BaseException:
             slot.give_back()
             raise
@@ -130,7 +130,7 @@ def openai_router(
         created = int(time.time())
         if request.stream:
             include_usage = bool(request.stream_options and request.stream_options.include_usage)
-            chunks = _chunks(_chain(first, events), completion_id, created, request.model)
+            chunks = _chunks(events, completion_id, created, request.model)
             return StreamingResponse(
                 _sse(chunks, include_usage, slot),
                 media_type=SSE_MEDIA_TYPE,
@@ -138,9 +138,7 @@ def openai_router(
                 background=BackgroundTask(slot.give_back),
             )
         try:
-            record = next(
-                item.record for item in _chain(first, events) if isinstance(item, AnswerFinished)
-            )
+            record = next(item.record for item in events if isinstance(item, AnswerFinished))
         finally:
             slot.give_back()
         return ChatCompletion(
@@ -159,11 +157,6 @@ def openai_router(
         )
 
     return router
-
-
-def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
-    yield first
-    yield from rest
 
 
 def _chunk(completion_id: str, created: int, model: str, **fields: Any) -> dict[str, Any]:

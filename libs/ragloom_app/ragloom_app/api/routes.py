@@ -18,7 +18,7 @@ from starlette.background import BackgroundTask
 import ragloom_app
 from ragloom.events import Event
 from ragloom_app.accounts import User
-from ragloom_app.api.bridge import iterate_in_thread
+from ragloom_app.api.bridge import iterate_in_thread, started
 from ragloom_app.api.capacity import AnswerSlots, Slot
 from ragloom_app.api.errors import ApiError, error_body, not_found
 from ragloom_app.api.models import (
@@ -72,10 +72,8 @@ def index_out(app: Any, index: BaseIndex) -> IndexOut:
 def _owner_name(app: Any, owner: str) -> str:
     if owner == LOCAL_USER:
         return LOCAL_USER
-    for user, _ in app.accounts.users():
-        if user.id == owner:
-            return user.name
-    return "(deleted user)"
+    user = app.accounts.user_by_id(owner)
+    return user.name if user is not None else "(deleted user)"
 
 
 def api_router(
@@ -261,13 +259,7 @@ def _checked_ask(page: ChatPage, conversation_id: str, body: AskRequest, user: U
         user_id=user.id,
     )
     # ask() checks the rest (an index setting, an LLM not offered) before its first event.
-    first = next(events)
-    return _chain(first, events)
-
-
-def _chain(first: Any, rest: Any) -> Any:
-    yield first
-    yield from rest
+    return started(events)
 
 
 def _answer(finished: AnswerFinished, conversation_id: str) -> dict[str, Any]:
