@@ -34,13 +34,14 @@ def test_a_usage_error_says_what_is_wrong_and_exits_2(
     assert message in capsys.readouterr().err
 
 
-def test_serve_refuses_a_public_host_before_opening_anything(
+def test_serve_on_a_public_host_needs_an_account_to_log_in_with(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("RAGLOOM_DATA_DIR", str(tmp_path / "data"))
-    assert cli.main(["serve", "--host", "0.0.0.0"]) == 2
-    assert "ragloom: error: refusing to serve on '0.0.0.0'" in capsys.readouterr().err
-    assert not (tmp_path / "data").exists()
+    assert cli.main(["serve", "--host", "0.0.0.0", "--no-first-run-docs"]) == 2
+    error = capsys.readouterr().err
+    assert "ragloom: error: serving on '0.0.0.0' requires login" in error
+    assert "ragloom users add NAME --admin" in error
 
 
 def test_the_built_in_group_is_not_changed_by_a_run() -> None:

@@ -98,3 +98,17 @@ def test_a_stored_report_that_cannot_be_read_leaves_the_answer_unmarked(
     assert [m.grounding for m in messages] == [None, None, None]
     assert [m.content for m in messages] == ["451 K [1]."] * 3
     assert len([r for r in caplog.records if "grounding report left out" in r.getMessage()]) == 2
+
+
+def test_deleting_a_conversation_deletes_its_messages_first(tmp_path: Path) -> None:
+    # The database enforces the messages' foreign key: the conversation's row can only go
+    # once they have.
+    store = ConversationStore(create_db_engine(f"sqlite:///{tmp_path / 'app.db'}"))
+    kept, gone = store.create(owner="alice"), store.create(owner="alice")
+    for conversation in (kept, gone):
+        store.add_message(conversation, "user", "How hot is it?")
+        store.add_message(conversation, "assistant", "451 kelvin.")
+    assert not store.delete(gone, owner="bob")  # not his
+    assert store.delete(gone, owner="alice")
+    assert [c["id"] for c in store.list(owner="alice")] == [kept]
+    assert store.messages(gone) == [] and len(store.messages(kept)) == 2

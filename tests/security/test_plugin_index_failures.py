@@ -22,6 +22,7 @@ from ragloom.events import StepFinished
 from ragloom.retrieval import Retriever
 from ragloom.schema import RetrievedChunk
 from ragloom_app.app import BaseApp
+from ragloom_app.db.models import LOCAL_USER
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.plugins import hookimpl
@@ -183,4 +184,4 @@ def test_the_chat_shows_the_other_indices_settings_when_one_types_settings_fail(
     data_dir: Path,
 ) -> None:
     PluginIndex.failure = "settings"
-    assert list(index_specs(_start(data_dir))) == ["My files"]
+    assert list(index_specs(_start(data_dir), LOCAL_USER)) == ["My files"]

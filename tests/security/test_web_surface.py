@@ -155,7 +155,9 @@ def test_a_read_sent_by_a_page_on_another_port_is_refused(surface: Surface) -> N
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "ragloom.lan"])
-def test_serve_refuses_a_host_other_machines_reach(tmp_path: Path, host: str) -> None:
+def test_serve_on_a_host_other_machines_reach_needs_login_and_an_account(
+    tmp_path: Path, host: str
+) -> None:
     env = {**os.environ, "RAGLOOM_DATA_DIR": str(tmp_path / "data")}
     run = subprocess.run(
         [sys.executable, "-m", "ragloom_app.cli", "serve", "--host", host],
@@ -166,9 +168,8 @@ def test_serve_refuses_a_host_other_machines_reach(tmp_path: Path, host: str) ->
         env=env,
     )
     assert run.returncode == 2
-    assert f"refusing to serve on {host!r}" in run.stderr
-    assert "no login yet" in run.stderr and "SSH tunnel" in run.stderr
-    assert not (tmp_path / "data").exists(), "nothing is opened before the refusal"
+    assert f"serving on {host!r} requires login" in run.stderr
+    assert "no account can log in yet" in run.stderr and "SSH tunnel" in run.stderr
 
 
 def test_serve_on_loopback_serves_guarded_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -208,13 +209,15 @@ def test_serve_on_loopback_serves_guarded_and_stops_on_sigterm(tmp_path: Path) -
     assert stat.S_IMODE((tmp_path / "data").stat().st_mode) == 0o700
 
 
-def test_serve_itself_refuses_a_non_loopback_host(tmp_path: Path) -> None:
+def test_serve_on_a_non_loopback_host_turns_login_on_and_needs_an_account(
+    tmp_path: Path,
+) -> None:
     from ragloom_app.ui.server import serve
 
     app = BaseApp(AppSettings(data_dir=tmp_path / "data"))
-    with pytest.raises(UnsafeHostError, match="reverse proxy"):
+    with pytest.raises(UnsafeHostError, match="no account can log in yet"):
         serve(app, host="0.0.0.0", block=False, warm_up=False, first_run_docs=False)
-    assert not app.started
+    assert app.settings.require_login  # whatever flowsettings said
 
 
 # -- the queue ----------------------------------------------------------------------------

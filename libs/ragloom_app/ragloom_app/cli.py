@@ -90,19 +90,11 @@ def cli(settings: str | None, verbose: bool) -> None:
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="a loopback address (127.0.0.1, ::1, localhost): there is no login yet",
+    help="the address to listen on; any but loopback (127.0.0.1, ::1, localhost) turns login on",
 )
 @click.option("--port", type=int, default=7860, show_default=True)
 @click.option("--no-first-run-docs", is_flag=True, help="do not index the bundled docs")
 def serve(host: str, port: int, no_first_run_docs: bool) -> int:
-    from ragloom_app.web.hosts import check_serving_host
-
-    def check_host() -> int:
-        check_serving_host(host)  # before the app opens anything
-        return 0
-
-    if _told(check_host):
-        return 2
     return _run(_cmd_serve, host=host, port=port, no_first_run_docs=no_first_run_docs)
 
 

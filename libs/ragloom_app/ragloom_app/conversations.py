@@ -138,6 +138,9 @@ class ConversationStore:
                 select(MessageRecord).where(MessageRecord.conversation_id == conversation_id)
             ):
                 session.delete(message)
+            # No relationship tells the session the messages go first; the foreign key
+            # refuses the conversation's row while they are there.
+            session.flush()
             session.delete(conversation)
             session.commit()
             return True

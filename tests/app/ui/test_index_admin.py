@@ -8,6 +8,7 @@ import gradio as gr
 import pytest
 
 from ragloom_app.app import BaseApp
+from ragloom_app.db.models import LOCAL_USER
 from ragloom_app.settings import AppSettings
 from ragloom_app.ui import file_filter, render
 from ragloom_app.ui.indices_panel import IndexAdminHandlers
@@ -23,7 +24,7 @@ def app(tmp_path: Path) -> BaseApp:
 
 @pytest.fixture
 def handlers(app: BaseApp) -> IndexAdminHandlers:
-    handlers = IndexAdminHandlers(app, lambda name: render.sources_html([], name))
+    handlers = IndexAdminHandlers(app, lambda name, request: render.sources_html([], name))
     with gr.Blocks():
         specs = {FILE_INDEX: app.indices.index_types[FILE_INDEX].get_admin_settings()}
         handlers.form = build_settings_form(specs, FILE_INDEX, "new-index")
@@ -49,7 +50,7 @@ def _form_values(handlers: IndexAdminHandlers, **changes: object) -> list[object
 def test_create_makes_the_index_and_refreshes_every_selector(
     app: BaseApp, handlers: IndexAdminHandlers
 ) -> None:
-    out = handlers.create(" Team ", FILE_INDEX, [], *_form_values(handlers))
+    out = handlers.create(" Team ", FILE_INDEX, [], None, *_form_values(handlers))
     selector, files, delete_selector, table, chat_filter, status, confirm = out
     config = app.indices.get("Team").config
     assert {key: config[key] for key in CHOSEN} == {
@@ -80,7 +81,7 @@ def test_bad_input_creates_nothing_and_says_why(
     app: BaseApp, handlers: IndexAdminHandlers, name: str, changes: dict, message: str
 ) -> None:
     with pytest.warns(UserWarning):
-        out = handlers.create(name, FILE_INDEX, [], *_form_values(handlers, **changes))
+        out = handlers.create(name, FILE_INDEX, [], None, *_form_values(handlers, **changes))
     assert message in out[5]
     assert all(value == gr.skip() for value in out[:5])
     assert [i.name for i in app.indices.indices] == ["My files"]
@@ -89,7 +90,7 @@ def test_bad_input_creates_nothing_and_says_why(
 def test_delete_asks_first_then_removes_the_index(
     app: BaseApp, handlers: IndexAdminHandlers
 ) -> None:
-    handlers.create("Team", FILE_INDEX, [], *_form_values(handlers))
+    handlers.create("Team", FILE_INDEX, [], None, *_form_values(handlers))
     data_dir = app.indices.get("Team").resources.data_dir
     box, question = handlers.ask_delete("Team")
     assert box["visible"] is True
@@ -113,8 +114,10 @@ def test_file_filter_lists_indexed_files_across_indices(app: BaseApp, tmp_path: 
     team.get_indexing_pipeline({}).run([tmp_path / "plan.md", tmp_path / "empty.txt"])
     (source,) = [s for s in team.list_sources() if s["status"] == "indexed"]
     value = f"{team.id}/{source['id']}"
-    assert file_filter.file_choices(app) == [("Team / plan.md", value)]  # not the failed file
-    assert file_filter.selected_sources(app, []) is None
-    assert file_filter.selected_sources(app, [value]) == {"My files": [], "Team": [source["id"]]}
-    update = file_filter.filter_update(app, [value, "99/gone"])
+    # Not the failed file.
+    assert file_filter.file_choices(app, LOCAL_USER) == [("Team / plan.md", value)]
+    assert file_filter.selected_sources(app, [], LOCAL_USER) is None
+    chosen = file_filter.selected_sources(app, [value], LOCAL_USER)
+    assert chosen == {"My files": [], "Team": [source["id"]]}
+    update = file_filter.filter_update(app, [value, "99/gone"], LOCAL_USER)
     assert update["value"] == [value]

@@ -7,6 +7,7 @@ from pathlib import Path
 import gradio as gr
 
 from ragloom_app.app import BaseApp
+from ragloom_app.db.models import LOCAL_USER
 from ragloom_app.pages.chat import ChatPage
 from ragloom_app.reasoning.fullqa import FullQAReasoning
 from ragloom_app.settings import AppSettings
@@ -83,7 +84,7 @@ def test_every_owners_group_shows_under_its_name_with_values_kept_by_key() -> No
 def test_index_settings_reach_the_request(tmp_path: Path) -> None:
     app = BaseApp(AppSettings(data_dir=tmp_path / "data")).start()
     app.indices.create("Second", "ragloom_app.index.file.FileIndex")
-    specs = index_specs(app)
+    specs = index_specs(app, LOCAL_USER)
     assert list(specs) == ["My files", "Second"]
     assert list(specs["Second"]) == [
         "retrieval_mode",
@@ -98,4 +99,4 @@ def test_index_settings_reach_the_request(tmp_path: Path) -> None:
     assert values["Second"] == {"mmr_lambda": 1.0, "mmr": True}
     assert isinstance(values["Second"]["mmr_lambda"], float)
     # An index deleted since its settings were changed is forgotten, not an error.
-    assert sent(app, values) == {"Second": {"mmr_lambda": 1.0, "mmr": True}}
+    assert sent(app, values, LOCAL_USER) == {"Second": {"mmr_lambda": 1.0, "mmr": True}}

@@ -15,18 +15,25 @@ from ragloom_app.web.hosts import HostGuard, UnsafeHostError, check_serving_host
     "host",
     ["localhost", "LocalHost", "127.0.0.1", "127.8.9.10", "::1", "[::1]", "::ffff:127.0.0.1"],
 )
-def test_loopback(host: str) -> None:
+def test_loopback_serves_without_login(host: str) -> None:
     assert is_loopback(host)
-    check_serving_host(host)
+    check_serving_host(host, login_required=False, accounts=0)
 
 
 @pytest.mark.parametrize(
     "host", ["0.0.0.0", "::", "192.168.1.10", "10.0.0.1", "ragloom.lan", "localhost.", "", "[::2]"]
 )
-def test_not_loopback(host: str) -> None:
+def test_any_other_address_needs_an_account(host: str) -> None:
     assert not is_loopback(host)
-    with pytest.raises(UnsafeHostError, match="no login yet"):
-        check_serving_host(host)
+    with pytest.raises(UnsafeHostError, match=r"requires login.*ragloom users add NAME --admin"):
+        check_serving_host(host, login_required=True, accounts=0)
+    check_serving_host(host, login_required=True, accounts=1)
+
+
+def test_login_on_loopback_needs_an_account_too() -> None:
+    with pytest.raises(UnsafeHostError, match=r"login is required \(REQUIRE_LOGIN\)"):
+        check_serving_host("127.0.0.1", login_required=True, accounts=0)
+    check_serving_host("127.0.0.1", login_required=True, accounts=2)
 
 
 def _client(**guard: object) -> TestClient:

@@ -24,7 +24,7 @@ from sqlmodel import Session, col, select
 
 from ragloom_app.accounts.passwords import hash_password, needs_rehash, verify_password
 from ragloom_app.accounts.ratelimit import FailureLimiter
-from ragloom_app.db.models import ApiKeyRecord, SessionRecord, UserRecord
+from ragloom_app.db.models import LOCAL_USER, ApiKeyRecord, SessionRecord, UserRecord
 from ragloom_app.errors import UserFacingError
 
 __all__ = [
@@ -149,6 +149,12 @@ class AccountStore:
             rows = session.exec(select(UserRecord).order_by(col(UserRecord.name)))
             return [(_user(r), r.disabled) for r in rows]
 
+    def enabled_count(self) -> int:
+        """How many users can log in (not disabled)."""
+        with Session(self.engine) as session:
+            rows = session.exec(select(UserRecord.id).where(col(UserRecord.disabled).is_(False)))
+            return len(rows.all())
+
     def user_named(self, name: str) -> User | None:
         """The enabled or disabled user ``name``, or ``None``."""
         with Session(self.engine) as session:
@@ -160,6 +166,13 @@ class AccountStore:
         with Session(self.engine) as session:
             record = session.get(UserRecord, user_id)
             return None if record is None else _user(record)
+
+    def display_name(self, user_id: str) -> str:
+        """The name to show for the owner ``user_id`` (``local`` for the laptop's user)."""
+        if user_id == LOCAL_USER:
+            return LOCAL_USER
+        user = self.user_by_id(user_id)
+        return user.name if user is not None else "(deleted user)"
 
     def set_password(self, name: str, password: str) -> None:
         """Give ``name`` a new password; its sessions end."""

@@ -38,7 +38,6 @@ from ragloom_app.api.models import (
 )
 from ragloom_app.api.settings_schema import settings_json_schema
 from ragloom_app.api.stream import SSE_MEDIA_TYPE, event_payload, sse_message
-from ragloom_app.db.models import LOCAL_USER
 from ragloom_app.errors import UserFacingError, scrub, user_error
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
@@ -64,16 +63,9 @@ def index_out(app: Any, index: BaseIndex) -> IndexOut:
         name=index.name,
         type=type(index).__name__,
         files=len(index.list_sources()),
-        owner=_owner_name(app, access.owner),
+        owner=app.accounts.display_name(access.owner),
         shared=access.shared,
     )
-
-
-def _owner_name(app: Any, owner: str) -> str:
-    if owner == LOCAL_USER:
-        return LOCAL_USER
-    user = app.accounts.user_by_id(owner)
-    return user.name if user is not None else "(deleted user)"
 
 
 def api_router(

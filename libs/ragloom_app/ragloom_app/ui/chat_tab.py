@@ -30,6 +30,7 @@ from ragloom_app.pages.chat import AnswerFinished, ChatPage, QuestionTooLongErro
 from ragloom_app.reasoning.settings import offer_llms
 from ragloom_app.ui import file_filter, index_settings, notify, render
 from ragloom_app.ui.grounding_marks import grounded_answer_html
+from ragloom_app.ui.identity import ui_user
 from ragloom_app.ui.model_text import model_html, plain_html
 from ragloom_app.ui.settings_form import SettingsForm, build_settings_form
 from ragloom_app.ui.steps import step_warning
@@ -43,10 +44,15 @@ Message = dict[str, str]
 RespondOutput = tuple[Any, Any, Any, Any, Any, Any]
 
 _WAITING_EVIDENCE = "The evidence appears when the answer is complete."
+_MAX_TITLE_CHARS = 200
 
 
 class ChatHandlers:
-    """What the chat events do; every method returns values for gradio outputs."""
+    """What the chat events do; every method returns values for gradio outputs.
+
+    Each acts for the user of its ``gr.Request`` (:func:`~ragloom_app.ui.identity.ui_user`):
+    its own conversations, the indices it may read.
+    """
 
     def __init__(self, page: ChatPage) -> None:
         self.page = page
@@ -86,20 +92,41 @@ class ChatHandlers:
             mode_id or self.page.app.settings.default_reasoning, values
         )
 
-    def refresh_file_filter(self, current: list[str] | None) -> Any:
-        """The file filter's choices, fresh from every index."""
-        return file_filter.filter_update(self.page.app, current)
+    def refresh_file_filter(
+        self, current: list[str] | None, request: gr.Request | None = None
+    ) -> Any:
+        """The file filter's choices, fresh from the indices the user may read."""
+        return file_filter.filter_update(self.page.app, current, ui_user(self.page.app, request).id)
 
     # -- conversations -----------------------------------------------------------------
-    def conversation_selector(self, selected: str | None) -> Any:
-        """The selector's choices from the database, with ``selected`` chosen."""
-        return gr.update(choices=render.conversation_choices(self.store.list()), value=selected)
+    def conversation_selector(self, selected: str | None, owner: str, search: str = "") -> Any:
+        """The selector's choices (``owner``'s conversations whose title holds ``search``,
+        any case), with ``selected`` chosen."""
+        needle = search.strip().casefold()
+        listed = [
+            c for c in self.store.list(owner=owner) if needle in str(c.get("title", "")).casefold()
+        ]
+        return gr.update(choices=render.conversation_choices(listed), value=selected)
 
-    def open_conversation(self, conversation_id: str | None) -> tuple[Any, str, str]:
-        """Messages and last evidence of a stored conversation (empty for ``None``)."""
+    def search_conversations(
+        self, search: str | None, selected: str | None, request: gr.Request | None = None
+    ) -> Any:
+        """List only the user's conversations whose title holds ``search``."""
+        owner = ui_user(self.page.app, request).id
+        return self.conversation_selector(selected, owner, (search or "")[:_MAX_TITLE_CHARS])
+
+    def open_conversation(
+        self, conversation_id: str | None, request: gr.Request | None = None
+    ) -> tuple[Any, str, str]:
+        """Messages and last evidence of one of the user's conversations (empty for
+        ``None``, or for one that is not the user's)."""
         if not conversation_id:
             return [], render.EVIDENCE_PLACEHOLDER, ""
+        owner = ui_user(self.page.app, request).id
         try:
+            if self.store.get(conversation_id, owner=owner) is None:
+                notify.warn("That conversation was deleted.")
+                return [], render.EVIDENCE_PLACEHOLDER, ""
             messages = self.store.messages(conversation_id)
         except Exception as exc:  # a broken database must not take the page down
             notify.warn(user_error(exc, "Opening the conversation", log=logger).message)
@@ -118,18 +145,46 @@ class ChatHandlers:
         """Clear the chat; the conversation is created with its first question."""
         return gr.update(value=None), [], render.EVIDENCE_PLACEHOLDER, ""
 
-    def on_load(self, files: list[str] | None = None) -> tuple[Any, Any, str, str, Any]:
-        """On page load: list the conversations, reopen the most recent one, list the files."""
-        filter_choices = self.refresh_file_filter(files)
+    def rename_conversation(
+        self, conversation_id: str | None, title: str | None, request: gr.Request | None = None
+    ) -> tuple[Any, Any]:
+        """Give the open conversation a new title; the selector and the box, updated."""
+        owner = ui_user(self.page.app, request).id
+        title = " ".join((title or "").split())[:_MAX_TITLE_CHARS]
+        if not conversation_id or not title:
+            notify.warn("Open a conversation and type its new title first.")
+            return gr.skip(), gr.skip()
+        if not self.store.rename(conversation_id, title, owner=owner):
+            notify.warn("That conversation was deleted.")
+        return self.conversation_selector(conversation_id, owner), gr.update(value="")
+
+    def delete_conversation(
+        self, conversation_id: str | None, request: gr.Request | None = None
+    ) -> tuple[Any, list[Message], str, str]:
+        """Delete the open conversation and its messages; the chat is cleared."""
+        owner = ui_user(self.page.app, request).id
+        if not conversation_id:
+            notify.warn("Open the conversation to delete first.")
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        self.store.delete(conversation_id, owner=owner)
+        return self.conversation_selector(None, owner), [], render.EVIDENCE_PLACEHOLDER, ""
+
+    def on_load(
+        self, files: list[str] | None = None, request: gr.Request | None = None
+    ) -> tuple[Any, Any, str, str, Any]:
+        """On page load: list the user's conversations, reopen the most recent one, list
+        the files of the indices it may read."""
+        owner = ui_user(self.page.app, request).id
+        filter_choices = self.refresh_file_filter(files, request)
         try:
-            conversations = self.store.list()
+            conversations = self.store.list(owner=owner)
         except Exception as exc:
             failure = user_error(exc, "Reading the conversations", log=logger)
             notify.warn(failure.message)
             return gr.skip(), [], render.EVIDENCE_PLACEHOLDER, "", filter_choices
         latest = conversations[0]["id"] if conversations else None
         selector = gr.update(choices=render.conversation_choices(conversations), value=latest)
-        return (selector, *self.open_conversation(latest), filter_choices)
+        return (selector, *self.open_conversation(latest, request), filter_choices)
 
     # -- answering ---------------------------------------------------------------------
     def respond(
@@ -139,14 +194,17 @@ class ChatHandlers:
         conversation_id: str | None,
         files: list[str] | None = None,
         index_values: index_settings.IndexValues | None = None,
+        request: gr.Request | None = None,
         *setting_values: Any,
     ) -> Iterator[RespondOutput]:
         """Ask ``question`` and stream the answer into the chat as it is written.
 
         ``files`` are the file filter's values (none: every file); ``index_values`` the
         search settings the user changed, by index; ``setting_values`` the values of every
-        settings component, of which the selected mode's are used.
+        settings component, of which the selected mode's are used. It acts for the
+        request's user: its conversation, the indices it may read.
         """
+        owner = ui_user(self.page.app, request).id
         question = (question or "").strip()
         if not question:
             notify.warn("Type a question first.")
@@ -159,11 +217,13 @@ class ChatHandlers:
             yield _outputs()
             return
         try:
-            conversation_id = conversation_id or self.store.create()
+            if conversation_id and self.store.get(conversation_id, owner=owner) is None:
+                conversation_id = None  # deleted meanwhile (or never the user's): a new one
+            conversation_id = conversation_id or self.store.create(owner=owner)
             # The database, not the chatbot's value, is the record of the conversation.
             history = render.chat_history(self.store.messages(conversation_id))
         except Exception as exc:
-            yield self._failed([_user(question)], exc, "Opening the conversation")
+            yield self._failed([_user(question)], exc, "Opening the conversation", owner)
             return
         history.append(_user(question))
         answer, status = "", "Searching the documents…"
@@ -182,8 +242,9 @@ class ChatHandlers:
                 mode=mode_id,
                 settings=self.request_settings(mode_id, setting_values),
                 conversation_id=conversation_id,
-                selected_sources=file_filter.selected_sources(self.page.app, files),
-                index_settings=index_settings.sent(self.page.app, index_values),
+                selected_sources=file_filter.selected_sources(self.page.app, files, owner),
+                index_settings=index_settings.sent(self.page.app, index_values, owner),
+                user_id=owner,
             )
             for event in events:
                 if isinstance(event, AnswerDelta):
@@ -212,17 +273,18 @@ class ChatHandlers:
                         question=gr.update(interactive=True),
                         evidence=render.evidence_html(record.citations),
                         usage=render.usage_html(record),
-                        selector=self.conversation_selector(conversation_id),
+                        selector=self.conversation_selector(conversation_id, owner),
                         send=gr.update(interactive=True),
                     )
         except Exception as exc:
-            yield self._failed(history, exc, "Answering", conversation_id)
+            yield self._failed(history, exc, "Answering", owner, conversation_id)
 
     def _failed(
         self,
         history: list[Message],
         exc: Exception,
         action: str,
+        owner: str,
         conversation_id: str | None = None,
     ) -> RespondOutput:
         """Outputs that show an error in the chat, in words with a log reference (the
@@ -234,7 +296,9 @@ class ChatHandlers:
             question=gr.update(interactive=True),
             evidence=render.evidence_html([], empty="No evidence: the answer failed."),
             usage="",
-            selector=self.conversation_selector(conversation_id) if conversation_id else _KEEP,
+            selector=self.conversation_selector(conversation_id, owner)
+            if conversation_id
+            else _KEEP,
             send=gr.update(interactive=True),
         )
 
@@ -298,6 +362,13 @@ def build_chat_tab(demo: gr.Blocks, page: ChatPage, tab: gr.Tab | None = None) -
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=220, elem_classes="rl-sidebar"):
             # A radio list reads like a chat sidebar; CSS stacks it and lets it scroll.
+            search = gr.Textbox(
+                placeholder="Search conversations…",
+                show_label=False,
+                max_lines=1,
+                max_length=_MAX_TITLE_CHARS,
+                elem_id="conversation-search",
+            )
             conversations = gr.Radio(
                 choices=[],
                 value=None,
@@ -306,6 +377,18 @@ def build_chat_tab(demo: gr.Blocks, page: ChatPage, tab: gr.Tab | None = None) -
                 elem_classes="rl-conversations",
             )
             new_button = gr.Button("New conversation", elem_id="new-conversation", size="sm")
+            with gr.Accordion("Rename or delete", open=False, elem_id="conversation-tools"):
+                title = gr.Textbox(
+                    label="New title",
+                    max_lines=1,
+                    max_length=_MAX_TITLE_CHARS,
+                    elem_id="conversation-title",
+                )
+                with gr.Row():
+                    rename_button = gr.Button("Rename", size="sm", elem_id="rename-conversation")
+                    delete_button = gr.Button(
+                        "Delete", size="sm", variant="stop", elem_id="delete-conversation"
+                    )
             mode = gr.Dropdown(
                 choices=handlers.mode_choices(),
                 value=default_mode,
@@ -314,8 +397,10 @@ def build_chat_tab(demo: gr.Blocks, page: ChatPage, tab: gr.Tab | None = None) -
                 elem_id="mode-selector",
                 filterable=False,
             )
+            # Every choice that depends on the user is filled when the page loads: the
+            # page's own config is the same for everyone.
             files = gr.Dropdown(
-                choices=file_filter.file_choices(page.app),
+                choices=[],
                 value=[],
                 multiselect=True,
                 label="Search in files",
@@ -384,6 +469,25 @@ def build_chat_tab(demo: gr.Blocks, page: ChatPage, tab: gr.Tab | None = None) -
     )
     new_button.click(
         handlers.new_conversation,
+        outputs=[conversations, chatbot, evidence, usage],
+        api_visibility="private",
+    )
+    search.input(
+        handlers.search_conversations,
+        inputs=[search, conversations],
+        outputs=conversations,
+        api_visibility="private",
+        show_progress="hidden",
+    )
+    rename_button.click(
+        handlers.rename_conversation,
+        inputs=[conversations, title],
+        outputs=[conversations, title],
+        api_visibility="private",
+    )
+    delete_button.click(
+        handlers.delete_conversation,
+        inputs=conversations,
         outputs=[conversations, chatbot, evidence, usage],
         api_visibility="private",
     )

@@ -20,7 +20,9 @@ import gradio as gr
 from ragloom_app.app import BaseApp
 from ragloom_app.errors import scrub, user_error
 from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
+from ragloom_app.index.manager import UnknownIndexError
 from ragloom_app.ui import file_filter, notify, render
+from ragloom_app.ui.identity import ui_user
 from ragloom_app.ui.indices_panel import IndicesPanel, build_indices_panel
 
 __all__ = ["FilesHandlers", "FilesTab", "build_files_tab", "discard_upload_copies"]
@@ -63,6 +65,9 @@ def discard_upload_copies(paths: Sequence[Path], upload_cache: Path | None) -> i
 class FilesHandlers:
     """What the Files tab's events do; every method returns values for gradio outputs.
 
+    Each acts for the user of its ``gr.Request``: it lists the indices that user may read
+    and adds files only to one it may write. An index it may not read is, to it, unknown.
+
     ``upload_cache`` is gradio's upload folder: the copies there are deleted once indexed.
     ``max_files`` bounds the files of one upload (``MAX_FILES_PER_UPLOAD``).
     """
@@ -74,43 +79,54 @@ class FilesHandlers:
         self.upload_cache = upload_cache
         self.max_files = max_files if max_files is not None else app.settings.max_files_per_upload
 
-    def index_names(self) -> list[str]:
-        """The names of every index, oldest first."""
-        return [index.name for index in self.app.indices.indices]
+    def index_names(self, user_id: str) -> list[str]:
+        """The names of the indices ``user_id`` may read, oldest first."""
+        return [index.name for index in self.app.indices.readable_by(user_id)]
 
-    def _index(self, name: str | None) -> BaseIndex:
+    def _index(self, name: str | None, user_id: str) -> BaseIndex:
+        readable = self.app.indices.readable_by(user_id)
         if name:
-            return self.app.indices.get(name)
-        indices = self.app.indices.indices
-        if not indices:
-            raise notify.error("There is no index: create one with `ragloom index create NAME`.")
-        return indices[0]
+            for index in readable:
+                if index.name == name:
+                    return index
+            raise UnknownIndexError(f"no index named {name!r}")
+        if not readable:
+            raise notify.error("There is no index: create one under Manage indices.")
+        return readable[0]
 
-    def file_list(self, index_name: str | None) -> str:
-        """The files table of an index."""
+    def file_list(self, index_name: str | None, request: gr.Request | None = None) -> str:
+        """The files table of an index the user may read."""
+        user = ui_user(self.app, request)
         try:
-            index = self._index(index_name)
+            index = self._index(index_name, user.id)
             return render.sources_html(index.list_sources(), index.name)
         except gr.Error:
             raise
+        except KeyError as exc:  # deleted since the page loaded, or never the user's
+            notify.warn(scrub(str(exc)))
+            return render.sources_html([])
         except Exception as exc:
             failure = user_error(exc, "Listing the files", log=logger)
             notify.warn(failure.message)
             return render.sources_html([])
 
-    def on_load(self, current: str | None) -> tuple[Any, str]:
-        """On page load: the indices (one may have been created since) and the file list."""
-        names = self.index_names()
+    def on_load(self, current: str | None, request: gr.Request | None = None) -> tuple[Any, str]:
+        """On page load: the user's indices (one may have been created since) and the file
+        list."""
+        names = self.index_names(ui_user(self.app, request).id)
         selected = current if current in names else (names[0] if names else None)
-        return gr.update(choices=names, value=selected), self.file_list(selected)
+        return gr.update(choices=names, value=selected), self.file_list(selected, request)
 
     def index_files(
         self,
         index_name: str | None,
         files: Sequence[Any] | None,
+        request: gr.Request | None = None,
         progress: gr.Progress = gr.Progress(),  # noqa: B008 - gradio injects it by default value
     ) -> tuple[str, str, Any]:
-        """Index the uploaded files, showing per-file progress, then each file's outcome."""
+        """Index the uploaded files into an index the user may write, showing per-file
+        progress, then each file's outcome."""
+        user = ui_user(self.app, request)
         if not files:
             notify.warn("Choose one or more files first.")
             return gr.skip(), gr.skip(), gr.skip()
@@ -125,9 +141,14 @@ class FilesHandlers:
                 "with `ragloom index add FOLDER`."
             )
         try:
-            index = self._index(index_name)
+            index = self._index(index_name, user.id)
         except KeyError as exc:  # the index was deleted since the page loaded
             raise notify.error(scrub(str(exc))) from exc
+        if not self.app.indices.access(index).writable_by(user.id, user.is_admin):
+            raise notify.error(
+                f"The index {index.name!r} is shared with you to search, not to change: "
+                "add the files to an index of your own."
+            )
         # Building the pipeline loads the embedding model on first use: say so.
         progress(0.0, desc="Preparing the index…")
         outcomes: list[FileOutcome] = []
@@ -149,11 +170,14 @@ class FilesHandlers:
         if failed:
             notify.warn(f"{len(failed)} of {len(outcomes)} files could not be indexed.")
         # Clear the upload box so the next upload starts empty.
-        return render.outcomes_html(outcomes), self.file_list(index.name), gr.update(value=None)
+        listing = self.file_list(index.name, request)
+        return render.outcomes_html(outcomes), listing, gr.update(value=None)
 
-    def after_indexing(self, filter_values: list[str] | None) -> Any:
+    def after_indexing(
+        self, filter_values: list[str] | None, request: gr.Request | None = None
+    ) -> Any:
         """The chat's file filter with the files just indexed."""
-        return file_filter.filter_update(self.app, filter_values)
+        return file_filter.filter_update(self.app, filter_values, ui_user(self.app, request).id)
 
 
 @dataclass
@@ -175,12 +199,12 @@ def build_files_tab(demo: gr.Blocks, app: BaseApp, chat_filter: gr.Dropdown) -> 
     ``chat_filter`` is the Chat tab's file filter, refreshed when files or indices change.
     """
     handlers = FilesHandlers(app)
-    names = handlers.index_names()
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=320):
+            # Filled when the page loads, with the user's own indices.
             index = gr.Dropdown(
-                choices=names,
-                value=names[0] if names else None,
+                choices=[],
+                value=None,
                 label="Index",
                 info="The collection the files go into and questions search.",
                 elem_id="index-selector",

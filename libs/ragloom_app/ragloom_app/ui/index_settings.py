@@ -18,6 +18,7 @@ from typing import Any, cast
 import gradio as gr
 
 from ragloom_app.app import BaseApp
+from ragloom_app.ui.identity import ui_user
 from ragloom_app.ui.settings_form import build_settings_form, coerce_value
 
 __all__ = ["IndexSettingsPanel", "build_index_settings", "index_specs", "remember", "sent"]
@@ -28,14 +29,15 @@ IndexValues = dict[str, dict[str, Any]]
 """What the session's state holds: index name → the settings the user changed."""
 
 
-def index_specs(app: BaseApp) -> dict[str, dict[str, dict[str, Any]]]:
-    """The runtime settings of every index that has some, by index name, oldest first.
+def index_specs(app: BaseApp, user_id: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """The runtime settings of every index ``user_id`` may read that has some, by index
+    name, oldest first.
 
     An index type whose ``get_user_settings`` raises shows none (it is logged): one broken
     plugin must not take the chat's settings down.
     """
     specs: dict[str, dict[str, dict[str, Any]]] = {}
-    for index in app.indices.indices:
+    for index in app.indices.readable_by(user_id):
         try:
             own = type(index).get_user_settings()
         except Exception:
@@ -55,10 +57,11 @@ def remember(
     return {**values, index: {**values.get(index, {}), key: coerce_value(spec, value)}}
 
 
-def sent(app: BaseApp, values: IndexValues | None) -> IndexValues:
+def sent(app: BaseApp, values: IndexValues | None, user_id: str) -> IndexValues:
     """The ``index_settings`` a request sends: the session's values for the indices that
-    still exist (one deleted since they were set is forgotten, not an error)."""
-    names = {index.name for index in app.indices.indices}
+    still exist and ``user_id`` may read (one deleted since they were set is forgotten,
+    not an error)."""
+    names = {index.name for index in app.indices.readable_by(user_id)}
     return {name: dict(given) for name, given in (values or {}).items() if name in names}
 
 
@@ -67,7 +70,7 @@ class IndexSettingsPanel:
     """The session's values (an input of the chat's answer) and what draws the groups."""
 
     values: gr.State
-    draw: Callable[[], None]
+    draw: Callable[[gr.Request], None]
 
 
 def build_index_settings(app: BaseApp, triggers: list[Any]) -> IndexSettingsPanel:
@@ -76,8 +79,8 @@ def build_index_settings(app: BaseApp, triggers: list[Any]) -> IndexSettingsPane
     values = gr.State({})
 
     @gr.render(triggers=triggers)
-    def draw() -> None:
-        specs = index_specs(app)
+    def draw(request: gr.Request) -> None:
+        specs = index_specs(app, ui_user(app, request).id)
         if not specs:
             gr.HTML('<div class="rl-empty">No index has search settings.</div>')
             return

@@ -1,5 +1,10 @@
 """The Files tab's "Manage indices" section: list, create and delete indices.
 
+It acts for the user of each event's ``gr.Request``: the table lists the indices that user
+may read, with each one's owner and whether it is shared; a new index is the user's,
+private unless its visibility says shared (which, once login is on, only an admin may
+choose, as in the HTTP API); only an index the user may write can be deleted.
+
 The creation form is built from the index type's admin settings for the app's file
 readers (so a plugin's file types are offered); the type's ``normalize_config`` checks
 the values before the index is made. Deleting asks for a confirmation first. After
@@ -16,9 +21,14 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
+from ragloom_app.accounts import User
+from ragloom_app.api.auth import LOCAL
 from ragloom_app.app import BaseApp
 from ragloom_app.errors import scrub, user_error
+from ragloom_app.index.base import BaseIndex
+from ragloom_app.index.manager import UnknownIndexError
 from ragloom_app.ui import file_filter, notify, render
+from ragloom_app.ui.identity import ui_user
 from ragloom_app.ui.settings_form import SettingsForm, build_settings_form
 
 __all__ = ["IndexAdminHandlers", "IndicesPanel", "PanelChange", "build_indices_panel"]
@@ -47,23 +57,36 @@ class PanelChange(NamedTuple):
 class IndexAdminHandlers:
     """What the section's events do; every method returns values for gradio outputs."""
 
-    def __init__(self, app: BaseApp, file_list: Callable[[str | None], str]) -> None:
+    def __init__(
+        self, app: BaseApp, file_list: Callable[[str | None, gr.Request | None], str]
+    ) -> None:
         self.app = app
         self.file_list = file_list
         self.form: SettingsForm | None = None  # set once the form is laid out
 
-    def names(self) -> list[str]:
-        """Every index name, oldest first."""
-        return [index.name for index in self.app.indices.indices]
+    def names(self, user: User) -> list[str]:
+        """The names of the indices ``user`` may read, oldest first."""
+        return [index.name for index in self.app.indices.readable_by(user.id)]
+
+    def writable_names(self, user: User) -> list[str]:
+        """The names of the indices ``user`` may delete, oldest first."""
+        manager = self.app.indices
+        return [
+            index.name
+            for index in manager.readable_by(user.id)
+            if manager.access(index).writable_by(user.id, user.is_admin)
+        ]
 
     def type_choices(self) -> list[tuple[str, str]]:
         """``(class name, dotted path)`` of every registered index type."""
         return [(path.rsplit(".", 1)[-1], path) for path in self.app.indices.index_types]
 
-    def rows(self) -> list[dict[str, Any]]:
-        """One row per index for the table: its settings and how many files it has."""
+    def rows(self, user: User) -> list[dict[str, Any]]:
+        """One row per index ``user`` may read: its settings, how many files it has, its
+        owner and whether it is shared."""
         rows = []
-        for index in self.app.indices.indices:
+        for index in self.app.indices.readable_by(user.id):
+            access = self.app.indices.access(index)
             specs = type(index).admin_settings_for(self.app.indices.readers)
             defaults = {k: s.get("value") for k, s in specs.items()}
             try:
@@ -71,25 +94,44 @@ class IndexAdminHandlers:
             except Exception:
                 logger.exception("cannot list the files of %r", index.name)
                 files = 0
-            rows.append({**defaults, **index.config, "name": index.name, "files": files})
+            rows.append(
+                {
+                    **defaults,
+                    **index.config,
+                    "name": index.name,
+                    "files": files,
+                    "owner": self.app.accounts.display_name(access.owner),
+                    "visibility": "shared" if access.shared else "private",
+                }
+            )
         return rows
 
-    def table(self) -> str:
-        """The indices table, and the indices left out at startup with the reason."""
-        return render.indices_html(self.rows(), self.app.indices.unavailable)
+    def table(self, request: gr.Request | None = None) -> str:
+        """The user's indices table; for an admin, the indices left out at startup too."""
+        user = ui_user(self.app, request)
+        left_out = self.app.indices.unavailable if user.is_admin or user is LOCAL else {}
+        return render.indices_html(self.rows(user), left_out)
 
     def _changed(
-        self, selected: str | None, filter_values: list[str] | None, status: str
+        self,
+        selected: str | None,
+        filter_values: list[str] | None,
+        status: str,
+        request: gr.Request | None,
     ) -> PanelChange:
         """Every selector refreshed after an index was created or deleted."""
-        names = self.names()
+        user = ui_user(self.app, request)
+        names = self.names(user)
         selected = selected if selected in names else (names[0] if names else None)
+        writable = self.writable_names(user)
         return PanelChange(
             index_selector=gr.update(choices=names, value=selected),
-            file_list=self.file_list(selected) if selected else render.sources_html([]),
-            delete_selector=gr.update(choices=names, value=selected),
-            table=self.table(),
-            chat_filter=file_filter.filter_update(self.app, filter_values),
+            file_list=self.file_list(selected, request) if selected else render.sources_html([]),
+            delete_selector=gr.update(
+                choices=writable, value=selected if selected in writable else None
+            ),
+            table=self.table(request),
+            chat_filter=file_filter.filter_update(self.app, filter_values, user.id),
             status=status,
             confirm_box=gr.update(visible=False),
         )
@@ -99,9 +141,12 @@ class IndexAdminHandlers:
         name: str | None,
         type_id: str | None,
         filter_values: list[str] | None,
+        request: gr.Request | None = None,
         *values: Any,
     ) -> PanelChange:
-        """Create an index from the form; it becomes the Files tab's selected index."""
+        """Create an index of the user's from the form; it becomes the Files tab's
+        selected index."""
+        user = ui_user(self.app, request)
         name = (name or "").strip()
         type_id = type_id or next(iter(self.app.indices.index_types), None)
         if not name:
@@ -113,7 +158,10 @@ class IndexAdminHandlers:
         config = self.form.values_for(type_id, values) if self.form else {}
         try:
             config = self.app.indices.normalize_config(type_id, config)
-            self.app.indices.create(name, type_id, config)
+            shared = config.get("visibility") == "shared"
+            if shared and self.app.settings.require_login and not user.is_admin:
+                raise ValueError("only an admin makes a shared index: choose private")
+            self.app.indices.create(name, type_id, config, owner=user.id, shared=shared)
         except (ValueError, KeyError) as exc:  # the form's values: the user's to fix
             message = f"Could not create {name!r}: {scrub(str(exc))}"
             notify.warn(message)
@@ -122,16 +170,23 @@ class IndexAdminHandlers:
             message = user_error(exc, f"Creating the index {name!r}", log=logger).message
             notify.warn(message)
             return PanelChange.only(status=message)
-        logger.info("UI: created index %r", name)
-        return self._changed(name, filter_values, f"Created the index {name!r}.")
+        logger.info("UI: %s created index %r", user.name, name)
+        return self._changed(name, filter_values, f"Created the index {name!r}.", request)
 
-    def ask_delete(self, name: str | None) -> tuple[Any, str]:
+    def _writable(self, name: str, user: User) -> BaseIndex:
+        """The index ``name`` if ``user`` may write it; KeyError otherwise (also for one
+        it may read but not write: the selector never offers those)."""
+        if name not in self.writable_names(user):
+            raise UnknownIndexError(f"no index named {name!r} that you may delete")
+        return self.app.indices.get(name)
+
+    def ask_delete(self, name: str | None, request: gr.Request | None = None) -> tuple[Any, str]:
         """Show the confirmation for deleting ``name``, saying what would be lost."""
         if not name:
             notify.warn("Choose the index to delete.")
             return gr.update(visible=False), ""
         try:
-            files = len(self.app.indices.get(name).list_sources())
+            files = len(self._writable(name, ui_user(self.app, request)).list_sources())
         except KeyError:
             notify.warn(f"There is no index {name!r} any more.")
             return gr.update(visible=False), ""
@@ -142,25 +197,32 @@ class IndexAdminHandlers:
         )
         return gr.update(visible=True), question
 
-    def on_load(self, selected: str | None) -> tuple[Any, str]:
-        """On page load: the delete selector's choices and the table, fresh."""
-        names = self.names()
+    def on_load(self, selected: str | None, request: gr.Request | None = None) -> tuple[Any, str]:
+        """On page load: the delete selector's choices (the user's to delete) and the
+        table, fresh."""
+        names = self.writable_names(ui_user(self.app, request))
         value = selected if selected in names else (names[0] if names else None)
-        return gr.update(choices=names, value=value), self.table()
+        return gr.update(choices=names, value=value), self.table(request)
 
     def cancel_delete(self) -> tuple[Any, str]:
         """Hide the confirmation."""
         return gr.update(visible=False), ""
 
     def delete(
-        self, name: str | None, current: str | None, filter_values: list[str] | None
+        self,
+        name: str | None,
+        current: str | None,
+        filter_values: list[str] | None,
+        request: gr.Request | None = None,
     ) -> PanelChange:
-        """Delete ``name`` (confirmed) and everything it stored."""
+        """Delete ``name`` (confirmed, and the user's to delete) and everything it stored."""
         hidden = gr.update(visible=False)
         if not name:
             return PanelChange.only(status="Choose the index to delete.", confirm_box=hidden)
+        user = ui_user(self.app, request)
         try:
-            self.app.indices.delete(name)
+            index = self._writable(name, user)
+            self.app.indices.delete(index.id)  # the id: the index checked, never another
         except KeyError as exc:
             message = f"Could not delete {name!r}: {scrub(str(exc))}"
             notify.warn(message)
@@ -169,8 +231,8 @@ class IndexAdminHandlers:
             message = user_error(exc, f"Deleting the index {name!r}", log=logger).message
             notify.warn(message)
             return PanelChange.only(status=message, confirm_box=hidden)
-        logger.info("UI: deleted index %r", name)
-        return self._changed(current, filter_values, f"Deleted the index {name!r}.")
+        logger.info("UI: %s deleted index %r", user.name, name)
+        return self._changed(current, filter_values, f"Deleted the index {name!r}.", request)
 
 
 @dataclass
@@ -196,16 +258,16 @@ def build_indices_panel(
     *,
     index_selector: gr.Dropdown,
     file_list: gr.HTML,
-    file_list_fn: Callable[[str | None], str],
+    file_list_fn: Callable[[str | None, gr.Request | None], str],
     chat_filter: gr.Dropdown,
 ) -> IndicesPanel:
     """Lay out the section (inside the current block) and wire its events."""
     handlers = IndexAdminHandlers(app, file_list_fn)
     types = handlers.type_choices()
     first_type = types[0][1] if types else None
-    names = handlers.names()
     with gr.Accordion("Manage indices", open=False, elem_id="manage-indices"):
-        table = gr.HTML(handlers.table(), elem_id="index-table")
+        # Filled when the page loads, with what the user may see.
+        table = gr.HTML("", elem_id="index-table")
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=320):
                 gr.Markdown("#### New index", elem_classes="rl-panel-title")
@@ -225,8 +287,8 @@ def build_indices_panel(
             with gr.Column(scale=2, min_width=260):
                 gr.Markdown("#### Delete an index", elem_classes="rl-panel-title")
                 delete_selector = gr.Dropdown(
-                    choices=names,
-                    value=names[0] if names else None,
+                    choices=[],
+                    value=None,
                     label="Index",
                     elem_id="delete-index-selector",
                     filterable=False,

@@ -1,4 +1,5 @@
-"""The whole page: a header and the Chat, Files and Plugins tabs, plus the theme and CSS.
+"""The whole page: a header (with who is logged in) and the Chat, Files, Plugins and
+Account tabs, plus the theme and CSS.
 
 In gradio 6 the theme and CSS are arguments of ``launch()``, not of ``gr.Blocks()``:
 :func:`launch_styling` returns them for :func:`ragloom_app.ui.server.serve`. The CSS is
@@ -15,6 +16,7 @@ import gradio as gr
 
 from ragloom_app.app import BaseApp
 from ragloom_app.pages.chat import ChatPage
+from ragloom_app.ui.account_tab import build_account_tab
 from ragloom_app.ui.chat_tab import build_chat_tab
 from ragloom_app.ui.files_tab import build_files_tab
 from ragloom_app.ui.plugins_tab import build_plugins_tab
@@ -51,7 +53,9 @@ def build_ui(app: BaseApp) -> gr.Blocks:
     page = ChatPage(app)
     # Uploads are copied into the index; gradio's own copies need not outlive a day.
     with gr.Blocks(title="Ragloom", analytics_enabled=False, delete_cache=(3600, 86400)) as demo:
-        gr.HTML(_HEADER)
+        with gr.Row(equal_height=True, elem_classes="rl-header-row"):
+            gr.HTML(_HEADER)
+            login_bar = gr.HTML("", elem_id="login-bar", container=False)
         with gr.Tabs(elem_id="tabs"):
             with gr.Tab("Chat", id="chat", elem_id="tab-chat") as chat_tab:
                 chat = build_chat_tab(demo, page, chat_tab)
@@ -59,4 +63,5 @@ def build_ui(app: BaseApp) -> gr.Blocks:
                 build_files_tab(demo, app, chat.file_filter)
             with gr.Tab("Plugins", id="plugins", elem_id="tab-plugins"):
                 build_plugins_tab(app)
+            build_account_tab(demo, app, login_bar)
     return demo

@@ -43,6 +43,7 @@ __all__ = [
     "plugins_html",
     "sources_html",
     "step_status",
+    "table_html",
     "usage_html",
 ]
 
@@ -269,7 +270,9 @@ def conversation_choices(conversations: Iterable[Mapping[str, Any]]) -> list[tup
     return choices
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], empty: str) -> str:
+def table_html(headers: Sequence[str], rows: Sequence[Sequence[str]], empty: str) -> str:
+    """A table of ``rows`` (cells already escaped HTML) under ``headers``; ``empty`` (text)
+    when there are none."""
     if not rows:
         return f'<div class="rl-empty">{_esc(empty)}</div>'
     head = "".join(f"<th>{_esc(h)}</th>" for h in headers)
@@ -294,7 +297,7 @@ def outcomes_html(outcomes: Iterable[Any]) -> str:
         ]
         for o in items
     ]
-    table = _table(["File", "Status", "Chunks", "Reason"], rows, "No files were indexed.")
+    table = table_html(["File", "Status", "Chunks", "Reason"], rows, "No files were indexed.")
     return f'<div class="rl-summary">{_esc(summary)}</div>{table}'
 
 
@@ -327,7 +330,7 @@ def sources_html(sources: Iterable[Mapping[str, Any]], index_name: str | None = 
         for s in items
     ]
     empty = f"No files in {index_name!r} yet." if index_name else "No files yet."
-    table = _table(["File", "Status", "Chunks", "Size", "Reason", "Updated (UTC)"], rows, empty)
+    table = table_html(["File", "Status", "Chunks", "Size", "Reason", "Updated (UTC)"], rows, empty)
     if not items:
         return table
     indexed = sum(1 for s in items if s.get("status") == "indexed")
@@ -349,11 +352,12 @@ def indices_html(
             _esc(i.get("chunk_overlap", "")),
             _esc(" ".join(i.get("extensions") or [])),
             _esc(i.get("visibility", "")),
+            _esc(i.get("owner", "")),
         ]
         for i in indices
     ]
-    headers = ["Index", "Files", "Chunk size", "Overlap", "File types", "Visibility"]
-    return _table(headers, rows, "There is no index yet.") + left_out_html(unavailable)
+    headers = ["Index", "Files", "Chunk size", "Overlap", "File types", "Visibility", "Owner"]
+    return table_html(headers, rows, "There is no index yet.") + left_out_html(unavailable)
 
 
 def left_out_html(unavailable: Mapping[str, str] | None) -> str:
@@ -392,4 +396,4 @@ def plugins_html(
             ]
         )
     headers = ["Plugin", "Version", "Registers", "Status", "Details"]
-    return _table(headers, rows, "No plugins installed.") + left_out_html(unavailable)
+    return table_html(headers, rows, "No plugins installed.") + left_out_html(unavailable)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ragloom_app.index.base import FileOutcome, IndexingProgress
 from ragloom_app.privacy import switch_off_telemetry
-from ragloom_app.web.hosts import check_serving_host
+from ragloom_app.web.hosts import check_serving_host, is_loopback
 from ragloom_app.web.server import WebServer
 
 if TYPE_CHECKING:
@@ -178,8 +178,10 @@ def serve(
 ) -> RunningUI:
     """Build the UI for ``app`` and serve it on ``host:port``.
 
-    ``host`` must be a loopback address or ``localhost`` (:class:`UnsafeHostError`
-    otherwise, saying why and what to do): there is no login yet. With ``block=False`` it
+    On a loopback address (or ``localhost``) the UI is the local user's unless
+    ``REQUIRE_LOGIN`` is on; on any other address login is turned on. Login needs an
+    enabled account (:class:`UnsafeHostError` otherwise, saying what to do). With
+    ``block=False`` it
     returns as soon as the server listens (call ``close()`` on the result to stop it);
     otherwise it returns when the server stops (Ctrl-C). ``warm_up`` loads the LLM and the
     embedding model in the background right away, not at the first use. ``on_listening``
@@ -189,10 +191,15 @@ def serve(
     folder's ``uploads``): serve one UI per process at a time, or the older one's uploads
     are refused as not uploaded.
     """
-    check_serving_host(host)
     switch_off_telemetry()
     app.start()
     settings = app.settings
+    if not is_loopback(host) and not settings.require_login:
+        logger.info("UI: serving on %s, so login is required", host)
+        settings.require_login = True
+    check_serving_host(
+        host, login_required=settings.require_login, accounts=app.accounts.enabled_count()
+    )
     # Gradio's uploads wait in the data folder (owner-only), not in a shared /tmp/gradio
     # that another user of the machine could have created and could read or swap files in.
     os.environ["GRADIO_TEMP_DIR"] = str((settings.data_dir / UPLOAD_CACHE).resolve())
@@ -200,6 +207,7 @@ def serve(
     from ragloom_app.pages.chat import ChatPage
     from ragloom_app.ui.layout import build_ui, launch_styling
     from ragloom_app.web.asgi import build_web_app
+    from ragloom_app.web.login import login_router, ui_user_id
 
     if first_run_docs or warm_up:
         prepare_in_background(app, first_run_docs=first_run_docs, warm_up=warm_up)
@@ -211,7 +219,8 @@ def serve(
         host=host,
         port=port,
         styling=launch_styling(),
-        routers=api_routers(ChatPage(app)),
+        routers=[login_router(app), *api_routers(ChatPage(app))],
+        user_id=ui_user_id(app),
     )
     server = WebServer(web.asgi, host, port, on_close=web.stop)
     # Recovery waits for the server to listen: an interrupted file that kills the process

@@ -9,19 +9,20 @@ refusals carry the headers too), :class:`~.hosts.HostGuard`,
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
 from starlette.middleware import Middleware
 from starlette.routing import Mount
 
 from ragloom_app.settings import AppSettings
 from ragloom_app.web.headers import SecurityHeaders
 from ragloom_app.web.hosts import HostGuard
+from ragloom_app.web.login import LoginRedirect
 from ragloom_app.web.requests import RequestGuard
 
 __all__ = ["WebApp", "build_web_app"]
@@ -51,12 +52,15 @@ def build_web_app(
     port: int,
     styling: Mapping[str, Any],
     routers: Sequence[APIRouter] = (),
+    user_id: Callable[[Request], str | None] | None = None,
 ) -> WebApp:
     """Mount ``demo`` (queued, not launched) behind the guards, with the limits of ``settings``.
 
     ``styling`` holds the ``theme`` and ``css`` of the page. ``routers`` (the HTTP API)
     are served before the UI, behind the same guards, their OpenAPI document at
-    ``/openapi.json``.
+    ``/openapi.json``. ``user_id`` names the user of each UI request, ``None`` for one
+    that must log in first (:func:`~ragloom_app.web.login.ui_user_id`): gradio refuses
+    those, and a page load goes to ``/login``.
     """
     import ragloom_app
     from ragloom_app.api.errors import install_error_handlers
@@ -85,6 +89,7 @@ def build_web_app(
                 upload_dir=Path(gr.utils.get_upload_folder()),
                 min_free_disk_bytes=settings.min_free_disk_bytes,
             ),
+            *([Middleware(LoginRedirect, user_id=user_id)] if user_id is not None else []),
         ],
     )
     if routers:
@@ -110,6 +115,7 @@ def build_web_app(
         mcp_server=False,
         pwa=False,
         enable_monitoring=False,
+        auth_dependency=user_id,
         **styling,
     )
     # launch() sets this; mounting does not. Until it is set gradio skips its check that

@@ -1,4 +1,4 @@
-"""Which hosts the UI serves and answers to: loopback only, until Ragloom has logins.
+"""Which hosts the UI serves and answers to: loopback, or any address once login is on.
 
 Two checks, both against a web page on another site driving the local app through the
 user's browser:
@@ -61,16 +61,28 @@ def is_loopback(host: str) -> bool:
     return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
-def check_serving_host(host: str) -> None:
-    """Raise :class:`UnsafeHostError`, saying why and what to do, unless ``host`` is loopback."""
-    if is_loopback(host):
+def check_serving_host(host: str, *, login_required: bool, accounts: int) -> None:
+    """Raise :class:`UnsafeHostError`, saying why and what to do, unless the UI can serve
+    ``host`` with ``accounts`` enabled accounts.
+
+    Loopback without login is the laptop's case and always fine. Any other address
+    requires login (the server turns it on), and login needs an account to log in with.
+    """
+    if not login_required and is_loopback(host):
         return
+    if accounts > 0:
+        return
+    why = (
+        f"serving on {host!r} requires login (anyone who can reach that address could "
+        "otherwise read every conversation and file)"
+        if not is_loopback(host)
+        else "login is required (REQUIRE_LOGIN)"
+    )
     raise UnsafeHostError(
-        f"refusing to serve on {host!r}: Ragloom has no login yet, so anyone who can reach "
-        "that address could read every conversation and every indexed file. Serve on "
-        "127.0.0.1 (the default) and reach it from another computer through an SSH tunnel "
-        "(ssh -L 7860:127.0.0.1:7860 THIS-COMPUTER, then open http://127.0.0.1:7860), or put "
-        "a reverse proxy that asks for a login in front of it."
+        f"{why}, but no account can log in yet: create the first one with "
+        "`ragloom users add NAME --admin`. Or serve on 127.0.0.1 (the default), without "
+        "login, and reach it from another computer through an SSH tunnel "
+        "(ssh -L 7860:127.0.0.1:7860 THIS-COMPUTER, then open http://127.0.0.1:7860)."
     )
 
 

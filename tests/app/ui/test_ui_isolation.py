@@ -1,0 +1,216 @@
+"""Every UI handler acts for the user of its request, and for no one else.
+
+Two users and an admin on one app with login on (real SQLite, Chroma and BM25, hash
+embeddings, a replay LLM): each handler is called as gradio calls it, with the
+``gr.Request`` whose ``username`` the login gate filled in. The browser test
+(``tests/e2e/test_browser_accounts.py``) does the same through the page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pytest
+
+from ragloom_app.accounts import User
+from ragloom_app.app import BaseApp
+from ragloom_app.pages.chat import AnswerFinished, ChatPage
+from ragloom_app.ui.account_tab import AccountHandlers, login_bar_html
+from ragloom_app.ui.chat_tab import ChatHandlers
+from ragloom_app.ui.files_tab import FilesHandlers
+from ragloom_app.ui.identity import ui_user
+from ragloom_app.ui.indices_panel import IndexAdminHandlers
+from ragloom_app.ui.settings_form import build_settings_form
+from tests.helpers.api_server import replay_app
+
+FILE_INDEX = "ragloom_app.index.file.FileIndex"
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> BaseApp:
+    app = replay_app(tmp_path, require_login=True)
+    app.accounts.add_user("root", PASSWORD, is_admin=True)
+    for name in ("alice", "bob"):
+        app.accounts.add_user(name, PASSWORD)
+    return app
+
+
+def _user(app: BaseApp, name: str) -> User:
+    user = app.accounts.user_named(name)
+    assert user is not None
+    return user
+
+
+def _as(app: BaseApp, name: str) -> gr.Request:
+    """The request of an event of ``name``'s, as gradio passes it to a handler."""
+    return gr.Request(username=_user(app, name).id)
+
+
+def _private_file(app: BaseApp, tmp_path: Path, owner: str, index: str, text: str) -> None:
+    made = app.indices.create(index, FILE_INDEX, owner=_user(app, owner).id, shared=False)
+    path = tmp_path / f"{index}.md"
+    path.write_text(text, encoding="utf-8")
+    (outcome,) = made.get_indexing_pipeline({}).run([path])
+    assert outcome.status == "indexed"
+
+
+def _panel(app: BaseApp) -> IndexAdminHandlers:
+    handlers = IndexAdminHandlers(app, FilesHandlers(app).file_list)
+    with gr.Blocks():
+        specs = {FILE_INDEX: app.indices.admin_settings(FILE_INDEX)}
+        handlers.form = build_settings_form(specs, FILE_INDEX, "new-index")
+    return handlers
+
+
+def _form(handlers: IndexAdminHandlers, visibility: str) -> list[Any]:
+    assert handlers.form is not None
+    specs = handlers.form.specs[FILE_INDEX]
+    return [
+        visibility if key == "visibility" else specs[key]["value"] for _, key in handlers.form.keys
+    ]
+
+
+def test_an_event_without_a_user_is_refused_when_login_is_on(app: BaseApp) -> None:
+    with pytest.raises(gr.Error, match="Log in first"):
+        ui_user(app, gr.Request(username=None))
+    gone = _as(app, "bob")
+    app.accounts.delete_user("bob")
+    with pytest.raises(gr.Error, match="no longer exists"):
+        ui_user(app, gone)
+
+
+def test_conversations_are_their_owners_alone(app: BaseApp) -> None:
+    chat = ChatHandlers(ChatPage(app))
+    alice, bob = _as(app, "alice"), _as(app, "bob")
+    *_, last = chat.respond("Where is the reactor?", "fullqa", None, None, None, alice)
+    (alices,) = chat.store.list(owner=_user(app, "alice").id)
+    assert last[4]["choices"] == [(alices["title"], alices["id"])]
+
+    selector, messages, *_ = chat.on_load(None, bob)
+    assert selector["choices"] == [] and messages == []
+    # Bob names Alice's conversation (its id guessed, or sent by a crafted event).
+    with pytest.warns(UserWarning, match="deleted"):
+        assert chat.open_conversation(alices["id"], bob)[0] == []
+    chat.rename_conversation(alices["id"], "Mine now", bob)
+    chat.delete_conversation(alices["id"], bob)
+    assert chat.store.get(alices["id"], owner=_user(app, "alice").id) is not None
+    assert chat.store.get(alices["id"], owner=_user(app, "alice").id)["title"] != "Mine now"
+    # Asking "in" her conversation starts one of his own instead.
+    *_, answered = chat.respond("And the canteen?", "fullqa", alices["id"], None, None, bob)
+    assert len(chat.store.messages(alices["id"])) == 2
+    (bobs,) = chat.store.list(owner=_user(app, "bob").id)
+    assert bobs["id"] != alices["id"] and answered[4]["value"] == bobs["id"]
+
+    # Alice finds hers, renames it, searches and deletes it.
+    selector, messages, *_ = chat.on_load(None, alice)
+    assert selector["value"] == alices["id"] and len(messages) == 2
+    chat.rename_conversation(alices["id"], "  Reactor   notes ", alice)
+    assert chat.store.get(alices["id"], owner=_user(app, "alice").id)["title"] == ("Reactor notes")
+    assert chat.search_conversations("REACTOR", None, alice)["choices"] == [
+        ("Reactor notes", alices["id"])
+    ]
+    assert chat.search_conversations("canteen", None, alice)["choices"] == []
+    chat.delete_conversation(alices["id"], alice)
+    assert chat.store.list(owner=_user(app, "alice").id) == []
+
+
+def test_a_question_searches_only_what_its_user_may_read(app: BaseApp, tmp_path: Path) -> None:
+    _private_file(app, tmp_path, "alice", "Alice notes", "The Zorblax reactor runs at 451 K.")
+    chat = ChatHandlers(ChatPage(app))
+    alice, bob = _as(app, "alice"), _as(app, "bob")
+    *_, filter_for_bob = chat.on_load(None, bob)
+    assert filter_for_bob["choices"] == []
+    *_, filter_for_alice = chat.on_load(None, alice)
+    ((label, value),) = filter_for_alice["choices"]
+    assert label == "Alice notes / Alice notes.md"
+    # Bob sends Alice's file as his filter value: it is dropped, and nothing of hers is
+    # searched, so no citation can name it.
+    page = ChatPage(app)
+    events = list(page.ask("How hot is the reactor?", user_id=_user(app, "bob").id))
+    assert isinstance(events[-1], AnswerFinished) and events[-1].record.citations == []
+    outputs = list(chat.respond("How hot is the reactor?", "fullqa", None, [value], None, bob))
+    assert "Alice notes" not in str(outputs[-1][2])  # the evidence panel
+    mine = list(chat.respond("How hot is the reactor?", "fullqa", None, [value], None, alice))
+    assert "Alice notes.md" in str(mine[-1][2])
+
+
+def test_files_and_indices_show_only_what_the_user_may_read(app: BaseApp, tmp_path: Path) -> None:
+    _private_file(app, tmp_path, "alice", "Alice notes", "The Zorblax reactor runs at 451 K.")
+    files, panel = FilesHandlers(app), _panel(app)
+    alice, bob, root = _as(app, "alice"), _as(app, "bob"), _as(app, "root")
+    selector, _ = files.on_load(None, bob)
+    assert "Alice notes" not in selector["choices"]
+    assert "Alice notes" not in panel.table(bob)
+    with pytest.warns(UserWarning, match="no index named"):
+        assert "Alice notes.md" not in files.file_list("Alice notes", bob)
+    assert "Alice notes.md" in files.file_list("Alice notes", alice)
+    table = panel.table(alice)
+    assert "Alice notes" in table and "private" in table and "alice" in table
+    # An admin manages accounts, not other users' private files.
+    assert "Alice notes" not in panel.table(root)
+    upload = tmp_path / "extra.md"
+    upload.write_text("More.", encoding="utf-8")
+    with pytest.raises(gr.Error, match="no index named"):
+        files.index_files("Alice notes", [str(upload)], bob, progress=lambda *a, **k: None)
+    with pytest.warns(UserWarning):
+        assert "no index named" in panel.delete("Alice notes", None, [], bob).status
+    assert [i.name for i in app.indices.readable_by(_user(app, "alice").id)][-1] == "Alice notes"
+
+
+def test_a_shared_index_is_read_by_all_and_written_by_its_owner(
+    app: BaseApp, tmp_path: Path
+) -> None:
+    files, panel = FilesHandlers(app), _panel(app)
+    alice, bob, root = _as(app, "alice"), _as(app, "bob"), _as(app, "root")
+    with pytest.warns(UserWarning, match="only an admin makes a shared index"):
+        refused = panel.create("Handbook", FILE_INDEX, [], alice, *_form(panel, "shared"))
+    assert "only an admin" in refused.status
+    made = panel.create("Handbook", FILE_INDEX, [], root, *_form(panel, "shared"))
+    assert made.status == "Created the index 'Handbook'."
+    assert "Handbook" in panel.table(bob) and "shared" in panel.table(bob)
+    assert "Handbook" not in str(panel.on_load(None, bob)[0]["choices"])  # not his to delete
+    page = tmp_path / "handbook.md"
+    page.write_text("Lunch is at noon.", encoding="utf-8")
+    with pytest.raises(gr.Error, match="shared with you to search, not to change"):
+        files.index_files("Handbook", [str(page)], bob, progress=lambda *a, **k: None)
+    _, listing, _ = files.index_files("Handbook", [str(page)], root, progress=lambda *a, **k: None)
+    assert "handbook.md" in listing
+    assert "handbook.md" in files.file_list("Handbook", bob)
+    private = panel.create("Bob only", FILE_INDEX, [], bob, *_form(panel, "private"))
+    assert private.status == "Created the index 'Bob only'."
+    assert "Bob only" not in panel.table(alice)
+
+
+def test_the_account_tab_keys_and_admin_actions(app: BaseApp) -> None:
+    accounts = AccountHandlers(app)
+    alice, root = _as(app, "alice"), _as(app, "root")
+    shown, table, _ = accounts.create_key("laptop", alice)
+    key = shown.split('<code id="new-api-key">')[1].split("</code>")[0]
+    assert app.accounts.key_user(key) == _user(app, "alice")
+    assert "laptop" in table and key not in table  # the listing never holds the key
+    (info,) = app.accounts.keys(_user(app, "alice"))
+    assert "laptop" not in accounts.revoke_key(info.id, alice)[0]
+    assert app.accounts.key_user(key) is None
+
+    with pytest.raises(gr.Error, match="Only an admin"):
+        accounts.act("add", "eve", PASSWORD, True, alice)
+    status, users, password_box = accounts.act("add", "carol", PASSWORD, False, root)
+    assert status == "Added carol." and "carol" in users and password_box["value"] == ""
+    assert accounts.act("disable", "carol", "", False, root)[0].startswith("Disabled carol")
+    assert app.accounts.login is not None and "disabled" in accounts.users_table(root)
+    with pytest.warns(UserWarning, match="cannot disable or delete itself"):
+        accounts.act("delete", "root", "", False, root)
+    with pytest.warns(UserWarning, match="at least"):
+        accounts.act("password", "alice", "short", False, root)
+    assert accounts.act("delete", "carol", "", False, root)[0] == "Deleted carol."
+    assert app.accounts.user_named("carol") is None
+
+
+def test_the_login_bar_escapes_the_name_and_carries_the_logout_token() -> None:
+    user = User(id="u1", name="<b>x</b>", is_admin=True)
+    bar = login_bar_html(user, "session-secret")
+    assert "&lt;b&gt;x&lt;/b&gt;" in bar and "(admin)" in bar
+    assert 'action="/logout"' in bar and "session-secret" not in bar
