@@ -197,6 +197,9 @@ def test_a_private_index_is_created_filled_and_read_by_its_owner_alone(
     assert chunks[0]["text"] == "The coolant pumps run at 300 rpm."
     # Bob: not even there.
     assert bob.get(f"/indices/alice notes/files/{pumps['id']}/chunks").status_code == 404
+    assert bob.get(f"/indices/alice notes/files/{pumps['id']}").status_code == 404
+    assert bob.post(f"/indices/alice notes/files/{pumps['id']}/reindex").status_code == 404
+    assert bob.get("/indices/alice notes/settings").status_code == 404
     assert (
         bob.post("/indices/alice notes/files", files=[("files", ("x.md", b"x"))]).status_code == 404
     )
@@ -214,6 +217,7 @@ def test_a_shared_index_is_read_by_all_and_written_by_its_owner_only(two_users: 
     refused = bob.post("/indices/team/files", files=[("files", ("x.md", b"Bob was here."))])
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
     assert bob.delete(f"/indices/team/files/{files[0]['id']}").status_code == 403
+    assert bob.post(f"/indices/team/files/{files[0]['id']}/reindex").status_code == 403
     assert bob.delete("/indices/team").status_code == 403
     assert alice.get("/indices/team/files").json() == files  # untouched
 

@@ -4,6 +4,7 @@ one JSON object or as server-sent events."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
@@ -55,6 +56,46 @@ def test_indices_and_their_files(api: httpx.Client) -> None:
     missing = api.get("/indices/nope/files")
     assert missing.status_code == 404
     assert missing.json()["error"] == {"code": "not_found", "message": "no index 'nope'"}
+
+
+def test_one_file_and_an_indexs_settings(api: httpx.Client) -> None:
+    (reactor,) = [f for f in api.get("/indices/My files/files").json() if f["name"] == "reactor.md"]
+    assert api.get(f"/indices/My files/files/{reactor['id']}").json() == reactor
+    assert api.get("/indices/My files/files/nope").status_code == 404
+    settings = api.get("/indices/My files/settings").json()
+    assert settings["name"] == "My files" and settings["config"]["chunk_size"] >= 16
+    mode = settings["search_settings_schema"]["properties"]["retrieval_mode"]
+    assert "hybrid" in mode["enum"]
+    assert api.get("/indices/nope/settings").status_code == 404
+
+
+def test_a_file_is_indexed_again_from_its_stored_copy(
+    live_server: LiveServer, api: httpx.Client
+) -> None:
+    (canteen,) = [f for f in api.get("/indices/My files/files").json() if f["name"] == "canteen.md"]
+    before = api.get(f"/indices/My files/files/{canteen['id']}/chunks").json()
+    index = live_server.app.indices.get("My files")
+
+    def updated() -> str:
+        (entry,) = [s for s in index.list_sources() if s["id"] == canteen["id"]]
+        return str(entry["updated_at"])
+
+    last = updated()
+    taken = api.post(f"/indices/My files/files/{canteen['id']}/reindex")
+    assert taken.status_code == 202 and taken.json() == {
+        "index": "My files",
+        "accepted": ["canteen.md"],
+    }
+    deadline = time.monotonic() + 60
+    while True:
+        now = api.get(f"/indices/My files/files/{canteen['id']}").json()
+        chunks = api.get(f"/indices/My files/files/{canteen['id']}/chunks").json()
+        if now["status"] == "indexed" and chunks and updated() > last:
+            break
+        assert time.monotonic() < deadline, now
+        time.sleep(0.1)
+    assert [c["text"] for c in chunks] == [c["text"] for c in before]
+    assert api.post("/indices/My files/files/nope/reindex").status_code == 404
 
 
 def test_a_conversation_is_created_renamed_listed_and_deleted(api: httpx.Client) -> None:

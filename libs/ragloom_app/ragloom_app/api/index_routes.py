@@ -1,6 +1,6 @@
 """``/api/v1`` routes that change indices: create and delete one, upload files (indexed in
-the background: poll the files' status), remove a file, read a file's chunks; and the
-installed plugins.
+the background: poll the files' status), remove a file or index it again, read a file's
+chunks; and the installed plugins.
 
 A new index is its creator's, private unless ``shared``. Writing an index (its files, its
 deletion) is for its owner, and for admins when it is shared; a user who may read an
@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -202,19 +203,15 @@ def index_router(
                     out.write(chunk)
             paths.append(path)
             names.append(upload.filename or f"upload-{position}")
-        with _uploads_lock:
-            if sum(_uploading.values()) >= MAX_UPLOADS_INDEXING:
-                shutil.rmtree(folder, ignore_errors=True)
-                raise ApiError(
-                    429, "busy", f"{MAX_UPLOADS_INDEXING} uploads are being indexed: try later"
-                )
-            _uploading[index.id] = _uploading.get(index.id, 0) + 1
-        threading.Thread(
-            target=_index_in_background,
-            args=(index, paths, names, folder),
-            name=f"ragloom-api-index-{index.id}",
-            daemon=True,
-        ).start()
+        try:
+            _start_background(
+                index,
+                partial(_index_in_background, index, paths, names, folder),
+                f"index-{index.id}",
+            )
+        except ApiError:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         return UploadOut(index=index.name, accepted=names)
 
     @router.delete("/indices/{name}/files/{file_id}", status_code=204, tags=["indices"])
@@ -224,6 +221,20 @@ def index_router(
         source(index, file_id)
         index.remove_source(file_id)
         return Response(status_code=204)
+
+    @router.post("/indices/{name}/files/{file_id}/reindex", status_code=202, tags=["indices"])
+    def reindex_file(name: str, file_id: str, user: User = Depends(current_user)) -> UploadOut:
+        """Index a file again from its stored copy, in the background (poll its status)."""
+        index = writable(name, user)
+        entry = source(index, file_id)
+        if type(index).reindex_source is BaseIndex.reindex_source:
+            raise ApiError(
+                422, "invalid_request", f"a {type(index).__name__} cannot index a file again"
+            )
+        _start_background(
+            index, partial(_reindex_in_background, index, file_id), f"reindex-{index.id}"
+        )
+        return UploadOut(index=index.name, accepted=[str(entry["name"])])
 
     @router.get("/indices/{name}/files/{file_id}/chunks", tags=["indices"])
     def chunks(
@@ -271,6 +282,30 @@ def _upload_dir(app: BaseApp) -> Path:
     return folder
 
 
+def _start_background(index: BaseIndex, work: Callable[[], None], name: str) -> None:
+    """Run ``work`` on ``index`` in a thread, counted in :data:`_uploading`; 429 when
+    :data:`MAX_UPLOADS_INDEXING` are running already."""
+    with _uploads_lock:
+        if sum(_uploading.values()) >= MAX_UPLOADS_INDEXING:
+            raise ApiError(
+                429, "busy", f"{MAX_UPLOADS_INDEXING} uploads are being indexed: try later"
+            )
+        _uploading[index.id] = _uploading.get(index.id, 0) + 1
+
+    def run() -> None:
+        try:
+            work()
+        finally:
+            with _uploads_lock:
+                left = _uploading.get(index.id, 1) - 1
+                if left > 0:
+                    _uploading[index.id] = left
+                else:
+                    _uploading.pop(index.id, None)
+
+    threading.Thread(target=run, name=f"ragloom-api-{name}", daemon=True).start()
+
+
 def _index_in_background(
     index: BaseIndex, paths: list[Path], names: list[str], folder: Path
 ) -> None:
@@ -282,9 +317,12 @@ def _index_in_background(
         logger.exception("API upload to %r failed", index.name)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-        with _uploads_lock:
-            left = _uploading.get(index.id, 1) - 1
-            if left > 0:
-                _uploading[index.id] = left
-            else:
-                _uploading.pop(index.id, None)
+
+
+def _reindex_in_background(index: BaseIndex, file_id: str) -> None:
+    """Index one file of ``index`` again; its outcome is in its status."""
+    try:
+        outcome = index.reindex_source(file_id)
+        logger.info("API re-index in %r: %s", index.name, outcome)
+    except Exception:
+        logger.exception("API re-index in %r failed", index.name)

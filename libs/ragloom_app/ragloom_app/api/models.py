@@ -4,6 +4,7 @@ the chat page in its words; the fields here bound what a body may hold at all.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,10 +21,12 @@ __all__ = [
     "FileOut",
     "HealthOut",
     "IndexOut",
+    "IndexSettingsOut",
     "MessageOut",
     "ModeOut",
     "UsageOut",
     "VersionOut",
+    "file_out",
 ]
 
 MAX_TITLE_CHARS = 80
@@ -109,6 +112,30 @@ class FileOut(BaseModel):
     reason: str | None = Field(None, description="Why it failed, or when it is retried.")
     chunks: int
     size: int
+
+
+def file_out(entry: Mapping[str, Any]) -> FileOut:
+    """A file as ``BaseIndex.list_sources`` lists it, as the API shows it."""
+    return FileOut(
+        id=str(entry["id"]),
+        name=entry["name"],
+        status=entry["status"],
+        reason=entry.get("reason") or None,
+        chunks=entry.get("chunks") or 0,
+        size=entry.get("size") or 0,
+    )
+
+
+class IndexSettingsOut(BaseModel):
+    """How an index was made, and what a request may set of how it searches."""
+
+    name: str
+    config: dict[str, Any] = Field(
+        description="Its settings as made (chunking, file types...); fixed once it has files."
+    )
+    search_settings_schema: dict[str, Any] = Field(
+        description="A JSON Schema of the settings an ask may give for it (`index_settings`)."
+    )
 
 
 class ConversationCreate(_Strict):

@@ -32,9 +32,11 @@ from ragloom_app.api.models import (
     FileOut,
     HealthOut,
     IndexOut,
+    IndexSettingsOut,
     MessageOut,
     ModeOut,
     VersionOut,
+    file_out,
 )
 from ragloom_app.api.settings_schema import settings_json_schema
 from ragloom_app.api.stream import SSE_MEDIA_TYPE, event_payload, sse_message
@@ -117,17 +119,28 @@ def api_router(
     @router.get("/indices/{name}/files", tags=["indices"])
     def files(name: str, user: User = Depends(current_user)) -> list[FileOut]:
         """The files of an index, with their state and chunk count."""
-        return [
-            FileOut(
-                id=str(s["id"]),
-                name=s["name"],
-                status=s["status"],
-                reason=s.get("reason") or None,
-                chunks=s.get("chunks") or 0,
-                size=s.get("size") or 0,
-            )
-            for s in index_named(name, user).list_sources()
-        ]
+        return [file_out(s) for s in index_named(name, user).list_sources()]
+
+    @router.get("/indices/{name}/files/{file_id}", tags=["indices"])
+    def file(name: str, file_id: str, user: User = Depends(current_user)) -> FileOut:
+        """One file of an index, with its state and chunk count."""
+        for entry in index_named(name, user).list_sources():
+            if str(entry["id"]) == file_id:
+                return file_out(entry)
+        raise not_found("file", file_id)
+
+    @router.get("/indices/{name}/settings", tags=["indices"])
+    def index_settings(name: str, user: User = Depends(current_user)) -> IndexSettingsOut:
+        """How an index was made, and the search settings an ask may give for it."""
+        index = index_named(name, user)
+        specs = type(index).admin_settings_for(app.indices.readers)
+        return IndexSettingsOut(
+            name=index.name,
+            config={**{k: s.get("value") for k, s in specs.items()}, **index.config},
+            search_settings_schema=settings_json_schema(
+                type(index).get_user_settings(), app.selectable_llm_names()
+            ),
+        )
 
     @router.get("/conversations", tags=["conversations"])
     def conversations(user: User = Depends(current_user)) -> list[ConversationOut]:

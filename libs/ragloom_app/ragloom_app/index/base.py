@@ -282,3 +282,8 @@ class BaseIndex:
     def remove_source(self, name_or_id: str) -> bool:
         """Remove a source from every store; ``False`` if there is no such source."""
         return False
+
+    def reindex_source(self, source_id: str) -> FileOutcome | None:
+        """Index a source again from what the index kept of it (after its settings or a
+        reader changed); ``None`` when this type of index cannot (the default)."""
+        return None

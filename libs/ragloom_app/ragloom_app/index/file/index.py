@@ -34,6 +34,7 @@ from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES
 from ragloom_app.index.file.consistency import FileIndexChecker
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
 from ragloom_app.index.file.recovery import clean_leftovers, recover_index, shown_state
+from ragloom_app.index.file.worklock import WorkLock
 from ragloom_app.index.settings import REQUEST_KEYS
 from ragloom_app.reasoning.base import SettingSpec
 
@@ -47,6 +48,8 @@ _RETRIEVAL_MODE_LABELS = ("Hybrid", "Vector", "Full-text")
 VISIBILITIES = ("private", "shared")
 
 logger = logging.getLogger(__name__)
+
+STORED_COPY_LOST_REASON = "its stored copy is gone: upload the file again"
 
 
 def _file_types(readers: Mapping[str, FileReader]) -> list[str]:
@@ -413,3 +416,27 @@ class FileIndex(BaseIndex):
         for row in rows:
             self.get_indexing_pipeline({}).remove(row.id)
         return bool(rows)
+
+    def reindex_source(self, source_id: str) -> FileOutcome | None:
+        """Index a file again from its stored copy, with the index's settings of now.
+
+        A file that work is underway on (being indexed, or removed) is left alone and its
+        outcome says so; one whose stored copy is gone is failed with that reason.
+        """
+        pipeline = self.get_indexing_pipeline({})
+        with Session(self.resources.engine) as session:
+            source = session.get(Source, source_id)
+        if source is None or source.index_id != self.id:
+            return FileOutcome(source_id, "failed", reason="no such file in this index")
+        lock = WorkLock(pipeline.locks_dir, source_id)
+        if not lock.acquire(blocking=False):
+            return FileOutcome(
+                source.name,
+                "failed",
+                reason="it is being worked on: try later",
+                source_id=source_id,
+            )
+        try:
+            return pipeline.reingest(source_id, lost_reason=STORED_COPY_LOST_REASON)
+        finally:
+            lock.release()
