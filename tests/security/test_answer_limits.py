@@ -18,7 +18,7 @@ import pytest
 from ragloom.events import StepFinished
 from ragloom_app.app import BaseApp
 from ragloom_app.pages.chat import AnswerFinished, ChatPage, QuestionTooLongError
-from ragloom_app.ui.chat_tab import ChatHandlers
+from ragloom_app.ui.chat_handlers import ChatHandlers
 from tests.helpers.heartbeat import Heartbeat
 from tests.helpers.misbehaving_llms import SlowLLM
 from tests.helpers.scripted_app import scripted_app

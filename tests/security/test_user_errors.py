@@ -19,7 +19,7 @@ from sqlalchemy.exc import OperationalError
 from ragloom.events import StepFinished
 from ragloom_app.app import BaseApp
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
-from ragloom_app.ui.chat_tab import ChatHandlers
+from ragloom_app.ui.chat_handlers import ChatHandlers
 from tests.helpers.misbehaving_llms import FailingLLM
 from tests.helpers.scripted_app import scripted_app
 

@@ -11,7 +11,7 @@ from ragloom_app.db.models import LOCAL_USER
 from ragloom_app.pages.chat import ChatPage
 from ragloom_app.reasoning.fullqa import FullQAReasoning
 from ragloom_app.settings import AppSettings
-from ragloom_app.ui.chat_tab import ChatHandlers
+from ragloom_app.ui.chat_handlers import ChatHandlers
 from ragloom_app.ui.index_settings import index_specs, remember, sent
 from ragloom_app.ui.settings_form import build_settings_form, coerce_value
 

@@ -18,7 +18,7 @@ from ragloom_app.accounts import User
 from ragloom_app.app import BaseApp
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.ui.account_tab import AccountHandlers, login_bar_html
-from ragloom_app.ui.chat_tab import ChatHandlers
+from ragloom_app.ui.chat_handlers import ChatHandlers
 from ragloom_app.ui.files_tab import FilesHandlers
 from ragloom_app.ui.identity import ui_user
 from ragloom_app.ui.indices_panel import IndexAdminHandlers
@@ -214,3 +214,24 @@ def test_the_login_bar_escapes_the_name_and_carries_the_logout_token() -> None:
     bar = login_bar_html(user, "session-secret")
     assert "&lt;b&gt;x&lt;/b&gt;" in bar and "(admin)" in bar
     assert 'action="/logout"' in bar and "session-secret" not in bar
+
+
+def test_each_user_opens_the_chat_with_its_own_saved_defaults(app: BaseApp) -> None:
+    from ragloom_app.ui.chat_tab import build_chat_tab
+
+    with gr.Blocks() as demo:
+        tab = build_chat_tab(demo, ChatPage(app))
+    handlers, form = tab.handlers, tab.settings
+    alice, bob = _as(app, "alice"), _as(app, "bob")
+    values = [form.specs[owner][key]["value"] for owner, key in form.keys]
+    values[form.keys.index(("rewoo", "max_steps"))] = 5
+    status = handlers.save_defaults("rewoo", {"My files": {"mmr": True}}, alice, *values)
+    assert status.startswith("Saved")
+
+    mode, *shown, index_values = handlers.load_defaults(alice)
+    assert mode["value"] == "rewoo" and "plan" in mode["info"].lower()
+    assert shown[form.keys.index(("rewoo", "max_steps"))] == 5
+    assert index_values == {"My files": {"mmr": True}}
+    mode, *shown, index_values = handlers.load_defaults(bob)
+    assert mode["value"] == app.settings.default_reasoning
+    assert shown[form.keys.index(("rewoo", "max_steps"))] == 3 and index_values == {}

@@ -167,3 +167,14 @@ class ApiKeyRecord(SQLModel, table=True):
     created_at: datetime = Field(default_factory=_now)
     revoked_at: datetime | None = None
     last_used_at: datetime | None = None
+
+
+class UserSettingsRecord(SQLModel, table=True):
+    """What a user saved as its chat defaults (``accounts.preferences.ChatDefaults``, as
+    JSON); the local user has one too."""
+
+    __tablename__ = "user_settings"
+
+    user_id: str = Field(primary_key=True)
+    data: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    updated_at: datetime = Field(default_factory=_now)

@@ -5,7 +5,8 @@ LLM reranking), laid out by the same form code as the modes' settings
 (:mod:`ragloom_app.ui.settings_form`). Indices are created and deleted while the page is
 open, so the groups are drawn by a ``gr.render`` when the page loads and whenever the
 Chat tab is shown again; the values a user picks live in a per-session ``gr.State``
-(index name → settings), which the chat sends as the request's ``index_settings``.
+(index name → settings), which the chat sends as the request's ``index_settings``. Both
+start from the user's saved defaults (:mod:`ragloom_app.accounts.preferences`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, cast
 
 import gradio as gr
 
+from ragloom_app.accounts.preferences import ChatDefaultsStore
 from ragloom_app.app import BaseApp
 from ragloom_app.ui.identity import ui_user
 from ragloom_app.ui.settings_form import build_settings_form, coerce_value
@@ -80,7 +82,13 @@ def build_index_settings(app: BaseApp, triggers: list[Any]) -> IndexSettingsPane
 
     @gr.render(triggers=triggers)
     def draw(request: gr.Request) -> None:
-        specs = index_specs(app, ui_user(app, request).id)
+        user_id = ui_user(app, request).id
+        specs = index_specs(app, user_id)
+        # Drawn with the user's saved defaults; the state gets them on load too.
+        saved = ChatDefaultsStore(app.engine).get(user_id).offered({}, specs)
+        for index, values in saved.indices.items():
+            for key, value in values.items():
+                specs[index][key]["value"] = value
         if not specs:
             gr.HTML('<div class="rl-empty">No index has search settings.</div>')
             return
