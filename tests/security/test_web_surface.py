@@ -49,7 +49,7 @@ def test_every_response_carries_the_security_headers(surface: Surface) -> None:
     ]
     for answer in answers:
         assert answer.headers["x-content-type-options"] == "nosniff"
-        assert answer.headers["referrer-policy"] == "no-referrer"
+        assert answer.headers["referrer-policy"] == "same-origin"
         assert answer.headers["x-frame-options"] == "DENY"
         assert answer.headers["x-dns-prefetch-control"] == "off"
         policy = _directives(answer.headers["content-security-policy"])

@@ -235,3 +235,19 @@ def test_each_user_opens_the_chat_with_its_own_saved_defaults(app: BaseApp) -> N
     mode, *shown, index_values = handlers.load_defaults(bob)
     assert mode["value"] == app.settings.default_reasoning
     assert shown[form.keys.index(("rewoo", "max_steps"))] == 3 and index_values == {}
+
+
+def test_the_index_settings_are_drawn_with_the_users_saved_values(app: BaseApp) -> None:
+    from ragloom_app.accounts.preferences import ChatDefaults, ChatDefaultsStore
+    from ragloom_app.ui.chat_tab import build_chat_tab
+
+    ChatDefaultsStore(app.engine).save(
+        _user(app, "alice").id, ChatDefaults(indices={"My files": {"mmr": True}})
+    )
+    with gr.Blocks() as demo:
+        tab = build_chat_tab(demo, ChatPage(app))
+    for name, expected in (("alice", True), ("bob", False)):
+        with gr.Blocks() as drawn:
+            tab.index_search.draw(_as(app, name))
+        (mmr,) = [c for c in drawn.blocks.values() if c.elem_id == "index-setting-my-files-mmr"]
+        assert mmr.value is expected, name

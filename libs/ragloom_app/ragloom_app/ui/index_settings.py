@@ -86,8 +86,8 @@ def build_index_settings(app: BaseApp, triggers: list[Any]) -> IndexSettingsPane
         specs = index_specs(app, user_id)
         # Drawn with the user's saved defaults; the state gets them on load too.
         saved = ChatDefaultsStore(app.engine).get(user_id).offered({}, specs)
-        for index, values in saved.indices.items():
-            for key, value in values.items():
+        for index, given in saved.indices.items():
+            for key, value in given.items():
                 specs[index][key]["value"] = value
         if not specs:
             gr.HTML('<div class="rl-empty">No index has search settings.</div>')

@@ -54,7 +54,10 @@ CONTENT_SECURITY_POLICY: dict[str, str] = {
 
 SECURITY_HEADERS: dict[str, str] = {
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # No address of the app's in a request to another site (a link in an answer). Not
+    # "no-referrer": under it chromium sends "Origin: null" with the page's own form
+    # posts (login, logout), which the host guard must refuse as any other site's.
+    "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
     # Another site's page may not embed (and so read, through side channels) a response.
     "Cross-Origin-Resource-Policy": "same-origin",
