@@ -9,7 +9,8 @@ Gradio is imported only here, after the telemetry switches are set: it reads the
 import time.
 
 The UI is mounted in Ragloom's own ASGI app (:mod:`ragloom_app.web`), which checks every
-request before gradio sees it, and listens on loopback addresses only.
+request before gradio sees it: on loopback without login (unless ``REQUIRE_LOGIN``), on
+any other address with it.
 """
 
 from __future__ import annotations

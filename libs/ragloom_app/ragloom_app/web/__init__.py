@@ -3,7 +3,8 @@
 - :mod:`.asgi`: the app, its guards and the mounted UI (imports gradio: import it only
   after :func:`ragloom_app.privacy.switch_off_telemetry`, as ``ui.server`` does);
 - :mod:`.server`: uvicorn in a thread;
-- :mod:`.hosts`: loopback only, Host and Origin checks;
+- :mod:`.hosts`: loopback without login, any address with it; Host and Origin checks;
+- :mod:`.login`: the login page, logout, and who each UI request acts for;
 - :mod:`.headers`: the Content-Security-Policy and other headers;
 - :mod:`.requests`: no fetching of URLs for anyone, bounded bodies.
 
