@@ -278,3 +278,20 @@ def test_a_request_to_another_host_is_refused_in_json_on_api_paths(
     assert refused.status_code == 400
     assert refused.json()["error"]["code"] == "bad_request"
     assert "evil.example" in refused.json()["error"]["message"]
+
+
+def test_a_conversation_deleted_mid_answer_is_a_404_saying_so(
+    live_server: LiveServer, api: httpx.Client
+) -> None:
+    from ragloom_app.conversations import ConversationStore
+    from tests.helpers.conversation_deleter import DeletesItsConversation
+
+    DeletesItsConversation.store = ConversationStore(live_server.app.engine)
+    live_server.app.reasonings["deleter"] = DeletesItsConversation
+    try:
+        cid = api.post("/conversations").json()["id"]
+        answer = api.post(f"/conversations/{cid}/ask", json={"question": "?", "mode": "deleter"})
+    finally:
+        del live_server.app.reasonings["deleter"]
+    assert answer.status_code == 404, answer.text
+    assert "deleted while it was answered" in answer.json()["error"]["message"]

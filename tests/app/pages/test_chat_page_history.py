@@ -48,3 +48,22 @@ def test_a_client_history_reaches_the_mode_and_a_conversation_uses_its_own(
     list(page.ask("First?", mode="probe", conversation_id=cid))
     list(page.ask("Second?", mode="probe", conversation_id=cid))
     assert [m.content for m in SEEN[-1]] == ["First?", "0 earlier turns."]
+
+
+def test_a_conversation_deleted_mid_answer_is_said_so_and_nothing_more_is_saved(
+    tmp_path: Path,
+) -> None:
+    import pytest
+
+    from ragloom_app.pages.chat import UnknownConversationError
+
+    app = scripted_app(tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}})
+    from tests.helpers.conversation_deleter import DeletesItsConversation
+
+    app.reasonings["deleter"] = DeletesItsConversation
+    page = ChatPage(app)
+    DeletesItsConversation.store = page.conversations
+    cid = page.conversations.create()
+    with pytest.raises(UnknownConversationError, match="deleted while it was answered"):
+        list(page.ask("Anything?", mode="deleter", conversation_id=cid))
+    assert page.conversations.get(cid) is None and page.conversations.messages(cid) == []

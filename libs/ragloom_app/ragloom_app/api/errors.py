@@ -72,6 +72,10 @@ def install_error_handlers(api: FastAPI) -> None:
 
     @api.exception_handler(UserFacingError)
     async def _refused(request: Request, exc: UserFacingError) -> JSONResponse:
+        from ragloom_app.pages.chat import UnknownConversationError
+
+        if isinstance(exc, UnknownConversationError):  # e.g. deleted while answered
+            return JSONResponse(error_body("not_found", scrub(str(exc))), status_code=404)
         return JSONResponse(error_body("invalid_request", scrub(str(exc))), status_code=422)
 
     @api.exception_handler(HTTPException)

@@ -279,14 +279,14 @@ class ChatPage:
             index_settings=index_settings,
         )
         if conversation_id:
-            self.conversations.add_message(conversation_id, "user", question)
+            self._save(conversation_id, "user", question)
         collector = AnswerCollector(mode=mode_id)
         for event in self._bounded(pipeline, question, collector, left_out, started):
             collector.add(event)
             yield event
         record = collector.record(time.perf_counter() - started)
         if conversation_id:
-            self.conversations.add_message(
+            self._save(
                 conversation_id,
                 "assistant",
                 record.answer,
@@ -295,6 +295,17 @@ class ChatPage:
                 grounding=record.grounding,
             )
         yield AnswerFinished(record)
+
+    def _save(self, conversation_id: str, role: str, content: str, **details: Any) -> None:
+        """Add a turn; :class:`UnknownConversationError` if the conversation was deleted
+        meanwhile (by its owner, in another tab or through the API)."""
+        try:
+            self.conversations.add_message(conversation_id, role, content, **details)
+        except KeyError:
+            raise UnknownConversationError(
+                f"the conversation {conversation_id!r} was deleted while it was answered: "
+                "nothing more was saved"
+            ) from None
 
     def _bounded(
         self,
