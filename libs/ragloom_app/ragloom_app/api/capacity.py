@@ -9,12 +9,20 @@ logins and the UI's own requests with them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
+
+from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
 
 from ragloom_app.api.errors import ApiError
+from ragloom_app.api.stream import SSE_MEDIA_TYPE
 
-__all__ = ["MAX_ANSWERS_AT_ONCE", "AnswerSlots", "Slot"]
+__all__ = ["MAX_ANSWERS_AT_ONCE", "AnswerSlots", "Slot", "answer_response"]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 MAX_ANSWERS_AT_ONCE = 8
 """Answers the HTTP API and the OpenAI endpoint make at once, together."""
@@ -69,3 +77,34 @@ class Slot:
                 return
             self._held = False
         self._slots.give_back()
+
+
+def answer_response(
+    slots: AnswerSlots,
+    start: Callable[[], Iterator[T]],
+    *,
+    stream: Callable[[Iterator[T], Slot], AsyncIterator[str]] | None,
+    collect: Callable[[Iterator[T]], R],
+) -> StreamingResponse | R:
+    """An answer within a slot of ``slots``: ``start()`` begins it (what it refuses raises
+    here, the slot given back); then ``stream`` makes it server-sent events, the slot given
+    back when the stream ends (by the stream, or by the response's cleanup if it never
+    began), or, without ``stream``, ``collect`` makes the one response, the slot given back
+    after."""
+    slot = slots.slot()
+    try:
+        items = start()
+    except BaseException:
+        slot.give_back()
+        raise
+    if stream is not None:
+        return StreamingResponse(
+            stream(items, slot),
+            media_type=SSE_MEDIA_TYPE,
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+            background=BackgroundTask(slot.give_back),
+        )
+    try:
+        return collect(items)
+    finally:
+        slot.give_back()

@@ -24,15 +24,13 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import StreamingResponse
-from starlette.background import BackgroundTask
 
 from ragloom.events import AnswerDelta, AnswerRecord, AnswerRevised
 from ragloom.llms.base import ChatMessage
 from ragloom.qa.citations import strip_citations
 from ragloom_app.accounts import User
 from ragloom_app.api.bridge import iterate_in_thread, started
-from ragloom_app.api.capacity import AnswerSlots, Slot
+from ragloom_app.api.capacity import AnswerSlots, Slot, answer_response
 from ragloom_app.api.errors import ApiError, error_body
 from ragloom_app.api.models import ERROR_RESPONSES
 from ragloom_app.api.openai_models import (
@@ -119,41 +117,37 @@ def openai_router(
         mode = mode_of(request.model)
         question, history = _split(request)
         page.check_question(question)
-        slot = slots.slot()
-        try:
-            # The mode refuses what it cannot take before its first event.
-            events = started(page.ask(question, mode=mode, history=history, user_id=user.id))
-        except BaseException:
-            slot.give_back()
-            raise
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
-        if request.stream:
-            include_usage = bool(request.stream_options and request.stream_options.include_usage)
+        include_usage = bool(request.stream_options and request.stream_options.include_usage)
+
+        def stream(events: Iterator[Any], slot: Slot) -> AsyncIterator[str]:
             chunks = _chunks(events, completion_id, created, request.model)
-            return StreamingResponse(
-                _sse(chunks, include_usage, slot),
-                media_type=SSE_MEDIA_TYPE,
-                headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-                background=BackgroundTask(slot.give_back),
-            )
-        try:
+            return _sse(chunks, include_usage, slot)
+
+        def collect(events: Iterator[Any]) -> ChatCompletion:
             record = next(item.record for item in events if isinstance(item, AnswerFinished))
-        finally:
-            slot.give_back()
-        return ChatCompletion(
-            id=completion_id,
-            created=created,
-            model=request.model,
-            choices=[
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": record.answer},
-                    "finish_reason": "stop",
-                }
-            ],
-            usage=_usage(record),
-            ragloom=_extra(record),
+            return ChatCompletion(
+                id=completion_id,
+                created=created,
+                model=request.model,
+                choices=[
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": record.answer},
+                        "finish_reason": "stop",
+                    }
+                ],
+                usage=_usage(record),
+                ragloom=_extra(record),
+            )
+
+        return answer_response(
+            slots,
+            # The mode refuses what it cannot take before its first event.
+            lambda: started(page.ask(question, mode=mode, history=history, user_id=user.id)),
+            stream=stream if request.stream else None,
+            collect=collect,
         )
 
     return router

@@ -8,18 +8,16 @@ user's object answers 404, as one that does not exist.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.responses import StreamingResponse
-from starlette.background import BackgroundTask
 
 import ragloom_app
 from ragloom.events import Event
 from ragloom_app.accounts import User
 from ragloom_app.api.bridge import iterate_in_thread, started
-from ragloom_app.api.capacity import AnswerSlots, Slot
+from ragloom_app.api.capacity import AnswerSlots, Slot, answer_response
 from ragloom_app.api.errors import ApiError, error_body, not_found
 from ragloom_app.api.models import (
     ERROR_RESPONSES,
@@ -201,27 +199,21 @@ def api_router(
         --json`` prints), or with ``stream`` server-sent events of the typed events the UI
         renders, the whole answer last (``done``). Both turns are saved."""
         conversation(conversation_id, user)
-        slot = slots.slot()
-        try:
-            events = _checked_ask(page, conversation_id, body, user)
-        except BaseException:
-            slot.give_back()
-            raise
-        if body.stream:
-            return StreamingResponse(
-                _sse(events, conversation_id, slot),
-                media_type=SSE_MEDIA_TYPE,
-                headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-                # Given back when the stream ends, or here if it never started.
-                background=BackgroundTask(slot.give_back),
-            )
-        try:
+
+        def collect(events: Iterator[Any]) -> dict[str, Any]:
             for item in events:
                 if isinstance(item, AnswerFinished):
                     return _answer(item, conversation_id)
-        finally:
-            slot.give_back()
-        raise ApiError(500, "internal_error", "the answer ended without a record")
+            raise ApiError(500, "internal_error", "the answer ended without a record")
+
+        return answer_response(
+            slots,
+            lambda: _checked_ask(page, conversation_id, body, user),
+            stream=(lambda events, slot: _sse(events, conversation_id, slot))
+            if body.stream
+            else None,
+            collect=collect,
+        )
 
     return router
 
