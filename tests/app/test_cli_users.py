@@ -52,6 +52,25 @@ def test_an_admin_is_added_with_a_password_from_stdin_and_can_log_in(
     assert user.is_admin
 
 
+def test_a_password_is_read_from_the_variable_named_never_from_an_argument(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_secret = {**env, "ADMIN_PASSWORD": PASSWORD}
+    added = _ragloom(
+        with_secret, "users", "add", "root", "--admin", "--password-env", "ADMIN_PASSWORD"
+    )
+    assert added.returncode == 0, added.stderr
+    unset = _ragloom(env, "users", "passwd", "root", "--password-env", "NOT_SET_ANYWHERE")
+    assert unset.returncode == 2 and "'NOT_SET_ANYWHERE' is not set" in unset.stderr
+    both = ("--password-env", "ADMIN_PASSWORD", "--password-file", "-")
+    refused = _ragloom(with_secret, "users", "passwd", "root", *both)
+    assert refused.returncode == 2 and "not both" in refused.stderr
+    assert PASSWORD not in added.stdout + added.stderr
+    monkeypatch.setenv("RAGLOOM_DATA_DIR", env["RAGLOOM_DATA_DIR"])
+    user, _ = _app(env).accounts.login("root", PASSWORD)
+    assert user.is_admin
+
+
 def test_a_key_is_printed_once_works_and_is_revoked(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,14 +1,17 @@
 """``ragloom users ...`` and ``ragloom keys ...``: accounts and API keys from the command
 line (an admin's tools; docs/users.md).
 
-A password is prompted for (twice, not shown), or read from the first line of
-``--password-file`` (``-`` for standard input) for automation; it is never an argument,
-which would be left in the shell's history and every process list.
+A password is prompted for (twice, not shown), or, for automation, read from the first
+line of ``--password-file`` (``-`` for standard input) or from the environment variable
+``--password-env`` names; it is never an argument, which would be left in the shell's
+history and every process list.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,13 @@ def _run(handler: Any, **options: Any) -> int:
 
 
 def _password(args: argparse.Namespace) -> str:
-    source = args.password_file
+    source, variable = args.password_file, args.password_env
+    if source is not None and variable is not None:
+        raise click.UsageError("give --password-file or --password-env, not both")
+    if variable is not None:
+        if variable not in os.environ:
+            raise click.UsageError(f"the environment variable {variable!r} is not set")
+        return os.environ[variable]
     if source is None:
         return str(click.prompt("Password", hide_input=True, confirmation_prompt=True))
     text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
@@ -44,18 +53,33 @@ def users() -> None:
     """``ragloom users ...``."""
 
 
-password_file = click.option(
-    "--password-file",
-    help="read the password from this file's first line (- for standard input)",
-)
+def password_options(command: Any) -> Any:
+    """``--password-file`` and ``--password-env``, for a command that sets a password."""
+
+    @click.option(
+        "--password-file",
+        help="read the password from this file's first line (- for standard input)",
+    )
+    @click.option(
+        "--password-env",
+        metavar="VARIABLE",
+        help="read the password from this environment variable",
+    )
+    @functools.wraps(command)
+    def with_options(*args: Any, **kwargs: Any) -> Any:
+        return command(*args, **kwargs)
+
+    return with_options
 
 
 @users.command(name="add", help="add a user (the password is prompted for)")
 @click.argument("name")
 @click.option("--admin", is_flag=True, help="may manage users and write shared indices")
-@password_file
-def users_add(name: str, admin: bool, password_file: str | None) -> int:
-    return _run(_cmd_add, name=name, admin=admin, password_file=password_file)
+@password_options
+def users_add(name: str, admin: bool, password_file: str | None, password_env: str | None) -> int:
+    return _run(
+        _cmd_add, name=name, admin=admin, password_file=password_file, password_env=password_env
+    )
 
 
 def _cmd_add(app: Any, args: argparse.Namespace) -> int:
@@ -78,9 +102,9 @@ def _cmd_list(app: Any, args: argparse.Namespace) -> int:
 
 @users.command(name="passwd", help="set a user's password (its sessions end)")
 @click.argument("name")
-@password_file
-def users_passwd(name: str, password_file: str | None) -> int:
-    return _run(_cmd_passwd, name=name, password_file=password_file)
+@password_options
+def users_passwd(name: str, password_file: str | None, password_env: str | None) -> int:
+    return _run(_cmd_passwd, name=name, password_file=password_file, password_env=password_env)
 
 
 def _cmd_passwd(app: Any, args: argparse.Namespace) -> int:
