@@ -51,7 +51,7 @@ def test_create_makes_the_index_and_refreshes_every_selector(
     app: BaseApp, handlers: IndexAdminHandlers
 ) -> None:
     out = handlers.create(" Team ", FILE_INDEX, [], None, *_form_values(handlers))
-    selector, files, delete_selector, table, chat_filter, status, confirm = out
+    selector, files, delete_selector, table, chat_filter, status, confirm, new_name = out
     config = app.indices.get("Team").config
     assert {key: config[key] for key in CHOSEN} == {
         "chunk_size": 120,
@@ -65,6 +65,7 @@ def test_create_makes_the_index_and_refreshes_every_selector(
     assert "Team" in table and "shared" in table and "120" in table
     assert chat_filter["choices"] == [] and status == "Created the index 'Team'."
     assert confirm == {"__type__": "update", "visible": False}
+    assert new_name == ""  # the name box is emptied for the next index
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,7 @@ class PanelChange(NamedTuple):
     chat_filter: Any
     status: Any
     confirm_box: Any
+    new_name: Any  # the creation form's name box
 
     @classmethod
     def only(cls, **changed: Any) -> PanelChange:
@@ -134,6 +135,7 @@ class IndexAdminHandlers:
             chat_filter=file_filter.filter_update(self.app, filter_values, user.id),
             status=status,
             confirm_box=gr.update(visible=False),
+            new_name=gr.skip(),
         )
 
     def create(
@@ -171,7 +173,8 @@ class IndexAdminHandlers:
             notify.warn(message)
             return PanelChange.only(status=message)
         logger.info("UI: %s created index %r", user.name, name)
-        return self._changed(name, filter_values, f"Created the index {name!r}.", request)
+        made = self._changed(name, filter_values, f"Created the index {name!r}.", request)
+        return made._replace(new_name="")  # the form is ready for the next one
 
     def _writable(self, name: str, user: User) -> BaseIndex:
         """The index ``name`` if ``user`` may write it; KeyError otherwise (also for one
@@ -312,6 +315,7 @@ def build_indices_panel(
             chat_filter=chat_filter,
             status=status,
             confirm_box=confirm_box,
+            new_name=name,
         )
     )
     # Creating and deleting queue with the uploads ("indexing"), so an index is never
