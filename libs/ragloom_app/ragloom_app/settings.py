@@ -95,6 +95,9 @@ class AppSettings:
     # Every request must come from a logged-in user or carry an API key (docs/users.md);
     # off, the server acts for the one local user, as on a laptop.
     require_login: bool = False
+    # Mark the session cookie Secure even on plain HTTP: for a TLS-terminating reverse
+    # proxy in front (the app trusts no proxy header, so it sees only HTTP).
+    secure_cookies: bool = False
     # -- what indexing may spend (docs/security.md); None keeps the library's default ------
     # Chunks one file may make (50,000) and seconds it may take to be read and chunked (300).
     max_file_chunks: int | None = None
@@ -149,6 +152,10 @@ class AppSettings:
             )
         if not isinstance(self.require_login, bool):
             raise SettingsError(f"REQUIRE_LOGIN: must be True or False, not {self.require_login!r}")
+        if not isinstance(self.secure_cookies, bool):
+            raise SettingsError(
+                f"SECURE_COOKIES: must be True or False, not {self.secure_cookies!r}"
+            )
         hosts = self.allowed_hosts
         if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
             raise SettingsError(f"ALLOWED_HOSTS: must be a list of host names, not {hosts!r}")

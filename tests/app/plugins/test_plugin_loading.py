@@ -118,5 +118,5 @@ def test_an_index_whose_plugin_is_gone_is_left_out_not_fatal(
     again = BaseApp(AppSettings(data_dir=tmp_path / "data")).start()
     assert [i.name for i in again.indices.indices] == ["My files"]
     assert again.indices.unavailable == {"Notes": f"its type {type_id} is not registered"}
-    with pytest.raises(ValueError, match="exists already"):
+    with pytest.raises(ValueError, match="is taken already"):
         again.indices.create("Notes", "ragloom_app.index.file.FileIndex")

@@ -72,7 +72,7 @@ def test_create_makes_the_index_and_refreshes_every_selector(
     ("name", "changes", "message"),
     [
         ("", {}, "needs a name"),
-        ("My files", {}, "exists already"),
+        ("My files", {}, "is taken already"),
         ("Tiny", {"chunk_size": 8.0}, "at least 16 tokens"),
         ("Wide", {"chunk_overlap": 500.0}, "chunk overlap must be in"),
         ("None", {"extensions": []}, "file types must be some of"),

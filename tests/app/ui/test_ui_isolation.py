@@ -76,9 +76,12 @@ def _form(handlers: IndexAdminHandlers, visibility: str) -> list[Any]:
 def test_an_event_without_a_user_is_refused_when_login_is_on(app: BaseApp) -> None:
     with pytest.raises(gr.Error, match="Log in first"):
         ui_user(app, gr.Request(username=None))
-    gone = _as(app, "bob")
+    alices, gone = _as(app, "alice"), _as(app, "bob")
+    app.accounts.set_disabled("alice", True)  # after her page loaded
+    with pytest.raises(gr.Error, match="disabled or deleted"):
+        list(ChatHandlers(ChatPage(app)).respond("Anything?", "fullqa", None, None, None, alices))
     app.accounts.delete_user("bob")
-    with pytest.raises(gr.Error, match="no longer exists"):
+    with pytest.raises(gr.Error, match="disabled or deleted"):
         ui_user(app, gone)
 
 
@@ -251,3 +254,26 @@ def test_the_index_settings_are_drawn_with_the_users_saved_values(app: BaseApp) 
             tab.index_search.draw(_as(app, name))
         (mmr,) = [c for c in drawn.blocks.values() if c.elem_id == "index-setting-my-files-mmr"]
         assert mmr.value is expected, name
+
+
+def test_a_private_index_left_out_at_startup_is_named_to_its_owner_only(
+    app: BaseApp, tmp_path: Path
+) -> None:
+    from sqlmodel import Session, select
+
+    from ragloom_app.db.models import IndexRecord
+    from ragloom_app.ui.plugins_tab import plugins_page_html
+
+    app.indices.create("Alice taxes", FILE_INDEX, owner=_user(app, "alice").id, shared=False)
+    with Session(app.engine) as session:
+        record = session.exec(select(IndexRecord).where(IndexRecord.name == "Alice taxes")).one()
+        record.index_type = "gone_plugin.Index"  # its plugin was uninstalled
+        session.add(record)
+        session.commit()
+    again = replay_app(tmp_path, require_login=True)
+    alice, bob = _user(again, "alice").id, _user(again, "bob").id
+    assert "Alice taxes" in again.indices.unavailable_to(alice)
+    assert again.indices.unavailable_to(bob) == {}
+    assert "Alice taxes" in plugins_page_html(again, alice)
+    assert "Alice taxes" not in plugins_page_html(again, bob)
+    assert "Alice taxes" not in _panel(again).table(_as(again, "root"))  # nor to an admin

@@ -160,3 +160,51 @@ def test_without_login_the_page_is_the_local_users(tmp_path: Path) -> None:
         page = client.get("/")
         assert page.status_code == 200 and "<gradio-app" in page.text
         assert client.get("/config").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/login", "/logout"])
+def test_a_token_of_any_text_is_refused_in_words_never_a_500(
+    server: tuple[str, BaseApp], path: str
+) -> None:
+    url, _ = server
+    with _browser(url) as client:
+        _log_in(client, "alice")
+        client.cookies.set(LOGIN_CSRF_COOKIE, "x", path="/login")
+        answer = client.post(path, data={"name": "alice", "password": PASSWORD, "csrf": "é\u202e"})
+    assert answer.status_code == 403
+
+
+def test_without_login_an_ended_sessions_cookie_is_forgotten(tmp_path: Path) -> None:
+    # The cookie may be another Ragloom's, on another port of this machine: it must not
+    # lock the local user out of its own page.
+    app = replay_app(tmp_path)
+    with served(app) as url, _browser(url) as client:
+        client.cookies.set(SESSION_COOKIE, "ended-long-ago", domain="127.0.0.1")
+        first = client.get("/")
+        assert first.status_code == 303 and first.headers["location"] == "/login"
+        forgotten = client.get("/login")
+        assert forgotten.status_code == 303 and forgotten.headers["location"] == "/"
+        assert SESSION_COOKIE not in client.cookies
+        assert client.get("/").status_code == 200
+        client.cookies.set(SESSION_COOKIE, "ended-again", domain="127.0.0.1")
+        assert client.post("/logout", data={}).status_code == 303  # no token needed
+        assert SESSION_COOKIE not in client.cookies
+
+
+def test_secure_cookies_mark_the_session_secure_behind_a_tls_proxy(tmp_path: Path) -> None:
+    app = replay_app(tmp_path, require_login=True, secure_cookies=True)
+    app.accounts.add_user("alice", PASSWORD)
+    with served(app) as url, _browser(url) as client:
+        form = client.get("/login")
+        assert "Secure" in form.headers["set-cookie"]
+        # A client keeps a Secure cookie for HTTPS only: the proxy's side. Sent by hand here.
+        csrf = _csrf(form)
+        logged_in = client.post(
+            "/login",
+            data={"name": "alice", "password": PASSWORD, "csrf": csrf},
+            headers={"Cookie": f"{LOGIN_CSRF_COOKIE}={csrf}"},
+        )
+    session = next(
+        c for c in logged_in.headers.get_list("set-cookie") if c.startswith(SESSION_COOKIE)
+    )
+    assert "Secure" in session

@@ -167,6 +167,12 @@ class AccountStore:
             record = session.get(UserRecord, user_id)
             return None if record is None else _user(record)
 
+    def enabled_user(self, user_id: str) -> User | None:
+        """The user of that id if it may act now (not disabled), or ``None``."""
+        with Session(self.engine) as session:
+            record = session.get(UserRecord, user_id)
+            return None if record is None or record.disabled else _user(record)
+
     def display_name(self, user_id: str) -> str:
         """The name to show for the owner ``user_id`` (``local`` for the laptop's user)."""
         if user_id == LOCAL_USER:

@@ -76,7 +76,7 @@ def account_router(app: BaseApp, current_user: Callable[[Request], User]) -> API
             code = "too_many_attempts" if status == 429 else "unauthorized"
             return JSONResponse(error_body(code, str(exc)), status_code=status, headers=headers)  # type: ignore[return-value]
         response = JSONResponse(UserOut(name=user.name, is_admin=user.is_admin).model_dump())
-        set_session_cookie(response, request, token)
+        set_session_cookie(response, request, token, always_secure=app.settings.secure_cookies)
         return response  # type: ignore[return-value]
 
     @router.post("/logout", status_code=204)

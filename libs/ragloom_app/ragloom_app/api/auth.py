@@ -26,7 +26,14 @@ from ragloom_app.api.errors import ApiError
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import LOCAL_USER
 
-__all__ = ["LOCAL", "SESSION_COOKIE", "authenticator", "end_session_cookie", "set_session_cookie"]
+__all__ = [
+    "LOCAL",
+    "SESSION_COOKIE",
+    "authenticator",
+    "cookie_is_secure",
+    "end_session_cookie",
+    "set_session_cookie",
+]
 
 SESSION_COOKIE = "ragloom_session"
 LOCAL = User(id=LOCAL_USER, name=LOCAL_USER, is_admin=False)
@@ -66,15 +73,23 @@ def authenticator(app: BaseApp) -> Callable[[Request], User]:
     return current_user
 
 
-def set_session_cookie(response: Response, request: Request, token: str) -> None:
-    """Give the browser its session cookie."""
+def cookie_is_secure(request: Request, always: bool) -> bool:
+    """Whether a cookie set in answer to ``request`` is ``Secure``: over TLS, or ``always``
+    (``SECURE_COOKIES``, behind a TLS-terminating proxy)."""
+    return always or request.url.scheme == "https"
+
+
+def set_session_cookie(
+    response: Response, request: Request, token: str, *, always_secure: bool = False
+) -> None:
+    """Give the browser its session cookie (``Secure`` as :func:`cookie_is_secure` says)."""
     response.set_cookie(
         SESSION_COOKIE,
         token,
         max_age=SESSION_HOURS * 3600,
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        secure=cookie_is_secure(request, always_secure),
         path="/",
     )
 

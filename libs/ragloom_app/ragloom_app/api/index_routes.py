@@ -10,7 +10,6 @@ index but not write it gets 403, one who may not even read it 404.
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 import tempfile
 import threading
@@ -31,6 +30,7 @@ from ragloom_app.api.models import ERROR_RESPONSES, IndexOut
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import ChunkRecord
 from ragloom_app.index.base import BaseIndex
+from ragloom_app.index.manager import INDEX_NAME_PATTERN, MAX_INDEX_NAME_CHARS
 
 __all__ = ["index_router"]
 
@@ -41,10 +41,6 @@ MAX_OFFSET = 10**9
 MAX_UPLOADS_INDEXING = 2
 """Uploads indexed at once through the API; one more is refused (429) until one ends."""
 _COPY_BYTES = 1024 * 1024
-# An index name is shown in lists and paths: printable, no slash or control character,
-# and not only digits or spaces (a number would read as an id).
-_NAME_CHAR = r"\x00-\x1f\x7f/\\\u200e\u200f\u202a-\u202e\u2066-\u2069"
-_INDEX_NAME = re.compile(rf"^[^{_NAME_CHAR}]*[^{_NAME_CHAR}\s0-9][^{_NAME_CHAR}]*$")
 _uploading: dict[int, int] = {}
 """Index id: uploads being indexed into it (an index is not deleted under an upload)."""
 _uploads_lock = threading.Lock()
@@ -55,7 +51,7 @@ class IndexCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=80, pattern=_INDEX_NAME.pattern)
+    name: str = Field(min_length=1, max_length=MAX_INDEX_NAME_CHARS, pattern=INDEX_NAME_PATTERN)
     type: str | None = Field(None, description="An index type (default: the first registered).")
     shared: bool = Field(
         False,

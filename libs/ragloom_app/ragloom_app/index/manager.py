@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,20 @@ from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, IndexResources
 from ragloom_app.settings import SettingsError
 
-__all__ = ["IndexAccess", "IndexManager", "UnknownIndexError"]
+__all__ = [
+    "INDEX_NAME_PATTERN",
+    "MAX_INDEX_NAME_CHARS",
+    "IndexAccess",
+    "IndexManager",
+    "UnknownIndexError",
+]
+
+MAX_INDEX_NAME_CHARS = 80
+# An index name is shown in lists and paths: printable, no slash or control character, and
+# not only digits or spaces (a number would read as an id).
+_NAME_CHAR = r"\x00-\x1f\x7f/\\\u200e\u200f\u202a-\u202e\u2066-\u2069"
+INDEX_NAME_PATTERN = rf"^[^{_NAME_CHAR}]*[^{_NAME_CHAR}\s0-9][^{_NAME_CHAR}]*$"
+"""What an index name must match (the HTTP API's schema says the same)."""
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +80,7 @@ class IndexManager:
         self.readers: Mapping[str, FileReader] = dict(readers or default_readers())
         self.index_types: dict[str, type[BaseIndex]] = {}
         self.unavailable: dict[str, str] = {}
+        self._unavailable_access: dict[str, IndexAccess] = {}
         self._indices: dict[int, BaseIndex] = {}
         self._access: dict[int, IndexAccess] = {}
 
@@ -101,17 +116,32 @@ class IndexManager:
         for record in records:
             if record.id in self._indices:
                 continue
-            if self._registered(record.name, record.index_type):
+            access = IndexAccess(record.owner, record.shared)
+            if self._registered(record.name, record.index_type, access):
                 self._start_index(record)
 
-    def _registered(self, name: str, type_id: str) -> bool:
+    def _registered(self, name: str, type_id: str, access: IndexAccess | None = None) -> bool:
         """Whether ``type_id`` is registered; if not, the index is left out with the reason."""
         if type_id in self.index_types:
             return True
         reason = f"its type {type_id} is not registered"
         logger.warning("index %r left out: %s (a plugin missing?)", name, reason)
-        self.unavailable[name] = reason
+        self._left_out(name, reason, access)
         return False
+
+    def _left_out(self, name: str, reason: str, access: IndexAccess | None) -> None:
+        self.unavailable[name] = reason
+        # An index of INDICES is the local user's, shared, as when it is made.
+        self._unavailable_access[name] = access or IndexAccess()
+
+    def unavailable_to(self, user_id: str) -> dict[str, str]:
+        """The indices left out at startup that ``user_id`` may read, with the reason (the
+        names of other users' private indices are theirs)."""
+        return {
+            name: reason
+            for name, reason in self.unavailable.items()
+            if self._unavailable_access.get(name, IndexAccess("", False)).readable_by(user_id)
+        }
 
     def _start_index(self, record: IndexRecord) -> None:
         """Build and start one index; one that fails is left out, listed in
@@ -121,7 +151,7 @@ class IndexManager:
             index.on_start()
         except Exception as exc:
             failure = user_error(exc, f"Starting the index {record.name!r}", log=logger)
-            self.unavailable[record.name] = failure.message
+            self._left_out(record.name, failure.message, IndexAccess(record.owner, record.shared))
             return
         assert record.id is not None
         self._indices[record.id] = index
@@ -133,7 +163,7 @@ class IndexManager:
             self.create(spec["name"], spec["type"], dict(spec.get("config") or {}))
         except Exception as exc:
             failure = user_error(exc, f"Creating the index {spec['name']!r}", log=logger)
-            self.unavailable[spec["name"]] = failure.message
+            self._left_out(spec["name"], failure.message, None)
 
     def _instantiate(self, record: IndexRecord) -> BaseIndex:
         index_type = self.index_types.get(record.index_type)
@@ -169,8 +199,14 @@ class IndexManager:
         if name.isdigit():
             # get() takes a name or an id: a name that is a number would name two indices.
             raise ValueError(f"an index name cannot be a number ({name!r} reads as an id)")
+        if len(name) > MAX_INDEX_NAME_CHARS or not re.fullmatch(INDEX_NAME_PATTERN, name):
+            raise ValueError(
+                f"an index name is 1 to {MAX_INDEX_NAME_CHARS} characters, not only digits, "
+                "without '/', '\\', control or text-direction characters"
+            )
         if name in self.unavailable or any(i.name == name for i in self._indices.values()):
-            raise ValueError(f"an index named {name!r} exists already")
+            # Names are the whole app's: the words say it is taken, not whose it is.
+            raise ValueError(f"the name {name!r} is taken already: choose another")
         record = IndexRecord(
             name=name, index_type=type_id, config=config or {}, owner=owner, shared=shared
         )

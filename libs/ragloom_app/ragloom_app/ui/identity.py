@@ -24,14 +24,14 @@ def ui_user(app: BaseApp, request: gr.Request | None) -> User:
     directly, without gradio) and login is off.
 
     Raises ``gr.Error`` (shown in the page) for a request that names no live user: its
-    account was disabled or deleted after the event was queued.
+    account was disabled or deleted after the page loaded or the event was queued.
     """
     user_id = getattr(request, "username", None) if request is not None else None
     if user_id is None or user_id == LOCAL_USER:
         if app.settings.require_login:
             raise notify.error("Log in first: reload the page.")
         return LOCAL
-    user = app.accounts.user_by_id(user_id)
+    user = app.accounts.enabled_user(user_id)
     if user is None:
-        raise notify.error("Your account no longer exists: reload the page.")
+        raise notify.error("Your account was disabled or deleted: reload the page.")
     return user

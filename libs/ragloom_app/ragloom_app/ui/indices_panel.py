@@ -2,8 +2,9 @@
 
 It acts for the user of each event's ``gr.Request``: the table lists the indices that user
 may read, with each one's owner and whether it is shared; a new index is the user's,
-private unless its visibility says shared (which, once login is on, only an admin may
-choose, as in the HTTP API); only an index the user may write can be deleted.
+private unless its visibility says shared (which only an admin, or the local user of a
+server without login, may choose: every user's questions search it); only an index the
+user may write can be deleted.
 
 The creation form is built from the index type's admin settings for the app's file
 readers (so a plugin's file types are offered); the type's ``normalize_config`` checks
@@ -108,10 +109,9 @@ class IndexAdminHandlers:
         return rows
 
     def table(self, request: gr.Request | None = None) -> str:
-        """The user's indices table; for an admin, the indices left out at startup too."""
+        """The user's indices table, and those of them left out at startup, with why."""
         user = ui_user(self.app, request)
-        left_out = self.app.indices.unavailable if user.is_admin or user is LOCAL else {}
-        return render.indices_html(self.rows(user), left_out)
+        return render.indices_html(self.rows(user), self.app.indices.unavailable_to(user.id))
 
     def _changed(
         self,
@@ -161,7 +161,7 @@ class IndexAdminHandlers:
         try:
             config = self.app.indices.normalize_config(type_id, config)
             shared = config.get("visibility") == "shared"
-            if shared and self.app.settings.require_login and not user.is_admin:
+            if shared and not (user.is_admin or user is LOCAL):
                 raise ValueError("only an admin makes a shared index: choose private")
             self.app.indices.create(name, type_id, config, owner=user.id, shared=shared)
         except (ValueError, KeyError) as exc:  # the form's values: the user's to fix

@@ -62,6 +62,6 @@ def build_ui(app: BaseApp) -> gr.Blocks:
             with gr.Tab("Files", id="files", elem_id="tab-files"):
                 build_files_tab(demo, app, chat.file_filter)
             with gr.Tab("Plugins", id="plugins", elem_id="tab-plugins"):
-                build_plugins_tab(app)
+                build_plugins_tab(demo, app)
             build_account_tab(demo, app, login_bar)
     return demo

@@ -201,6 +201,13 @@ def serve(
     check_serving_host(
         host, login_required=settings.require_login, accounts=app.accounts.enabled_count()
     )
+    if host.strip("[]") in ("0.0.0.0", "::") and not settings.allowed_hosts:
+        logger.warning(
+            "UI: serving on every address of this machine, but ALLOWED_HOSTS is empty: "
+            "requests are answered only when their Host is %s or a loopback name; list the "
+            "names people open Ragloom by in ALLOWED_HOSTS",
+            host,
+        )
     # Gradio's uploads wait in the data folder (owner-only), not in a shared /tmp/gradio
     # that another user of the machine could have created and could read or swap files in.
     os.environ["GRADIO_TEMP_DIR"] = str((settings.data_dir / UPLOAD_CACHE).resolve())

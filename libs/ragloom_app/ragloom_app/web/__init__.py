@@ -5,6 +5,7 @@
 - :mod:`.server`: uvicorn in a thread;
 - :mod:`.hosts`: loopback without login, any address with it; Host and Origin checks;
 - :mod:`.login`: the login page, logout, and who each UI request acts for;
+- :mod:`.gradio_sessions`: each gradio page session bound to its user;
 - :mod:`.headers`: the Content-Security-Policy and other headers;
 - :mod:`.requests`: no fetching of URLs for anyone, bounded bodies.
 

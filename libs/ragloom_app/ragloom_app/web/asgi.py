@@ -3,7 +3,8 @@
 Owning the ASGI app (rather than ``demo.launch()``) is what lets the guards see every
 request before gradio does. Outermost first: :class:`~.headers.SecurityHeaders` (so
 refusals carry the headers too), :class:`~.hosts.HostGuard`,
-:class:`~.requests.RequestGuard`, then gradio.
+:class:`~.requests.RequestGuard`, with login :class:`~.login.LoginRedirect` and
+:class:`~.gradio_sessions.SessionBinding`, then gradio.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount
 
 from ragloom_app.settings import AppSettings
+from ragloom_app.web.gradio_sessions import SessionBinding
 from ragloom_app.web.headers import SecurityHeaders
 from ragloom_app.web.hosts import HostGuard
 from ragloom_app.web.login import LoginRedirect
@@ -89,7 +91,14 @@ def build_web_app(
                 upload_dir=Path(gr.utils.get_upload_folder()),
                 min_free_disk_bytes=settings.min_free_disk_bytes,
             ),
-            *([Middleware(LoginRedirect, user_id=user_id)] if user_id is not None else []),
+            *(
+                [
+                    Middleware(LoginRedirect, user_id=user_id),
+                    Middleware(SessionBinding, user_id=user_id),
+                ]
+                if user_id is not None
+                else []
+            ),
         ],
     )
     if routers:

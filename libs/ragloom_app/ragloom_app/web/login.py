@@ -25,6 +25,7 @@ import html
 import logging
 import secrets
 from collections.abc import Callable
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -33,7 +34,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragloom_app.accounts import LoginRefused
 from ragloom_app.accounts.passwords import MAX_PASSWORD_CHARS
-from ragloom_app.api.auth import SESSION_COOKIE, end_session_cookie, set_session_cookie
+from ragloom_app.api.auth import (
+    SESSION_COOKIE,
+    cookie_is_secure,
+    end_session_cookie,
+    set_session_cookie,
+)
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import LOCAL_USER
 
@@ -126,7 +132,13 @@ def _page(*, csrf: str, name: str = "", message: str = "", kind: str = "error") 
 
 
 def _login_page(
-    request: Request, *, status: int = 200, name: str = "", message: str = "", kind: str = "error"
+    request: Request,
+    *,
+    secure: bool,
+    status: int = 200,
+    name: str = "",
+    message: str = "",
+    kind: str = "error",
 ) -> HTMLResponse:
     """The form with a fresh anti-forgery token, set as a cookie too."""
     csrf = secrets.token_urlsafe(24)
@@ -139,7 +151,7 @@ def _login_page(
         max_age=3600,
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        secure=cookie_is_secure(request, secure),
         path="/login",
     )
     response.headers["Cache-Control"] = "no-store"
@@ -151,43 +163,60 @@ def _field(form: FormData, name: str) -> str:
     return value if isinstance(value, str) else ""  # an upload where text belongs: none
 
 
+def _same(sent: str, expected: str) -> bool:
+    """Whether two tokens are equal, in constant time (any text: compared as bytes)."""
+    return (
+        bool(sent) and bool(expected) and secrets.compare_digest(sent.encode(), expected.encode())
+    )
+
+
 def login_router(app: BaseApp) -> APIRouter:
     """``GET``/``POST /login`` and ``POST /logout``, the UI's; not in the API's schema."""
     router = APIRouter(include_in_schema=False)
 
+    secure = app.settings.secure_cookies
+
+    def page(request: Request, **shown: Any) -> HTMLResponse:
+        return _login_page(request, secure=secure, **shown)
+
     @router.get("/login")
     def login_form(request: Request, ended: str = "") -> Response:
         token = request.cookies.get(SESSION_COOKIE)
-        if token and app.accounts.session_user(token) is not None:
+        live = bool(token) and app.accounts.session_user(token or "") is not None
+        if live:
             return RedirectResponse("/", status_code=303)  # already logged in
-        message = "You are logged out." if ended else ""
-        return _login_page(request, message=message, kind="note")
+        if token and not app.settings.require_login:
+            # An ended session, where nobody must log in: the page is the local user's
+            # again (the cookie could be another Ragloom's, on another port).
+            response: Response = RedirectResponse("/", status_code=303)
+        else:
+            message = "You are logged out." if ended else ""
+            response = page(request, message=message, kind="note")
+        if token:
+            end_session_cookie(response)  # a dead cookie would send every page here
+        return response
 
     @router.post("/login")
     async def login(request: Request) -> Response:
         form = await request.form(max_files=0, max_fields=8)
         name = _field(form, "name").strip()[:_MAX_NAME_CHARS]
         password = _field(form, "password")
-        sent = _field(form, "csrf")
-        expected = request.cookies.get(LOGIN_CSRF_COOKIE, "")
-        if not sent or not expected or not secrets.compare_digest(sent, expected):
-            return _login_page(
-                request, status=403, name=name, message="The form expired: log in again."
-            )
+        if not _same(_field(form, "csrf"), request.cookies.get(LOGIN_CSRF_COOKIE, "")):
+            return page(request, status=403, name=name, message="The form expired: log in again.")
         if not name or not password or len(password) > MAX_PASSWORD_CHARS:
-            return _login_page(request, status=401, name=name, message="Type a name and password.")
+            return page(request, status=401, name=name, message="Type a name and password.")
         address = request.client.host if request.client else ""
         try:
             user, token = app.accounts.login(name, password, address)
         except LoginRefused as exc:
             status = 429 if exc.retry_after > 0 else 401
-            page = _login_page(request, status=status, name=name, message=f"{exc}.")
+            refused = page(request, status=status, name=name, message=f"{exc}.")
             if status == 429:
-                page.headers["Retry-After"] = str(int(exc.retry_after) + 1)
-            return page
+                refused.headers["Retry-After"] = str(int(exc.retry_after) + 1)
+            return refused
         logger.info("UI: %s logged in", user.name)
         response = RedirectResponse("/", status_code=303)
-        set_session_cookie(response, request, token)
+        set_session_cookie(response, request, token, always_secure=secure)
         response.delete_cookie(LOGIN_CSRF_COOKIE, path="/login")
         return response
 
@@ -195,11 +224,12 @@ def login_router(app: BaseApp) -> APIRouter:
     async def logout(request: Request) -> Response:
         form = await request.form(max_files=0, max_fields=4)
         token = request.cookies.get(SESSION_COOKIE, "")
-        sent = _field(form, "csrf")
-        if token and sent and secrets.compare_digest(sent, logout_token(token)):
+        # Ending a session needs its token; forgetting a cookie whose session has ended
+        # does not (it changes nothing but the browser's own cookie).
+        if token and app.accounts.session_user(token) is not None:
+            if not _same(_field(form, "csrf"), logout_token(token)):
+                return HTMLResponse("The logout form expired: reload the page.", status_code=403)
             app.accounts.logout(token)
-        elif token:
-            return HTMLResponse("The logout form expired: reload the page.", status_code=403)
         response = RedirectResponse("/login?ended=1", status_code=303)
         end_session_cookie(response)
         return response

@@ -1,0 +1,112 @@
+"""Each gradio page session belongs to the user who opened it: :class:`SessionBinding`.
+
+Gradio names a page's session by a hash the browser makes (``session_hash``) and trusts it:
+with it, any logged-in user could read another page's answers as they stream
+(``queue/data``), send events into it (``queue/join``), cancel them, or have its state
+saved and served back (``deep_link``). So the first user who uses a session hash owns it,
+and a request of another user naming it is refused (403). Ragloom uses no deep links:
+every deep-link request is refused (404). With login on, a request without a live session
+is refused (401) on every gradio route, the few gradio leaves open included (``cancel``,
+``reset``, ``heartbeat``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ragloom_app.web.refusals import refusal
+
+__all__ = ["MAX_BOUND_SESSIONS", "SessionBinding"]
+
+MAX_BOUND_SESSIONS = 50_000
+"""Session hashes remembered; past that the least recently used is forgotten."""
+_MAX_JSON_BYTES = 256 * 1024
+_PREFIX = "/gradio_api/"
+
+
+class SessionBinding:
+    """ASGI middleware over the gradio mount (see the module docstring).
+
+    ``user_id`` names a request's user (``None``: it must log in), as the gradio mount's
+    ``auth_dependency`` does.
+    """
+
+    def __init__(self, app: ASGIApp, user_id: Callable[[Request], str | None]) -> None:
+        self.app = app
+        self.user_id = user_id
+        self._owners: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        request = Request(scope)
+        if "deep_link" in request.query_params or path.startswith(_PREFIX + "deep_link"):
+            await refusal(path, 404, "deep links are not served")(scope, receive, send)
+            return
+        if not path.startswith(_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        user = self.user_id(request)
+        if user is None:
+            await refusal(path, 401, "log in first")(scope, receive, send)
+            return
+        session, receive = await self._session_hash(scope, request, receive)
+        if session is not None and not self._bind(session, user):
+            await refusal(path, 403, "that page session is another user's")(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _bind(self, session: str, user: str) -> bool:
+        """Whether ``session`` is ``user``'s (binding it now if nobody used it yet)."""
+        with self._lock:
+            owner = self._owners.get(session)
+            if owner is None:
+                self._owners[session] = user
+                while len(self._owners) > MAX_BOUND_SESSIONS:
+                    self._owners.popitem(last=False)
+                return True
+            self._owners.move_to_end(session)
+            return owner == user
+
+    async def _session_hash(
+        self, scope: Scope, request: Request, receive: Receive
+    ) -> tuple[str | None, Receive]:
+        """The session hash the request names (its query, its path, or its JSON body), and
+        the ``receive`` to pass on (the body replayed if it was read)."""
+        named = request.query_params.get("session_hash")
+        if named:
+            return named, receive
+        rest = scope["path"][len(_PREFIX) :]
+        if rest.startswith("heartbeat/"):
+            return rest.split("/", 2)[1] or None, receive
+        content_type = request.headers.get("content-type", "")
+        if scope["method"] != "POST" or not content_type.startswith("application/json"):
+            return None, receive
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > _MAX_JSON_BYTES:
+                break  # gradio refuses what it cannot parse; nothing is bound
+        replayed: list[Message] = [{"type": "http.request", "body": body, "more_body": more}]
+
+        async def replay() -> Message:
+            return replayed.pop(0) if replayed else await receive()
+
+        try:
+            value = json.loads(body) if not more else None
+        except ValueError:
+            value = None
+        session = value.get("session_hash") if isinstance(value, dict) else None
+        return (session if isinstance(session, str) and session else None), replay
