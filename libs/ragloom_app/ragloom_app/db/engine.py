@@ -1,11 +1,11 @@
-"""Create the database engine, its tables, and the columns an older database lacks.
+"""Create the database engine; its schema is brought to this version's by the alembic
+migrations (:func:`ragloom_app.db.migrate.migrate`).
 
-``create_all`` creates missing tables but never changes an existing one, so a database
-made by an older Ragloom lacks the columns added since (``sources.attempts``).
-:func:`add_missing_columns` adds them, with their defaults, by plain ``ALTER TABLE ...
-ADD COLUMN`` that SQLite and PostgreSQL both run. It is a stopgap until the alembic
-migrations planned in a later issue: it only adds columns (never renames, drops or
-retypes one), and a column it adds must be nullable or have a constant default.
+:func:`add_missing_columns` is what came before the migrations, kept for databases older
+than their first revision (which lack, e.g., ``sources.attempts``): it adds a missing
+column with its default by plain ``ALTER TABLE ... ADD COLUMN`` that SQLite and PostgreSQL
+both run, never renames, drops or retypes one, and adds nothing to a current database. A
+schema change from now on is a migration (``db/migrations/versions``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from sqlalchemy.sql.schema import ScalarElementColumnDefault
 from sqlmodel import SQLModel, create_engine
 
 from ragloom_app.db import models  # noqa: F401  (registers the tables)
+from ragloom_app.db.migrate import migrate
 
 __all__ = ["SchemaUpgradeError", "add_missing_columns", "create_db_engine"]
 
@@ -40,14 +41,13 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: object) -> None:
 
 
 def create_db_engine(url: str) -> Engine:
-    """An engine for ``url`` with every table and column created (SQLite gets WAL and
-    foreign keys)."""
+    """An engine for ``url``, its database migrated to this version's schema (SQLite gets
+    WAL and foreign keys)."""
     is_sqlite = url.startswith("sqlite")
     engine = create_engine(url, connect_args={"check_same_thread": False} if is_sqlite else {})
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
-    SQLModel.metadata.create_all(engine)
-    add_missing_columns(engine)
+    migrate(engine)
     return engine
 
 

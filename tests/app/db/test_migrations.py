@@ -1,0 +1,97 @@
+"""The app database's migrations: a database of the previous release is upgraded with its
+data; the revisions, run from nothing, make exactly the schema the models describe."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine
+from sqlalchemy.engine import Engine
+from sqlmodel import SQLModel
+
+from ragloom_app.conversations import ConversationStore
+from ragloom_app.db import create_db_engine
+from ragloom_app.db.migrate import _config, current_revision, head_revision, migrate
+from ragloom_app.index.manager import IndexAccess
+
+PREVIOUS_RELEASE = Path(__file__).parent / "data" / "ragloom-before-accounts.sql"
+
+
+def _differences(engine: Engine) -> list[object]:
+    """What alembic finds between the database and the models (nothing, when current)."""
+    with engine.connect() as connection:
+        return list(compare_metadata(MigrationContext.configure(connection), SQLModel.metadata))
+
+
+def _previous_release(folder: Path) -> Path:
+    db = folder / "ragloom.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(PREVIOUS_RELEASE.read_text(encoding="utf-8"))
+    return db
+
+
+def test_a_database_of_the_previous_release_is_upgraded_with_its_data(tmp_path: Path) -> None:
+    db = _previous_release(tmp_path)
+    engine = create_db_engine(f"sqlite:///{db}")
+    assert current_revision(engine) == head_revision()
+    assert _differences(engine) == []
+    # Its conversation and index are the local user's, the index shared, as before.
+    store = ConversationStore(engine)
+    (conversation,) = store.list()
+    assert conversation["title"] == "How hot is the reactor?"
+    assert [m.content for m in store.messages(conversation["id"])] == [
+        "How hot is the reactor?",
+        "451 kelvin [1].",
+    ]
+    with sqlite3.connect(db) as conn:
+        owner, shared = conn.execute("SELECT owner, shared FROM indices").fetchone()
+        (status,) = conn.execute("SELECT status FROM sources").fetchone()
+        (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    assert IndexAccess(owner, bool(shared)) == IndexAccess()
+    assert (status, chunks) == ("INDEXED", 1)
+    # Opened again, there is nothing left to do.
+    assert migrate(engine) == "current"
+
+
+def test_the_revisions_make_the_schema_the_models_describe(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'fresh.db'}")
+    with engine.begin() as connection:
+        command.upgrade(_config(connection), "head")
+    assert _differences(engine) == []
+    # And a new database, made from the models, is stamped as the newest revision.
+    made = create_db_engine(f"sqlite:///{tmp_path / 'new.db'}")
+    assert current_revision(made) == head_revision() and _differences(made) == []
+
+
+def test_a_database_at_the_first_revision_is_upgraded(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'first.db'}")
+    with engine.begin() as connection:
+        command.upgrade(_config(connection), "0001")
+    assert _differences(engine)  # the accounts' tables and columns are missing
+    assert migrate(engine) == "upgraded"
+    assert current_revision(engine) == head_revision() and _differences(engine) == []
+
+
+def test_processes_starting_together_migrate_one_after_the_other(tmp_path: Path) -> None:
+    db = _previous_release(tmp_path)
+    outcomes: list[str] = []
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            outcomes.append(migrate(create_engine(f"sqlite:///{db}")))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    assert sorted(outcomes) == ["current", "current", "upgraded"]
