@@ -8,7 +8,7 @@ STAMP := $(VENV)/.ragloom-installed
 INSTALL_INPUTS := requirements/constraints.txt requirements/dev.txt \
 	libs/ragloom/pyproject.toml libs/ragloom_app/pyproject.toml
 
-.PHONY: setup run test lint bench browser clean
+.PHONY: setup run test lint bench browser servers clean
 
 setup: $(STAMP)
 
@@ -26,7 +26,10 @@ run: setup
 browser:
 	@scripts/ensure-chromium
 
-test: setup browser
+servers:
+	@scripts/ensure-postgres
+
+test: setup browser servers
 	$(BIN)/python -m pytest
 
 # mypy reads its settings (strict for libs/ragloom) from pyproject.toml.

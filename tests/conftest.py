@@ -1,4 +1,5 @@
-"""Settings every test shares: the hypothesis profiles of the property-based tests.
+"""Settings every test shares: the hypothesis profiles of the property-based tests, and the
+database a test of the stores runs on (``database_url``: SQLite, then PostgreSQL).
 
 By default (profile ``ragloom``) each property test runs the same examples every time,
 derived from the test itself: a red run in CI is a real regression, reproduced by running
@@ -9,8 +10,31 @@ where a test does not choose its own number) and turn what it finds into a test 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 from hypothesis import settings
+
+from tests.helpers.postgres import PostgresServer, fresh_database, postgres_bin, throwaway_postgres
 
 settings.register_profile("ragloom", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False, max_examples=1000)
 settings.load_profile("ragloom")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL cluster on loopback for the whole run (skipped without one)."""
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (scripts/ensure-postgres)")
+    with throwaway_postgres() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty app database: a SQLite file, then a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'app.db'}"
+    return fresh_database(request.getfixturevalue("postgres_server"))

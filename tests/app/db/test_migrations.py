@@ -1,16 +1,18 @@
 """The app database's migrations: a database of the previous release is upgraded with its
-data; the revisions, run from nothing, make exactly the schema the models describe."""
+data; the revisions, run from nothing, make exactly the schema the models describe. On
+SQLite and on a real PostgreSQL server (``database_url``)."""
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
@@ -58,33 +60,44 @@ def test_a_database_of_the_previous_release_is_upgraded_with_its_data(tmp_path: 
     assert migrate(engine) == "current"
 
 
-def test_the_revisions_make_the_schema_the_models_describe(tmp_path: Path) -> None:
-    engine = create_engine(f"sqlite:///{tmp_path / 'fresh.db'}")
+def test_the_revisions_make_the_schema_the_models_describe(database_url: str) -> None:
+    engine = create_engine(database_url)
     with engine.begin() as connection:
         command.upgrade(_config(connection), "head")
     assert _differences(engine) == []
-    # And a new database, made from the models, is stamped as the newest revision.
-    made = create_db_engine(f"sqlite:///{tmp_path / 'new.db'}")
+
+
+def test_a_new_database_is_made_from_the_models_and_stamped(database_url: str) -> None:
+    made = create_db_engine(database_url)
     assert current_revision(made) == head_revision() and _differences(made) == []
+    assert migrate(made) == "current"
 
 
-def test_a_database_at_the_first_revision_is_upgraded(tmp_path: Path) -> None:
-    engine = create_engine(f"sqlite:///{tmp_path / 'first.db'}")
+def test_a_database_at_the_first_revision_is_upgraded_with_its_rows(database_url: str) -> None:
+    engine = create_engine(database_url)
     with engine.begin() as connection:
         command.upgrade(_config(connection), "0001")
+        connection.execute(
+            text(
+                "INSERT INTO conversations (id, title, created_at, updated_at) "
+                "VALUES ('c1', 'Before accounts', :now, :now)"
+            ),
+            {"now": datetime.now(UTC)},
+        )
     assert _differences(engine)  # the accounts' tables and columns are missing
     assert migrate(engine) == "upgraded"
     assert current_revision(engine) == head_revision() and _differences(engine) == []
+    (kept,) = ConversationStore(engine).list()  # the local user's
+    assert (kept["id"], kept["title"]) == ("c1", "Before accounts")
 
 
-def test_processes_starting_together_migrate_one_after_the_other(tmp_path: Path) -> None:
-    db = _previous_release(tmp_path)
+def test_processes_starting_together_migrate_one_after_the_other(database_url: str) -> None:
     outcomes: list[str] = []
     errors: list[BaseException] = []
 
     def start() -> None:
         try:
-            outcomes.append(migrate(create_engine(f"sqlite:///{db}")))
+            outcomes.append(migrate(create_engine(database_url)))
         except BaseException as exc:
             errors.append(exc)
 
@@ -94,4 +107,4 @@ def test_processes_starting_together_migrate_one_after_the_other(tmp_path: Path)
     for thread in threads:
         thread.join(timeout=60)
     assert errors == []
-    assert sorted(outcomes) == ["current", "current", "upgraded"]
+    assert sorted(outcomes) == ["created", "current", "current"]

@@ -1,0 +1,109 @@
+"""A throwaway PostgreSQL cluster on loopback, for the tests against a real server.
+
+Debian's ``postgresql`` server binaries (``/usr/lib/postgresql/<version>/bin``) make a
+cluster in a temporary folder, listening on 127.0.0.1 at a free port only, without fsync
+(nothing outlives the test run). PostgreSQL refuses to run as root: as root, the cluster
+belongs to the ``postgres`` system user the package made, and its commands run through
+``runuser``. :func:`fresh_database` makes an empty database per test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PostgresServer", "fresh_database", "postgres_bin", "throwaway_postgres"]
+
+_USER = "ragloom"
+
+
+def postgres_bin() -> Path | None:
+    """The folder of the newest installed PostgreSQL server's binaries, or ``None``."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+    return found[-1].parent if found else None
+
+
+@dataclass(frozen=True)
+class PostgresServer:
+    """A running cluster: where it listens, and a URL for one of its databases."""
+
+    host: str
+    port: int
+
+    def url(self, database: str) -> str:
+        """The SQLAlchemy URL of ``database`` (psycopg 3)."""
+        return f"postgresql+psycopg://{_USER}@{self.host}:{self.port}/{database}"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _as_owner(command: list[str]) -> list[str]:
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+@contextmanager
+def throwaway_postgres() -> Iterator[PostgresServer]:
+    """Start a cluster; stop it and delete its folder afterwards."""
+    binaries = postgres_bin()
+    if binaries is None:
+        raise FileNotFoundError("no PostgreSQL server is installed (Debian: postgresql)")
+    folder = Path(tempfile.mkdtemp(prefix="ragloom-pg-"))
+    data, sockets = folder / "data", folder / "sockets"
+    sockets.mkdir()
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres")
+        shutil.chown(sockets, "postgres")
+    port = _free_port()
+    log = folder / "server.log"
+    initdb = [str(binaries / "initdb"), "-D", str(data), "-U", _USER, "-A", "trust"]
+    subprocess.run(
+        _as_owner([*initdb, "-E", "UTF8", "--no-sync", "--no-instructions"]),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    options = (
+        f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets} -c fsync=off "
+        "-c synchronous_commit=off -c full_page_writes=off"
+    )
+    pg_ctl = [str(binaries / "pg_ctl"), "-D", str(data)]
+    subprocess.run(
+        _as_owner([*pg_ctl, "-l", str(log), "-o", options, "-w", "start"]),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    try:
+        yield PostgresServer("127.0.0.1", port)
+    finally:
+        subprocess.run(
+            _as_owner([*pg_ctl, "-m", "immediate", "stop"]),
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def fresh_database(server: PostgresServer) -> str:
+    """A new empty database on ``server``; its URL."""
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(
+        host=server.host, port=server.port, user=_USER, dbname="postgres", autocommit=True
+    ) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return server.url(name)
