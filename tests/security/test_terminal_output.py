@@ -16,7 +16,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from sqlmodel import Session
 
+from ragloom_app.db import create_db_engine
+from ragloom_app.db.models import IndexRecord
 from tests.helpers.cli import cli_env, run_ragloom
 
 pytestmark = pytest.mark.security
@@ -82,10 +85,15 @@ def test_ask_json_keeps_them_escaped(folder: Path) -> None:
 
 def test_listings_and_errors_print_no_control_sequence(folder: Path) -> None:
     # Index names and what the app says of them are printed too, by index create and
-    # list, and errors that quote what was given.
+    # list, and errors that quote what was given. Such a name is refused now...
     name = "notes\x1b]0;pwned\x07\x1b[2J"
     created = _ragloom(folder, "index", "create", name)
-    assert created.returncode == 0, created.stderr
+    assert created.returncode == 2 and "an index name is 1 to 80 characters" in created.stderr
+    # ...but an older Ragloom let it in, and its database still holds it.
+    engine = create_db_engine(f"sqlite:///{folder / 'data' / 'ragloom.db'}")
+    with Session(engine) as session:
+        session.add(IndexRecord(name=name, index_type="ragloom_app.index.file.FileIndex"))
+        session.commit()
     listing = _ragloom(folder, "index", "list")
     missing = _ragloom(folder, "index", "remove", "gone\x1b[31m.md", "--index", name)
     for run in (created, listing, missing):
