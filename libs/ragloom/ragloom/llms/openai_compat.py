@@ -18,6 +18,12 @@ of server (``server_kind``, detected once from ``/models`` when left on ``"auto"
 
 Usage comes from the stream's final chunk (``stream_options={"include_usage": True}``);
 servers that send none (llama-cpp-python's) get estimated counts (see :meth:`stream`).
+
+Every request has a ``timeout``; connection errors and the answers that say "try again"
+(408, 409, 429 and 5xx) are retried ``max_retries`` times with exponential backoff (the
+``openai`` package's own), any other error is not. At most ``max_concurrent`` requests of
+this process go to one endpoint at once, whichever model objects send them; the others
+wait their turn, up to ``timeout`` seconds, then fail saying so.
 """
 
 from __future__ import annotations
@@ -63,6 +69,9 @@ _TOKEN_CACHE_SIZE = 4096
 _TOKENS_PER_MESSAGE = 4
 # One /models probe at a time (instances detect separately; it is one cheap request each).
 _DETECT_LOCK = threading.Lock()
+# Endpoint URL -> the requests it may take at once from this process (see the docstring).
+_ENDPOINT_SLOTS: dict[str, threading.BoundedSemaphore] = {}
+_SLOTS_LOCK = threading.Lock()
 
 
 class OpenAIChat(ChatLLM):
@@ -77,7 +86,14 @@ class OpenAIChat(ChatLLM):
     model: str = Param(help="Model name the endpoint serves (llama.cpp servers accept any).")
     timeout: float = Param(120.0, help="Seconds before a request is abandoned.")
     context_window: int = Param(4096, help="Tokens of prompt plus answer the model accepts.")
-    max_retries: int = Param(2, help="Retries on connection errors and 429/5xx answers.")
+    max_retries: int = Param(
+        2, help="Retries, with backoff, on connection errors and 408/409/429/5xx answers."
+    )
+    max_concurrent: int = Param(
+        4,
+        help="Requests this process sends the endpoint at once (the first model object of "
+        "an endpoint sets it); more wait their turn, up to `timeout` seconds.",
+    )
     native_tools: bool = Param(
         False,
         help="Offer tools through OpenAI tool calling (OpenAI, vLLM with a tool parser, "
@@ -180,7 +196,7 @@ class OpenAIChat(ChatLLM):
         pieces: list[str] = []
         finish_reason = "stop"
         reported: Any = None
-        with self._translated_errors():
+        with self._turn(), self._translated_errors():
             chunks = self._client().chat.completions.create(**request)
             try:
                 for chunk in chunks:
@@ -202,7 +218,7 @@ class OpenAIChat(ChatLLM):
         """One non-streamed request, as the single (last) item of a stream."""
         request = {k: v for k, v in request.items() if k not in ("stream", "stream_options")}
         timer = CallTimer()
-        with self._translated_errors():
+        with self._turn(), self._translated_errors():
             response = self._client().chat.completions.create(**request)
         timer.mark()
         choice = response.choices[0]
@@ -361,6 +377,26 @@ class OpenAIChat(ChatLLM):
             logger.warning("%s%s failed (%s): estimating tokens instead", root, path, exc)
             self._tokenize_failed = True
             return None
+
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[None]:
+        """Hold one of the endpoint's request slots for the block (a whole stream)."""
+        if self.max_concurrent < 1:
+            raise LLMError(f"max_concurrent must be at least 1, not {self.max_concurrent}")
+        endpoint = self.endpoint
+        with _SLOTS_LOCK:
+            slots = _ENDPOINT_SLOTS.setdefault(
+                endpoint, threading.BoundedSemaphore(self.max_concurrent)
+            )
+        if not slots.acquire(timeout=self.timeout):
+            raise LLMError(
+                f"{endpoint} is busy with the requests this server sent it: none ended "
+                f"within {self.timeout:g} s (max_concurrent)"
+            )
+        try:
+            yield
+        finally:
+            slots.release()
 
     @contextlib.contextmanager
     def _translated_errors(self) -> Iterator[None]:

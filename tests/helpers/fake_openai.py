@@ -1,0 +1,131 @@
+"""A stand-in OpenAI-compatible endpoint on loopback that streams fixed text (labelled as
+such: for tests of the client's own control flow, retries, timeouts and limits, never of
+answers).
+
+It answers ``POST /v1/chat/completions`` (streamed or not) with :attr:`FakeEndpoint.reply`
+after :attr:`FakeEndpoint.delay` seconds, fails the first :attr:`FakeEndpoint.failures`
+requests with :attr:`FakeEndpoint.failure_status`, and records how many requests it held
+at once (:attr:`FakeEndpoint.most_at_once`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["FakeEndpoint", "fake_openai"]
+
+
+@dataclass
+class FakeEndpoint:
+    """What the stand-in does, and what it saw; change the settings between requests."""
+
+    url: str = ""
+    reply: str = "A fixed reply."
+    delay: float = 0.0
+    failures: int = 0
+    failure_status: int = 503
+    requests: int = 0
+    most_at_once: int = 0
+    _running: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _enter(self) -> bool:
+        """Count a request; whether it is to fail."""
+        with self._lock:
+            self.requests += 1
+            self._running += 1
+            self.most_at_once = max(self.most_at_once, self._running)
+            if self.failures > 0:
+                self.failures -= 1
+                return True
+            return False
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._running -= 1
+
+
+def _chunk(content: str | None, finish: str | None = None) -> dict[str, Any]:
+    delta = {"content": content} if content is not None else {}
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "fake",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+@contextlib.contextmanager
+def fake_openai() -> Iterator[FakeEndpoint]:
+    """Serve the stand-in until the block ends; its ``url`` ends in ``/v1``."""
+    endpoint = FakeEndpoint()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            fail = endpoint._enter()
+            try:
+                time.sleep(endpoint.delay)
+                if fail:
+                    self._send(endpoint.failure_status, {"error": {"message": "try again"}})
+                elif body.get("stream"):
+                    self._stream()
+                else:
+                    message = {"role": "assistant", "content": endpoint.reply}
+                    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+                    usage = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+                    self._send(200, {"id": "x", "choices": [choice], "usage": usage})
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (a timeout under test)
+            finally:
+                endpoint._leave()
+
+        def _send(self, status: int, payload: Any) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for word in endpoint.reply.split(" "):
+                self._event(_chunk(word + " "))
+            self._event(_chunk(None, "stop"))
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+
+        def _event(self, payload: dict[str, Any]) -> None:
+            self.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
+            self.wfile.flush()
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    endpoint.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield endpoint
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
