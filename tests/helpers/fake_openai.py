@@ -2,8 +2,10 @@
 such: for tests of the client's own control flow, retries, timeouts and limits, never of
 answers).
 
-It answers ``POST /v1/chat/completions`` (streamed or not) with :attr:`FakeEndpoint.reply`
-after :attr:`FakeEndpoint.delay` seconds, fails the first :attr:`FakeEndpoint.failures`
+It answers ``POST /v1/chat/completions`` (streamed or not) with :attr:`FakeEndpoint.reply`,
+and ``POST /v1/embeddings`` with vectors of :attr:`FakeEndpoint.dimension` made from each
+text's bytes (the same text, the same vector; listed last first, as a server may), after
+:attr:`FakeEndpoint.delay` seconds, fails the first :attr:`FakeEndpoint.failures`
 requests with :attr:`FakeEndpoint.failure_status`, and records how many requests it held
 at once (:attr:`FakeEndpoint.most_at_once`).
 """
@@ -11,6 +13,7 @@ at once (:attr:`FakeEndpoint.most_at_once`).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import threading
 import time
@@ -28,6 +31,8 @@ class FakeEndpoint:
 
     url: str = ""
     reply: str = "A fixed reply."
+    dimension: int = 8
+    batches: list[int] = field(default_factory=list)
     delay: float = 0.0
     failures: int = 0
     failure_status: int = 503
@@ -50,6 +55,11 @@ class FakeEndpoint:
     def _leave(self) -> None:
         with self._lock:
             self._running -= 1
+
+
+def _vector(text: str, dimension: int) -> list[float]:
+    digest = hashlib.sha256(text.encode()).digest()
+    return [digest[i % len(digest)] - 127.5 for i in range(dimension)]
 
 
 def _chunk(content: str | None, finish: str | None = None) -> dict[str, Any]:
@@ -79,6 +89,8 @@ def fake_openai() -> Iterator[FakeEndpoint]:
                 time.sleep(endpoint.delay)
                 if fail:
                     self._send(endpoint.failure_status, {"error": {"message": "try again"}})
+                elif self.path.endswith("/embeddings"):
+                    self._embeddings(list(body.get("input") or []))
                 elif body.get("stream"):
                     self._stream()
                 else:
@@ -98,6 +110,14 @@ def fake_openai() -> Iterator[FakeEndpoint]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def _embeddings(self, texts: list[str]) -> None:
+            endpoint.batches.append(len(texts))
+            data = [
+                {"object": "embedding", "index": i, "embedding": _vector(t, endpoint.dimension)}
+                for i, t in enumerate(texts)
+            ]
+            self._send(200, {"object": "list", "data": data[::-1], "model": "fake"})
 
         def _stream(self) -> None:
             self.send_response(200)

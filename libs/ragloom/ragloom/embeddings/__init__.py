@@ -2,6 +2,7 @@
 
 from ragloom.embeddings.base import Embeddings, EmbeddingsError
 from ragloom.embeddings.bundled import bundled_model_path
+from ragloom.embeddings.openai_compat import OpenAIEmbeddings
 from ragloom.embeddings.sentence_transformer import (
     Backend,
     Precision,
@@ -13,6 +14,7 @@ __all__ = [
     "Backend",
     "Embeddings",
     "EmbeddingsError",
+    "OpenAIEmbeddings",
     "Precision",
     "SentenceTransformerEmbeddings",
     "TokenizerCounter",
