@@ -264,6 +264,7 @@ class BaseApp:
             readers=self.readers,
             # The one per-file limit: gradio refuses the same size while receiving it.
             max_file_bytes=settings.max_file_bytes,
+            chroma_server=settings.chroma_server,
             **budgets,
         )
 

@@ -13,8 +13,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-__all__ = ["ENV_OVERRIDES", "AppSettings", "SettingsError"]
+__all__ = ["ENV_OVERRIDES", "AppSettings", "SettingsError", "chroma_address"]
 
 
 class SettingsError(ValueError):
@@ -29,12 +30,30 @@ def _default_embeddings() -> dict[str, dict[str, Any]]:
     return {"local": {"class": "ragloom.embeddings.SentenceTransformerEmbeddings"}}
 
 
+def chroma_address(url: str) -> tuple[str, int, bool]:
+    """``(host, port, tls)`` of a ``CHROMA_SERVER`` URL; :class:`SettingsError` if it is not
+    ``http://HOST:PORT`` or ``https://HOST:PORT``."""
+    parts = urlsplit(url) if isinstance(url, str) else None
+    try:
+        port = parts.port if parts is not None else None
+    except ValueError:
+        port = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port:
+        raise SettingsError(
+            f"CHROMA_SERVER: must be http://HOST:PORT or https://HOST:PORT, not {url!r}"
+        )
+    return parts.hostname, port, parts.scheme == "https"
+
+
 @dataclass
 class AppSettings:
     """Everything the app reads at startup. Field ``x`` is the setting ``X``."""
 
     data_dir: Path = Path("appdata")
     database_url: str | None = None
+    # The vectors on a Chroma server ("http://host:port", `chroma run`) instead of the
+    # embedded Chroma in the data folder (docs/deploy.md).
+    chroma_server: str | None = None
     reasonings: list[str] = field(
         default_factory=lambda: [
             "ragloom_app.reasoning.fullqa.FullQAReasoning",
@@ -152,6 +171,8 @@ class AppSettings:
             )
         if not isinstance(self.require_login, bool):
             raise SettingsError(f"REQUIRE_LOGIN: must be True or False, not {self.require_login!r}")
+        if self.chroma_server is not None:
+            chroma_address(self.chroma_server)  # raises SettingsError, saying what is wrong
         if not isinstance(self.secure_cookies, bool):
             raise SettingsError(
                 f"SECURE_COOKIES: must be True or False, not {self.secure_cookies!r}"
@@ -242,6 +263,7 @@ _POSITIVE_LIMITS = (
 ENV_OVERRIDES = {
     "RAGLOOM_DATA_DIR": "DATA_DIR",
     "RAGLOOM_DATABASE_URL": "DATABASE_URL",
+    "RAGLOOM_CHROMA_SERVER": "CHROMA_SERVER",
     "RAGLOOM_LLM": "DEFAULT_LLM",
     "RAGLOOM_REASONING": "DEFAULT_REASONING",
     "RAGLOOM_DISABLED_PLUGINS": "DISABLED_PLUGINS",

@@ -70,9 +70,17 @@ def chroma_client(path: str | Path) -> ClientAPI:
         return client
 
 
-def chroma_http_client(host: str, port: int) -> ClientAPI:
-    """A client of a Chroma server (``chroma run --path DIR --host H --port P``), telemetry off."""
-    return chromadb.HttpClient(host=host, port=port, settings=_settings())
+def chroma_http_client(host: str, port: int, ssl: bool = False) -> ClientAPI:
+    """A client of a Chroma server (``chroma run --path DIR --host H --port P``), telemetry
+    off; one per address for the process."""
+    key = f"{'https' if ssl else 'http'}://{host}:{port}"
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
+            _clients[key] = client
+            logger.info("using the Chroma server at %s", key)
+        return client
 
 
 def _batches(n: int, size: int) -> Iterator[slice]:

@@ -50,6 +50,9 @@ class IndexResources:
     - ``max_upload_bytes`` and ``max_upload_chunks``: what one upload (its files, what its
       archives unpack to, the chunks they make) may spend in all;
     - ``archive_limits``: what a zip may unpack to (:class:`ZipLimits`).
+
+    ``chroma_server`` (``http://host:port``) puts vectors on a Chroma server instead of the
+    embedded Chroma in ``shared_dir``.
     """
 
     engine: Engine
@@ -63,6 +66,7 @@ class IndexResources:
     max_upload_bytes: int = MAX_UPLOAD_BYTES
     max_upload_chunks: int = MAX_UPLOAD_CHUNKS
     archive_limits: ZipLimits = field(default_factory=ZipLimits)
+    chroma_server: str | None = None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from ragloom.retrieval import (
 from ragloom.retrieval.restricted import RestrictedRetriever
 from ragloom.splitters import TokenSplitter
 from ragloom.stores import BM25Store, ChromaVectorStore
+from ragloom.stores.chroma import chroma_http_client
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 from ragloom_app.index.base import BaseIndex, CheckReport, FileOutcome
 from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES
@@ -37,6 +38,7 @@ from ragloom_app.index.file.recovery import clean_leftovers, recover_index, show
 from ragloom_app.index.file.worklock import WorkLock
 from ragloom_app.index.settings import REQUEST_KEYS
 from ragloom_app.reasoning.base import SettingSpec
+from ragloom_app.settings import chroma_address
 
 __all__ = ["RETRIEVAL_MODES", "VISIBILITIES", "FileIndex"]
 
@@ -199,8 +201,15 @@ class FileIndex(BaseIndex):
 
     @cached_property
     def vector_store(self) -> ChromaVectorStore:
-        """Chunk vectors, in the app's Chroma folder."""
-        return ChromaVectorStore(self.collection_name, path=self.resources.shared_dir / "chroma")
+        """Chunk vectors: on the Chroma server of ``CHROMA_SERVER``, else in the app's
+        embedded Chroma folder."""
+        server = self.resources.chroma_server
+        if server is None:
+            return ChromaVectorStore(
+                self.collection_name, path=self.resources.shared_dir / "chroma"
+            )
+        host, port, tls = chroma_address(server)
+        return ChromaVectorStore(self.collection_name, client=chroma_http_client(host, port, tls))
 
     @cached_property
     def fulltext_store(self) -> BM25Store:

@@ -352,8 +352,20 @@ class FileIndexingPipeline(IndexingPipeline):
         return set_status(self.engine, source_id, status, reason, only_if=only_if)
 
     def _fail(self, source_id: str, reason: str) -> None:
-        """Undo what a file wrote to the stores and record why it failed."""
-        self._remove_from_stores(source_id)
+        """Undo what a file wrote to the stores and record why it failed.
+
+        The failure is recorded even when the undoing fails too (a store that is down is
+        often why the file failed): what a store may still hold of it is no source's, and
+        ``ragloom index check --repair`` deletes it.
+        """
+        try:
+            self._remove_from_stores(source_id)
+        except Exception:
+            logger.warning(
+                "could not take %s out of the stores; `ragloom index check --repair` will",
+                source_id,
+                exc_info=True,
+            )
         self._set_status(source_id, SourceStatus.FAILED, reason, only_if=SourceStatus.INDEXING)
 
     def _remove_from_stores(self, source_id: str) -> None:

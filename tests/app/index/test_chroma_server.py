@@ -1,0 +1,84 @@
+"""An index whose vectors live on a Chroma server (``CHROMA_SERVER``): the same index code
+as the embedded store, against a real ``chroma run`` on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragloom.stores.chroma import chroma_http_client
+from ragloom_app.app import BaseApp
+from ragloom_app.index.file import FileIndex
+from ragloom_app.settings import AppSettings, SettingsError, chroma_address
+from tests.helpers.api_server import replay_app
+from tests.helpers.chroma_server import ChromaServer, chroma_server
+
+FILE_INDEX = "ragloom_app.index.file.FileIndex"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ChromaServer]:
+    with chroma_server() as running:
+        yield running
+
+
+def _indexed(app: BaseApp, folder: Path, name: str = "reactor.md") -> FileIndex:
+    document = folder / name
+    document.write_text("The Zorblax reactor runs at 451 kelvin.", encoding="utf-8")
+    index = app.indices.get("My files")
+    assert isinstance(index, FileIndex)
+    (outcome,) = index.get_indexing_pipeline({}).run([document])
+    assert outcome.status == "indexed", outcome
+    return index
+
+
+def test_vectors_go_to_the_server_and_nothing_to_the_data_folder(
+    server: ChromaServer, tmp_path: Path
+) -> None:
+    app = replay_app(tmp_path, chroma_server=server.url)
+    index = _indexed(app, tmp_path)
+    on_server = chroma_http_client("127.0.0.1", server.port)  # its telemetry off
+    assert index.collection_name in [c.name for c in on_server.list_collections()]
+    assert on_server.get_collection(index.collection_name).count() == 1
+    assert not (tmp_path / "data" / "chroma").exists()
+    (retriever,) = index.get_retriever_pipelines({"retrieval_mode": "vector"})
+    (found,) = retriever.run("How hot does the Zorblax reactor run?")[:1]
+    assert "451 kelvin" in found.chunk.text
+    assert index.check().clean
+    collection = index.collection_name
+    app.indices.delete("My files")
+    assert collection not in [c.name for c in on_server.list_collections()]
+
+
+def test_an_outage_fails_cleanly_and_the_app_recovers_without_a_restart(
+    server: ChromaServer, tmp_path: Path
+) -> None:
+    app = replay_app(tmp_path, chroma_server=server.url)
+    index = _indexed(app, tmp_path)
+    (retriever,) = index.get_retriever_pipelines({"retrieval_mode": "vector"})
+    server.stop()
+    try:
+        with pytest.raises(Exception) as failed:
+            retriever.run("How hot does the Zorblax reactor run?")
+        assert "451" not in str(failed.value)
+        second = tmp_path / "second.md"
+        second.write_text("The cooling loop is flushed every 90 days.", encoding="utf-8")
+        (outcome,) = index.get_indexing_pipeline({}).run([second])
+        assert outcome.status == "failed" and outcome.reason  # said, not half-stored
+    finally:
+        server.start()
+    # The same objects work again: no restart of the app.
+    (found,) = retriever.run("How hot does the Zorblax reactor run?")[:1]
+    assert "451 kelvin" in found.chunk.text
+    (again,) = index.get_indexing_pipeline({}).run([tmp_path / "second.md"])
+    assert again.status == "indexed"
+    assert index.check().clean
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8000", "ftp://h:1", "http://host", "http://:80"])
+def test_a_server_address_that_cannot_work_is_refused_at_start(url: str, tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="CHROMA_SERVER: must be http://HOST:PORT"):
+        AppSettings(data_dir=tmp_path, chroma_server=url)
+    assert chroma_address("https://chroma.internal:8443") == ("chroma.internal", 8443, True)
