@@ -11,6 +11,7 @@ import pytest
 from ragloom.stores.chroma import chroma_http_client
 from ragloom_app.app import BaseApp
 from ragloom_app.index.file import FileIndex
+from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.settings import AppSettings, SettingsError, chroma_address
 from tests.helpers.api_server import replay_app
 from tests.helpers.chroma_server import ChromaServer, chroma_server
@@ -67,6 +68,10 @@ def test_an_outage_fails_cleanly_and_the_app_recovers_without_a_restart(
         second.write_text("The cooling loop is flushed every 90 days.", encoding="utf-8")
         (outcome,) = index.get_indexing_pipeline({}).run([second])
         assert outcome.status == "failed" and outcome.reason  # said, not half-stored
+        # A question meanwhile ends in words, not a crash; the other users' app goes on.
+        *_, finished = ChatPage(app).ask("How hot does the Zorblax reactor run?")
+        assert isinstance(finished, AnswerFinished)
+        assert "searching the documents failed" in finished.record.answer
     finally:
         server.start()
     # The same objects work again: no restart of the app.
