@@ -109,6 +109,8 @@ class AppSettings:
     max_request_bytes: int = 4 * 1024 * 1024
     # Events (questions, uploads, page loads) waiting in the UI's queue; more are refused.
     queue_max_size: int = 64
+    # Answers the HTTP API and the OpenAI endpoint make at once; one more is refused (429).
+    api_max_answers: int = 16
     # Host names the UI answers to besides its own and loopback names (a reverse proxy's).
     allowed_hosts: list[str] = field(default_factory=list)
     # Every request must come from a logged-in user or carry an API key (docs/users.md);
@@ -257,6 +259,7 @@ _POSITIVE_LIMITS = (
     "min_free_disk_bytes",
     "max_request_bytes",
     "queue_max_size",
+    "api_max_answers",
 )
 
 

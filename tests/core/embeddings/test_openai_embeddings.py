@@ -1,7 +1,7 @@
 """Embeddings from an OpenAI-compatible endpoint: batches, order, length 1, and clear
 errors for an endpoint that fails, stalls or changes its answers.
 
-Against the labelled stand-in endpoint (``tests/helpers/fake_openai.py``), whose vectors
+Against the labelled stand-in endpoint (``ragloom_app.testing.openai_standin``), whose vectors
 are made from the texts' bytes: tests of the client, not of retrieval quality. The last
 test indexes and searches a file in the app through it.
 """
@@ -16,7 +16,7 @@ import pytest
 
 from ragloom.embeddings import EmbeddingsError, OpenAIEmbeddings
 from ragloom.embeddings.openai_compat import estimate_tokens
-from tests.helpers.fake_openai import FakeEndpoint, fake_openai
+from ragloom_app.testing.openai_standin import FakeEndpoint, fake_openai
 
 
 @pytest.fixture

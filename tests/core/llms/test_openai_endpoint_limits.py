@@ -2,7 +2,7 @@
 for the errors that say "try again" (only those), and a bound on requests at once.
 
 Against a labelled stand-in endpoint on loopback that streams fixed text
-(``tests/helpers/fake_openai.py``): these are tests of the client's control flow; the
+(``ragloom_app.testing.openai_standin``): these are tests of the client's control flow; the
 answers of a real model through a real server are tested in ``test_openai_chat.py``.
 """
 
@@ -16,7 +16,7 @@ import pytest
 
 from ragloom.llms.base import ChatMessage, LLMError
 from ragloom.llms.openai_compat import OpenAIChat
-from tests.helpers.fake_openai import FakeEndpoint, fake_openai
+from ragloom_app.testing.openai_standin import FakeEndpoint, fake_openai
 
 QUESTION = [ChatMessage("user", "Say something.")]
 

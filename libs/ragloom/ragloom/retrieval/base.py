@@ -16,6 +16,7 @@ import numpy as np
 from theflow import Param
 
 from ragloom.base import BaseComponent
+from ragloom.embeddings.cache import embed_query_cached
 from ragloom.schema import RetrievedChunk
 from ragloom.stores.base import FullTextStore, VectorStore
 
@@ -92,7 +93,8 @@ class VectorRetriever(Retriever):
         k = self.resolve_k(top_k)
         if k == 0 or not query.strip():
             return []
-        vector = np.asarray(embedder.embed_query(query), dtype=np.float32)
+        # The focus embeds the same question again: it finds this vector kept.
+        vector = embed_query_cached(embedder, query)
         hits = store.query(vector, k, source_ids)
         logger.debug("%s: %d hits for %r", self.name, len(hits), query)
         return [RetrievedChunk(chunk, score, {self.name: score}) for chunk, score in hits]

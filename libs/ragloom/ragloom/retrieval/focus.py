@@ -24,6 +24,7 @@ from theflow import Param
 
 from ragloom.base import BaseComponent
 from ragloom.embeddings.base import Embeddings
+from ragloom.embeddings.cache import embed_cached, embed_query_cached
 from ragloom.retrieval.definitions import is_label_line
 from ragloom.schema import RetrievedChunk
 from ragloom.splitters import sentence_spans
@@ -76,7 +77,8 @@ class SentenceFocus(BaseComponent):
             return [None] * len(hits)
         texts = [hits[h].chunk.text[slice(*per_hit[h][s])] for h, s in flat]
         try:
-            scores = self.embeddings.embed_documents(texts) @ self.embeddings.embed_query(query)
+            vectors = embed_cached(self.embeddings, texts)  # passages come back again and again
+            scores = vectors @ embed_query_cached(self.embeddings, query)
         except Exception as exc:  # any backend failure: fall back to whole passages
             logger.warning("sentence focus failed, showing whole passages: %s", exc)
             return [None] * len(hits)

@@ -44,7 +44,8 @@ def api_routers(page: ChatPage) -> list[APIRouter]:
     from ragloom_app.api.routes import api_router, index_out, public_router
 
     current_user = authenticator(page.app)
-    slots = AnswerSlots()  # the API's and the OpenAI endpoint's answers, together
+    # The API's and the OpenAI endpoint's answers, together.
+    slots = AnswerSlots(page.app.settings.api_max_answers)
     return [
         public_router(),
         account_router(page.app, current_user),

@@ -24,8 +24,10 @@ __all__ = ["MAX_ANSWERS_AT_ONCE", "AnswerSlots", "Slot", "answer_response"]
 T = TypeVar("T")
 R = TypeVar("R")
 
-MAX_ANSWERS_AT_ONCE = 8
-"""Answers the HTTP API and the OpenAI endpoint make at once, together."""
+MAX_ANSWERS_AT_ONCE = 16
+"""Answers the HTTP API and the OpenAI endpoint make at once, together, by default
+(``API_MAX_ANSWERS``): well under the 40 threads of the server's pool, so the health check,
+logins and the UI's own requests always find one."""
 
 
 class AnswerSlots:

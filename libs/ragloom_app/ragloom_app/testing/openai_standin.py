@@ -1,6 +1,6 @@
 """A stand-in OpenAI-compatible endpoint on loopback that streams fixed text (labelled as
-such: for tests of the client's own control flow, retries, timeouts and limits, never of
-answers).
+such: for tests of a client's own control flow, retries, timeouts and limits, and for load
+tests of the app's own overhead apart from the model's; never for answers).
 
 It answers ``POST /v1/chat/completions`` (streamed or not) with :attr:`FakeEndpoint.reply`,
 and ``POST /v1/embeddings`` with vectors of :attr:`FakeEndpoint.dimension` made from each
