@@ -67,3 +67,37 @@ def test_a_conversation_deleted_mid_answer_is_said_so_and_nothing_more_is_saved(
     with pytest.raises(UnknownConversationError, match="deleted while it was answered"):
         list(page.ask("Anything?", mode="deleter", conversation_id=cid))
     assert page.conversations.get(cid) is None and page.conversations.messages(cid) == []
+
+
+def test_fullqa_follows_a_conversation_in_its_search_and_its_prompt(tmp_path: Path) -> None:
+    from ragloom.llms.replay import ReplayLLM
+    from ragloom_app.reasoning.fullqa import search_query
+
+    app = scripted_app(
+        tmp_path,
+        {"replay": {"class": "ragloom.llms.replay.ReplayLLM", "replies": ["451 kelvin [1]."]}},
+        {
+            "reactor.md": "The Zorblax reactor runs at 451 kelvin.",
+            "history.md": "The Zorblax reactor was commissioned in 1962 in Lund.",
+        },
+    )
+    llm = app.llm()
+    assert isinstance(llm, ReplayLLM)
+    page = ChatPage(app)
+    cid = page.conversations.create()
+    list(page.ask("How hot does the Zorblax reactor run?", mode="fullqa", conversation_id=cid))
+    llm.replies[:] = ["It was commissioned in 1962 [1]."]
+    *_, finished = page.ask("And when was it commissioned?", mode="fullqa", conversation_id=cid)
+    prompt = llm.prompts[-1][-1].content
+    earlier = prompt.index("Earlier in this conversation:")
+    assert earlier < prompt.index("Question: And when was it commissioned?")
+    assert "User: How hot does the Zorblax reactor run?" in prompt
+    assert "Assistant: 451 kelvin [1]" in prompt  # as saved, its citations included
+    # The follow-up alone names no reactor: the search carried the question before it.
+    assert [c.source for c in finished.record.citations] == ["history.md"]
+    history = [ChatMessage("user", "How hot is the reactor?"), ChatMessage("assistant", "Hot.")]
+    assert search_query("And its age?", history) == "How hot is the reactor? And its age?"
+    assert search_query("How hot is it?", []) == "How hot is it?"
+    # Without a conversation the prompt is as it always was.
+    list(page.ask("How hot does the Zorblax reactor run?", mode="fullqa"))
+    assert "Earlier in this conversation" not in llm.prompts[-1][-1].content

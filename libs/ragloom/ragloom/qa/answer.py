@@ -36,6 +36,8 @@ __all__ = [
     "ANSWER_INSTRUCTIONS",
     "ANSWER_LABEL",
     "DEFAULT_SYSTEM_PROMPT",
+    "MAX_HISTORY_TURNS",
+    "MAX_HISTORY_TURN_CHARS",
     "NO_EVIDENCE_ANSWER",
     "CitedAnswerer",
     "bare_answer_notice",
@@ -60,6 +62,10 @@ DEFAULT_SYSTEM_PROMPT = (
 ANSWER_LABEL = "Writing the answer"
 """What the user reads while an answer is written."""
 NO_EVIDENCE_ANSWER = "I found nothing in the indexed documents about this question."
+MAX_HISTORY_TURNS = 4
+"""Earlier turns of a conversation an answer's prompt shows (two questions and answers)."""
+MAX_HISTORY_TURN_CHARS = 400
+"""Characters of each earlier turn shown (a small model's context is short)."""
 
 
 def bare_answer_notice(answer: str) -> str | None:
@@ -166,16 +172,39 @@ class CitedAnswerer(BaseComponent):
     check_grounding: bool = Param(
         True, help="Check the answer's specifics against the passages it cites (qa.grounding)."
     )
+    history: list[ChatMessage] = Param(
+        default_callback=lambda _: [],
+        help="The conversation's earlier turns: the last few are shown before the question.",
+    )
+
+    def earlier_turns(self) -> str:
+        """The conversation so far as the prompt shows it: the last
+        :data:`MAX_HISTORY_TURNS` user and assistant turns, each cut to
+        :data:`MAX_HISTORY_TURN_CHARS` characters ('' without history)."""
+        turns = [m for m in self.history if m.role in ("user", "assistant") and m.content]
+        lines = []
+        for turn in turns[-MAX_HISTORY_TURNS:]:
+            text = " ".join(turn.content.split())
+            if len(text) > MAX_HISTORY_TURN_CHARS:
+                text = text[:MAX_HISTORY_TURN_CHARS].rstrip() + "…"
+            lines.append(f"{'User' if turn.role == 'user' else 'Assistant'}: {text}")
+        return "Earlier in this conversation:\n" + "\n".join(lines) + "\n" if lines else ""
 
     def evidence_budget(self, question: str) -> int:
         """Tokens left for evidence once the instructions, question and answer fit."""
-        fixed = self.llm.count_tokens(self.system_prompt) + self.llm.count_tokens(question)
+        fixed = (
+            self.llm.count_tokens(self.system_prompt)
+            + self.llm.count_tokens(question)
+            + self.llm.count_tokens(self.earlier_turns())
+        )
         room = self.llm.context_window - self.max_answer_tokens - fixed - 64
         return max(0, min(self.max_evidence_tokens, room))
 
     def messages(self, question: str, evidence_text: str) -> list[ChatMessage]:
         """The chat messages of the prompt."""
-        user = f"Sources:\n{evidence_text}\nQuestion: {question.strip()}\nAnswer:"
+        # Stable first: the sources, then the conversation, then the question.
+        earlier = self.earlier_turns()
+        user = f"Sources:\n{evidence_text}\n{earlier}Question: {question.strip()}\nAnswer:"
         return [
             ChatMessage("system", self.system_prompt),
             ChatMessage("user", user),

@@ -1,4 +1,9 @@
-"""FullQA: retrieve from every index, answer in one LLM call, cite the evidence."""
+"""FullQA: retrieve from every index, answer in one LLM call, cite the evidence.
+
+In a conversation, the search also carries the user's previous question (a follow-up names
+its subject there), and the answer's prompt shows the last turns
+(:meth:`~ragloom.qa.CitedAnswerer.earlier_turns`).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from typing import Any
 from theflow import Param
 
 from ragloom.events import Event
+from ragloom.llms.base import ChatMessage
 from ragloom.qa import CitedAnswerer
 from ragloom.qa.precheck import TermLookup, stream_decline, stream_precheck
 from ragloom.retrieval import Retriever
@@ -15,7 +21,17 @@ from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningSt
 from ragloom_app.reasoning.precheck import precheck_lookup, stream_retrieval
 from ragloom_app.reasoning.settings import focus_setting, grounding_setting, precheck_setting
 
-__all__ = ["FullQAReasoning"]
+__all__ = ["FullQAReasoning", "search_query"]
+
+MAX_PREVIOUS_QUESTION_CHARS = 300
+
+
+def search_query(question: str, history: Sequence[ChatMessage]) -> str:
+    """What to search for: ``question``, after the user's previous question if there is
+    one (cut to :data:`MAX_PREVIOUS_QUESTION_CHARS` characters)."""
+    previous = next((m.content for m in reversed(history) if m.role == "user"), "")
+    previous = " ".join(previous.split())[:MAX_PREVIOUS_QUESTION_CHARS]
+    return f"{previous} {question}" if previous else question
 
 
 class FullQAReasoning(BaseReasoning):
@@ -69,13 +85,16 @@ class FullQAReasoning(BaseReasoning):
                 llm=state.llm,
                 focus=state.sentence_focus(int(values["focus_sentences"])),
                 check_grounding=state.grounding_for(values),
+                history=list(state.history),
             ),
             top_k=int(values["top_k"]),
             find_terms=precheck_lookup(values, state),
         )
 
     def stream(self, question: str) -> Iterator[Event]:
-        retrieved = yield from stream_retrieval(self.retrievers, question, self.top_k)
+        # A follow-up ("and when was it built?") names its subject in the turn before.
+        query = search_query(question, self.answerer.history)
+        retrieved = yield from stream_retrieval(self.retrievers, query, self.top_k)
         if self.find_terms is not None:
             check = yield from stream_precheck(question, retrieved, self.find_terms)
             if check.declined:
