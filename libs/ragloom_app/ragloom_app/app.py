@@ -14,6 +14,7 @@ import os
 import stat
 import threading
 from collections.abc import Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from ragloom.embeddings import Embeddings
 from ragloom.llms.base import ChatLLM
 from ragloom.loaders import FileReader
 from ragloom_app import __version__
-from ragloom_app.db.engine import create_db_engine
+from ragloom_app.db.engine import create_db_engine, driver_connections
 from ragloom_app.errors import UserFacingError
 from ragloom_app.index.base import FileOutcome, IndexingProgress, IndexResources
 from ragloom_app.index.manager import IndexManager
@@ -45,6 +46,7 @@ from ragloom_app.registry import build_from_spec
 from ragloom_app.settings import AppSettings, SettingsError
 
 if TYPE_CHECKING:
+    from ragloom.stores.postgres_fulltext import ConnectionFactory
     from ragloom_app.accounts import AccountStore
 
 __all__ = ["PRIVATE_UMASK", "BaseApp", "LLMNotOfferedError", "make_private_folder"]
@@ -265,8 +267,17 @@ class BaseApp:
             # The one per-file limit: gradio refuses the same size while receiving it.
             max_file_bytes=settings.max_file_bytes,
             chroma_server=settings.chroma_server,
+            fulltext_connect=self._fulltext_connect,
             **budgets,
         )
+
+    @cached_property
+    def _fulltext_connect(self) -> ConnectionFactory | None:
+        """Connections for the indices' full text: the app database's, when it is PostgreSQL
+        and ``FULLTEXT_STORE`` is ``auto``; None keeps it in BM25 files."""
+        if self.engine.dialect.name != "postgresql" or self.settings.fulltext_store != "auto":
+            return None
+        return driver_connections(self.engine)
 
     @property
     def accounts(self) -> AccountStore:

@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["ENV_OVERRIDES", "AppSettings", "SettingsError", "chroma_address"]
+__all__ = ["ENV_OVERRIDES", "FULLTEXT_STORES", "AppSettings", "SettingsError", "chroma_address"]
+
+FULLTEXT_STORES = ("auto", "bm25")
+"""The values of ``FULLTEXT_STORE``."""
 
 
 class SettingsError(ValueError):
@@ -54,6 +57,10 @@ class AppSettings:
     # The vectors on a Chroma server ("http://host:port", `chroma run`) instead of the
     # embedded Chroma in the data folder (docs/deploy.md).
     chroma_server: str | None = None
+    # Where an index's full text lives: "auto" puts it in the app database when that is
+    # PostgreSQL (shared by every process) and in a BM25 file in the index's folder when it
+    # is SQLite; "bm25" always the file (docs/deploy.md).
+    fulltext_store: str = "auto"
     reasonings: list[str] = field(
         default_factory=lambda: [
             "ragloom_app.reasoning.fullqa.FullQAReasoning",
@@ -175,6 +182,11 @@ class AppSettings:
             raise SettingsError(f"REQUIRE_LOGIN: must be True or False, not {self.require_login!r}")
         if self.chroma_server is not None:
             chroma_address(self.chroma_server)  # raises SettingsError, saying what is wrong
+        if self.fulltext_store not in FULLTEXT_STORES:
+            raise SettingsError(
+                f"FULLTEXT_STORE: must be one of {', '.join(FULLTEXT_STORES)}, "
+                f"not {self.fulltext_store!r}"
+            )
         if not isinstance(self.secure_cookies, bool):
             raise SettingsError(
                 f"SECURE_COOKIES: must be True or False, not {self.secure_cookies!r}"
@@ -267,6 +279,7 @@ ENV_OVERRIDES = {
     "RAGLOOM_DATA_DIR": "DATA_DIR",
     "RAGLOOM_DATABASE_URL": "DATABASE_URL",
     "RAGLOOM_CHROMA_SERVER": "CHROMA_SERVER",
+    "RAGLOOM_FULLTEXT_STORE": "FULLTEXT_STORE",
     "RAGLOOM_LLM": "DEFAULT_LLM",
     "RAGLOOM_REASONING": "DEFAULT_REASONING",
     "RAGLOOM_DISABLED_PLUGINS": "DISABLED_PLUGINS",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragloom.events import Citation
+from ragloom.stores import BM25Store, PostgresFullTextStore
 from ragloom_app.accounts import AccountStore
 from ragloom_app.accounts.preferences import ChatDefaults, ChatDefaultsStore
 from ragloom_app.conversations import ConversationStore
@@ -61,3 +62,13 @@ def test_the_app_indexes_and_answers(database_url: str, tmp_path: Path) -> None:
     assert [c.source for c in finished.record.citations] == ["reactor.md"]
     assert len(page.conversations.messages(conversation)) == 2
     assert index.check().clean
+    # The full text goes where every process sees it: into PostgreSQL when it is the
+    # database, else into a BM25 file in the index's folder.
+    on_postgres = database_url.startswith("postgresql")
+    store = index.fulltext_store
+    assert isinstance(store, PostgresFullTextStore if on_postgres else BM25Store)
+    assert (
+        Path(app.settings.data_dir) / "indices" / str(index.id) / "bm25"
+    ).exists() != on_postgres
+    app.indices.delete("My files")
+    assert store.count() == 0

@@ -1,4 +1,5 @@
-"""Where chunks are kept for retrieval: a vector store and a full-text store.
+"""Where chunks are kept for retrieval: a vector store and a full-text store (a BM25 file,
+or PostgreSQL).
 
 The implementations are imported on first use (PEP 562), so importing this package does
 not pay for chromadb (~0.8 s) or bm25s unless they are needed.
@@ -14,11 +15,13 @@ from ragloom.stores.base import FullTextStore, VectorStore
 if TYPE_CHECKING:
     from ragloom.stores.bm25 import BM25Store, tokenize
     from ragloom.stores.chroma import ChromaVectorStore, chroma_client, chroma_http_client
+    from ragloom.stores.postgres_fulltext import PostgresFullTextStore
 
 __all__ = [
     "BM25Store",
     "ChromaVectorStore",
     "FullTextStore",
+    "PostgresFullTextStore",
     "VectorStore",
     "chroma_client",
     "chroma_http_client",
@@ -31,6 +34,7 @@ _LAZY = {
     "ChromaVectorStore": "ragloom.stores.chroma",
     "chroma_client": "ragloom.stores.chroma",
     "chroma_http_client": "ragloom.stores.chroma",
+    "PostgresFullTextStore": "ragloom.stores.postgres_fulltext",
 }
 
 

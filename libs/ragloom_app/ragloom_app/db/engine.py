@@ -11,6 +11,8 @@ schema change from now on is a migration (``db/migrations/versions``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from sqlalchemy import Column, Table, event, inspect, literal, text
@@ -22,7 +24,7 @@ from sqlmodel import SQLModel, create_engine
 from ragloom_app.db import models  # noqa: F401  (registers the tables)
 from ragloom_app.db.migrate import migrate
 
-__all__ = ["SchemaUpgradeError", "add_missing_columns", "create_db_engine"]
+__all__ = ["SchemaUpgradeError", "add_missing_columns", "create_db_engine", "driver_connections"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,11 +46,31 @@ def create_db_engine(url: str) -> Engine:
     """An engine for ``url``, its database migrated to this version's schema (SQLite gets
     WAL and foreign keys)."""
     is_sqlite = url.startswith("sqlite")
-    engine = create_engine(url, connect_args={"check_same_thread": False} if is_sqlite else {})
+    if is_sqlite:
+        engine = create_engine(url, connect_args={"check_same_thread": False})
+    else:
+        # A server restarts: a pooled connection it closed is found before it is used.
+        engine = create_engine(url, pool_pre_ping=True)
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
     migrate(engine)
     return engine
+
+
+def driver_connections(engine: Engine) -> Callable[[], AbstractContextManager[Any]]:
+    """Connections of ``engine``'s pool as the driver's own objects (psycopg's, for
+    PostgreSQL), each given back to the pool at the end of its ``with`` block: for stores
+    of the core library, which take a DB-API connection and know nothing of SQLAlchemy."""
+
+    @contextmanager
+    def connect() -> Iterator[Any]:
+        pooled = engine.raw_connection()
+        try:
+            yield pooled.driver_connection
+        finally:
+            pooled.close()  # back to the pool, which rolls back what was left open
+
+    return connect
 
 
 def _column_sql(table: Table, column: Column, dialect: Dialect) -> str:

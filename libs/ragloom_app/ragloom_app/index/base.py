@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy.engine import Engine
 
@@ -22,6 +22,9 @@ from ragloom.retrieval import Retriever
 from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS
 from ragloom_app.index.settings import resolve_values
 from ragloom_app.reasoning.base import SettingSpec
+
+if TYPE_CHECKING:
+    from ragloom.stores.postgres_fulltext import ConnectionFactory
 
 __all__ = [
     "BaseIndex",
@@ -52,7 +55,8 @@ class IndexResources:
     - ``archive_limits``: what a zip may unpack to (:class:`ZipLimits`).
 
     ``chroma_server`` (``http://host:port``) puts vectors on a Chroma server instead of the
-    embedded Chroma in ``shared_dir``.
+    embedded Chroma in ``shared_dir``; ``fulltext_connect`` (connections to the app's
+    PostgreSQL database) puts the full text there instead of a file in ``data_dir``.
     """
 
     engine: Engine
@@ -67,6 +71,7 @@ class IndexResources:
     max_upload_chunks: int = MAX_UPLOAD_CHUNKS
     archive_limits: ZipLimits = field(default_factory=ZipLimits)
     chroma_server: str | None = None
+    fulltext_connect: ConnectionFactory | None = None
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from ragloom.retrieval import (
 )
 from ragloom.retrieval.restricted import RestrictedRetriever
 from ragloom.splitters import TokenSplitter
-from ragloom.stores import BM25Store, ChromaVectorStore
+from ragloom.stores import BM25Store, ChromaVectorStore, FullTextStore, PostgresFullTextStore
 from ragloom.stores.chroma import chroma_http_client
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 from ragloom_app.index.base import BaseIndex, CheckReport, FileOutcome
@@ -212,8 +212,12 @@ class FileIndex(BaseIndex):
         return ChromaVectorStore(self.collection_name, client=chroma_http_client(host, port, tls))
 
     @cached_property
-    def fulltext_store(self) -> BM25Store:
-        """Chunk terms, in this index's folder."""
+    def fulltext_store(self) -> FullTextStore:
+        """Chunk terms: in the app's PostgreSQL database when the app puts them there
+        (``FULLTEXT_STORE``), else in a BM25 file in this index's folder."""
+        connect = self.resources.fulltext_connect
+        if connect is not None:
+            return PostgresFullTextStore(connect, self.collection_name)
         return BM25Store(self.resources.data_dir / "bm25")
 
     def on_start(self) -> None:

@@ -1,0 +1,88 @@
+"""Two app processes' worth of state on the same servers: one PostgreSQL database (rows and
+full text) and one ``chroma run`` (vectors), each app with its own data folder. What one
+indexes the other finds at once, a conversation started on one goes on on the other, and
+nothing lives in one app's folder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragloom_app.app import BaseApp
+from ragloom_app.index.file import FileIndex
+from ragloom_app.pages.chat import AnswerFinished, ChatPage
+from tests.helpers.api_server import replay_app
+from tests.helpers.chroma_server import ChromaServer, chroma_server
+from tests.helpers.postgres import PostgresServer, fresh_database
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture(scope="module")
+def chroma() -> Iterator[ChromaServer]:
+    with chroma_server() as running:
+        yield running
+
+
+@pytest.fixture
+def two_apps(
+    postgres_server: PostgresServer, chroma: ChromaServer, tmp_path: Path
+) -> tuple[BaseApp, BaseApp]:
+    url = fresh_database(postgres_server)
+    first = replay_app(tmp_path / "one", database_url=url, chroma_server=chroma.url)
+    second = replay_app(tmp_path / "two", database_url=url, chroma_server=chroma.url)
+    return first, second
+
+
+def _index(app: BaseApp) -> FileIndex:
+    index = app.indices.get("My files")
+    assert isinstance(index, FileIndex)
+    return index
+
+
+def test_a_file_indexed_through_one_is_found_through_the_other_at_once(
+    two_apps: tuple[BaseApp, BaseApp], tmp_path: Path
+) -> None:
+    first, second = two_apps
+    document = tmp_path / "reactor.md"
+    document.write_text("The Zorblax reactor runs at 451 kelvin.", encoding="utf-8")
+    (outcome,) = _index(first).get_indexing_pipeline({}).run([document])
+    assert outcome.status == "indexed"
+
+    for mode in ("fulltext", "vector", "hybrid"):
+        (retriever,) = _index(second).get_retriever_pipelines({"retrieval_mode": mode})
+        (found, *_) = retriever.run("How hot is the Zorblax reactor?")
+        assert "451 kelvin" in found.chunk.text, mode
+    assert [s["name"] for s in _index(second).list_sources()] == ["reactor.md"]
+    assert _index(second).check().clean
+
+    _index(second).remove_source(outcome.source_id or "")
+    (retriever,) = _index(first).get_retriever_pipelines({"retrieval_mode": "hybrid"})
+    assert retriever.run("How hot is the Zorblax reactor?") == []
+    for app in two_apps:  # nothing of the index was written to either app's folder
+        assert not (app.settings.data_dir / "chroma").exists()
+        assert not (app.settings.data_dir / "indices" / str(_index(app).id) / "bm25").exists()
+
+
+def test_a_conversation_started_on_one_goes_on_on_the_other(
+    two_apps: tuple[BaseApp, BaseApp], tmp_path: Path
+) -> None:
+    first, second = two_apps
+    document = tmp_path / "reactor.md"
+    document.write_text("The Zorblax reactor runs at 451 kelvin.", encoding="utf-8")
+    _index(first).get_indexing_pipeline({}).run([document])
+
+    on_first = ChatPage(first)
+    conversation = on_first.conversations.create()
+    *_, finished = on_first.ask("How hot is the reactor?", conversation_id=conversation)
+    assert isinstance(finished, AnswerFinished)
+
+    on_second = ChatPage(second)
+    assert [c["id"] for c in on_second.conversations.list()] == [conversation]
+    *_, again = on_second.ask("And how is it cooled?", conversation_id=conversation)
+    assert isinstance(again, AnswerFinished)
+    assert [c.source for c in again.record.citations] == ["reactor.md"]
+    asked = [m.content for m in on_first.conversations.messages(conversation) if m.role == "user"]
+    assert asked == ["How hot is the reactor?", "And how is it cooled?"]
