@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragloom_app.app import BaseApp
+from ragloom_app.index.base import FileOutcome
 from ragloom_app.index.file import FileIndex
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from tests.helpers.api_server import replay_app
@@ -42,14 +43,19 @@ def _index(app: BaseApp) -> FileIndex:
     return index
 
 
+def _indexed_reactor(app: BaseApp, folder: Path) -> FileOutcome:
+    document = folder / "reactor.md"
+    document.write_text("The Zorblax reactor runs at 451 kelvin.", encoding="utf-8")
+    (outcome,) = _index(app).get_indexing_pipeline({}).run([document])
+    assert outcome.status == "indexed", outcome
+    return outcome
+
+
 def test_a_file_indexed_through_one_is_found_through_the_other_at_once(
     two_apps: tuple[BaseApp, BaseApp], tmp_path: Path
 ) -> None:
     first, second = two_apps
-    document = tmp_path / "reactor.md"
-    document.write_text("The Zorblax reactor runs at 451 kelvin.", encoding="utf-8")
-    (outcome,) = _index(first).get_indexing_pipeline({}).run([document])
-    assert outcome.status == "indexed"
+    outcome = _indexed_reactor(first, tmp_path)
 
     for mode in ("fulltext", "vector", "hybrid"):
         (retriever,) = _index(second).get_retriever_pipelines({"retrieval_mode": mode})
@@ -70,9 +76,7 @@ def test_a_conversation_started_on_one_goes_on_on_the_other(
     two_apps: tuple[BaseApp, BaseApp], tmp_path: Path
 ) -> None:
     first, second = two_apps
-    document = tmp_path / "reactor.md"
-    document.write_text("The Zorblax reactor runs at 451 kelvin.", encoding="utf-8")
-    _index(first).get_indexing_pipeline({}).run([document])
+    _indexed_reactor(first, tmp_path)
 
     on_first = ChatPage(first)
     conversation = on_first.conversations.create()
