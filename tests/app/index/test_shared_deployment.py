@@ -5,6 +5,7 @@ nothing lives in one app's folder."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from tests.helpers.chroma_server import ChromaServer, chroma_server
 from tests.helpers.postgres import PostgresServer, fresh_database
 
 pytestmark = pytest.mark.postgres
+
+FILE_INDEX = "ragloom_app.index.file.FileIndex"
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +93,39 @@ def test_a_conversation_started_on_one_goes_on_on_the_other(
     assert [c.source for c in again.record.citations] == ["reactor.md"]
     asked = [m.content for m in on_first.conversations.messages(conversation) if m.role == "user"]
     assert asked == ["How hot is the reactor?", "And how is it cooled?"]
+
+
+def test_an_index_created_or_deleted_through_one_is_seen_by_the_other(
+    two_apps: tuple[BaseApp, BaseApp],
+) -> None:
+    first, second = two_apps
+    made = first.indices.create("Team notes", FILE_INDEX, {}, owner="alice", shared=False)
+    assert second.indices.get("Team notes").id == made.id
+    assert [i.name for i in second.indices.readable_by("alice")] == ["My files", "Team notes"]
+    assert [i.name for i in second.indices.readable_by("bob")] == ["My files"]
+    first.indices.delete("Team notes")
+    assert [i.name for i in second.indices.indices] == ["My files"]
+
+
+def test_processes_starting_together_make_the_default_index_once(
+    postgres_server: PostgresServer, chroma: ChromaServer, tmp_path: Path
+) -> None:
+    url = fresh_database(postgres_server)
+    apps: list[BaseApp] = []
+    starts = [
+        threading.Thread(
+            target=lambda n=n: apps.append(
+                replay_app(tmp_path / f"app{n}", database_url=url, chroma_server=chroma.url)
+            )
+        )
+        for n in range(3)
+    ]
+    for thread in starts:
+        thread.start()
+    for thread in starts:
+        thread.join()
+    assert len(apps) == 3
+    for app in apps:
+        assert [i.name for i in app.indices.indices] == ["My files"]
+        assert app.indices.unavailable == {}
+    assert len({app.indices.get("My files").id for app in apps}) == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -83,6 +84,8 @@ class IndexManager:
         self._unavailable_access: dict[str, IndexAccess] = {}
         self._indices: dict[int, BaseIndex] = {}
         self._access: dict[int, IndexAccess] = {}
+        # create, delete and refresh change the two dicts above from any thread.
+        self._lock = threading.RLock()
 
     def register_type(self, type_id: str, index_type: type[BaseIndex]) -> None:
         """Make an index type available under ``type_id`` (its dotted path).
@@ -111,14 +114,29 @@ class IndexManager:
                 continue
             if self._registered(spec["name"], spec["type"]):
                 self._create_wanted(spec)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Bring the live indices in line with the database, which other processes share:
+        start the indices they created, forget those they deleted, and take up changes of
+        owner or sharing. One small query; every listing of the indices runs it."""
         with Session(self._engine) as session:
             records = list(session.exec(select(IndexRecord).order_by(col(IndexRecord.id))))
-        for record in records:
-            if record.id in self._indices:
-                continue
-            access = IndexAccess(record.owner, record.shared)
-            if self._registered(record.name, record.index_type, access):
-                self._start_index(record)
+        with self._lock:
+            present = {record.id for record in records}
+            for gone in [key for key in self._indices if key not in present]:
+                logger.info("index %r was deleted elsewhere", self._indices[gone].name)
+                del self._indices[gone]
+                self._access.pop(gone, None)
+            for record in records:
+                assert record.id is not None
+                access = IndexAccess(record.owner, record.shared)
+                if record.id in self._indices:
+                    self._access[record.id] = access
+                elif record.name not in self.unavailable and self._registered(
+                    record.name, record.index_type, access
+                ):
+                    self._start_index(record)
 
     def _registered(self, name: str, type_id: str, access: IndexAccess | None = None) -> bool:
         """Whether ``type_id`` is registered; if not, the index is left out with the reason."""
@@ -162,6 +180,11 @@ class IndexManager:
         try:
             self.create(spec["name"], spec["type"], dict(spec.get("config") or {}))
         except Exception as exc:
+            with Session(self._engine) as session:
+                made = session.exec(select(IndexRecord).where(IndexRecord.name == spec["name"]))
+                if made.first() is not None:  # by another process starting beside this one
+                    logger.info("index %r was created by another process", spec["name"])
+                    return
             failure = user_error(exc, f"Creating the index {spec['name']!r}", log=logger)
             self._left_out(spec["name"], failure.message, None)
 
@@ -204,6 +227,12 @@ class IndexManager:
                 f"an index name is 1 to {MAX_INDEX_NAME_CHARS} characters, not only digits, "
                 "without '/', '\\', control or text-direction characters"
             )
+        with self._lock:
+            return self._create(name, type_id, config, owner, shared)
+
+    def _create(
+        self, name: str, type_id: str, config: dict[str, Any] | None, owner: str, shared: bool
+    ) -> BaseIndex:
         if name in self.unavailable or any(i.name == name for i in self._indices.values()):
             # Names are the whole app's: the words say it is taken, not whose it is.
             raise ValueError(f"the name {name!r} is taken already: choose another")
@@ -246,27 +275,42 @@ class IndexManager:
             if record is not None:
                 session.delete(record)
                 session.commit()
-        del self._indices[index.id]
-        self._access.pop(index.id, None)
+        with self._lock:
+            self._indices.pop(index.id, None)
+            self._access.pop(index.id, None)
 
     def get(self, name_or_id: str | int) -> BaseIndex:
-        """The index with that name (or numeric id)."""
-        for index in self._indices.values():
-            if index.name == name_or_id:
-                return index
-        for index in self._indices.values():
-            if str(index.id) == str(name_or_id):
-                return index
+        """The index with that name (or numeric id); the database is read again when it is
+        not known here (another process may have created it)."""
+        found = self._known(name_or_id)
+        if found is None:
+            self.refresh()
+            found = self._known(name_or_id)
+        if found is not None:
+            return found
         if name_or_id in self.unavailable:
             reason = self.unavailable[str(name_or_id)]
             raise UnknownIndexError(f"the index {name_or_id!r} is unavailable: {reason}")
-        known = ", ".join(repr(i.name) for i in self._indices.values()) or "none"
+        known = ", ".join(repr(i.name) for i in self.indices) or "none"
         raise UnknownIndexError(f"no index named {name_or_id!r} (known: {known})")
+
+    def _known(self, name_or_id: str | int) -> BaseIndex | None:
+        with self._lock:
+            live = list(self._indices.values())
+        for index in live:
+            if index.name == name_or_id:
+                return index
+        for index in live:
+            if str(index.id) == str(name_or_id):
+                return index
+        return None
 
     @property
     def indices(self) -> list[BaseIndex]:
-        """Every live index, oldest first."""
-        return [self._indices[key] for key in sorted(self._indices)]
+        """Every live index, oldest first, as the database has them now (:meth:`refresh`)."""
+        self.refresh()
+        with self._lock:
+            return [self._indices[key] for key in sorted(self._indices)]
 
     def access(self, index: BaseIndex) -> IndexAccess:
         """Who owns ``index`` and whether it is shared."""
