@@ -45,6 +45,7 @@ browser:
 
 servers:
 	@scripts/ensure-postgres
+	@scripts/ensure-haproxy
 
 test: setup browser servers
 	$(BIN)/python -m pytest
