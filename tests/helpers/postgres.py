@@ -37,10 +37,31 @@ class PostgresServer:
 
     host: str
     port: int
+    pg_ctl: tuple[str, ...] = ()
+    options: str = ""
+    log: str = ""
 
     def url(self, database: str) -> str:
         """The SQLAlchemy URL of ``database`` (psycopg 3)."""
         return f"postgresql+psycopg://{_USER}@{self.host}:{self.port}/{database}"
+
+    def stop(self) -> None:
+        """Stop the server at once (connections are cut, as in a crash); :meth:`start` again."""
+        subprocess.run(
+            _as_owner([*self.pg_ctl, "-m", "immediate", "-w", "stop"]),
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+
+    def start(self) -> None:
+        """Start the stopped server again, on the same port, with its data."""
+        subprocess.run(
+            _as_owner([*self.pg_ctl, "-l", self.log, "-o", self.options, "-w", "start"]),
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
 
 
 def _free_port() -> int:
@@ -54,8 +75,10 @@ def _as_owner(command: list[str]) -> list[str]:
 
 
 @contextmanager
-def throwaway_postgres() -> Iterator[PostgresServer]:
-    """Start a cluster; stop it and delete its folder afterwards."""
+def throwaway_postgres(durable: bool = False) -> Iterator[PostgresServer]:
+    """Start a cluster; stop it and delete its folder afterwards. Not ``durable``, it skips
+    fsync and waits for no commit to reach its log (fast, and a crash may lose the last
+    commits); ``durable`` for a test that stops it as a crash would."""
     binaries = postgres_bin()
     if binaries is None:
         raise FileNotFoundError("no PostgreSQL server is installed (Debian: postgresql)")
@@ -74,10 +97,9 @@ def throwaway_postgres() -> Iterator[PostgresServer]:
         capture_output=True,
         timeout=120,
     )
-    options = (
-        f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets} -c fsync=off "
-        "-c synchronous_commit=off -c full_page_writes=off"
-    )
+    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets}"
+    if not durable:
+        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     pg_ctl = [str(binaries / "pg_ctl"), "-D", str(data)]
     subprocess.run(
         _as_owner([*pg_ctl, "-l", str(log), "-o", options, "-w", "start"]),
@@ -86,7 +108,7 @@ def throwaway_postgres() -> Iterator[PostgresServer]:
         timeout=120,
     )
     try:
-        yield PostgresServer("127.0.0.1", port)
+        yield PostgresServer("127.0.0.1", port, tuple(pg_ctl), options, str(log))
     finally:
         subprocess.run(
             _as_owner([*pg_ctl, "-m", "immediate", "stop"]),

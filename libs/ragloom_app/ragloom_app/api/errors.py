@@ -3,7 +3,9 @@
 Every refusal has a stable ``code`` a program can branch on and a ``message`` a person
 can read. Unknown ids are ``not_found`` (404), a body or parameter the API cannot take is
 ``invalid_request`` (422), and a setting, mode or question the app refuses is
-``invalid_request`` too, with the app's own words (:class:`~ragloom_app.errors.UserFacingError`).
+``invalid_request`` too, with the app's own words (:class:`~ragloom_app.errors.UserFacingError`),
+and a database that cannot be reached (a PostgreSQL restart) is ``unavailable`` (503, with
+``Retry-After``).
 Nothing a client sends is answered with a 500: an unexpected failure is logged under a
 reference that the ``internal_error`` message carries, with no stack trace or path.
 """
@@ -16,6 +18,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException
 
 from ragloom_app.errors import UserFacingError, scrub, user_error
@@ -86,6 +89,13 @@ def install_error_handlers(api: FastAPI) -> None:
         return JSONResponse(
             error_body(code, str(exc.detail)), status_code=status, headers=exc.headers
         )
+
+    @api.exception_handler(OperationalError)
+    async def _database_down(request: Request, exc: OperationalError) -> JSONResponse:
+        # The database (or a connection to it) is gone for now: the request was fine.
+        logger.warning("the database cannot be reached: %s", scrub(str(exc.orig))[:300])
+        body = error_body("unavailable", "The app's database cannot be reached right now.")
+        return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
 
     @api.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
