@@ -139,6 +139,9 @@ def test_changes_keep_it_equal_to_the_embedded_store(
 def test_ties_are_broken_by_id(pg_store: PostgresFullTextStore) -> None:
     pg_store.add([chunk(i, "same words here") for i in ("c", "a", "d", "b")])
     assert ids_of(pg_store.query("words", k=3)) == ["a", "b", "c"]
+    # Far more ties than asked for, stored in the opposite order of their ids.
+    pg_store.add([chunk(f"t{i:03d}", "same words here") for i in reversed(range(200))])
+    assert ids_of(pg_store.query("words", k=5)) == ["a", "b", "c", "d", "t000"]
 
 
 def test_an_unused_store_holds_nothing_and_creates_nothing(pg_url: str) -> None:

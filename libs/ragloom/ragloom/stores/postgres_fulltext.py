@@ -86,9 +86,10 @@ CREATE TABLE IF NOT EXISTS fulltext_terms (
 """
 
 # BM25 of every chunk holding a query term, as bm25s's Lucene variant scores it. The best
-# are cut before their rows are read (joining first read every scored chunk: 0.8 s at 100k
-# chunks), a few more than asked for, so that ties can go to the smaller id as in the
-# embedded store (exact unless more than 3k chunks tie at the k-th score).
+# k are cut before their rows are read (joining first read every scored chunk: 0.8 s at
+# 100k chunks), with every chunk tied with the k-th, so that ties go to the smaller id as in
+# the embedded store. Scores are compared to 9 decimals: the same terms summed in another
+# order differ in their last bits.
 _SEARCH = """
 WITH stats AS (
     SELECT documents::float8 AS n, total_length::float8 / documents AS average
@@ -104,12 +105,14 @@ WITH stats AS (
         ON p.collection = %(collection)s AND p.term = query.term, stats
     {source_filter}
     GROUP BY p.doc
-    ORDER BY score DESC, p.doc
-    LIMIT %(read)s
+), ranked AS (
+    SELECT doc, score, round(score::numeric, 9) AS rank FROM scored
+    ORDER BY rank DESC
+    FETCH FIRST %(k)s ROWS WITH TIES
 )
-SELECT c.id, c.text, c.metadata, scored.score
-FROM scored JOIN fulltext_chunks c ON c.doc = scored.doc
-ORDER BY scored.score DESC, c.id
+SELECT c.id, c.text, c.metadata, ranked.score
+FROM ranked JOIN fulltext_chunks c ON c.doc = ranked.doc
+ORDER BY ranked.rank DESC, c.id
 LIMIT %(k)s
 """
 
@@ -352,7 +355,6 @@ class PostgresFullTextStore(FullTextStore):
                 "collection": collection,
                 "terms": terms,
                 "k": k,
-                "read": 4 * k,
                 "k1": K1,
                 "b": B,
             }
