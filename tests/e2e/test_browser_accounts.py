@@ -25,38 +25,41 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
-from ragloom.llms.replay import ReplayLLM
 from ragloom_app.api.auth import SESSION_COOKIE
-from tests.e2e.conftest import LiveUI, free_port
+from tests.e2e.conftest import LiveUI
+from tests.helpers.browser_accounts import (
+    ALICE_FILES,
+    ALICE_INDEX,
+    ANSWER,
+    PASSWORDS,
+    PROGRESS,
+    SHARED_FILE,
+    SHARED_INDEX,
+    UI_TIMEOUT,
+    WATCH_RESULTS,
+    Shots,
+    ask,
+    choose_files,
+    create_index,
+    log_in,
+    log_out,
+    login_ui,
+    options,
+    options_or_none,
+    pick,
+    scripted,
+    shared_sources,
+    upload,
+)
 
 pytestmark = pytest.mark.browser
 
-UI_TIMEOUT = 30_000
-ANSWER_TIMEOUT = 60_000
-PASSWORDS = {"admin": "admin-password-1", "alice": "alice-password-1", "bob": "bob-password-1"}
-
-# alice's two files, and the admin's shared one.
-ALICE_FILES = {
-    "zorblax.md": "# The Zorblax reactor\n\nThe Zorblax reactor runs at 451 kelvin. "
-    "It was commissioned in 2019 in Lund.\n",
-    "orchard.md": "# The Quillon orchard\n\nThe Quillon orchard grows 37 pear trees "
-    "near Uppsala.\n",
-}
-SHARED_FILE = (
-    "handbook.md",
-    "# The office handbook\n\nThe Frobnitz office opens at 8 am every weekday.\n",
-)
-ALICE_INDEX = "Alice notes"
-SHARED_INDEX = "Team handbook"
-
-ANSWER = "The Zorblax reactor runs at 451 kelvin [1]."
 # One question per mode (each in a conversation of its own), with the LLM's replies before
 # the final answer: the same scripts as tests/app/reasoning/test_grounding_modes.py.
 MODES: list[tuple[str, str, list[str], str]] = [
@@ -86,151 +89,6 @@ MODES: list[tuple[str, str, list[str], str]] = [
     # A single-fact question: auto routes it to FullQA, whose answer passes the check.
     ("Auto", "How hot is the Zorblax reactor?", [ANSWER], "route fullqa"),
 ]
-
-# What the progress bar says of a file, e.g. "zorblax.md: reading - 50.0%".
-PROGRESS = re.compile(r"(zorblax|orchard)\.md: [^\n]* - \d+(\.\d+)?%")
-# Records the text of #index-results at every change, to see the progress go by.
-WATCH_RESULTS = """() => {
-  window.__resultTexts = [];
-  const results = document.querySelector('#index-results');
-  new MutationObserver(() => window.__resultTexts.push(results.innerText))
-    .observe(results, {subtree: true, childList: true, characterData: true});
-}"""
-
-
-@contextmanager
-def login_ui(folder: Path) -> Iterator[LiveUI]:
-    """The UI with login required, over a scripted LLM, with the three accounts."""
-    from ragloom_app.ui.server import serve
-    from tests.helpers.scripted_app import scripted_app
-
-    llms = {"scripted": {"class": "ragloom_app.testing.ReplayLLM"}}
-    app = scripted_app(folder, llms, None, require_login=True)
-    app.accounts.add_user("admin", PASSWORDS["admin"], is_admin=True)
-    app.accounts.add_user("alice", PASSWORDS["alice"])
-    app.accounts.add_user("bob", PASSWORDS["bob"])
-    running = serve(app, port=free_port(), first_run_docs=False, block=False, warm_up=False)
-    try:
-        yield LiveUI(url=running.url, app=app, demo=running.demo)
-    finally:
-        running.close()
-
-
-class Shots:
-    """Numbered full-page screenshots in one folder."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.count = 0
-        folder.mkdir(parents=True, exist_ok=True)
-
-    def __call__(self, page: Page, name: str) -> None:
-        self.count += 1
-        path = self.folder / f"accounts-{self.count:02d}-{name}.png"
-        page.screenshot(path=str(path), full_page=True)
-
-
-def _pick(page: Page, elem_id: str, option: str) -> None:
-    """Choose ``option`` in the gradio dropdown ``#elem_id``."""
-    page.locator(f"#{elem_id} input[role=combobox]").click()
-    page.get_by_role("option", name=option, exact=True).click()
-
-
-def _options(page: Page, elem_id: str) -> list[str]:
-    """The options the gradio dropdown ``#elem_id`` offers (it is opened, then closed)."""
-    page.locator(f"#{elem_id} input[role=combobox]").click()
-    listed = page.locator("ul[role=listbox] [role=option]")
-    listed.first.wait_for(timeout=UI_TIMEOUT)
-    names = [text.strip().splitlines()[-1].strip() for text in listed.all_inner_texts()]
-    page.keyboard.press("Escape")
-    expect(page.locator("ul[role=listbox]")).to_have_count(0)
-    return names
-
-
-def _options_or_none(page: Page, elem_id: str) -> list[str]:
-    """The options of a dropdown that may offer none."""
-    page.locator(f"#{elem_id} input[role=combobox]").click()
-    listed = page.locator("ul[role=listbox] [role=option]")
-    page.wait_for_timeout(300)
-    names = [text.strip().splitlines()[-1].strip() for text in listed.all_inner_texts()]
-    page.keyboard.press("Escape")
-    expect(page.locator("ul[role=listbox]")).to_have_count(0)
-    return names
-
-
-def _shared_sources(live: LiveUI) -> list[str]:
-    return [str(s["name"]) for s in live.app.indices.get(SHARED_INDEX).list_sources()]
-
-
-def _log_in(page: Page, url: str, name: str) -> None:
-    page.goto(url)
-    expect(page).to_have_url(re.compile(r"/login$"), timeout=UI_TIMEOUT)
-    page.locator("#name").fill(name)
-    page.locator("#password").fill(PASSWORDS[name])
-    page.locator("button[type=submit]").click()
-    expect(page.locator("#logged-in-user")).to_have_text(name, timeout=UI_TIMEOUT)
-
-
-def _log_out(page: Page) -> None:
-    page.locator("#logout").click()
-    expect(page).to_have_url(re.compile(r"/login\?ended=1$"), timeout=UI_TIMEOUT)
-    expect(page.get_by_role("alert")).to_have_text("You are logged out.")
-
-
-def _create_index(page: Page, name: str, visibility: str) -> None:
-    """Create ``name`` from the Files tab's "Manage indices" (left open)."""
-    page.get_by_role("tab", name="Files").click()
-    accordion = page.locator("#manage-indices")
-    if not page.locator("#new-index-name").is_visible():
-        accordion.get_by_text("Manage indices").click()
-    page.locator("#new-index-name").get_by_role("textbox").fill(name)
-    _pick(page, "new-index-fileindex-visibility", visibility)
-    page.locator("#create-index").click()
-    expect(page.locator("#index-admin-status")).to_contain_text(
-        f"Created the index '{name}'.", timeout=UI_TIMEOUT
-    )
-    row = page.locator("#index-table tr", has_text=name)
-    expect(row).to_contain_text(visibility)
-    # The new index is the selected one, ready for an upload.
-    expect(page.locator("#index-selector input[role=combobox]")).to_have_value(name)
-
-
-def _choose_files(page: Page, files: list[Path]) -> None:
-    page.locator("#upload input[type=file]").set_input_files([str(f) for f in files])
-    for file in files:
-        listed = page.locator("#upload").get_by_role("cell", name=file.name, exact=True)
-        expect(listed).to_be_visible(timeout=UI_TIMEOUT)
-
-
-def _upload(page: Page, files: list[Path]) -> None:
-    """Index ``files`` into the selected index; all of them must be indexed."""
-    _choose_files(page, files)
-    page.locator("#index-button").click()
-    results = page.locator("#index-results")
-    expect(results).to_contain_text(f"{len(files)} indexed", timeout=UI_TIMEOUT)
-    file_list = page.locator("#file-list")
-    for file in files:
-        expect(results.locator("tr", has_text=file.name)).to_contain_text("indexed")
-        expect(file_list.locator("tr", has_text=file.name)).to_contain_text("indexed")
-
-
-def _ask(page: Page, question: str) -> None:
-    """Ask in a new conversation and wait until the answer is complete."""
-    page.locator("#new-conversation").click()
-    expect(page.locator("#chatbot [data-testid=bot]")).to_have_count(0, timeout=UI_TIMEOUT)
-    page.locator("#question textarea").fill(question)
-    page.locator("#send").click()
-    expect(page.locator("#chatbot [data-testid=bot]")).to_have_count(1, timeout=ANSWER_TIMEOUT)
-    # The evidence and the steps arrive with the end of the answer, when the inputs unlock.
-    expect(page.locator("#usage .rl-usage")).to_be_visible(timeout=ANSWER_TIMEOUT)
-    expect(page.locator("#send")).to_be_enabled(timeout=ANSWER_TIMEOUT)
-
-
-def _scripted(live: LiveUI, replies: list[str]) -> ReplayLLM:
-    llm = live.app.llm()
-    assert isinstance(llm, ReplayLLM)
-    llm.replies[:] = list(replies)
-    return llm
 
 
 @pytest.fixture(scope="module")
@@ -300,14 +158,14 @@ def test_logins_keep_each_users_indices_files_and_conversations_apart(
         shots(alice, "wrong-password")
 
         # -- 2. alice logs in, makes a private index and fills it. ---------------------
-        _log_in(alice, live.url, "alice")
+        log_in(alice, live.url, "alice")
         expect(alice.locator("#login-bar")).to_contain_text("Logged in as alice")
         expect(alice.get_by_role("tab", name="Account")).to_be_visible()
         shots(alice, "alice-logged-in")
-        _create_index(alice, ALICE_INDEX, "private")
+        create_index(alice, ALICE_INDEX, "private")
         alice_row = alice.locator("#index-table tr", has_text=ALICE_INDEX)
         expect(alice_row).to_contain_text("alice")  # the owner
-        _choose_files(alice, alice_files)
+        choose_files(alice, alice_files)
         alice.evaluate(WATCH_RESULTS)
         alice.locator("#index-button").click()
         results = alice.locator("#index-results")
@@ -332,9 +190,9 @@ def test_logins_keep_each_users_indices_files_and_conversations_apart(
         alice.get_by_role("tab", name="Chat").click()
         alice.locator("#usage-accordion").get_by_text("Steps and usage").click()
         for mode, question, replies, step_text in MODES:
-            _pick(alice, "mode-selector", mode)
-            _scripted(live, replies)
-            _ask(alice, question)
+            pick(alice, "mode-selector", mode)
+            scripted(live, replies)
+            ask(alice, question)
             bot = alice.locator("#chatbot [data-testid=bot]").last
             expect(bot).to_contain_text("451 kelvin")
             expect(bot.locator("span.rl-claim.rl-supported").first).to_be_visible()
@@ -352,7 +210,7 @@ def test_logins_keep_each_users_indices_files_and_conversations_apart(
         expect(conversations).to_have_count(len(MODES))
 
         # -- 4. The admin (the other browser) makes a shared index and fills it. -------
-        _log_in(other, live.url, "admin")
+        log_in(other, live.url, "admin")
         expect(other.locator("#login-bar")).to_contain_text("(admin)")
         expect(other.locator("#conversation-list").get_by_role("radio")).to_have_count(0)
         other.get_by_role("tab", name="Account").click()
@@ -376,25 +234,25 @@ def test_logins_keep_each_users_indices_files_and_conversations_apart(
         expect(other.locator("#user-table")).to_contain_text("carol")
         expect(other.locator("#user-password").get_by_role("textbox")).to_have_value("")
         shots(other, "admin-account-tab")
-        _create_index(other, SHARED_INDEX, "shared")
+        create_index(other, SHARED_INDEX, "shared")
         expect(other.locator("#index-table")).not_to_contain_text(ALICE_INDEX)
-        _upload(other, [shared_file])
+        upload(other, [shared_file])
         shots(other, "admin-shared-index")
-        _log_out(other)
+        log_out(other)
 
         # -- 5. bob, in the same other browser: nothing of alice's. --------------------
-        _log_in(other, live.url, "bob")
+        log_in(other, live.url, "bob")
         bob = other
         expect(bob.locator("#conversation-list").get_by_role("radio")).to_have_count(0)
         expect(bob.locator("#chatbot [data-testid=bot]")).to_have_count(0)
         bob.locator("#conversation-search").get_by_role("textbox").fill("Zorblax")
         expect(bob.locator("#conversation-list").get_by_role("radio")).to_have_count(0)
-        filter_options = _options(bob, "file-filter")
+        filter_options = options(bob, "file-filter")
         assert filter_options == [f"{SHARED_INDEX} / handbook.md"], filter_options
         bob.get_by_role("tab", name="Account").click()
         expect(bob.locator("#admin-users").first).to_be_hidden()
         bob.get_by_role("tab", name="Files").click()
-        index_options = _options(bob, "index-selector")
+        index_options = options(bob, "index-selector")
         assert index_options == ["My files", SHARED_INDEX], index_options
         bob.locator("#manage-indices").get_by_text("Manage indices").click()
         table = bob.locator("#index-table")
@@ -404,13 +262,13 @@ def test_logins_keep_each_users_indices_files_and_conversations_apart(
         expect(table).not_to_contain_text(ALICE_INDEX)
         expect(table).not_to_contain_text("alice")
         # He cannot delete the shared index either: it is not his.
-        assert SHARED_INDEX not in _options_or_none(bob, "delete-index-selector")
+        assert SHARED_INDEX not in options_or_none(bob, "delete-index-selector")
         shots(bob, "bob-files")
 
         # He cannot add files to the shared index: a toast says why.
-        _pick(bob, "index-selector", SHARED_INDEX)
+        pick(bob, "index-selector", SHARED_INDEX)
         expect(bob.locator("#file-list")).to_contain_text("handbook.md", timeout=UI_TIMEOUT)
-        _choose_files(bob, [alice_files[1]])
+        choose_files(bob, [alice_files[1]])
         bob.locator("#index-button").click()
         toast = bob.locator("[data-testid=toast-body]")
         expect(toast).to_contain_text(
@@ -421,17 +279,17 @@ def test_logins_keep_each_users_indices_files_and_conversations_apart(
         bob.wait_for_timeout(800)  # the toast flies in
         shots(bob, "bob-upload-refused")
         expect(bob.locator("#file-list")).not_to_contain_text("orchard.md")
-        assert not [s for s in _shared_sources(live) if s != "handbook.md"]
+        assert not [s for s in shared_sources(live) if s != "handbook.md"]
 
         # A question on alice's document: nothing of hers is cited, or sent to the LLM.
         # (The check before answering finds no "Zorblax" in bob's files and declines,
         # citing the closest passages he may read: the LLM is not even called.)
         bob.get_by_role("tab", name="Chat").click()
         bob.locator("#usage-accordion").get_by_text("Steps and usage").click()
-        _pick(bob, "mode-selector", "FullQA")
-        llm = _scripted(live, [ANSWER])
+        pick(bob, "mode-selector", "FullQA")
+        llm = scripted(live, [ANSWER])
         prompts_before = len(llm.prompts)
-        _ask(bob, "At what temperature does the Zorblax reactor run?")
+        ask(bob, "At what temperature does the Zorblax reactor run?")
         bot = bob.locator("#chatbot [data-testid=bot]").last
         expect(bot).not_to_contain_text("451")
         evidence = bob.locator("#evidence")
@@ -443,8 +301,8 @@ def test_logins_keep_each_users_indices_files_and_conversations_apart(
         shots(bob, "bob-asks-about-alices-file")
 
         # A question on the shared file: it is cited.
-        _scripted(live, ["The Frobnitz office opens at 8 am [1]."])
-        _ask(bob, "When does the Frobnitz office open?")
+        scripted(live, ["The Frobnitz office opens at 8 am [1]."])
+        ask(bob, "When does the Frobnitz office open?")
         bot = bob.locator("#chatbot [data-testid=bot]").last
         expect(bot).to_contain_text("8 am")
         expect(bot.locator("span.rl-claim.rl-supported").first).to_be_visible()
@@ -461,19 +319,19 @@ def test_logins_keep_each_users_indices_files_and_conversations_apart(
         )
         expect(alice.locator("#conversation-list")).not_to_contain_text("Frobnitz")
         alice.get_by_role("tab", name="Files").click()
-        index_options = _options(alice, "index-selector")
+        index_options = options(alice, "index-selector")
         assert index_options == ["My files", ALICE_INDEX, SHARED_INDEX], index_options
         alice.locator("#manage-indices").get_by_text("Manage indices").click()
         shared_row = alice.locator("#index-table tr", has_text=SHARED_INDEX)
         expect(shared_row).to_contain_text("shared", timeout=UI_TIMEOUT)
         expect(shared_row).to_contain_text("admin")
         alice.get_by_role("tab", name="Chat").click()
-        filter_options = _options(alice, "file-filter")
+        filter_options = options(alice, "file-filter")
         assert f"{SHARED_INDEX} / handbook.md" in filter_options, filter_options
         assert f"{ALICE_INDEX} / zorblax.md" in filter_options, filter_options
         shots(alice, "alice-sees-the-shared-index")
         (session,) = [c for c in alice_context.cookies() if c["name"] == SESSION_COOKIE]
-        _log_out(alice)
+        log_out(alice)
         # The session ended on the server, not only in her browser.
         assert live.app.accounts.session_user(session["value"]) is None
         assert not [c for c in alice_context.cookies() if c["name"] == SESSION_COOKIE]
