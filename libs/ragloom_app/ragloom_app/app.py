@@ -48,6 +48,7 @@ from ragloom_app.settings import AppSettings, SettingsError
 if TYPE_CHECKING:
     from ragloom.stores.postgres_fulltext import ConnectionFactory
     from ragloom_app.accounts import AccountStore
+    from ragloom_app.jobs import JobService
 
 __all__ = ["PRIVATE_UMASK", "BaseApp", "LLMNotOfferedError", "make_private_folder"]
 
@@ -143,6 +144,7 @@ class BaseApp:
         self.index_manager: IndexManager | None = None
         self._llms: dict[str, ChatLLM] = {}
         self._accounts: AccountStore | None = None
+        self._jobs: JobService | None = None
         self._embeddings: Embeddings | None = None
         self._lock = threading.Lock()
         self.started = False
@@ -290,6 +292,19 @@ class BaseApp:
 
                 self._accounts = AccountStore(self.engine)
             return self._accounts
+
+    @property
+    def jobs(self) -> JobService:
+        """Indexing jobs: submit, follow, cancel (one service per app, made at first use;
+        its queue starts at the first submit or :meth:`JobService.start`)."""
+        if not self.started:
+            raise RuntimeError("call BaseApp.start() first")
+        with self._lock:
+            if self._jobs is None:
+                from ragloom_app.jobs import JobService
+
+                self._jobs = JobService(self)
+            return self._jobs
 
     @property
     def indices(self) -> IndexManager:

@@ -33,6 +33,7 @@ from ragloom_app.cli_handlers import (
     _say,
     _start_app,
 )
+from ragloom_app.cli_jobs import jobs, worker
 from ragloom_app.cli_users import keys, users
 from ragloom_app.privacy import switch_off_telemetry
 
@@ -44,12 +45,20 @@ logger = logging.getLogger("ragloom")
 def _user_errors() -> tuple[type[Exception], ...]:
     """The errors a user can fix, told as ``ragloom: error: ...`` with exit status 2."""
     from ragloom.llms.base import LLMError
+    from ragloom_app.errors import UserFacingError
     from ragloom_app.index.manager import UnknownIndexError
     from ragloom_app.pages.chat import UnknownModeError
     from ragloom_app.settings import SettingsError
 
     # AccountError is a ValueError: a name taken, a password too short.
-    return (LLMError, SettingsError, UnknownIndexError, UnknownModeError, ValueError)
+    return (
+        LLMError,
+        SettingsError,
+        UnknownIndexError,
+        UnknownModeError,
+        UserFacingError,
+        ValueError,
+    )
 
 
 def _told(call: Callable[[], int]) -> int:
@@ -234,6 +243,8 @@ def models() -> int:
 
 cli.add_command(users)
 cli.add_command(keys)
+cli.add_command(jobs)
+cli.add_command(worker)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,6 +19,8 @@ __all__ = ["ENV_OVERRIDES", "FULLTEXT_STORES", "AppSettings", "SettingsError", "
 
 FULLTEXT_STORES = ("auto", "bm25")
 """The values of ``FULLTEXT_STORE``."""
+JOB_QUEUES = ("in-process", "procrastinate")
+"""The values of ``JOB_QUEUE``."""
 
 
 class SettingsError(ValueError):
@@ -61,6 +63,17 @@ class AppSettings:
     # PostgreSQL (shared by every process) and in a BM25 file in the index's folder when it
     # is SQLite; "bm25" always the file (docs/deploy.md).
     fulltext_store: str = "auto"
+    # Where indexing jobs wait (docs/deploy.md, "Indexing jobs"): "in-process" runs them in
+    # the app's own threads, with nothing to start; "procrastinate" queues them in the
+    # PostgreSQL app database for `ragloom worker` processes, on this machine or others.
+    job_queue: str = "in-process"
+    # Jobs the in-process queue runs at once (its threads); a worker's own is --concurrency.
+    job_workers: int = 1
+    # Seconds a running job's worker may go without a heartbeat before it counts as dead
+    # and another worker takes the job again.
+    job_stall_seconds: float = 30.0
+    # Indexing jobs one user may have queued or running; one more upload is refused (429).
+    max_jobs_per_user: int = 20
     reasonings: list[str] = field(
         default_factory=lambda: [
             "ragloom_app.reasoning.fullqa.FullQAReasoning",
@@ -182,6 +195,17 @@ class AppSettings:
             raise SettingsError(f"REQUIRE_LOGIN: must be True or False, not {self.require_login!r}")
         if self.chroma_server is not None:
             chroma_address(self.chroma_server)  # raises SettingsError, saying what is wrong
+        if self.job_queue not in JOB_QUEUES:
+            raise SettingsError(
+                f"JOB_QUEUE: must be one of {', '.join(JOB_QUEUES)}, not {self.job_queue!r}"
+            )
+        if isinstance(self.job_stall_seconds, bool) or not (
+            isinstance(self.job_stall_seconds, int | float) and self.job_stall_seconds >= 1
+        ):
+            raise SettingsError(
+                f"JOB_STALL_SECONDS: must be a number of seconds >= 1, "
+                f"not {self.job_stall_seconds!r}"
+            )
         if self.fulltext_store not in FULLTEXT_STORES:
             raise SettingsError(
                 f"FULLTEXT_STORE: must be one of {', '.join(FULLTEXT_STORES)}, "
@@ -272,6 +296,8 @@ _POSITIVE_LIMITS = (
     "max_request_bytes",
     "queue_max_size",
     "api_max_answers",
+    "job_workers",
+    "max_jobs_per_user",
 )
 
 
@@ -280,6 +306,7 @@ ENV_OVERRIDES = {
     "RAGLOOM_DATABASE_URL": "DATABASE_URL",
     "RAGLOOM_CHROMA_SERVER": "CHROMA_SERVER",
     "RAGLOOM_FULLTEXT_STORE": "FULLTEXT_STORE",
+    "RAGLOOM_JOB_QUEUE": "JOB_QUEUE",
     "RAGLOOM_LLM": "DEFAULT_LLM",
     "RAGLOOM_REASONING": "DEFAULT_REASONING",
     "RAGLOOM_DISABLED_PLUGINS": "DISABLED_PLUGINS",

@@ -40,6 +40,7 @@ def api_routers(page: ChatPage) -> list[APIRouter]:
     from ragloom_app.api.capacity import AnswerSlots
     from ragloom_app.api.docs_page import docs_router
     from ragloom_app.api.index_routes import index_router
+    from ragloom_app.api.job_routes import job_router
     from ragloom_app.api.openai_routes import openai_router
     from ragloom_app.api.routes import api_router, index_out, public_router
 
@@ -51,6 +52,7 @@ def api_routers(page: ChatPage) -> list[APIRouter]:
         account_router(page.app, current_user),
         api_router(page, current_user, slots),
         index_router(page.app, current_user, index_out),
+        job_router(page.app, current_user),
         openai_router(page, current_user, slots),
         docs_router(),
         _unknown_paths(),

@@ -1,6 +1,6 @@
-"""``/api/v1`` routes that change indices: create and delete one, upload files (indexed in
-the background: poll the files' status), remove a file or index it again, read a file's
-chunks; and the installed plugins.
+"""``/api/v1`` routes that change indices: create and delete one, upload files (indexed by
+a job: follow it at ``/api/v1/jobs/{id}``, or poll the files' status), remove a file or
+index it again, read a file's chunks; and the installed plugins.
 
 A new index is its creator's, private unless ``shared``. Writing an index (its files, its
 deletion) is for its owner, and for admins when it is shared; a user who may read an
@@ -12,9 +12,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,11 +24,13 @@ from starlette.datastructures import UploadFile
 
 from ragloom_app.accounts import User
 from ragloom_app.api.errors import ApiError, not_found
+from ragloom_app.api.job_routes import JobOut, job_out
 from ragloom_app.api.models import ERROR_RESPONSES, IndexOut
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import ChunkRecord
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.index.manager import INDEX_NAME_PATTERN, MAX_INDEX_NAME_CHARS
+from ragloom_app.jobs import JobLimitError
 
 __all__ = ["index_router"]
 
@@ -38,12 +38,7 @@ logger = logging.getLogger(__name__)
 
 MAX_CHUNKS_PER_PAGE = 500
 MAX_OFFSET = 10**9
-MAX_UPLOADS_INDEXING = 2
-"""Uploads indexed at once through the API; one more is refused (429) until one ends."""
 _COPY_BYTES = 1024 * 1024
-_uploading: dict[int, int] = {}
-"""Index id: uploads being indexed into it (an index is not deleted under an upload)."""
-_uploads_lock = threading.Lock()
 
 
 class IndexCreate(BaseModel):
@@ -61,10 +56,11 @@ class IndexCreate(BaseModel):
 
 
 class UploadOut(BaseModel):
-    """Files taken for indexing: poll GET .../files for their status."""
+    """Files taken for indexing by a job: follow it at ``/api/v1/jobs/{job.id}``."""
 
     index: str
     accepted: list[str]
+    job: JobOut
 
 
 class ChunkOut(BaseModel):
@@ -96,7 +92,7 @@ def index_router(
         responses={
             **ERROR_RESPONSES,
             403: {"description": "Not yours to change."},
-            429: {"description": "Too many uploads being indexed."},
+            429: {"description": "Too many of the user's indexing jobs are queued."},
         },
         dependencies=[Depends(current_user)],
     )
@@ -147,8 +143,10 @@ def index_router(
     def delete_index(name: str, user: User = Depends(current_user)) -> Response:
         """Delete an index and everything it stored."""
         index = writable(name, user)
-        if index.id in _uploading:
-            raise ApiError(409, "conflict", f"files are being indexed into {name!r}: try later")
+        if app.jobs.busy(index):
+            raise ApiError(
+                409, "conflict", f"files are being indexed into {name!r}: cancel the jobs or wait"
+            )
         app.indices.delete(index.id)  # the id: the object checked, never another by name
         return Response(status_code=204)
 
@@ -179,8 +177,8 @@ def index_router(
         },
     )
     async def upload(name: str, request: Request, user: User = Depends(current_user)) -> UploadOut:
-        """Upload files (multipart, field ``files``, several at once) to be indexed in the
-        background; their status shows in GET .../files."""
+        """Upload files (multipart, field ``files``, several at once) to be indexed by a job;
+        follow it at ``/api/v1/jobs/{id}`` (the files' status also shows in GET .../files)."""
         index = writable(name, user)
         limit = app.settings.max_files_per_upload
         try:
@@ -200,15 +198,14 @@ def index_router(
             paths.append(path)
             names.append(upload.filename or f"upload-{position}")
         try:
-            _start_background(
-                index,
-                partial(_index_in_background, index, paths, names, folder),
-                f"index-{index.id}",
+            job = app.jobs.submit_files(
+                index, user.id, list(zip(names, paths, strict=True)), move=True
             )
-        except ApiError:
+        except JobLimitError as exc:
+            raise ApiError(429, "busy", str(exc)) from None
+        finally:
             shutil.rmtree(folder, ignore_errors=True)
-            raise
-        return UploadOut(index=index.name, accepted=names)
+        return UploadOut(index=index.name, accepted=names, job=job_out(app, job))
 
     @router.delete("/indices/{name}/files/{file_id}", status_code=204, tags=["indices"])
     def remove_file(name: str, file_id: str, user: User = Depends(current_user)) -> Response:
@@ -220,17 +217,19 @@ def index_router(
 
     @router.post("/indices/{name}/files/{file_id}/reindex", status_code=202, tags=["indices"])
     def reindex_file(name: str, file_id: str, user: User = Depends(current_user)) -> UploadOut:
-        """Index a file again from its stored copy, in the background (poll its status)."""
+        """Index a file again from its stored copy, by a job (follow it, or poll the
+        file's status)."""
         index = writable(name, user)
         entry = source(index, file_id)
         if type(index).reindex_source is BaseIndex.reindex_source:
             raise ApiError(
                 422, "invalid_request", f"a {type(index).__name__} cannot index a file again"
             )
-        _start_background(
-            index, partial(_reindex_in_background, index, file_id), f"reindex-{index.id}"
-        )
-        return UploadOut(index=index.name, accepted=[str(entry["name"])])
+        try:
+            job = app.jobs.submit_reindex(index, user.id, [(str(entry["name"]), file_id)])
+        except JobLimitError as exc:
+            raise ApiError(429, "busy", str(exc)) from None
+        return UploadOut(index=index.name, accepted=[str(entry["name"])], job=job_out(app, job))
 
     @router.get("/indices/{name}/files/{file_id}/chunks", tags=["indices"])
     def chunks(
@@ -276,49 +275,3 @@ def _upload_dir(app: BaseApp) -> Path:
     folder = app.settings.data_dir / "uploads"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     return folder
-
-
-def _start_background(index: BaseIndex, work: Callable[[], None], name: str) -> None:
-    """Run ``work`` on ``index`` in a thread, counted in :data:`_uploading`; 429 when
-    :data:`MAX_UPLOADS_INDEXING` are running already."""
-    with _uploads_lock:
-        if sum(_uploading.values()) >= MAX_UPLOADS_INDEXING:
-            raise ApiError(
-                429, "busy", f"{MAX_UPLOADS_INDEXING} uploads are being indexed: try later"
-            )
-        _uploading[index.id] = _uploading.get(index.id, 0) + 1
-
-    def run() -> None:
-        try:
-            work()
-        finally:
-            with _uploads_lock:
-                left = _uploading.get(index.id, 1) - 1
-                if left > 0:
-                    _uploading[index.id] = left
-                else:
-                    _uploading.pop(index.id, None)
-
-    threading.Thread(target=run, name=f"ragloom-api-{name}", daemon=True).start()
-
-
-def _index_in_background(
-    index: BaseIndex, paths: list[Path], names: list[str], folder: Path
-) -> None:
-    """Index the uploaded files, then delete them (the index keeps its own copies)."""
-    try:
-        outcomes = index.get_indexing_pipeline({}).run(paths, names=names)
-        logger.info("API upload to %r: %s", index.name, [(o.name, o.status) for o in outcomes])
-    except Exception:
-        logger.exception("API upload to %r failed", index.name)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _reindex_in_background(index: BaseIndex, file_id: str) -> None:
-    """Index one file of ``index`` again; its outcome is in its status."""
-    try:
-        outcome = index.reindex_source(file_id)
-        logger.info("API re-index in %r: %s", index.name, outcome)
-    except Exception:
-        logger.exception("API re-index in %r failed", index.name)

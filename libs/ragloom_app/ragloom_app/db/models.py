@@ -15,6 +15,8 @@ __all__ = [
     "ChunkRecord",
     "Conversation",
     "IndexRecord",
+    "IndexingJob",
+    "JobStatus",
     "MessageRecord",
     "SessionRecord",
     "Source",
@@ -178,3 +180,51 @@ class UserSettingsRecord(SQLModel, table=True):
     user_id: str = Field(primary_key=True)
     data: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     updated_at: datetime = Field(default_factory=_now)
+
+
+class JobStatus(StrEnum):
+    """Where an indexing job stands. ``done``, ``failed`` and ``cancelled`` are final.
+
+    A job is ``done`` when every file has an outcome, whatever each outcome is (a file that
+    could not be indexed is reported, not the job failed); ``failed`` means the job itself
+    could not run (its index deleted, its staged files gone).
+    """
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class IndexingJob(SQLModel, table=True):
+    """Files to index into one index, run by a worker (:mod:`ragloom_app.jobs`).
+
+    ``files`` lists the staged uploads (``{"name", "path"}``, in the job's staging folder)
+    or, for ``kind`` ``reindex``, the source ids to index again. ``outcomes`` holds one
+    entry per file once it is done. ``heartbeat_at`` is renewed while a worker runs the
+    job: a ``running`` job whose heartbeat is older than the stall timeout lost its worker
+    and is taken again.
+    """
+
+    __tablename__ = "indexing_jobs"
+
+    id: str = Field(primary_key=True)
+    index_id: int = Field(index=True)
+    owner: str = Field(default=LOCAL_USER, index=True)
+    kind: str = "add"
+    status: JobStatus = Field(default=JobStatus.QUEUED, index=True)
+    files: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
+    outcomes: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
+    files_total: int = 0
+    files_done: int = 0
+    fraction: float = 0.0
+    current: str | None = None
+    error: str | None = None
+    cancel_requested: bool = False
+    worker: str | None = None
+    attempts: int = 0
+    created_at: datetime = Field(default_factory=_now)
+    started_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    finished_at: datetime | None = None

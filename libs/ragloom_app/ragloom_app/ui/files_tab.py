@@ -4,12 +4,14 @@ and manage the indices (:mod:`ragloom_app.ui.indices_panel`).
 Gradio hands uploads over as temporary paths whose base name is the name the user's
 file had; that name is what the index records and shows (``names=``), never the
 temporary path. Those temporary copies (in gradio's upload cache, a folder of the data
-folder) are deleted once the index has stored the files, or refused them.
+folder) are deleted once the files are staged for their indexing job
+(:mod:`ragloom_app.jobs`), whose progress the page follows until it ends.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +20,11 @@ from typing import Any
 import gradio as gr
 
 from ragloom_app.app import BaseApp
-from ragloom_app.errors import scrub, user_error
-from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
+from ragloom_app.db.models import JobStatus
+from ragloom_app.errors import UserFacingError, scrub, user_error
+from ragloom_app.index.base import BaseIndex
 from ragloom_app.index.manager import UnknownIndexError
+from ragloom_app.jobs import JobView
 from ragloom_app.ui import file_filter, notify, render
 from ragloom_app.ui.identity import ui_user
 from ragloom_app.ui.indices_panel import IndicesPanel, build_indices_panel
@@ -28,6 +32,8 @@ from ragloom_app.ui.indices_panel import IndicesPanel, build_indices_panel
 __all__ = ["FilesHandlers", "FilesTab", "build_files_tab", "discard_upload_copies"]
 
 logger = logging.getLogger(__name__)
+
+_FOLLOW_EVERY = 0.25  # seconds between two looks at a job the page follows
 
 
 def _upload_path(item: Any) -> Path:
@@ -149,29 +155,60 @@ class FilesHandlers:
                 f"The index {index.name!r} is shared with you to search, not to change: "
                 "add the files to an index of your own."
             )
-        # Building the pipeline loads the embedding model on first use: say so.
-        progress(0.0, desc="Preparing the index…")
-        outcomes: list[FileOutcome] = []
         try:
-            pipeline = index.get_indexing_pipeline({})
-            for event in pipeline.stream(paths, names=names):
-                if isinstance(event, IndexingProgress):
-                    progress(event.fraction, desc=f"{event.name}: {event.message}")
-                else:
-                    outcomes.append(event)
-        except Exception as exc:
-            # The pipeline reports bad files as outcomes; this is the index itself failing.
-            failure = user_error(exc, f"Indexing into {index.name!r}", log=logger)
-            raise notify.error(failure.message) from exc
-        # Every file is now stored in the index or refused: the copies have done their job.
-        # (Kept when the index itself failed above, so pressing "Index" again can retry.)
+            job = self.app.jobs.submit_files(
+                index, user.id, list(zip(names, paths, strict=True)), move=False
+            )
+        except UserFacingError as exc:  # too many jobs queued, no room to stage the files
+            raise notify.error(str(exc)) from exc
+        # The job has its own copies now; the upload box's are let go below.
         discard_upload_copies(paths, self.upload_cache)
-        failed = [o for o in outcomes if o.status == "failed"]
+        job = self._follow(job, progress)
+        if job.status == JobStatus.FAILED:
+            raise notify.error(f"Indexing into {index.name!r} failed: {job.error}")
+        if job.status == JobStatus.CANCELLED:
+            notify.warn("Indexing was cancelled; the files indexed before stay in the index.")
+        outcomes = job.outcomes
+        failed = [o for o in outcomes if o["status"] == "failed"]
         if failed:
             notify.warn(f"{len(failed)} of {len(outcomes)} files could not be indexed.")
         # Clear the upload box so the next upload starts empty.
         listing = self.file_list(index.name, request)
         return render.outcomes_html(outcomes), listing, gr.update(value=None)
+
+    def _follow(self, job: JobView, progress: gr.Progress) -> JobView:
+        """Show the job's progress (or its place in the queue) until it ends."""
+        while not job.finished:
+            if job.status == JobStatus.QUEUED:
+                ahead = self.app.jobs.store.ahead_of(job)
+                waiting = f"{ahead} job{'s' if ahead != 1 else ''} ahead" if ahead else "next"
+                progress(0.0, desc=f"Waiting its turn to be indexed: {waiting}…")
+            else:
+                progress(job.fraction, desc=f"{job.current or 'Starting'}: indexing…")
+            time.sleep(_FOLLOW_EVERY)
+            job = self.app.jobs.store.get(job.id) or job
+        return job
+
+    def cancel_indexing(self, index_name: str | None, request: gr.Request | None = None) -> None:
+        """Cancel the user's jobs on the index: queued ones at once, a running one after
+        the file it is on."""
+        user = ui_user(self.app, request)
+        try:
+            index = self._index(index_name, user.id)
+        except KeyError as exc:
+            raise notify.error(scrub(str(exc))) from exc
+        active = [
+            job for job in self.app.jobs.jobs(user.id, active_only=True) if job.index_id == index.id
+        ]
+        if not active:
+            notify.info("Nothing is being indexed into this index.")
+            return
+        for job in active:
+            self.app.jobs.cancel(job.id, user.id)
+        notify.info(
+            f"Cancelling {len(active)} indexing job{'s' if len(active) != 1 else ''}: "
+            "the file being indexed finishes first."
+        )
 
     def after_indexing(
         self, filter_values: list[str] | None, request: gr.Request | None = None
@@ -187,6 +224,7 @@ class FilesTab:
     index: gr.Dropdown
     upload: gr.File
     index_button: gr.Button
+    cancel_button: gr.Button
     results: gr.HTML
     file_list: gr.HTML
     refresh: gr.Button
@@ -219,7 +257,11 @@ def build_files_tab(demo: gr.Blocks, app: BaseApp, chat_filter: gr.Dropdown) -> 
                 height=180,
             )
             handlers.upload_cache = Path(upload.GRADIO_CACHE)
-            index_button = gr.Button("Index", variant="primary", elem_id="index-button")
+            with gr.Row():
+                index_button = gr.Button("Index", variant="primary", elem_id="index-button")
+                cancel_button = gr.Button(
+                    "Cancel", variant="stop", scale=0, min_width=90, elem_id="cancel-indexing"
+                )
             gr.Markdown("### Results", elem_classes="rl-panel-title")
             results = gr.HTML(
                 '<div class="rl-empty">Each file\'s outcome appears here after indexing.</div>',
@@ -262,7 +304,12 @@ def build_files_tab(demo: gr.Blocks, app: BaseApp, chat_filter: gr.Dropdown) -> 
         api_visibility="private",
         show_progress="hidden",
     ).then(indices.handlers.table, outputs=indices.table, api_visibility="private")
+    cancel_button.click(
+        handlers.cancel_indexing, inputs=index, api_visibility="private", show_progress="hidden"
+    )
     for trigger in (index.input, refresh.click):
         trigger(handlers.file_list, inputs=index, outputs=file_list, api_visibility="private")
     demo.load(handlers.on_load, inputs=index, outputs=[index, file_list], api_visibility="private")
-    return FilesTab(index, upload, index_button, results, file_list, refresh, indices)
+    return FilesTab(
+        index, upload, index_button, cancel_button, results, file_list, refresh, indices
+    )

@@ -11,7 +11,12 @@ import html
 
 import gradio as gr
 
-__all__ = ["error", "warn"]
+__all__ = ["error", "info", "warn"]
+
+
+def info(message: str) -> None:
+    """Show ``message`` (plain text, escaped here) as an information toast."""
+    gr.Info(html.escape(message))
 
 
 def warn(message: str) -> None:

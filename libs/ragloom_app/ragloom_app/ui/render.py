@@ -285,14 +285,14 @@ def outcomes_html(outcomes: Iterable[Any]) -> str:
     items = [_as_mapping(o) for o in outcomes]
     counts = {
         status: sum(1 for o in items if o.get("status") == status)
-        for status in ("indexed", "skipped", "failed")
+        for status in ("indexed", "skipped", "failed", "cancelled")
     }
     summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n) or "no files"
     rows = [
         [
             _esc(o.get("name", o.get("file"))),
             _badge(str(o.get("status"))),
-            _esc(o.get("chunks", 0)) if o.get("status") != "failed" else "",
+            _esc(o.get("chunks", 0)) if o.get("status") not in ("failed", "cancelled") else "",
             _esc(scrub(o.get("reason") or "")),
         ]
         for o in items

@@ -59,10 +59,13 @@ class RunningUI:
     url: str
     demo: gr.Blocks
     server: WebServer
+    app: BaseApp | None = None
 
     def close(self) -> None:
-        """Stop serving."""
+        """Stop serving (and the app's job queue: the jobs it holds stay queued)."""
         self.server.close()
+        if self.app is not None and self.app.started:
+            self.app.jobs.close()
 
 
 def _prepare(app: BaseApp, first_run_docs: bool, warm_up: bool) -> None:
@@ -146,6 +149,12 @@ def _recover_when_listening(app: BaseApp, listening: Callable[[], bool], wait: f
         return
     if outcomes:
         logger.info("UI: recovery finished: %d files", len(outcomes))
+    # Then the jobs left queued or running by a stopped process (after the files, so the
+    # two never take up the same file at once).
+    try:
+        app.jobs.start()
+    except Exception:
+        logger.exception("UI: starting the indexing job queue failed")
 
 
 def recover_in_background(
@@ -235,7 +244,7 @@ def serve(
     # again must find the UI up, not keep it from ever starting.
     recover_in_background(app, lambda: server.listening)
     server.start()
-    running = RunningUI(url=server.url, demo=demo, server=server)
+    running = RunningUI(url=server.url, demo=demo, server=server, app=app)
     logger.info("Ragloom UI at %s", running.url)
     if on_listening is not None:
         on_listening(running.url)

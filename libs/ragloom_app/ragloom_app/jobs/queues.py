@@ -1,0 +1,206 @@
+"""Where indexing jobs wait for a worker: the app's own threads, or procrastinate.
+
+``JOB_QUEUE = "in-process"`` (the laptop default) runs jobs in ``JOB_WORKERS`` threads of
+the app process: no service to start. ``"procrastinate"`` puts them in the PostgreSQL app
+database through `procrastinate <https://procrastinate.readthedocs.io>`_, a maintained
+Postgres-backed task queue (``FOR UPDATE SKIP LOCKED`` and ``LISTEN/NOTIFY``, no broker
+besides the database the app already needs), for ``ragloom worker`` processes on this
+machine or others (docs/deploy.md, "Indexing jobs").
+
+Either way a job's state lives in the app's ``indexing_jobs`` table
+(:mod:`ragloom_app.jobs.store`), and :class:`JobSweeper` takes back the jobs of workers
+that died, so neither queue loses one.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sqlalchemy import make_url, text
+
+from ragloom_app.db.models import JobStatus
+from ragloom_app.jobs.runner import JobRunner, worker_name
+from ragloom_app.jobs.store import JobStore
+
+if TYPE_CHECKING:
+    import procrastinate
+
+    from ragloom_app.app import BaseApp
+
+__all__ = ["InProcessJobQueue", "JobQueue", "JobSweeper", "ProcrastinateJobQueue"]
+
+logger = logging.getLogger(__name__)
+
+TASK_NAME = "ragloom.index_job"
+"""The procrastinate task that runs one job (its only argument: ``job_id``)."""
+QUEUE_NAME = "indexing"
+_SCHEMA_LOCK = 7_261_023_119  # PostgreSQL advisory lock key: one process applies the schema
+
+
+class JobQueue:
+    """Hands jobs to workers. :meth:`submit` never runs the job in the caller's thread."""
+
+    def submit(self, job_id: str) -> None:
+        """Have a worker run the job (already stored as ``queued``)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop what this object started (threads, connections); queued jobs stay queued."""
+
+
+class JobSweeper:
+    """Takes back the jobs of dead workers: cancelled if their owner asked, else queued
+    again and submitted. Runs every ``stall_seconds / 2`` in a thread of its own."""
+
+    def __init__(self, store: JobStore, stall_seconds: float, resubmit: Callable[[str], None]):
+        self.store = store
+        self.stall_seconds = stall_seconds
+        self.resubmit = resubmit
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sweep(self) -> list[str]:
+        """One pass; returns the ids of the jobs queued again."""
+        taken: list[str] = []
+        for job_id in self.store.stalled(self.stall_seconds):
+            if self.store.cancel_requested(job_id):
+                self.store.finish(job_id, JobStatus.CANCELLED, error="cancelled by its owner")
+                continue
+            if self.store.requeue_stalled(job_id, self.stall_seconds):
+                logger.warning("job %s lost its worker: queued again", job_id)
+                self.resubmit(job_id)
+                taken.append(job_id)
+        return taken
+
+    def start(self) -> None:
+        """Sweep in the background until :meth:`stop`."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._loop, name="ragloom-job-sweeper", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        failing = False
+        while not self._stop.wait(max(self.stall_seconds / 2, 0.5)):
+            try:
+                self.sweep()
+                failing = False
+            except Exception:  # the database away for a moment: sweep at the next turn
+                # Said once per outage, not at every turn of it.
+                logger.log(
+                    logging.DEBUG if failing else logging.WARNING,
+                    "sweeping stalled jobs failed",
+                    exc_info=not failing,
+                )
+                failing = True
+
+    def stop(self) -> None:
+        """Stop sweeping."""
+        self._stop.set()
+
+
+class InProcessJobQueue(JobQueue):
+    """Runs jobs in ``workers`` daemon threads of this process, in submission order.
+
+    At start it also takes the jobs this database holds queued (a restart of the app
+    resumes what was waiting) or running on a dead worker (see :class:`JobSweeper`).
+    """
+
+    def __init__(self, app: BaseApp, workers: int = 1) -> None:
+        self._runner = JobRunner(app, worker_name("in-process"))
+        self._pending: queue.Queue[str | None] = queue.Queue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"ragloom-job-worker-{n}", daemon=True)
+            for n in range(workers)
+        ]
+        self._sweeper = JobSweeper(self._runner.store, self._runner.stall_seconds, self.submit)
+        for thread in self._threads:
+            thread.start()
+        for job in self._runner.store.jobs(statuses=[JobStatus.QUEUED], limit=10_000)[::-1]:
+            self.submit(job.id)
+        self._sweeper.sweep()
+        self._sweeper.start()
+
+    def submit(self, job_id: str) -> None:
+        self._pending.put(job_id)
+
+    def _work(self) -> None:
+        while (job_id := self._pending.get()) is not None:
+            try:
+                self._runner.run(job_id)
+            except Exception:  # a bug: the sweeper takes the job back once its beat stops
+                logger.exception("job %s: the worker failed", job_id)
+
+    def close(self) -> None:
+        self._sweeper.stop()
+        for _ in self._threads:
+            self._pending.put(None)
+
+
+class ProcrastinateJobQueue(JobQueue):
+    """Defers each job as a procrastinate task in the app's PostgreSQL database."""
+
+    def __init__(self, app: BaseApp) -> None:
+        self._app = app
+        self._procrastinate = procrastinate_app(app)
+        self._procrastinate.open()
+
+    def submit(self, job_id: str) -> None:
+        self._procrastinate.tasks[TASK_NAME].defer(job_id=job_id)
+
+    def close(self) -> None:
+        self._procrastinate.close()
+
+
+def conninfo(database_url: str) -> str:
+    """The libpq connection string of a SQLAlchemy PostgreSQL URL."""
+    url = make_url(database_url)
+    if url.get_backend_name() != "postgresql":
+        raise ValueError(
+            "JOB_QUEUE = 'procrastinate' keeps its jobs in the app database, which must then "
+            f"be PostgreSQL (DATABASE_URL), not {url.get_backend_name()}"
+        )
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def procrastinate_app(app: BaseApp) -> procrastinate.App:
+    """A procrastinate app on the app database, its schema made once, with the task that
+    runs a job registered (the worker runs it; the app process only defers it)."""
+    import procrastinate
+
+    ensure_schema(app)
+    queue_app = procrastinate.App(
+        connector=procrastinate.PsycopgConnector(conninfo=conninfo(app.settings.database))
+    )
+    runner = JobRunner(app, worker_name("worker"))
+
+    @queue_app.task(name=TASK_NAME, queue=QUEUE_NAME)
+    def index_job(job_id: str) -> None:
+        runner.run(job_id)
+
+    return queue_app
+
+
+def ensure_schema(app: BaseApp) -> None:
+    """Make procrastinate's tables in the app database if they are not there, one process
+    at a time (its ``apply_schema`` is not idempotent)."""
+    import procrastinate
+
+    with app.engine.connect() as connection:
+        connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _SCHEMA_LOCK})
+        try:
+            exists = connection.execute(
+                text("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")
+            ).scalar()
+            if not exists:
+                schema = procrastinate.schema.SchemaManager.get_schema()
+                connection.exec_driver_sql(schema)
+                connection.commit()
+                logger.info("made procrastinate's tables in the app database")
+        finally:
+            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _SCHEMA_LOCK})
+            connection.commit()

@@ -1,0 +1,230 @@
+"""Run one indexing job: claim it, index its files, record progress, heed a cancel.
+
+The same code runs in the app's own threads (the in-process queue) and in ``ragloom
+worker`` processes (the procrastinate queue): a queue only decides *where*
+:meth:`JobRunner.run` is called. While it runs, a heartbeat thread renews the job's
+``heartbeat_at``; a job whose heartbeat stops (its process was killed) is taken again by
+the next worker, from the start: files indexed before come back ``skipped`` (same
+content), and the file that was cut short is indexed again, as its source row still says
+``indexing`` and no live process holds its lock (:mod:`ragloom_app.index.file.worklock`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragloom_app.db.models import IndexingJob, JobStatus
+from ragloom_app.errors import UserFacingError, user_error
+from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
+from ragloom_app.jobs.store import JobStore
+
+if TYPE_CHECKING:
+    from ragloom_app.app import BaseApp
+
+__all__ = ["MAX_JOB_ATTEMPTS", "JobRunner", "staging_dir", "worker_name"]
+
+logger = logging.getLogger(__name__)
+
+MAX_JOB_ATTEMPTS = 3
+"""Starts of a job (its workers dying under it) after which it is failed, not taken again."""
+_PROGRESS_EVERY = 0.5  # seconds between two progress writes of one job (outcomes: always)
+
+
+def worker_name(label: str = "app") -> str:
+    """A name that tells which process runs a job: ``host:pid:label``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{label}"
+
+
+def staging_dir(data_dir: Path, job_id: str) -> Path:
+    """Where the files of an upload wait for their job (shared by the job's workers)."""
+    return data_dir / "jobs" / job_id
+
+
+@dataclass
+class _Tally:
+    outcomes: list[dict[str, Any]]
+    fraction: float = 0.0
+    last_write: float = 0.0
+
+
+class JobRunner:
+    """Runs jobs of one app (its indices, its database) as worker ``worker``."""
+
+    def __init__(self, app: BaseApp, worker: str) -> None:
+        self.app = app
+        self.worker = worker
+        self.store = JobStore(app.engine)
+
+    @property
+    def stall_seconds(self) -> float:
+        """Heartbeat silence after which a running job counts as abandoned."""
+        return float(self.app.settings.job_stall_seconds)
+
+    def run(self, job_id: str) -> JobStatus | None:
+        """Run the job if this worker can claim it; its final state, or ``None`` if it was
+        not this worker's to run (taken by another, finished, cancelled, unknown)."""
+        if not self.store.claim(job_id, self.worker, self.stall_seconds):
+            return None
+        row = self.store.row(job_id)
+        if row is None:  # deleted with its index just now
+            return None
+        if row.attempts > MAX_JOB_ATTEMPTS:
+            self.store.finish(
+                job_id,
+                JobStatus.FAILED,
+                worker=self.worker,
+                error=f"its worker stopped {row.attempts - 1} times while running it",
+            )
+            self._discard_staging(job_id)
+            return JobStatus.FAILED
+        logger.info("job %s: %d files, run by %s", job_id, row.files_total, self.worker)
+        with self._heartbeat(job_id):
+            status = self._run_claimed(row)
+        if status in (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED):
+            self._discard_staging(job_id)
+        return status
+
+    def _run_claimed(self, row: IndexingJob) -> JobStatus:
+        try:
+            index = self.app.indices.get(row.index_id)
+        except KeyError:
+            self.store.finish(row.id, JobStatus.FAILED, error="its index was deleted")
+            return JobStatus.FAILED
+        tally = _Tally(outcomes=[])
+        try:
+            events = self._events(index, row)
+            for event in events:
+                if isinstance(event, FileOutcome):
+                    tally.outcomes.append(event.to_dict())
+                    self._record(row.id, tally, event.name, force=True)
+                else:
+                    self._record(row.id, tally, event.name, fraction=event.fraction)
+                if self.store.cancel_requested(row.id):
+                    return self._cancelled(row, tally)
+        except Exception as exc:
+            failure = user_error(exc, f"Indexing into {index.name!r}", log=logger)
+            self.store.finish(
+                row.id,
+                JobStatus.FAILED,
+                worker=self.worker,
+                error=failure.message,
+                outcomes=tally.outcomes,
+            )
+            return JobStatus.FAILED
+        if not self.store.finish(
+            row.id, JobStatus.DONE, worker=self.worker, outcomes=tally.outcomes
+        ):
+            logger.warning("job %s was taken from %s before it finished", row.id, self.worker)
+            return JobStatus.RUNNING
+        return JobStatus.DONE
+
+    def _events(
+        self, index: BaseIndex, row: IndexingJob
+    ) -> Iterator[IndexingProgress | FileOutcome]:
+        if row.kind == "reindex":
+            for position, entry in enumerate(row.files):
+                yield IndexingProgress(
+                    str(entry["name"]), position / max(row.files_total, 1), "indexing"
+                )
+                outcome = index.reindex_source(str(entry["source_id"]))
+                yield outcome or FileOutcome(str(entry["name"]), "failed", reason="no such file")
+            return
+        folder = staging_dir(self.app.settings.data_dir, row.id)
+        paths = [folder / str(entry["path"]) for entry in row.files]
+        names = [str(entry["name"]) for entry in row.files]
+        missing = [name for path, name in zip(paths, names, strict=True) if not path.is_file()]
+        if missing:
+            raise UserFacingError(
+                f"the staged upload is gone ({len(missing)} of {len(paths)} files, e.g. "
+                f"{missing[0]!r}): is the data folder's 'jobs' folder shared with the workers?"
+            )
+        yield from index.get_indexing_pipeline({"owner": row.owner}).stream(paths, names=names)
+
+    def _record(
+        self,
+        job_id: str,
+        tally: _Tally,
+        current: str,
+        *,
+        fraction: float | None = None,
+        force: bool = False,
+    ) -> None:
+        if fraction is not None:
+            tally.fraction = fraction
+        now = time.monotonic()
+        if not force and now - tally.last_write < _PROGRESS_EVERY:
+            return
+        tally.last_write = now
+        self.store.progress(
+            job_id,
+            self.worker,
+            fraction=tally.fraction,
+            current=current,
+            outcomes=list(tally.outcomes),
+            files_done=len(tally.outcomes),
+        )
+
+    def _cancelled(self, row: IndexingJob, tally: _Tally) -> JobStatus:
+        done = {o["file"] for o in tally.outcomes}
+        left = [str(f["name"]) for f in row.files if str(f["name"]) not in done]
+        outcomes = tally.outcomes + [
+            {
+                "file": name,
+                "status": "cancelled",
+                "chunks": 0,
+                "reason": "the job was cancelled",
+                "source_id": None,
+            }
+            for name in left
+        ]
+        self.store.finish(
+            row.id,
+            JobStatus.CANCELLED,
+            worker=self.worker,
+            error="cancelled by its owner; the files indexed before stay indexed",
+            outcomes=outcomes,
+        )
+        logger.info("job %s cancelled after %d files", row.id, len(tally.outcomes))
+        return JobStatus.CANCELLED
+
+    def _discard_staging(self, job_id: str) -> None:
+        shutil.rmtree(staging_dir(self.app.settings.data_dir, job_id), ignore_errors=True)
+
+    # -- heartbeat -------------------------------------------------------------------------
+    def _heartbeat(self, job_id: str) -> _Heartbeat:
+        return _Heartbeat(self.store, job_id, self.worker, max(self.stall_seconds / 4, 0.25))
+
+
+class _Heartbeat:
+    """Renews a job's heartbeat from a thread while the block runs."""
+
+    def __init__(self, store: JobStore, job_id: str, worker: str, every: float) -> None:
+        self._store, self._job_id, self._worker, self._every = store, job_id, worker, every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._beat, name=f"ragloom-job-heartbeat-{job_id[:8]}", daemon=True
+        )
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._every):
+            try:
+                if not self._store.heartbeat(self._job_id, self._worker):
+                    return  # finished, or taken by another worker
+            except Exception:  # the database down for a moment: try at the next beat
+                logger.warning("job %s: heartbeat failed", self._job_id, exc_info=True)
+
+    def __enter__(self) -> None:
+        self._thread.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)

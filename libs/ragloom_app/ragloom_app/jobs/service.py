@@ -1,0 +1,141 @@
+"""What the UI, the CLI and the HTTP API ask of indexing jobs: :class:`JobService`."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragloom_app.db.models import JobStatus
+from ragloom_app.errors import UserFacingError
+from ragloom_app.index.base import BaseIndex
+from ragloom_app.jobs.queues import InProcessJobQueue, JobQueue, ProcrastinateJobQueue
+from ragloom_app.jobs.runner import staging_dir
+from ragloom_app.jobs.store import JobStore, JobView
+
+if TYPE_CHECKING:
+    from ragloom_app.app import BaseApp
+
+__all__ = ["JobLimitError", "JobService", "UnknownJobError"]
+
+logger = logging.getLogger(__name__)
+
+
+class JobLimitError(UserFacingError):
+    """The user has ``MAX_JOBS_PER_USER`` jobs queued or running already."""
+
+
+class UnknownJobError(UserFacingError, KeyError):
+    """No job of that id that this user may see."""
+
+
+class JobService:
+    """Submits, lists and cancels indexing jobs of one app; its queue starts at first use."""
+
+    def __init__(self, app: BaseApp) -> None:
+        self.app = app
+        self.store = JobStore(app.engine)
+        self._queue: JobQueue | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def queue(self) -> JobQueue:
+        """The queue ``JOB_QUEUE`` names, started on first use."""
+        with self._lock:
+            if self._queue is None:
+                if self.app.settings.job_queue == "procrastinate":
+                    self._queue = ProcrastinateJobQueue(self.app)
+                else:
+                    self._queue = InProcessJobQueue(self.app, self.app.settings.job_workers)
+            return self._queue
+
+    def start(self) -> None:
+        """Start the queue now (``ragloom serve`` does, to resume jobs left queued)."""
+        _ = self.queue
+
+    def close(self) -> None:
+        """Stop the queue's threads and connections; jobs left queued stay queued."""
+        with self._lock:
+            if self._queue is not None:
+                self._queue.close()
+                self._queue = None
+
+    # -- submitting ------------------------------------------------------------------------
+    def _check_room(self, owner: str) -> None:
+        limit = self.app.settings.max_jobs_per_user
+        if self.store.count_active(owner=owner) >= limit:
+            raise JobLimitError(
+                f"{limit} of your indexing jobs are queued or running (MAX_JOBS_PER_USER): "
+                "wait for one to finish"
+            )
+
+    def submit_files(
+        self, index: BaseIndex, owner: str, files: Sequence[tuple[str, Path]], *, move: bool
+    ) -> JobView:
+        """Queue ``files`` (shown name, path) for ``index``: they are copied (or moved, if
+        ``move``) into the job's staging folder first, so the caller may delete its own.
+        The job's row is written only once they are all there."""
+        self._check_room(owner)
+        job_id = uuid.uuid4().hex
+        folder = staging_dir(self.app.settings.data_dir, job_id)
+        entries = []
+        try:
+            folder.mkdir(parents=True, mode=0o700)
+            for position, (name, path) in enumerate(files):
+                target = folder / str(position)  # the shown name is never a path here
+                if move:
+                    shutil.move(path, target)
+                else:
+                    shutil.copyfile(path, target)
+                entries.append({"name": name, "path": str(position)})
+        except OSError as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise UserFacingError(
+                f"the upload could not be kept for indexing: {exc.strerror or exc}"
+            ) from exc
+        job = self.store.create(
+            job_id=job_id, index_id=index.id, owner=owner, kind="add", files=entries
+        )
+        self.queue.submit(job.id)
+        return job
+
+    def submit_reindex(
+        self, index: BaseIndex, owner: str, sources: Sequence[tuple[str, str]]
+    ) -> JobView:
+        """Queue indexing again the given (shown name, source id) files of ``index``."""
+        self._check_room(owner)
+        entries = [{"name": name, "source_id": source_id} for name, source_id in sources]
+        job = self.store.create(index_id=index.id, owner=owner, kind="reindex", files=entries)
+        self.queue.submit(job.id)
+        return job
+
+    # -- reading and cancelling ------------------------------------------------------------
+    def get(self, job_id: str, user_id: str, is_admin: bool = False) -> JobView:
+        """The job, if it is ``user_id``'s (or the caller is an admin)."""
+        job = self.store.get(job_id)
+        if job is None or not (is_admin or job.owner == user_id):
+            raise UnknownJobError(f"no job {job_id!r}")
+        return job
+
+    def jobs(
+        self, user_id: str | None, *, active_only: bool = False, limit: int = 50
+    ) -> list[JobView]:
+        """A user's jobs (everyone's for ``None``), newest first."""
+        statuses = [JobStatus.QUEUED, JobStatus.RUNNING] if active_only else None
+        return self.store.jobs(user_id, statuses=statuses, limit=limit)
+
+    def cancel(self, job_id: str, user_id: str, is_admin: bool = False) -> JobView:
+        """Cancel a queued job at once; a running one stops after the file it is on."""
+        self.get(job_id, user_id, is_admin)
+        status = self.store.request_cancel(job_id)
+        if status == JobStatus.CANCELLED:
+            shutil.rmtree(staging_dir(self.app.settings.data_dir, job_id), ignore_errors=True)
+        return self.get(job_id, user_id, is_admin)
+
+    def busy(self, index: BaseIndex) -> bool:
+        """Whether jobs are queued or running on ``index``."""
+        return self.store.count_active(index_id=index.id) > 0

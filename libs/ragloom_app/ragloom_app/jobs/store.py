@@ -1,0 +1,309 @@
+"""The rows of indexing jobs: every change of a job's state is one conditional UPDATE.
+
+A job moves ``queued`` -> ``running`` -> ``done`` | ``failed`` | ``cancelled``, and back
+from ``running`` to ``queued`` when its worker died (its heartbeat stopped). Each move
+names the state it starts from, so two workers, a sweeper and a cancelling user racing on
+one job never both win: whichever UPDATE matches first does, the others change nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from ragloom_app.db.models import IndexingJob, JobStatus
+
+__all__ = ["ACTIVE", "FINAL", "JobStore", "JobView"]
+
+ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
+"""States in which a job still has work to do."""
+FINAL = (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED)
+"""States a job never leaves."""
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class JobView:
+    """A job as its owner sees it: what it indexes, how far it is, and what came of it."""
+
+    id: str
+    index_id: int
+    owner: str
+    kind: str
+    status: JobStatus
+    files_total: int
+    files_done: int
+    fraction: float
+    current: str | None
+    error: str | None
+    cancel_requested: bool
+    worker: str | None
+    attempts: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    names: list[str] = field(default_factory=list)
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        """Whether the job is in a final state."""
+        return self.status in FINAL
+
+    @classmethod
+    def of(cls, row: IndexingJob) -> JobView:
+        """The view of a database row."""
+        return cls(
+            id=row.id,
+            index_id=row.index_id,
+            owner=row.owner,
+            kind=row.kind,
+            status=JobStatus(row.status),
+            files_total=row.files_total,
+            files_done=row.files_done,
+            fraction=row.fraction,
+            current=row.current,
+            error=row.error,
+            cancel_requested=row.cancel_requested,
+            worker=row.worker,
+            attempts=row.attempts,
+            created_at=row.created_at,
+            started_at=row.started_at,
+            finished_at=row.finished_at,
+            names=[str(f.get("name", "")) for f in row.files or []],
+            outcomes=list(row.outcomes or []),
+        )
+
+
+class JobStore:
+    """Reads and changes the ``indexing_jobs`` table of one database."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- reading ---------------------------------------------------------------------------
+    def get(self, job_id: str) -> JobView | None:
+        """The job, or ``None`` if there is none of that id."""
+        with Session(self.engine) as session:
+            row = session.get(IndexingJob, job_id)
+            return JobView.of(row) if row is not None else None
+
+    def row(self, job_id: str) -> IndexingJob | None:
+        """The job's row itself (its staged ``files`` included), or ``None``."""
+        with Session(self.engine) as session:
+            row = session.get(IndexingJob, job_id)
+            if row is not None:
+                session.expunge(row)
+            return row
+
+    def jobs(
+        self,
+        owner: str | None = None,
+        *,
+        index_id: int | None = None,
+        statuses: Sequence[JobStatus] | None = None,
+        limit: int = 50,
+    ) -> list[JobView]:
+        """Jobs, newest first: of ``owner`` (everyone's if ``None``), of an index, in
+        some ``statuses``."""
+        query = select(IndexingJob).order_by(col(IndexingJob.created_at).desc()).limit(limit)
+        if owner is not None:
+            query = query.where(IndexingJob.owner == owner)
+        if index_id is not None:
+            query = query.where(IndexingJob.index_id == index_id)
+        if statuses is not None:
+            query = query.where(col(IndexingJob.status).in_(list(statuses)))
+        with Session(self.engine) as session:
+            return [JobView.of(row) for row in session.exec(query)]
+
+    def count_active(self, *, owner: str | None = None, index_id: int | None = None) -> int:
+        """Jobs queued or running, of ``owner`` or of an index."""
+        query = select(IndexingJob.id).where(col(IndexingJob.status).in_(list(ACTIVE)))
+        if owner is not None:
+            query = query.where(IndexingJob.owner == owner)
+        if index_id is not None:
+            query = query.where(IndexingJob.index_id == index_id)
+        with Session(self.engine) as session:
+            return len(session.exec(query).all())
+
+    def ahead_of(self, job: JobView) -> int:
+        """Jobs of any user queued or running that were created before ``job``: its
+        place in the line."""
+        query = select(IndexingJob.id).where(
+            col(IndexingJob.status).in_(list(ACTIVE)), col(IndexingJob.created_at) < job.created_at
+        )
+        with Session(self.engine) as session:
+            return len(session.exec(query).all())
+
+    def stalled(self, stall_seconds: float) -> list[str]:
+        """Running jobs whose worker sent no heartbeat for ``stall_seconds``."""
+        cutoff = _now() - timedelta(seconds=stall_seconds)
+        query = select(IndexingJob.id).where(
+            IndexingJob.status == JobStatus.RUNNING, col(IndexingJob.heartbeat_at) < cutoff
+        )
+        with Session(self.engine) as session:
+            return list(session.exec(query))
+
+    # -- changing --------------------------------------------------------------------------
+    def create(
+        self,
+        *,
+        index_id: int,
+        owner: str,
+        kind: str,
+        files: list[dict[str, Any]],
+        job_id: str | None = None,
+    ) -> JobView:
+        """A new queued job over ``files`` (see :class:`IndexingJob`)."""
+        row = IndexingJob(
+            id=job_id or uuid.uuid4().hex,
+            index_id=index_id,
+            owner=owner,
+            kind=kind,
+            files=files,
+            files_total=len(files),
+        )
+        with Session(self.engine) as session:
+            session.add(row)
+            session.commit()
+            session.refresh(row)
+            return JobView.of(row)
+
+    def _move(self, job_id: str, *conditions: Any, **values: Any) -> bool:
+        with Session(self.engine) as session:
+            result = session.exec(
+                update(IndexingJob)
+                .where(col(IndexingJob.id) == job_id, *conditions)
+                .values(**values)
+            )
+            session.commit()
+            return bool(result.rowcount)
+
+    def claim(self, job_id: str, worker: str, stall_seconds: float) -> bool:
+        """Take the job for ``worker``: if it is queued, or running on a worker that
+        stopped its heartbeat ``stall_seconds`` ago. Its progress starts afresh."""
+        cutoff = _now() - timedelta(seconds=stall_seconds)
+        now = _now()
+        return self._move(
+            job_id,
+            (col(IndexingJob.status) == JobStatus.QUEUED)
+            | (
+                (col(IndexingJob.status) == JobStatus.RUNNING)
+                & (col(IndexingJob.heartbeat_at) < cutoff)
+            ),
+            col(IndexingJob.cancel_requested).is_(False),
+            status=JobStatus.RUNNING,
+            worker=worker,
+            started_at=now,
+            heartbeat_at=now,
+            attempts=IndexingJob.attempts + 1,
+            files_done=0,
+            fraction=0.0,
+            current=None,
+            outcomes=[],
+        )
+
+    def requeue_stalled(self, job_id: str, stall_seconds: float) -> bool:
+        """Put a running job whose worker died back in the queue."""
+        cutoff = _now() - timedelta(seconds=stall_seconds)
+        return self._move(
+            job_id,
+            col(IndexingJob.status) == JobStatus.RUNNING,
+            col(IndexingJob.heartbeat_at) < cutoff,
+            status=JobStatus.QUEUED,
+            worker=None,
+            current=None,
+        )
+
+    def heartbeat(self, job_id: str, worker: str) -> bool:
+        """Say ``worker`` still runs the job; ``False`` if it no longer holds it."""
+        return self._move(
+            job_id,
+            col(IndexingJob.status) == JobStatus.RUNNING,
+            col(IndexingJob.worker) == worker,
+            heartbeat_at=_now(),
+        )
+
+    def progress(
+        self,
+        job_id: str,
+        worker: str,
+        *,
+        fraction: float,
+        current: str | None,
+        outcomes: list[dict[str, Any]] | None = None,
+        files_done: int | None = None,
+    ) -> bool:
+        """Record how far the job is (and its outcomes so far); renews the heartbeat."""
+        values: dict[str, Any] = {
+            "fraction": min(max(fraction, 0.0), 1.0),
+            "current": current,
+            "heartbeat_at": _now(),
+        }
+        if outcomes is not None:
+            values["outcomes"] = outcomes
+        if files_done is not None:
+            values["files_done"] = files_done
+        return self._move(
+            job_id,
+            col(IndexingJob.status) == JobStatus.RUNNING,
+            col(IndexingJob.worker) == worker,
+            **values,
+        )
+
+    def finish(
+        self,
+        job_id: str,
+        status: JobStatus,
+        *,
+        worker: str | None = None,
+        error: str | None = None,
+        outcomes: list[dict[str, Any]] | None = None,
+    ) -> bool:
+        """Move an active job to a final ``status`` (only ``worker``'s, if given)."""
+        conditions: list[Any] = [col(IndexingJob.status).in_(list(ACTIVE))]
+        if worker is not None:
+            conditions.append(col(IndexingJob.worker) == worker)
+        values: dict[str, Any] = {
+            "status": status,
+            "error": error,
+            "finished_at": _now(),
+            "current": None,
+        }
+        if status == JobStatus.DONE:
+            values["fraction"] = 1.0
+        if outcomes is not None:
+            values["outcomes"] = outcomes
+            values["files_done"] = len(outcomes)
+        return self._move(job_id, *conditions, **values)
+
+    def request_cancel(self, job_id: str) -> JobStatus | None:
+        """Cancel a queued job at once, ask a running one to stop; the job's state after
+        (``None`` if there is no such job)."""
+        self._move(
+            job_id,
+            col(IndexingJob.status) == JobStatus.QUEUED,
+            status=JobStatus.CANCELLED,
+            cancel_requested=True,
+            finished_at=_now(),
+            error="cancelled by its owner before it started",
+        )
+        self._move(job_id, col(IndexingJob.status) == JobStatus.RUNNING, cancel_requested=True)
+        job = self.get(job_id)
+        return job.status if job is not None else None
+
+    def cancel_requested(self, job_id: str) -> bool:
+        """Whether someone asked the job to stop."""
+        with Session(self.engine) as session:
+            row = session.get(IndexingJob, job_id)
+            return row is None or row.cancel_requested

@@ -1,0 +1,201 @@
+"""Indexing jobs on the in-process queue (the laptop default), on SQLite and PostgreSQL:
+a job indexes its files and reports each, shows its place and progress, is cancelled by
+its owner (at once when queued, after the current file when running), and is taken again
+when its worker died, within a bounded number of tries."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import update
+from sqlmodel import Session, col
+
+from ragloom_app.app import BaseApp
+from ragloom_app.db.models import IndexingJob, JobStatus
+from ragloom_app.jobs import JobLimitError, JobView, UnknownJobError
+from ragloom_app.jobs.queues import JobSweeper
+from ragloom_app.jobs.runner import MAX_JOB_ATTEMPTS, JobRunner, staging_dir
+from ragloom_app.jobs.store import JobStore
+from tests.helpers.api_server import replay_app
+
+
+@pytest.fixture
+def app(tmp_path: Path, database_url: str) -> Iterator[BaseApp]:
+    started = replay_app(tmp_path, database_url=database_url, job_stall_seconds=1.0)
+    yield started
+    started.jobs.close()
+
+
+def _documents(folder: Path, count: int) -> list[tuple[str, Path]]:
+    folder.mkdir(exist_ok=True)
+    files = []
+    for n in range(count):
+        path = folder / f"upload-{n}"
+        path.write_text(f"Document {n} says the Zorblax code is {1000 + n}.", encoding="utf-8")
+        files.append((f"doc{n}.md", path))
+    return files
+
+
+def _finished(app: BaseApp, job: JobView, timeout: float = 60) -> JobView:
+    deadline = time.monotonic() + timeout
+    while not (seen := app.jobs.store.get(job.id) or job).finished:
+        assert time.monotonic() < deadline, seen
+        time.sleep(0.05)
+    return seen
+
+
+def _stall(app: BaseApp, job_id: str, worker: str) -> None:
+    """Leave the job as a worker killed while running it leaves it."""
+    assert app.jobs.store.claim(job_id, worker, stall_seconds=1.0)
+    with Session(app.engine) as session:
+        session.exec(
+            update(IndexingJob)  # type: ignore[call-overload]
+            .where(col(IndexingJob.id) == job_id)
+            .values(heartbeat_at=datetime.now(UTC) - timedelta(seconds=60))
+        )
+        session.commit()
+
+
+def test_a_job_indexes_every_file_and_reports_each(app: BaseApp, tmp_path: Path) -> None:
+    index = app.indices.get("My files")
+    files = [*_documents(tmp_path / "in", 3), ("notes.exe", tmp_path / "in" / "upload-0")]
+    job = app.jobs.submit_files(index, "local", files, move=False)
+    assert job.status == JobStatus.QUEUED and job.names == [n for n, _ in files]
+    done = _finished(app, job)
+    assert done.status == JobStatus.DONE and done.fraction == 1.0 and done.files_done == 4
+    assert [(o["file"], o["status"]) for o in done.outcomes] == [
+        ("doc0.md", "indexed"),
+        ("doc1.md", "indexed"),
+        ("doc2.md", "indexed"),
+        ("notes.exe", "failed"),
+    ]
+    assert "unsupported file type" in done.outcomes[3]["reason"]
+    assert sorted(s["name"] for s in index.list_sources()) == ["doc0.md", "doc1.md", "doc2.md"]
+    assert not staging_dir(app.settings.data_dir, job.id).exists()
+    assert all(path.exists() for _, path in files)  # copied, not moved: the caller's stay
+    assert index.check().clean
+
+
+def test_a_queued_job_is_cancelled_at_once_and_never_runs(app: BaseApp, tmp_path: Path) -> None:
+    index = app.indices.get("My files")
+    store = JobStore(app.engine)  # stored but not submitted: it waits in the queue
+    job = store.create(index_id=index.id, owner="local", kind="add", files=[])
+    cancelled = app.jobs.cancel(job.id, "local")
+    assert cancelled.status == JobStatus.CANCELLED and cancelled.finished_at is not None
+    assert JobRunner(app, "late-worker").run(job.id) is None
+    assert app.jobs.cancel(job.id, "local").status == JobStatus.CANCELLED  # changes nothing
+
+
+def test_a_running_job_stops_after_the_file_it_is_on(
+    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = app.indices.get("My files")
+    job = app.jobs.submit_files(index, "local", _documents(tmp_path / "in", 4), move=True)
+    progress = JobStore.progress
+
+    def cancel_after_the_first_file(self: JobStore, job_id: str, *args, **values):  # type: ignore[no-untyped-def]
+        if len(values.get("outcomes") or []) == 1:
+            app.jobs.cancel(job_id, "local")  # the owner presses Cancel now
+        return progress(self, job_id, *args, **values)
+
+    monkeypatch.setattr(JobStore, "progress", cancel_after_the_first_file)
+    done = _finished(app, job)
+    assert done.status == JobStatus.CANCELLED and done.cancel_requested
+    assert [(o["file"], o["status"]) for o in done.outcomes] == [
+        ("doc0.md", "indexed"),
+        ("doc1.md", "cancelled"),
+        ("doc2.md", "cancelled"),
+        ("doc3.md", "cancelled"),
+    ]
+    assert [s["name"] for s in index.list_sources()] == ["doc0.md"]
+    assert index.check().clean and not staging_dir(app.settings.data_dir, job.id).exists()
+
+
+def test_a_job_whose_worker_died_is_taken_again_and_finished(app: BaseApp, tmp_path: Path) -> None:
+    index = app.indices.get("My files")
+    store = JobStore(app.engine)
+    files = _documents(tmp_path / "in", 2)
+    folder = staging_dir(app.settings.data_dir, "dead0000")
+    folder.mkdir(parents=True)
+    for position, (_, path) in enumerate(files):
+        (folder / str(position)).write_bytes(path.read_bytes())
+    entries = [{"name": name, "path": str(n)} for n, (name, _) in enumerate(files)]
+    job = store.create(
+        job_id="dead0000", index_id=index.id, owner="local", kind="add", files=entries
+    )
+    _stall(app, job.id, "killed-worker")
+    assert JobRunner(app, "another").run(job.id) is not None  # stalled: it may be taken
+
+    # The same, found by the sweeper rather than by a worker told to run it.
+    job2 = store.create(index_id=index.id, owner="local", kind="add", files=[])
+    _stall(app, job2.id, "killed-worker")
+    resubmitted: list[str] = []
+    assert JobSweeper(store, 1.0, resubmitted.append).sweep() == [job2.id]
+    assert resubmitted == [job2.id] and store.get(job2.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
+    done = store.get(job.id)
+    assert done is not None and done.status == JobStatus.DONE and done.attempts == 2
+    assert done.worker == "another" and [o["status"] for o in done.outcomes] == ["indexed"] * 2
+
+
+def test_a_job_that_keeps_killing_its_workers_is_failed(app: BaseApp) -> None:
+    index = app.indices.get("My files")
+    store = JobStore(app.engine)
+    job = store.create(index_id=index.id, owner="local", kind="add", files=[])
+    for n in range(MAX_JOB_ATTEMPTS):  # each start, its worker is killed
+        _stall(app, job.id, f"killed-{n}")
+        assert JobSweeper(store, 1.0, lambda _: None).sweep() == [job.id]
+    assert JobRunner(app, "next").run(job.id) == JobStatus.FAILED
+    failed = store.get(job.id)
+    assert failed is not None and failed.status == JobStatus.FAILED
+    assert failed.error == f"its worker stopped {MAX_JOB_ATTEMPTS} times while running it"
+
+
+def test_a_worker_that_was_killed_with_a_cancel_asked_leaves_it_cancelled(app: BaseApp) -> None:
+    store = JobStore(app.engine)
+    job = store.create(index_id=app.indices.get("My files").id, owner="local", kind="add", files=[])
+    _stall(app, job.id, "killed")
+    assert store.request_cancel(job.id) == JobStatus.RUNNING  # asked; nobody heeds it
+    assert JobSweeper(store, 1.0, lambda _: pytest.fail("resubmitted")).sweep() == []
+    assert store.get(job.id).status == JobStatus.CANCELLED  # type: ignore[union-attr]
+
+
+def test_what_can_go_wrong_with_the_job_itself_fails_it_with_the_reason(
+    app: BaseApp, tmp_path: Path
+) -> None:
+    index = app.indices.get("My files")
+    gone = app.jobs.submit_files(index, "local", _documents(tmp_path / "a", 1), move=False)
+    done = _finished(app, gone)
+    assert done.status == JobStatus.DONE
+    store = JobStore(app.engine)
+    lost = store.create(
+        index_id=index.id, owner="local", kind="add", files=[{"name": "a.md", "path": "0"}]
+    )
+    assert JobRunner(app, "w").run(lost.id) == JobStatus.FAILED
+    assert "the staged upload is gone" in (store.get(lost.id).error or "")  # type: ignore[union-attr]
+    other = app.indices.create("Doomed", next(iter(app.indices.index_types)))
+    orphan = store.create(index_id=other.id, owner="local", kind="add", files=[])
+    app.indices.delete(other.id)
+    assert JobRunner(app, "w").run(orphan.id) == JobStatus.FAILED
+    assert store.get(orphan.id).error == "its index was deleted"  # type: ignore[union-attr]
+
+
+def test_jobs_are_their_owners_and_bounded_per_user(app: BaseApp, tmp_path: Path) -> None:
+    index = app.indices.get("My files")
+    store = JobStore(app.engine)
+    job = store.create(index_id=index.id, owner="alice", kind="add", files=[])
+    assert app.jobs.get(job.id, "alice").owner == "alice"
+    with pytest.raises(UnknownJobError):
+        app.jobs.get(job.id, "bob")
+    with pytest.raises(UnknownJobError):
+        app.jobs.cancel(job.id, "bob")
+    assert app.jobs.get(job.id, "bob", is_admin=True).id == job.id
+    assert [j.id for j in app.jobs.jobs("bob")] == []
+    app.settings.max_jobs_per_user = 2
+    store.create(index_id=index.id, owner="alice", kind="add", files=[])
+    with pytest.raises(JobLimitError, match="MAX_JOBS_PER_USER"):
+        app.jobs.submit_files(index, "alice", _documents(tmp_path / "in", 1), move=False)
+    assert store.ahead_of(store.create(index_id=index.id, owner="bob", kind="add", files=[])) == 2
