@@ -198,7 +198,8 @@ def ensure_schema(app: BaseApp) -> None:
             ).scalar()
             if not exists:
                 schema = procrastinate.schema.SchemaManager.get_schema()
-                connection.exec_driver_sql(schema)
+                # Through psycopg itself, without parameters: the schema holds '%' signs.
+                connection.connection.driver_connection.execute(schema)  # type: ignore[union-attr]
                 connection.commit()
                 logger.info("made procrastinate's tables in the app database")
         finally:

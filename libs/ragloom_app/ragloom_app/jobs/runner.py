@@ -103,11 +103,12 @@ class JobRunner:
         try:
             events = self._events(index, row)
             for event in events:
-                if isinstance(event, FileOutcome):
-                    tally.outcomes.append(event.to_dict())
-                    self._record(row.id, tally, event.name, force=True)
-                else:
+                if isinstance(event, IndexingProgress):
                     self._record(row.id, tally, event.name, fraction=event.fraction)
+                    continue
+                tally.outcomes.append(event.to_dict())
+                self._record(row.id, tally, event.name, force=True)
+                # Between files only: the file just done is recorded with its outcome.
                 if self.store.cancel_requested(row.id):
                     return self._cancelled(row, tally)
         except Exception as exc:

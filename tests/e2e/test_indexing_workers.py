@@ -1,0 +1,134 @@
+"""``ragloom worker`` processes on PostgreSQL (procrastinate) and ``chroma run``: jobs an app
+submits are indexed by several workers in parallel, a job is cancelled while a worker runs
+it, and a worker killed with SIGKILL in the middle of a job loses nothing: another takes
+the job, every file ends indexed, and the index checks clean."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragloom_app.app import BaseApp
+from ragloom_app.db.models import JobStatus
+from ragloom_app.jobs import JobView
+from tests.helpers.api_server import replay_app
+from tests.helpers.chroma_server import ChromaServer, chroma_server
+from tests.helpers.job_workers import WorkerSetup, wait_finished, worker_setup
+from tests.helpers.postgres import PostgresServer, fresh_database
+
+pytestmark = pytest.mark.postgres
+
+STALL = 3.0
+
+
+@pytest.fixture
+def chroma() -> Iterator[ChromaServer]:
+    # One per test: each test's fresh database numbers its index 1 again, and Chroma
+    # collections are named by index id.
+    with chroma_server() as running:
+        yield running
+
+
+@pytest.fixture
+def setup(
+    postgres_server: PostgresServer, chroma: ChromaServer, tmp_path: Path
+) -> Iterator[tuple[BaseApp, WorkerSetup]]:
+    url = fresh_database(postgres_server)
+    with worker_setup(tmp_path, url, chroma.url, stall=STALL) as workers:
+        app = replay_app(
+            tmp_path,
+            database_url=url,
+            chroma_server=chroma.url,
+            job_queue="procrastinate",
+            job_stall_seconds=STALL,
+        )
+        assert app.settings.data_dir == workers.data_dir  # one data folder for all
+        yield app, workers
+        app.jobs.close()
+
+
+def _files(folder: Path, prefix: str, count: int, paragraphs: int) -> list[tuple[str, Path]]:
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    for n in range(count):
+        path = folder / f"{prefix}-{n}"
+        text = "\n\n".join(
+            f"Section {k} of {prefix} {n}: the Zorblax gauge {k} reads {k * 7 + n} units, "
+            "measured twice and written down."
+            for k in range(paragraphs)
+        )
+        path.write_text(text, encoding="utf-8")
+        files.append((f"{prefix}-{n}.md", path))
+    return files
+
+
+def _running(app: BaseApp, job: JobView, setup: WorkerSetup, done_at_least: int) -> JobView:
+    deadline = time.monotonic() + 120
+    while True:
+        seen = app.jobs.store.get(job.id)
+        assert seen is not None
+        if seen.status == JobStatus.RUNNING and seen.files_done >= done_at_least:
+            return seen
+        assert not seen.finished and time.monotonic() < deadline, (seen, setup.logs())
+        time.sleep(0.02)
+
+
+def test_two_workers_index_the_jobs_of_an_app_in_parallel(
+    setup: tuple[BaseApp, WorkerSetup], tmp_path: Path
+) -> None:
+    app, workers = setup
+    index = app.indices.get("My files")
+    jobs = [
+        app.jobs.submit_files(index, "local", _files(tmp_path / "in", f"j{n}", 3, 150), move=True)
+        for n in range(4)
+    ]
+    workers.start_worker()
+    workers.start_worker()
+    finished = wait_finished(app, jobs, workers)
+    assert [job.status for job in finished] == [JobStatus.DONE] * 4, workers.logs()
+    assert all(o["status"] == "indexed" for job in finished for o in job.outcomes)
+    assert len({job.worker for job in finished}) == 2  # both took jobs
+    assert len(index.list_sources()) == 12 and index.check().clean
+
+
+def test_a_job_is_cancelled_while_a_worker_runs_it(
+    setup: tuple[BaseApp, WorkerSetup], tmp_path: Path
+) -> None:
+    app, workers = setup
+    index = app.indices.get("My files")
+    job = app.jobs.submit_files(index, "local", _files(tmp_path / "in", "c", 30, 60), move=True)
+    workers.start_worker()
+    _running(app, job, workers, done_at_least=1)
+    app.jobs.cancel(job.id, "local")
+    (ended,) = wait_finished(app, [job], workers)
+    assert ended.status == JobStatus.CANCELLED
+    statuses = [o["status"] for o in ended.outcomes]
+    assert statuses.count("indexed") >= 1 and statuses.count("cancelled") >= 1
+    assert set(statuses) == {"indexed", "cancelled"} and len(statuses) == 30
+    assert len(index.list_sources()) == statuses.count("indexed") and index.check().clean
+
+
+def test_a_worker_killed_in_the_middle_of_a_job_loses_nothing(
+    setup: tuple[BaseApp, WorkerSetup], tmp_path: Path
+) -> None:
+    app, workers = setup
+    index = app.indices.get("My files")
+    job = app.jobs.submit_files(index, "local", _files(tmp_path / "in", "k", 30, 60), move=True)
+    victim = workers.start_worker()
+    before = _running(app, job, workers, done_at_least=3)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    assert app.jobs.store.get(job.id).status == JobStatus.RUNNING  # type: ignore[union-attr]
+    workers.start_worker()  # finds the job stalled once its heartbeat is STALL s old
+    (ended,) = wait_finished(app, [job], workers)
+    assert ended.status == JobStatus.DONE and ended.attempts == 2, workers.logs()
+    assert ended.worker != before.worker
+    # Those indexed before the kill come back "skipped" (the same content is there).
+    assert {o["status"] for o in ended.outcomes} <= {"indexed", "skipped"}
+    sources = index.list_sources()
+    assert len(sources) == 30 and {s["status"] for s in sources} == {"indexed"}
+    assert index.check().clean
