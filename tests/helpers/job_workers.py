@@ -12,20 +12,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ragloom_app.app import BaseApp
 from ragloom_app.jobs import JobView
 from tests.helpers.cli import PROJECT
 
-__all__ = ["WorkerSetup", "wait_finished", "worker_setup"]
+__all__ = ["HASH_EMBEDDINGS", "WorkerSetup", "wait_finished", "worker_setup"]
 
-SETTINGS = """
-EMBEDDINGS = {"hash": {"class": "ragloom_app.testing.HashEmbeddings"}}
-DEFAULT_EMBEDDING = "hash"
-FIRST_RUN_DOCS = None
-JOB_QUEUE = "procrastinate"
-JOB_STALL_SECONDS = {stall}
-"""
+HASH_EMBEDDINGS = {"hash": {"class": "ragloom_app.testing.HashEmbeddings"}}
+"""Fast stand-in embeddings for tests of the queue's control flow."""
 
 
 @dataclass
@@ -45,6 +41,7 @@ class WorkerSetup:
         return {
             **inherited,
             "PYTHONPATH": os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")]),
+            "PYTHONUNBUFFERED": "1",  # the log shows what was printed at once
             "RAGLOOM_SETTINGS": str(self.settings),
             "RAGLOOM_DATA_DIR": str(self.data_dir),
             "RAGLOOM_DATABASE_URL": self.database_url,
@@ -61,6 +58,15 @@ class WorkerSetup:
         )
         self.workers.append(process)
         return process
+
+    def wait_ready(self, timeout: float = 180) -> None:
+        """Wait until every worker started says it takes jobs."""
+        deadline = time.monotonic() + timeout
+        logs = [self.folder / f"worker-{n}.log" for n in range(len(self.workers))]
+        while not all("running indexing jobs" in p.read_text(errors="replace") for p in logs):
+            assert all(w.poll() is None for w in self.workers), self.logs()
+            assert time.monotonic() < deadline, self.logs()
+            time.sleep(0.1)
 
     def logs(self) -> str:
         """What every worker printed, for a failing assertion."""
@@ -83,11 +89,25 @@ class WorkerSetup:
 
 @contextmanager
 def worker_setup(
-    folder: Path, database_url: str, chroma_url: str, *, stall: float = 3.0
+    folder: Path,
+    database_url: str,
+    chroma_url: str,
+    *,
+    stall: float = 3.0,
+    embeddings: dict[str, dict[str, Any]] | None = None,
 ) -> Iterator[WorkerSetup]:
-    """A setup in ``folder``; its workers are stopped at the end."""
+    """A setup in ``folder`` (``embeddings``: the workers' EMBEDDINGS, the first the
+    default; :data:`HASH_EMBEDDINGS` if not given); its workers are stopped at the end."""
+    chosen = embeddings or HASH_EMBEDDINGS
     settings = folder / "settings.py"
-    settings.write_text(SETTINGS.replace("{stall}", repr(stall)), encoding="utf-8")
+    settings.write_text(
+        f"EMBEDDINGS = {chosen!r}\n"
+        f"DEFAULT_EMBEDDING = {next(iter(chosen))!r}\n"
+        "FIRST_RUN_DOCS = None\n"
+        'JOB_QUEUE = "procrastinate"\n'
+        f"JOB_STALL_SECONDS = {stall!r}\n",
+        encoding="utf-8",
+    )
     setup = WorkerSetup(folder, settings, folder / "data", database_url, chroma_url)
     try:
         yield setup

@@ -137,7 +137,9 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
             "JOB_QUEUE: `ragloom worker` runs the jobs of the 'procrastinate' queue; with "
             f"{app.settings.job_queue!r} the app runs its jobs itself"
         )
-    # What a stopped worker left half done (its files, its jobs) is taken up first.
+    # The embedding model is loaded before the first job, not by it; then what a stopped
+    # worker left half done (its files, its jobs) is taken up first.
+    app.embeddings().embed_documents(["warm up"])
     app.recover_indices()
     queue_app = procrastinate_app(app)
     stall = float(app.settings.job_stall_seconds)
