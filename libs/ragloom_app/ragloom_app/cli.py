@@ -24,6 +24,8 @@ from ragloom_app.cli_handlers import (
     _cmd_index_check,
     _cmd_index_create,
     _cmd_index_delete,
+    _cmd_index_export,
+    _cmd_index_import,
     _cmd_index_list,
     _cmd_index_remove,
     _cmd_models,
@@ -163,6 +165,20 @@ def index_create(
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 def index_check(index_name: str | None, repair: bool, as_json: bool) -> int:
     return _run(_cmd_index_check, index=index_name, repair=repair, json=as_json)
+
+
+@index.command(name="export", help="write an index (files, chunks, vectors, settings) to a file")
+@click.argument("name")
+@click.argument("file", type=click.Path(path_type=Path))
+def index_export(name: str, file: Path) -> int:
+    return _run(_cmd_index_export, name=name, file=file)
+
+
+@index.command(name="import", help="make an index from a file `ragloom index export` wrote")
+@click.argument("file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--name", help="the new index's name (default: the exported one's)")
+def index_import(file: Path, name: str | None) -> int:
+    return _run(_cmd_index_import, file=file, name=name)
 
 
 @index.command(name="delete", help="delete an index and all its files")

@@ -1,0 +1,127 @@
+"""Write a file index to an export zip: :func:`export_index`."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from sqlmodel import Session, col, select
+
+from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
+from ragloom_app.index.file.index import FileIndex
+from ragloom_app.index.file.transfer.format import (
+    EXPORT_FORMAT,
+    IndexTransferError,
+    TransferReport,
+)
+
+__all__ = ["export_index"]
+
+
+def export_index(index: FileIndex, target: Path, embedding: Mapping[str, Any]) -> TransferReport:
+    """Write ``index`` to the zip ``target`` (see the module docs); ``embedding`` is
+    :func:`embedding_identity` of the model its vectors were made with."""
+    engine = index.resources.engine
+    with Session(engine) as session:
+        sources = list(
+            session.exec(
+                select(Source)
+                .where(Source.index_id == index.id)
+                .order_by(col(Source.created_at), col(Source.id))
+            )
+        )
+    indexed = [s for s in sources if s.status == SourceStatus.INDEXED]
+    partial = target.with_name(f".{target.name}.partial")
+    chunks_written = 0
+    # A zip is written one member at a time: the three streams go to files first.
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".export-") as work:
+        members = {n: Path(work) / n for n in ("sources.jsonl", "chunks.jsonl", "vectors.f32")}
+        with (
+            members["sources.jsonl"].open("wb") as source_lines,
+            members["chunks.jsonl"].open("wb") as chunk_lines,
+            members["vectors.f32"].open("wb") as vectors,
+        ):
+            for source in indexed:
+                count = _export_source(index, source, chunk_lines, vectors, embedding)
+                source_lines.write(_line(_source_record(source, count)))
+                chunks_written += count
+        try:
+            _write_zip(partial, members, indexed, index, embedding, chunks_written)
+            partial.replace(target)
+        finally:
+            partial.unlink(missing_ok=True)
+    return TransferReport(index.name, len(indexed), chunks_written, len(sources) - len(indexed))
+
+
+def _write_zip(
+    target: Path,
+    members: Mapping[str, Path],
+    indexed: list[Source],
+    index: FileIndex,
+    embedding: Mapping[str, Any],
+    chunks: int,
+) -> None:
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
+        for name, path in members.items():
+            archive.write(path, name)
+        for source in indexed:
+            stored = Path(source.stored_path or "")
+            name = f"files/{source.sha256}{stored.suffix.lower()}"
+            if stored.is_file() and name not in archive.namelist():
+                archive.write(stored, name)
+        manifest = {
+            "format": EXPORT_FORMAT,
+            "exported_at": datetime.now(UTC).isoformat(),
+            "index": {"name": index.name, "type": "file", "config": index.config},
+            "embedding": dict(embedding),
+            "sources": len(indexed),
+            "chunks": chunks,
+        }
+        archive.writestr("manifest.json", json.dumps(manifest, indent=2))
+
+
+def _source_record(source: Source, chunks: int) -> dict[str, Any]:
+    return {
+        "name": source.name,
+        "sha256": source.sha256,
+        "size": source.size,
+        "suffix": Path(source.stored_path or "").suffix.lower(),
+        "chunks": chunks,
+    }
+
+
+def _export_source(
+    index: FileIndex, source: Source, lines: IO[bytes], vectors: IO[bytes], embedding: Any
+) -> int:
+    with Session(index.resources.engine) as session:
+        rows = list(
+            session.exec(
+                select(ChunkRecord)
+                .where(ChunkRecord.source_id == source.id)
+                .order_by(col(ChunkRecord.id))  # f"{source_id}-{n:05d}": the file's order
+            )
+        )
+    found = index.vector_store.vectors([r.id for r in rows])
+    missing = [r.id for r in rows if r.id not in found]
+    if missing:
+        raise IndexTransferError(
+            f"{source.name!r} has {len(missing)} chunks without a vector: run "
+            f"`ragloom index check --index {index.name!r} --repair` first"
+        )
+    for row in rows:
+        lines.write(_line({"text": row.text, "page": row.page, "start": row.start, "end": row.end}))
+        vector = np.asarray(found[row.id], dtype="<f4")
+        if vector.shape != (embedding["dimension"],):
+            raise IndexTransferError(f"a vector of {source.name!r} has shape {vector.shape}")
+        vectors.write(vector.tobytes())
+    return len(rows)
+
+
+def _line(record: Mapping[str, Any]) -> bytes:
+    return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")

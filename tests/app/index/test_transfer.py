@@ -1,0 +1,210 @@
+"""``ragloom index export`` and ``import``: an index moves from the embedded defaults
+(SQLite, embedded Chroma, a BM25 file) to the server setup (PostgreSQL with its full text,
+``chroma run``) and back, and answers the same questions with the same passages and
+citations; a hostile or broken export is refused whole, leaving no index behind."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragloom_app.app import BaseApp
+from ragloom_app.index.file import FileIndex
+from ragloom_app.index.file.transfer import (
+    ImportLimits,
+    IndexTransferError,
+    embedding_identity,
+    export_index,
+    import_index,
+)
+from ragloom_app.pages.chat import AnswerFinished, ChatPage
+from tests.helpers.api_server import replay_app
+from tests.helpers.chroma_server import ChromaServer, chroma_server
+from tests.helpers.postgres import PostgresServer, fresh_database
+
+FILE_INDEX = "ragloom_app.index.file.FileIndex"
+DOCUMENTS = {
+    "reactor.md": "# Reactor\n\nThe Zorblax reactor runs at 451 kelvin. It is cooled by "
+    "liquid neon pumped at 12 litres a minute.",
+    "canteen.md": "# Canteen\n\nThe canteen serves soup on Tuesdays. The soup of the day "
+    "costs 4.50 credits.",
+    "badge.txt": "Visitors wear a yellow badge; staff wear a blue one.\n\nBadges expire after "
+    "90 days and are renewed at the front desk.",
+}
+QUESTIONS = ["How hot is the reactor?", "What does the soup cost?", "When do badges expire?"]
+
+
+@pytest.fixture(scope="module")
+def chroma() -> Iterator[ChromaServer]:
+    with chroma_server() as running:
+        yield running
+
+
+def _identity(app: BaseApp) -> dict[str, object]:
+    spec = app.settings.embeddings[app.settings.default_embedding]
+    return embedding_identity(spec, app.embeddings().dimension)
+
+
+def _file_index(app: BaseApp, name: str = "My files") -> FileIndex:
+    index = app.indices.get(name)
+    assert isinstance(index, FileIndex)
+    return index
+
+
+def _indexed(app: BaseApp, folder: Path) -> FileIndex:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in DOCUMENTS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    index = _file_index(app)
+    outcomes = index.get_indexing_pipeline({}).run([folder / n for n in DOCUMENTS])
+    assert [o.status for o in outcomes] == ["indexed"] * 3
+    return index
+
+
+def _what_it_finds(app: BaseApp, index: FileIndex) -> list[object]:
+    found: list[object] = []
+    for mode in ("fulltext", "vector", "hybrid"):
+        (retriever,) = index.get_retriever_pipelines({"retrieval_mode": mode})
+        for question in QUESTIONS:
+            found.append(
+                [
+                    (h.chunk.source_name, h.chunk.text, h.chunk.start, h.chunk.end, h.chunk.page)
+                    for h in retriever.run(question)
+                ]
+            )
+    page = ChatPage(app)
+    for question in QUESTIONS:
+        *_, finished = page.ask(question, indices=[index.name])
+        assert isinstance(finished, AnswerFinished)
+        found.append(
+            (
+                finished.record.answer,
+                [(c.source, c.text, c.page) for c in finished.record.citations],
+            )
+        )
+    return found
+
+
+def _import(app: BaseApp, path: Path, name: str | None = None) -> FileIndex:
+    index, report = import_index(app.indices, path, _identity(app), type_id=FILE_INDEX, name=name)
+    assert report.sources == 3 and report.warnings == ()
+    return index
+
+
+@pytest.mark.postgres
+def test_an_index_moves_to_the_servers_and_back_with_the_same_answers(
+    tmp_path: Path, postgres_server: PostgresServer, chroma: ChromaServer
+) -> None:
+    laptop = replay_app(tmp_path / "laptop")
+    original = _indexed(laptop, tmp_path / "docs")
+    expected = _what_it_finds(laptop, original)
+    exported = tmp_path / "my-files.zip"
+    report = export_index(original, exported, _identity(laptop))
+    assert (report.sources, report.chunks, report.skipped) == (3, 3, 0)
+
+    server = replay_app(
+        tmp_path / "server", database_url=fresh_database(postgres_server), chroma_server=chroma.url
+    )
+    moved = _import(server, exported, name="Moved files")
+    assert moved.check().clean
+    assert sorted(s["name"] for s in moved.list_sources()) == sorted(DOCUMENTS)
+    assert moved.config == original.config
+    assert _what_it_finds(server, moved) == expected
+
+    back = tmp_path / "back.zip"
+    export_index(moved, back, _identity(server))
+    returned = _import(laptop, back, name="Returned")
+    assert returned.check().clean and _what_it_finds(laptop, returned) == expected
+    # The stored copies came along: a file is indexed again from its own copy.
+    (first, *_) = returned.list_sources()
+    outcome = returned.reindex_source(str(first["id"]))
+    assert outcome is not None and outcome.status == "indexed"
+
+
+@pytest.fixture
+def exported(tmp_path: Path) -> tuple[BaseApp, Path]:
+    app = replay_app(tmp_path / "app")
+    export_index(_indexed(app, tmp_path / "docs"), tmp_path / "good.zip", _identity(app))
+    return app, tmp_path / "good.zip"
+
+
+def _rewritten(good: Path, target: Path, change: dict[str, bytes | None]) -> Path:
+    """A copy of ``good`` with members replaced (or, for None, left out) or added."""
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(target, "w") as out:
+        for info in source.infolist():
+            if info.filename not in change:
+                out.writestr(info.filename, source.read(info.filename))
+        for name, data in change.items():
+            if data is not None:
+                out.writestr(name, data)
+    return target
+
+
+def _manifest(good: Path, **values: object) -> bytes:
+    with zipfile.ZipFile(good) as archive:
+        manifest = json.loads(archive.read("manifest.json"))
+    manifest.update(values)
+    return json.dumps(manifest).encode()
+
+
+def _member(good: Path, prefix: str) -> str:
+    with zipfile.ZipFile(good) as archive:
+        return next(n for n in archive.namelist() if n.startswith(prefix))
+
+
+@pytest.mark.parametrize(
+    ("broken", "message"),
+    [
+        (lambda good: {"../../etc/passwd": b"x"}, "not an index export"),
+        (lambda good: {"chunks.jsonl": None}, "not an index export"),
+        (lambda good: {"manifest.json": _manifest(good, format=99)}, "manifest is not usable"),
+        (lambda good: {"manifest.json": _manifest(good, chunks=-1)}, "manifest is not usable"),
+        (lambda good: {"vectors.f32": b"\0" * 12}, "vectors do not match"),
+        (lambda good: {_member(good, "files/"): b"not the file"}, "does not match its sha256"),
+        (lambda good: {"chunks.jsonl": b"[1, 2]\n"}, "not an object"),
+        (lambda good: {"sources.jsonl": b'{"name": "x"}\n'}, "bad record"),
+    ],
+    ids=[
+        "path-member",
+        "missing-member",
+        "format",
+        "negative-count",
+        "vectors-size",
+        "file-hash",
+        "chunk-not-object",
+        "source-record",
+    ],
+)
+def test_a_broken_or_hostile_export_is_refused_and_leaves_no_index(
+    exported: tuple[BaseApp, Path], tmp_path: Path, broken: object, message: str
+) -> None:
+    app, good = exported
+    bad = _rewritten(good, tmp_path / "bad.zip", broken(good))  # type: ignore[operator]
+    with pytest.raises(IndexTransferError, match=message):
+        import_index(app.indices, bad, _identity(app), type_id=FILE_INDEX, name="Imported")
+    assert [i.name for i in app.indices.indices] == ["My files"]
+    assert _file_index(app).check().clean
+
+
+def test_what_is_not_an_export_or_too_big_or_of_another_model_is_refused(
+    exported: tuple[BaseApp, Path], tmp_path: Path
+) -> None:
+    app, good = exported
+    text = tmp_path / "notes.zip"
+    text.write_text("not a zip", encoding="utf-8")
+    with pytest.raises(IndexTransferError, match="is not an index export"):
+        import_index(app.indices, text, _identity(app), type_id=FILE_INDEX)
+    with pytest.raises(IndexTransferError, match="unpacks to"):
+        import_index(
+            app.indices, good, _identity(app), type_id=FILE_INDEX, limits=ImportLimits(max_bytes=10)
+        )
+    other = {**_identity(app), "model": "another-model"}
+    with pytest.raises(IndexTransferError, match="another embedding model"):
+        import_index(app.indices, good, other, type_id=FILE_INDEX, name="Imported")
+    with pytest.raises(ValueError, match=r"exists|taken|unique|UNIQUE"):
+        import_index(app.indices, good, _identity(app), type_id=FILE_INDEX)  # "My files"
+    assert [i.name for i in app.indices.indices] == ["My files"]
