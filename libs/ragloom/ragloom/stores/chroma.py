@@ -24,7 +24,7 @@ from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection as ChromaCollection
 from chromadb.api.types import GetResult
 from chromadb.config import Settings
-from chromadb.errors import NotFoundError
+from chromadb.errors import InternalError, NotFoundError
 
 from ragloom.schema import Chunk
 from ragloom.stores.base import VectorStore
@@ -47,6 +47,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 
 _clients: dict[str, ClientAPI] = {}
 _clients_lock = threading.Lock()
+_reopened: dict[str, int] = {}  # embedded folder -> times its client was thrown away
 
 
 def _settings() -> Settings:
@@ -68,6 +69,25 @@ def chroma_client(path: str | Path) -> ClientAPI:
             _clients[key] = client
             logger.info("opened Chroma at %s", key)
         return client
+
+
+def reopen_chroma(path: str | Path) -> None:
+    """Throw away the embedded Chroma of ``path``; the next use opens it afresh.
+
+    After a write fails inside Chroma (``InternalError``: a full disk, seen as "database or
+    disk is full" or "Error in compaction"), the embedded system of that folder may hang
+    on its next write or read, even once space is freed; a new system on the same folder
+    reads and writes again (measured on chromadb 1.5.9). Chroma keeps its systems in one
+    process-wide cache, so every embedded folder of the process is reopened.
+    """
+    from chromadb.api.client import SharedSystemClient
+
+    key = str(Path(path).expanduser().resolve())
+    with _clients_lock:
+        _clients.clear()
+        SharedSystemClient.clear_system_cache()
+        _reopened[key] = _reopened.get(key, 0) + 1
+    logger.warning("Chroma at %s failed inside; it is opened afresh at its next use", key)
 
 
 def chroma_http_client(host: str, port: int, ssl: bool = False) -> ClientAPI:
@@ -115,7 +135,9 @@ class ChromaVectorStore(VectorStore):
         self._client = client
         self._collection: ChromaCollection | None = None
         self._max_batch: int | None = None
-        self._lock = threading.Lock()
+        # Reentrant: ``client`` takes it to drop a stale collection, and is used under it.
+        self._lock = threading.RLock()
+        self._opened_as = 0  # the folder's reopen count this store's client was made at
 
     def __repr__(self) -> str:
         where = self._path if self._path is not None else type(self._client).__name__
@@ -124,14 +146,19 @@ class ChromaVectorStore(VectorStore):
     @property
     def client(self) -> ClientAPI:
         """The Chroma client this store uses."""
-        if self._client is None:
-            assert self._path is not None
-            self._client = chroma_client(self._path)
+        if self._path is not None:
+            key = str(self._path.expanduser().resolve())
+            if self._client is None or self._opened_as != _reopened.get(key, 0):
+                with self._lock:
+                    self._collection = None
+                self._opened_as = _reopened.get(key, 0)
+                self._client = chroma_client(self._path)
+        assert self._client is not None
         return self._client
 
     def _get_collection(self) -> ChromaCollection:
         with self._lock:
-            if self._collection is None:
+            if self._collection is None or self._client is not self.client:
                 self._collection = self.client.get_or_create_collection(
                     self.collection_name,
                     configuration={"hnsw": {"space": "cosine"}},
@@ -147,6 +174,10 @@ class ChromaVectorStore(VectorStore):
         """
         try:
             return op(self._get_collection())
+        except InternalError:
+            if self._path is not None:  # embedded: see reopen_chroma
+                reopen_chroma(self._path)
+            raise
         except NotFoundError:
             logger.info("Chroma collection %s was deleted; recreating", self.collection_name)
             with self._lock:

@@ -66,6 +66,29 @@ INTERRUPTED_REASON = "interrupted while indexing; add the file again"
 _Event = IndexingProgress | FileOutcome
 
 
+#: Free bytes below which a store's failure is put down to the full disk under it.
+DISK_FULL_BYTES = 8 * 1024 * 1024
+
+
+def disk_full_reason(folder: Path, below: int = DISK_FULL_BYTES) -> str | None:
+    """What to tell the user when the disk holding ``folder`` is (nearly) full, else None."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return None
+    if free >= below:
+        return None
+    return (
+        f"the disk holding the data folder is full ({free / 1e6:.1f} MB free): "
+        "free some space, then add the file again"
+    )
+
+
+def _reference_of(message: str) -> str:
+    start = message.rfind(" (log reference ")
+    return message[start:] if start >= 0 else ""
+
+
 def sha256_of(path: Path) -> str:
     """The hex sha256 of a file's content."""
     digest = hashlib.sha256()
@@ -325,8 +348,12 @@ class FileIndexingPipeline(IndexingPipeline):
             return FileOutcome(name, "failed", reason=exc.reason, source_id=source_id)
         except Exception as exc:
             # Not a reason written for the user (a store or database failing): its words
-            # and a log reference, the exception itself in the log.
+            # and a log reference, the exception itself in the log. A store that fails on
+            # a full disk rarely says so (Chroma: "Error in compaction"): the disk does.
             reason = user_error(exc, f"Indexing {name!r}", log=logger).message
+            full = disk_full_reason(self.data_dir)
+            if full:
+                reason = f"{reason.split(':', 1)[0]}: {full}{_reference_of(reason)}"
             self._fail(source_id, reason)
             return FileOutcome(name, "failed", reason=reason, source_id=source_id)
         if not flipped:
