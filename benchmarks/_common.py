@@ -28,8 +28,9 @@ __all__ = [
 REPO = Path(__file__).resolve().parents[1]
 
 
-def configured_embeddings(backend: str | None) -> Embeddings:
-    """The embedding model of flowsettings.py (``backend`` overriding its backend)."""
+def configured_embeddings(backend: str | None, precision: str | None = None) -> Embeddings:
+    """The embedding model of flowsettings.py (``backend`` and ``precision`` overriding
+    its own)."""
     from ragloom_app.settings import AppSettings
 
     settings = AppSettings.load(REPO / "flowsettings.py")
@@ -37,6 +38,8 @@ def configured_embeddings(backend: str | None) -> Embeddings:
     spec.pop("class", None)
     if backend:
         spec["backend"] = backend
+    if precision:
+        spec["precision"] = precision
     return SentenceTransformerEmbeddings(**spec)
 
 

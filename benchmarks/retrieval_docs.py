@@ -96,17 +96,24 @@ def main() -> None:
     parser.add_argument("--qa", type=Path, default=DEFAULT_QA, help="the questions")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="embedding cache")
     parser.add_argument("--details", action="store_true", help="the rank of each question")
+    parser.add_argument(
+        "--precision", choices=["fp32", "bf16", "int8"], help="default: flowsettings"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
     items = [json.loads(line) for line in args.qa.read_text(encoding="utf-8").splitlines()]
     items = [item for item in items if item["kind"] != "negative"]
-    embeddings = configured_embeddings(None)
+    embeddings = configured_embeddings(None, args.precision)
     started = time.perf_counter()
     chunks = read_corpus(args.root, embeddings)
-    print(f"Retrieval recall, SQLite docs: {len(chunks)} chunks, {len(items)} questions")
+    precision = getattr(embeddings, "precision", "?")
+    print(
+        f"Retrieval recall, SQLite docs: {len(chunks)} chunks, {len(items)} questions, "
+        f"embeddings {getattr(embeddings, 'backend', '?')} {precision}"
+    )
     print(f"  read and split in {time.perf_counter() - started:.0f} s")
-    vectors = cached_vectors(chunks, embeddings, args.cache)
+    vectors = cached_vectors(chunks, embeddings, args.cache / str(precision))
 
     pipelines: dict[str, Retriever] = {}
     with tempfile.TemporaryDirectory(prefix="ragloom-docs-") as tmp:

@@ -96,6 +96,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,200,240,300", help="chunk sizes in tokens")
     parser.add_argument("--overlap", type=float, default=0.15, help="overlap, share of size")
     parser.add_argument("--backend", choices=["torch", "onnx"], help="default: flowsettings")
+    parser.add_argument(
+        "--precision", choices=["fp32", "bf16", "int8"], help="default: flowsettings"
+    )
     parser.add_argument("--keep-prefix", action="store_true", help="keep the question prefix")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -105,7 +108,7 @@ def main() -> None:
         rows = list(csv.DictReader(handle))
     questions = [r["question"] if args.keep_prefix else PREFIX.sub("", r["question"]) for r in rows]
     answers = [r["answer"] for r in rows]
-    embeddings = configured_embeddings(args.backend)
+    embeddings = configured_embeddings(args.backend, args.precision)
     queries = CachedQueries(embeddings)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 

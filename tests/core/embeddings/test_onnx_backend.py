@@ -86,6 +86,33 @@ def test_close_to_torch_fp32(
     assert cosines.min() >= 0.99999, cosines
 
 
+def test_int8_is_a_cached_copy_close_to_fp32(
+    onnx: SentenceTransformerEmbeddings, cache_dir: Path
+) -> None:
+    int8 = SentenceTransformerEmbeddings(backend="onnx", precision="int8")
+    vectors = int8.embed_documents(TEXTS)
+    assert vectors.shape == (len(TEXTS), 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    cosines = np.sum(vectors * onnx.embed_documents(TEXTS), axis=1)
+    # Close, not equal: judged by retrieval recall (docs/performance.md), not this bar.
+    assert 0.95 <= cosines.min() < 0.99999, cosines
+    made = onnx_backend.onnx_model_file(bundled_model_path(), cache_dir, quantized=True)
+    assert made.is_file() and made != onnx_backend.onnx_model_file(bundled_model_path(), cache_dir)
+    assert (
+        made.stat().st_size
+        < onnx_backend.onnx_model_file(bundled_model_path(), cache_dir).stat().st_size / 2
+    )
+
+
+def test_an_int8_copy_that_drifts_is_refused(cache_dir: Path, tmp_path: Path) -> None:
+    fp32_file = onnx_backend.onnx_model_file(bundled_model_path(), cache_dir)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(onnx_backend, "MIN_INT8_COSINE", 0.99999)
+        with pytest.raises(EmbeddingsError, match="drifts from fp32"):
+            onnx_backend.quantize_onnx(fp32_file, tmp_path / "int8.onnx")
+    assert not (tmp_path / "int8.onnx").exists()
+
+
 def test_shape_dtype_and_norm(onnx: SentenceTransformerEmbeddings) -> None:
     vectors = onnx.embed_documents(TEXTS)
     assert vectors.shape == (len(TEXTS), 384)
@@ -123,7 +150,8 @@ def test_count_tokens_matches_torch(
 def test_export_is_cached_by_weights_hash(
     onnx: SentenceTransformerEmbeddings, cache_dir: Path
 ) -> None:
-    files = sorted((cache_dir / "embeddings").iterdir())
+    # The int8 copy, if a test made it, lies beside it under the same key.
+    files = sorted(f for f in (cache_dir / "embeddings").iterdir() if "-int8" not in f.name)
     digest = BUNDLED_MODEL_SHA256["model.safetensors"]
     # One finished file, named by the weights' sha256, and no temporary leftovers.
     assert [f.name.startswith(digest[:32]) for f in files] == [True], files
@@ -167,8 +195,10 @@ def test_a_cached_model_loads_without_torch(
 
 
 def test_settings_errors_are_clear(cache_dir: Path) -> None:
-    with pytest.raises(EmbeddingsError, match="fp32 on the CPU only"):
+    with pytest.raises(EmbeddingsError, match="fp32 or int8 on the CPU only"):
         SentenceTransformerEmbeddings(backend="onnx", precision="bf16").embed_query("x")
+    with pytest.raises(EmbeddingsError, match="int8 is for the onnx backend"):
+        SentenceTransformerEmbeddings(backend="torch", precision="int8").embed_query("x")
     with pytest.raises(EmbeddingsError, match="unknown backend"):
         SentenceTransformerEmbeddings(backend="tensorflow").embed_query("x")
 
