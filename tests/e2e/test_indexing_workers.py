@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
@@ -18,7 +19,7 @@ from ragloom_app.jobs import JobView
 from tests.helpers.api_server import replay_app
 from tests.helpers.chroma_server import ChromaServer, chroma_server
 from tests.helpers.job_workers import WorkerSetup, wait_finished, worker_setup
-from tests.helpers.postgres import PostgresServer, fresh_database
+from tests.helpers.postgres import PostgresServer, fresh_database, throwaway_postgres
 
 pytestmark = pytest.mark.postgres
 
@@ -132,3 +133,46 @@ def test_a_worker_killed_in_the_middle_of_a_job_loses_nothing(
     sources = index.list_sources()
     assert len(sources) == 30 and {s["status"] for s in sources} == {"indexed"}
     assert index.check().clean
+
+
+def test_workers_go_on_after_the_database_and_broker_restarts(tmp_path: Path) -> None:
+    """PostgreSQL is the app database and procrastinate's broker: stopped as in a crash
+    while a worker waits for jobs, then started. A job submitted during the outage is
+    refused cleanly; one submitted after is run by the same worker process, unrestarted."""
+    with throwaway_postgres(durable=True) as server, chroma_server() as chroma:
+        url = fresh_database(server)
+        with worker_setup(tmp_path, url, chroma.url, stall=STALL) as workers:
+            app = replay_app(
+                tmp_path,
+                database_url=url,
+                chroma_server=chroma.url,
+                job_queue="procrastinate",
+                job_stall_seconds=STALL,
+            )
+            index = app.indices.get("My files")
+            worker = workers.start_worker()
+            workers.wait_ready()
+            before = app.jobs.submit_files(
+                index, "local", _files(tmp_path / "in", "a", 2, 5), move=True
+            )
+            assert wait_finished(app, [before], workers)[0].status == JobStatus.DONE
+            server.stop()
+            with pytest.raises(OperationalError):  # the API answers it 503 (api/errors.py)
+                app.jobs.submit_files(index, "local", _files(tmp_path / "in", "b", 1, 5), move=True)
+            assert not any((workers.data_dir / "jobs").iterdir())  # nothing staged and left
+            server.start()
+            deadline = time.monotonic() + 120
+            while True:  # the app's pool and the worker reconnect on their own
+                try:
+                    after = app.jobs.submit_files(
+                        index, "local", _files(tmp_path / "in", "c", 2, 5), move=True
+                    )
+                    break
+                except Exception:
+                    assert time.monotonic() < deadline, workers.logs()
+                    time.sleep(0.5)
+            (done,) = wait_finished(app, [after], workers, timeout=120)
+            assert done.status == JobStatus.DONE and worker.poll() is None, workers.logs()
+            assert done.worker is not None and str(worker.pid) in done.worker
+            assert index.check().clean
+            app.jobs.close()
