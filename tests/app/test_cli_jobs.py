@@ -1,0 +1,96 @@
+"""``ragloom jobs``, ``ragloom worker`` and ``ragloom index export|import`` as an operator
+runs them: jobs listed, shown and cancelled; clear errors for an unknown job and for a
+worker without the queue it runs; an index exported and imported under a new name."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragloom_app.app import BaseApp
+from ragloom_app.jobs.store import JobStore
+from ragloom_app.settings import AppSettings
+from tests.helpers.cli import cli_env
+
+SETTINGS = """
+EMBEDDINGS = {"hash": {"class": "ragloom_app.testing.HashEmbeddings"}}
+DEFAULT_EMBEDDING = "hash"
+FIRST_RUN_DOCS = None
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    settings = tmp_path / "flowsettings.py"
+    settings.write_text(SETTINGS, encoding="utf-8")
+    return cli_env(tmp_path / "data", settings)
+
+
+def _ragloom(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ragloom_app.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _app(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> BaseApp:
+    monkeypatch.setenv("RAGLOOM_DATA_DIR", env["RAGLOOM_DATA_DIR"])
+    return BaseApp(AppSettings.load(env["RAGLOOM_SETTINGS"])).start()
+
+
+def test_jobs_are_listed_shown_and_cancelled(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = _app(env, monkeypatch)
+    index = app.indices.get("My files")
+    job = JobStore(app.engine).create(
+        index_id=index.id, owner="alice", kind="add", files=[{"name": "a.md", "path": "0"}]
+    )
+    listed = _ragloom(env, "jobs", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (shown,) = json.loads(listed.stdout)
+    assert (shown["id"], shown["status"], shown["owner"], shown["files"]) == (
+        job.id,
+        "queued",
+        "alice",
+        ["a.md"],
+    )
+    cancelled = _ragloom(env, "jobs", "cancel", job.id)
+    assert cancelled.returncode == 0 and cancelled.stdout.strip() == f"{job.id}: cancelled"
+    detail = _ragloom(env, "jobs", "show", job.id)
+    assert detail.returncode == 0 and "cancelled" in detail.stdout.splitlines()[0]
+    assert _ragloom(env, "jobs", "list", "--active").stdout.strip() == "no jobs"
+    unknown = _ragloom(env, "jobs", "show", "nope")
+    assert unknown.returncode == 2 and "no job 'nope'" in unknown.stderr
+
+
+def test_a_worker_needs_the_procrastinate_queue(env: dict[str, str]) -> None:
+    refused = _ragloom(env, "worker")
+    assert refused.returncode == 2
+    assert "JOB_QUEUE" in refused.stderr and "procrastinate" in refused.stderr
+
+
+def test_an_index_is_exported_and_imported_under_a_new_name(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    document = tmp_path / "reactor.md"
+    document.write_text("The Zorblax reactor runs at 451 kelvin.", encoding="utf-8")
+    assert _ragloom(env, "index", "add", str(document)).returncode == 0
+    exported = tmp_path / "my-files.zip"
+    run = _ragloom(env, "index", "export", "My files", str(exported))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "exported 'My files': 1 files, 1 chunks"
+    run = _ragloom(env, "index", "import", str(exported), "--name", "Copy")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "imported 'Copy': 1 files, 1 chunks"
+    again = _ragloom(env, "index", "import", str(exported))  # "My files" exists
+    assert again.returncode == 2 and again.stderr.startswith("ragloom: error:")
+    listing = json.loads(_ragloom(env, "index", "list", "--json").stdout)
+    assert sorted(i["name"] for i in listing) == ["Copy", "My files"]
