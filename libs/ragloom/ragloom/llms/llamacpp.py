@@ -34,6 +34,7 @@ from ragloom.llms.base import (
     LLMStreamItem,
     Usage,
 )
+from ragloom.llms.fair_lock import FairLock
 
 if TYPE_CHECKING:
     import llama_cpp
@@ -61,7 +62,7 @@ class _LoadedModel:
     chat_formatter: Jinja2ChatFormatter  # renders a new assistant turn (what llama.cpp uses)
     turn_formatter: Jinja2ChatFormatter  # renders the turns only, to continue the last one
     eos_text: str
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: FairLock = field(default_factory=FairLock)  # answers take turns in order
 
 
 _MODELS: dict[tuple[str, int, int], _LoadedModel] = {}
@@ -230,6 +231,13 @@ class LlamaCppChat(ChatLLM):
         """The prompt is rendered here, so an assistant turn can be left open."""
         return True
 
+    @property
+    def in_line(self) -> int:
+        """Calls generating with this model or waiting their turn (0 if it is idle or
+        not loaded yet)."""
+        loaded: _LoadedModel | None = getattr(self, "_ragloom_model", None)
+        return loaded.lock.in_line if loaded is not None else 0
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by the model's own tokenizer (special tokens as plain text)."""
         # Tokenizing only reads the vocabulary, so it needs no lock and never waits for a
@@ -274,7 +282,11 @@ class LlamaCppChat(ChatLLM):
             from ragloom.llms.bundled import bundled_model_path
 
             path = str(bundled_model_path(model=self._bundled_model()))
-        return _load_model(path, self.n_ctx, self.n_threads, self.n_batch, self.seed, self.verbose)
+        loaded = _load_model(
+            path, self.n_ctx, self.n_threads, self.n_batch, self.seed, self.verbose
+        )
+        self._ragloom_model = loaded  # for in_line, which must not load the model
+        return loaded
 
     def _generate(
         self,

@@ -9,7 +9,7 @@ its saved defaults. The layout and wiring are :mod:`ragloom_app.ui.chat_tab`'s.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import gradio as gr
@@ -272,7 +272,19 @@ class ChatHandlers:
             yield self._failed([_user(question)], exc, "Opening the conversation", owner)
             return
         history.append(_user(question))
+        try:
+            settings = self.request_settings(mode_id, setting_values)
+        except Exception as exc:
+            yield self._failed(history, exc, "Answering", owner, conversation_id)
+            return
+        ahead = self._answers_in_line(settings)
         answer, status = "", "Searching the documents…"
+        if ahead:
+            # The local model answers one question at a time, first come, first served.
+            status = (
+                f"Waiting its turn: {ahead} answer{'s' if ahead != 1 else ''} ahead of this "
+                "one on the local model…"
+            )
         # Lock the inputs while answering: a second question would queue behind this one
         # and, before the first finishes, not know which conversation it belongs to.
         yield _outputs(
@@ -286,7 +298,7 @@ class ChatHandlers:
             events = self.page.ask(
                 question,
                 mode=mode_id,
-                settings=self.request_settings(mode_id, setting_values),
+                settings=settings,
                 conversation_id=conversation_id,
                 selected_sources=file_filter.selected_sources(self.page.app, files, owner),
                 index_settings=index_settings.sent(self.page.app, index_values, owner),
@@ -324,6 +336,16 @@ class ChatHandlers:
                     )
         except Exception as exc:
             yield self._failed(history, exc, "Answering", owner, conversation_id)
+
+    def _answers_in_line(self, settings: Mapping[str, Any]) -> int:
+        """Answers generating with, or waiting for, the LLM these settings use (0 for an
+        endpoint, which queues on its own)."""
+        name = settings.get("llm")
+        try:
+            llm = self.page.app.llm(name if isinstance(name, str) else None)
+        except Exception:  # an unknown name fails the answer itself, with its reason
+            return 0
+        return int(getattr(llm, "in_line", 0))
 
     def _failed(
         self,
