@@ -33,7 +33,7 @@ __all__ = ["FilesHandlers", "FilesTab", "build_files_tab", "discard_upload_copie
 
 logger = logging.getLogger(__name__)
 
-_FOLLOW_EVERY = 0.25  # seconds between two looks at a job the page follows
+_FOLLOW_EVERY = 0.1  # seconds between two looks at a job the page follows
 
 
 def _upload_path(item: Any) -> Path:
@@ -177,17 +177,26 @@ class FilesHandlers:
         return render.outcomes_html(outcomes), listing, gr.update(value=None)
 
     def _follow(self, job: JobView, progress: gr.Progress) -> JobView:
-        """Show the job's progress (or its place in the queue) until it ends."""
-        while not job.finished:
+        """Show the job's place in the queue, then each file as it is done, until it ends.
+
+        The page polls the job's row; a file finished between two looks is still shown
+        (in order), so a quick job reads file by file as a slow one does."""
+        shown = 0
+        while True:
+            total = max(job.files_total, len(job.outcomes), 1)
+            for outcome in job.outcomes[shown:]:
+                shown += 1
+                progress(shown / total, desc=f"{outcome['file']}: {shown} of {total} files done")
+            if job.finished:
+                return job
             if job.status == JobStatus.QUEUED:
                 ahead = self.app.jobs.store.ahead_of(job)
                 waiting = f"{ahead} job{'s' if ahead != 1 else ''} ahead" if ahead else "next"
                 progress(0.0, desc=f"Waiting its turn to be indexed: {waiting}…")
-            else:
-                progress(job.fraction, desc=f"{job.current or 'Starting'}: indexing…")
+            elif job.current:
+                progress(job.fraction, desc=f"{job.current}: indexing…")
             time.sleep(_FOLLOW_EVERY)
             job = self.app.jobs.store.get(job.id) or job
-        return job
 
     def cancel_indexing(self, index_name: str | None, request: gr.Request | None = None) -> None:
         """Cancel the user's jobs on the index: queued ones at once, a running one after
