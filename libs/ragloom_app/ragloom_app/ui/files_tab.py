@@ -187,6 +187,8 @@ class FilesHandlers:
             for outcome in job.outcomes[shown:]:
                 shown += 1
                 progress(shown / total, desc=f"{outcome['file']}: {shown} of {total} files done")
+                # Gradio sends the latest progress only: give each file's its moment.
+                time.sleep(_FOLLOW_EVERY)
             if job.finished:
                 return job
             if job.status == JobStatus.QUEUED:
