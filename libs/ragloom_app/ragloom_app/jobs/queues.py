@@ -14,6 +14,7 @@ that died, so neither queue loses one.
 
 from __future__ import annotations
 
+import abc
 import logging
 import queue
 import threading
@@ -41,14 +42,14 @@ QUEUE_NAME = "indexing"
 _SCHEMA_LOCK = 7_261_023_119  # PostgreSQL advisory lock key: one process applies the schema
 
 
-class JobQueue:
+class JobQueue(abc.ABC):
     """Hands jobs to workers. :meth:`submit` never runs the job in the caller's thread."""
 
+    @abc.abstractmethod
     def submit(self, job_id: str) -> None:
         """Have a worker run the job (already stored as ``queued``)."""
-        raise NotImplementedError
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a queue with nothing to stop keeps this
         """Stop what this object started (threads, connections); queued jobs stay queued."""
 
 

@@ -52,6 +52,7 @@ from ragloom_app.index.base import FileOutcome, IndexingPipeline, IndexingProgre
 from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS, UploadBudget
 from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, index_archive, shown_member_name
 from ragloom_app.index.file.attempts import attempt_underway, start_attempt
+from ragloom_app.index.file.disk import disk_full_reason, reference_of
 from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
 from ragloom_app.index.file.source_rows import delete_chunk_rows, record_indexed, set_status
 from ragloom_app.index.file.worklock import WorkLock, is_busy
@@ -64,29 +65,6 @@ logger = logging.getLogger(__name__)
 INTERRUPTED_REASON = "interrupted while indexing; add the file again"
 
 _Event = IndexingProgress | FileOutcome
-
-
-#: Free bytes below which a store's failure is put down to the full disk under it.
-DISK_FULL_BYTES = 8 * 1024 * 1024
-
-
-def disk_full_reason(folder: Path, below: int = DISK_FULL_BYTES) -> str | None:
-    """What to tell the user when the disk holding ``folder`` is (nearly) full, else None."""
-    try:
-        free = shutil.disk_usage(folder).free
-    except OSError:
-        return None
-    if free >= below:
-        return None
-    return (
-        f"the disk holding the data folder is full ({free / 1e6:.1f} MB free): "
-        "free some space, then add the file again"
-    )
-
-
-def _reference_of(message: str) -> str:
-    start = message.rfind(" (log reference ")
-    return message[start:] if start >= 0 else ""
 
 
 def sha256_of(path: Path) -> str:
@@ -353,7 +331,7 @@ class FileIndexingPipeline(IndexingPipeline):
             reason = user_error(exc, f"Indexing {name!r}", log=logger).message
             full = disk_full_reason(self.data_dir)
             if full:
-                reason = f"{reason.split(':', 1)[0]}: {full}{_reference_of(reason)}"
+                reason = f"{reason.split(':', 1)[0]}: {full}{reference_of(reason)}"
             self._fail(source_id, reason)
             return FileOutcome(name, "failed", reason=reason, source_id=source_id)
         if not flipped:
