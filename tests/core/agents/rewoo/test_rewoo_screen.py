@@ -14,6 +14,7 @@ from ragloom.agents.rewoo import (
     parse_plan,
     screen_plan,
 )
+from ragloom.agents.rewoo.planner import PLANNER_SYSTEM_PROMPT
 from ragloom.agents.rewoo.screen import MAX_REASON_CHARS
 from ragloom.agents.tools import (
     BUILTIN_TOOLS,
@@ -88,6 +89,20 @@ def test_text_of_another_tool_is_checked_when_known_not_before() -> None:
         "#E1 = docsearch[reactor]\n#E2 = llm[The number in #E1]\n#E3 = calculator[#E2 * 2]"
     )
     assert screened.dropped == ()
+
+
+def test_the_planners_own_examples_pass_the_screen() -> None:
+    # A small model copies the prompt's examples; an example the screen drops (it once
+    # taught ``calculator[#E1 * 0.92]`` over a search) teaches padding.
+    examples = PLANNER_SYSTEM_PROMPT.split("Example question: ")[1:]
+    assert len(examples) == 2
+    for example in examples:
+        question, plan_text = example.split("\n", 1)
+        plan = parse_plan(plan_text)
+        assert plan.steps, question
+        screened = screen_plan(plan, TOOLS, question)
+        assert screened.dropped == (), question
+        assert len(screened.plan.steps) == len(plan.steps)
 
 
 def test_steps_using_a_dropped_step_are_dropped_too_whatever_their_tool() -> None:

@@ -54,8 +54,10 @@ Example question: When did Acme open its first plant?
 Example question: What is Acme's revenue in euros?
 #Plan1: Find Acme's revenue in dollars.
 #E1 = docsearch[Acme revenue]
-#Plan2: Convert it to euros at 0.92 euros per dollar.
-#E2 = calculator[#E1 * 0.92]"""
+#Plan2: Take the revenue in dollars from the passages, as a number.
+#E2 = llm[Acme's revenue in dollars, as a number only, from: #E1]
+#Plan3: Convert it to euros at 0.92 euros per dollar.
+#E3 = calculator[#E2 * 0.92]"""
 
 JSON_FORMAT = """
 Write the plan as JSON instead of lines:
