@@ -51,10 +51,13 @@ def test_a_database_of_the_previous_release_is_upgraded_with_its_data(tmp_path: 
         "451 kelvin [1].",
     ]
     with sqlite3.connect(db) as conn:
-        owner, shared = conn.execute("SELECT owner, shared FROM indices").fetchone()
+        owner, shared, store_name = conn.execute(
+            "SELECT owner, shared, store_name FROM indices"
+        ).fetchone()
         (status,) = conn.execute("SELECT status FROM sources").fetchone()
         (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
     assert IndexAccess(owner, bool(shared)) == IndexAccess()
+    assert store_name is None  # its stores hold the id's name, which it keeps
     assert (status, chunks) == ("INDEXED", 1)
     # Opened again, there is nothing left to do.
     assert migrate(engine) == "current"

@@ -68,6 +68,7 @@ def test_an_old_database_gains_the_column_and_works(tmp_path: Path) -> None:
         }
     (index,) = app.indices.indices
     assert isinstance(index, FileIndex)
+    assert index.collection_name == "ragloom_index_1"  # where its vectors were put
     listed = {s["name"]: s for s in index.list_sources()}
     assert (listed["scan.pdf"]["status"], listed["scan.pdf"]["reason"]) == (
         "failed",

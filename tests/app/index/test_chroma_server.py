@@ -87,3 +87,34 @@ def test_a_server_address_that_cannot_work_is_refused_at_start(url: str, tmp_pat
     with pytest.raises(SettingsError, match="CHROMA_SERVER: must be http://HOST:PORT"):
         AppSettings(data_dir=tmp_path, chroma_server=url)
     assert chroma_address("https://chroma.internal:8443") == ("chroma.internal", 8443, True)
+
+
+def test_two_deployments_on_one_server_keep_their_indices_apart(
+    server: ChromaServer, tmp_path: Path
+) -> None:
+    # Each database numbers its first index 1: the collections are named otherwise.
+    apps = []
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        apps.append(replay_app(tmp_path / name, chroma_server=server.url))
+    ours = _indexed(apps[0], tmp_path / "first")
+    (tmp_path / "second" / "loop.md").write_text("The cooling loop is flushed every 90 days.")
+    theirs = apps[1].indices.get("My files")
+    (outcome,) = theirs.get_indexing_pipeline({}).run([tmp_path / "second" / "loop.md"])
+    assert outcome.status == "indexed"
+    assert ours.id == theirs.id and ours.collection_name != theirs.collection_name
+
+    def found(index: object, question: str) -> list[str]:
+        assert isinstance(index, FileIndex)
+        (retriever,) = index.get_retriever_pipelines({"retrieval_mode": "vector"})
+        return [hit.chunk.text for hit in retriever.run(question)]
+
+    assert found(ours, "How hot does the reactor run?") == [
+        "The Zorblax reactor runs at 451 kelvin."
+    ]
+    assert found(theirs, "How hot does the reactor run?") == [
+        "The cooling loop is flushed every 90 days."
+    ]
+    apps[0].indices.delete("My files")  # the other deployment's collection stays
+    assert found(theirs, "cooling") == ["The cooling loop is flushed every 90 days."]
+    assert theirs.check().clean

@@ -46,6 +46,9 @@ class IndexRecord(SQLModel, table=True):
     # and admins. The indices of before accounts are the local user's, shared.
     owner: str = Field(default=LOCAL_USER, index=True)
     shared: bool = True
+    # The name of its collections in stores that hold many indices (a Chroma server may
+    # hold several deployments'); None for indices made before it, named by their id.
+    store_name: str | None = None
 
 
 class SourceStatus(StrEnum):

@@ -57,6 +57,8 @@ class IndexResources:
     ``chroma_server`` (``http://host:port``) puts vectors on a Chroma server instead of the
     embedded Chroma in ``shared_dir``; ``fulltext_connect`` (connections to the app's
     PostgreSQL database) puts the full text there instead of a file in ``data_dir``.
+    ``store_name`` names the index's collections in such shared stores
+    (:attr:`BaseIndex.store_name`).
     """
 
     engine: Engine
@@ -72,6 +74,7 @@ class IndexResources:
     archive_limits: ZipLimits = field(default_factory=ZipLimits)
     chroma_server: str | None = None
     fulltext_connect: ConnectionFactory | None = None
+    store_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,13 @@ class BaseIndex:
     name: str
     config: dict[str, Any]
     resources: IndexResources
+
+    @property
+    def store_name(self) -> str:
+        """The name of this index's collection in a store that holds many indices, of
+        several deployments perhaps (a Chroma server): random, given at creation, or
+        ``ragloom_index_<id>`` for an index made before names were given."""
+        return self.resources.store_name or f"ragloom_index_{self.id}"
 
     @classmethod
     def get_admin_settings(cls) -> dict[str, dict[str, Any]]:

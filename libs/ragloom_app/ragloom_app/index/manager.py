@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import re
+import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -24,6 +25,7 @@ __all__ = [
     "IndexAccess",
     "IndexManager",
     "UnknownIndexError",
+    "new_store_name",
 ]
 
 MAX_INDEX_NAME_CHARS = 80
@@ -34,6 +36,11 @@ INDEX_NAME_PATTERN = rf"^[^{_NAME_CHAR}]*[^{_NAME_CHAR}\s0-9][^{_NAME_CHAR}]*$"
 """What an index name must match (the HTTP API's schema says the same)."""
 
 logger = logging.getLogger(__name__)
+
+
+def new_store_name() -> str:
+    """A new index's collection name, unlike any other deployment's (64 random bits)."""
+    return f"ragloom_{secrets.token_hex(8)}"
 
 
 class UnknownIndexError(UserFacingError, KeyError):
@@ -200,7 +207,7 @@ class IndexManager:
             id=record.id,
             name=record.name,
             config=dict(record.config or {}),
-            resources=self._resources_for(record.id),
+            resources=replace(self._resources_for(record.id), store_name=record.store_name),
         )
 
     def create(
@@ -237,7 +244,12 @@ class IndexManager:
             # Names are the whole app's: the words say it is taken, not whose it is.
             raise ValueError(f"the name {name!r} is taken already: choose another")
         record = IndexRecord(
-            name=name, index_type=type_id, config=config or {}, owner=owner, shared=shared
+            name=name,
+            index_type=type_id,
+            config=config or {},
+            owner=owner,
+            shared=shared,
+            store_name=new_store_name(),
         )
         with Session(self._engine) as session:
             session.add(record)

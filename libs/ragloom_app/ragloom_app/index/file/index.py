@@ -84,8 +84,8 @@ class FileIndex(BaseIndex):
 
     @property
     def collection_name(self) -> str:
-        """The Chroma collection of this index."""
-        return f"ragloom_index_{self.id}"
+        """The Chroma (and PostgreSQL full-text) collection of this index."""
+        return self.store_name
 
     @cached_property
     def vector_store(self) -> ChromaVectorStore:
