@@ -1,0 +1,149 @@
+"""SIGKILL of ``ragloom serve`` in the middle of an answer, then a restart.
+
+A real server process (SQLite, embedded Chroma and BM25, hash embeddings) answers one
+question, then is killed while it streams the answer to a second one (its LLM is made to
+wait then). After a restart the conversation holds the first exchange whole and
+the second question without any part of an answer, it goes on, the database passes SQLite's
+integrity check and the index ``ragloom index check``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from tests.helpers.api_server import DOCUMENTS
+from tests.helpers.cli import PROJECT, cli_env, run_ragloom
+
+ANSWER = "The Zorblax reactor runs at 451 kelvin [1]."
+SLOW_QUESTION = "What was the reactor's first temperature?"
+SETTINGS = """
+LLMS = {{"slow": {{"class": "tests.helpers.slow_llm.SlowLLM", "replies": [{answer!r}],
+                   "delay": 300, "hold_file": {hold!r}}}}}
+DEFAULT_LLM = "slow"
+EMBEDDINGS = {{"hash": {{"class": "ragloom_app.testing.HashEmbeddings"}}}}
+DEFAULT_EMBEDDING = "hash"
+FIRST_RUN_DOCS = None
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def serving(folder: Path, settings: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A ``ragloom serve`` on loopback with its data in ``folder / "data"``: its API's URL
+    and its process, stopped at the end unless a test killed it first."""
+    port, log = _free_port(), folder / f"serve-{time.monotonic_ns()}.log"
+    env = {
+        **cli_env(folder / "data", settings),
+        "PYTHONPATH": os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")]),
+    }
+    command = [sys.executable, "-m", "ragloom_app.cli", "serve", "--port", str(port)]
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/api/v1"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert process.poll() is None, log.read_text(errors="replace")[-3000:]
+            try:
+                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the server did not answer within 180 s"
+            time.sleep(0.2)
+        yield url, process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _roles_and_texts(url: str, conversation: str) -> list[tuple[str, str]]:
+    messages = httpx.get(f"{url}/conversations/{conversation}", timeout=30).json()["messages"]
+    return [(m["role"], m["content"]) for m in messages]
+
+
+def test_sigkill_during_an_answer_leaves_no_half_answer(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.py"
+    hold = tmp_path / "hold"  # while it exists, the LLM waits
+    settings.write_text(SETTINGS.format(answer=ANSWER, hold=str(hold)), encoding="utf-8")
+    with serving(tmp_path, settings) as (url, process):
+        uploaded = httpx.post(
+            f"{url}/indices/My files/files",
+            files=[("files", ("reactor.md", DOCUMENTS["reactor.md"].encode()))],
+            timeout=60,
+        )
+        assert uploaded.status_code == 202, uploaded.text
+        deadline = time.monotonic() + 120
+        while (listed := httpx.get(f"{url}/indices/My files/files", timeout=30).json())[0][
+            "status"
+        ] != "indexed":
+            assert listed[0]["status"] != "failed" and time.monotonic() < deadline, listed
+            time.sleep(0.2)
+        conversation = httpx.post(f"{url}/conversations", timeout=30).json()["id"]
+        first = httpx.post(
+            f"{url}/conversations/{conversation}/ask",
+            json={"question": "How hot is the reactor?"},
+            timeout=60,
+        )
+        assert first.status_code == 200, first.text
+        # The second answer streams until its LLM call, which waits: the process dies then.
+        hold.touch()
+        events = []
+        with httpx.stream(
+            "POST",
+            f"{url}/conversations/{conversation}/ask",
+            json={"question": SLOW_QUESTION, "stream": True},
+            timeout=60,
+        ) as streamed:
+            for line in streamed.iter_lines():
+                if line.startswith("event:"):
+                    events.append(line.split(":", 1)[1].strip())
+                    break
+            time.sleep(1.0)
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=30)
+        assert events, "the answer had not begun streaming"
+
+    hold.unlink()
+    db = tmp_path / "data" / "ragloom.db"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    with serving(tmp_path, settings) as (url, _):
+        assert _roles_and_texts(url, conversation) == [
+            ("user", "How hot is the reactor?"),
+            ("assistant", ANSWER),
+            ("user", SLOW_QUESTION),  # asked, never answered: no part of an answer kept
+        ]
+        again = httpx.post(
+            f"{url}/conversations/{conversation}/ask",
+            json={"question": "And how hot is it now?"},
+            timeout=60,
+        )
+        assert again.status_code == 200, again.text
+        assert _roles_and_texts(url, conversation)[-2:] == [
+            ("user", "And how hot is it now?"),
+            ("assistant", ANSWER),
+        ]
+    checked = run_ragloom("index", "check", env=cli_env(tmp_path / "data", settings), cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
