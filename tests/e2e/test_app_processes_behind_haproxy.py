@@ -5,21 +5,19 @@ folder: an API client sent to either in turn uploads, asks and reads as against 
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.helpers.api_server import ANSWER, DOCUMENTS
-from tests.helpers.chroma_server import ChromaServer, chroma_server
-from tests.helpers.cli import PROJECT
+from tests.helpers.chroma_server import chroma_server
 from tests.helpers.haproxy import SERVED_BY, haproxy_bin, haproxy_in_front
 from tests.helpers.postgres import PostgresServer, fresh_database
+from tests.helpers.serve_process import serve_process
 
 pytestmark = pytest.mark.postgres
 
@@ -32,25 +30,6 @@ FIRST_RUN_DOCS = None
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 180
-    while True:
-        assert process.poll() is None, log.read_text(errors="replace")[-3000:]
-        try:
-            if httpx.get(f"{url}/api/v1/health", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, f"{url} did not answer within 180 s"
-        time.sleep(0.2)
-
-
 @pytest.fixture
 def balanced(postgres_server: PostgresServer, tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
     """The balancer's URL and the two apps' own URLs."""
@@ -59,47 +38,24 @@ def balanced(postgres_server: PostgresServer, tmp_path: Path) -> Iterator[tuple[
     settings = tmp_path / "settings.py"
     settings.write_text(SETTINGS, encoding="utf-8")
     database = fresh_database(postgres_server)
-    with chroma_server() as chroma:
-        processes, urls = _start_apps(tmp_path, settings, database, chroma)
-        try:
-            ports = [int(url.rsplit(":", 1)[1]) for url in urls]
-            with haproxy_in_front(ports) as port:
-                yield f"http://127.0.0.1:{port}", urls
-        finally:
-            for process in processes:
-                process.terminate()
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-
-
-def _start_apps(
-    folder: Path, settings: Path, database: str, chroma: ChromaServer
-) -> tuple[list[subprocess.Popen[bytes]], list[str]]:
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
-    processes, urls = [], []
-    for n in range(2):
-        port, log = _free_port(), folder / f"app{n}.log"
-        env = {
-            **inherited,
-            "PYTHONPATH": os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")]),
-            "RAGLOOM_SETTINGS": str(settings),
-            "RAGLOOM_DATA_DIR": str(folder / f"data{n}"),
-            "RAGLOOM_DATABASE_URL": database,
-            "RAGLOOM_CHROMA_SERVER": chroma.url,
-        }
-        command = [sys.executable, "-m", "ragloom_app.cli", "serve", "--port", str(port)]
-        with log.open("wb") as out:
-            process = subprocess.Popen(
-                command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=folder
-            )
-        processes.append(process)
-        urls.append(f"http://127.0.0.1:{port}")
-        # One after the other: the second finds the first's schema and default index.
-        _wait_healthy(urls[-1], process, log)
-    return processes, urls
+    with chroma_server() as chroma, ExitStack() as apps:
+        urls = []
+        for n in range(2):
+            env = {
+                **inherited,
+                "RAGLOOM_SETTINGS": str(settings),
+                "RAGLOOM_DATA_DIR": str(tmp_path / f"data{n}"),
+                "RAGLOOM_DATABASE_URL": database,
+                "RAGLOOM_CHROMA_SERVER": chroma.url,
+            }
+            # One after the other: the second finds the first's schema and default index.
+            served = serve_process(env, tmp_path / f"app{n}.log", cwd=tmp_path)
+            url, _ = apps.enter_context(served)
+            urls.append(url)
+        ports = [int(url.rsplit(":", 1)[1]) for url in urls]
+        with haproxy_in_front(ports) as port:
+            yield f"http://127.0.0.1:{port}", urls
 
 
 def test_an_api_client_sent_to_either_process_sees_one_app(

@@ -9,12 +9,9 @@ integrity check and the index ``ragloom index check``.
 
 from __future__ import annotations
 
-import os
 import signal
-import socket
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +20,8 @@ from pathlib import Path
 import httpx
 
 from tests.helpers.api_server import DOCUMENTS
-from tests.helpers.cli import PROJECT, cli_env, run_ragloom
+from tests.helpers.cli import cli_env, run_ragloom
+from tests.helpers.serve_process import serve_process
 
 ANSWER = "The Zorblax reactor runs at 451 kelvin [1]."
 SLOW_QUESTION = "What was the reactor's first temperature?"
@@ -37,45 +35,12 @@ FIRST_RUN_DOCS = None
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextmanager
 def serving(folder: Path, settings: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A ``ragloom serve`` on loopback with its data in ``folder / "data"``: its API's URL
-    and its process, stopped at the end unless a test killed it first."""
-    port, log = _free_port(), folder / f"serve-{time.monotonic_ns()}.log"
-    env = {
-        **cli_env(folder / "data", settings),
-        "PYTHONPATH": os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")]),
-    }
-    command = [sys.executable, "-m", "ragloom_app.cli", "serve", "--port", str(port)]
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/api/v1"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            assert process.poll() is None, log.read_text(errors="replace")[-3000:]
-            try:
-                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the server did not answer within 180 s"
-            time.sleep(0.2)
-        yield url, process
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    """A ``ragloom serve`` with its data in ``folder / "data"``: its API's URL, its process."""
+    log = folder / f"serve-{time.monotonic_ns()}.log"
+    with serve_process(cli_env(folder / "data", settings), log, cwd=folder) as (url, process):
+        yield f"{url}/api/v1", process
 
 
 def _roles_and_texts(url: str, conversation: str) -> list[tuple[str, str]]:
