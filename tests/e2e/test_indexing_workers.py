@@ -1,13 +1,15 @@
 """``ragloom worker`` processes on PostgreSQL (procrastinate) and ``chroma run``: jobs an app
 submits are indexed by several workers in parallel, a job is cancelled while a worker runs
 it, and a worker killed with SIGKILL in the middle of a job loses nothing: another takes
-the job, every file ends indexed, and the index checks clean."""
+the job, every file ends indexed, and the index checks clean. PostgreSQL restarted while a
+worker waits, and while it runs a job, is survived by the same worker process."""
 
 from __future__ import annotations
 
 import signal
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,10 +28,10 @@ pytestmark = pytest.mark.postgres
 STALL = 3.0
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def chroma() -> Iterator[ChromaServer]:
-    # One per test: each test's fresh database numbers its index 1 again, and Chroma
-    # collections are named by index id.
+    # One for the module: each test's fresh database numbers its index 1 again, but each
+    # index's collection has a name of its own (IndexRecord.store_name).
     with chroma_server() as running:
         yield running
 
@@ -135,10 +137,10 @@ def test_a_worker_killed_in_the_middle_of_a_job_loses_nothing(
     assert index.check().clean
 
 
-def test_workers_go_on_after_the_database_and_broker_restarts(tmp_path: Path) -> None:
-    """PostgreSQL is the app database and procrastinate's broker: stopped as in a crash
-    while a worker waits for jobs, then started. A job submitted during the outage is
-    refused cleanly; one submitted after is run by the same worker process, unrestarted."""
+@contextmanager
+def _restartable(tmp_path: Path) -> Iterator[tuple[PostgresServer, BaseApp, WorkerSetup]]:
+    """A durable PostgreSQL cluster of its own (the test stops and starts it), an app and
+    the workers' setup on it."""
     with throwaway_postgres(durable=True) as server, chroma_server() as chroma:
         url = fresh_database(server)
         with worker_setup(tmp_path, url, chroma.url, stall=STALL) as workers:
@@ -149,30 +151,69 @@ def test_workers_go_on_after_the_database_and_broker_restarts(tmp_path: Path) ->
                 job_queue="procrastinate",
                 job_stall_seconds=STALL,
             )
-            index = app.indices.get("My files")
-            worker = workers.start_worker()
-            workers.wait_ready()
-            before = app.jobs.submit_files(
-                index, "local", _files(tmp_path / "in", "a", 2, 5), move=True
-            )
-            assert wait_finished(app, [before], workers)[0].status == JobStatus.DONE
-            server.stop()
-            with pytest.raises(OperationalError):  # the API answers it 503 (api/errors.py)
-                app.jobs.submit_files(index, "local", _files(tmp_path / "in", "b", 1, 5), move=True)
-            assert not any((workers.data_dir / "jobs").iterdir())  # nothing staged and left
-            server.start()
-            deadline = time.monotonic() + 120
-            while True:  # the app's pool and the worker reconnect on their own
-                try:
-                    after = app.jobs.submit_files(
-                        index, "local", _files(tmp_path / "in", "c", 2, 5), move=True
-                    )
-                    break
-                except Exception:
-                    assert time.monotonic() < deadline, workers.logs()
-                    time.sleep(0.5)
-            (done,) = wait_finished(app, [after], workers, timeout=120)
-            assert done.status == JobStatus.DONE and worker.poll() is None, workers.logs()
-            assert done.worker is not None and str(worker.pid) in done.worker
-            assert index.check().clean
+            yield server, app, workers
             app.jobs.close()
+
+
+def test_workers_go_on_after_the_database_and_broker_restarts(tmp_path: Path) -> None:
+    """PostgreSQL is the app database and procrastinate's broker: stopped as in a crash
+    while a worker waits for jobs, then started. A job submitted during the outage is
+    refused cleanly; one submitted after is run by the same worker process, unrestarted."""
+    with _restartable(tmp_path) as (server, app, workers):
+        index = app.indices.get("My files")
+        worker = workers.start_worker()
+        workers.wait_ready()
+        before = app.jobs.submit_files(
+            index, "local", _files(tmp_path / "in", "a", 2, 5), move=True
+        )
+        assert wait_finished(app, [before], workers)[0].status == JobStatus.DONE
+        server.stop()
+        with pytest.raises(OperationalError):  # the API answers it 503 (api/errors.py)
+            app.jobs.submit_files(index, "local", _files(tmp_path / "in", "b", 1, 5), move=True)
+        assert not any((workers.data_dir / "jobs").iterdir())  # nothing staged and left
+        server.start()
+        deadline = time.monotonic() + 120
+        while True:  # the app's pool and the worker reconnect on their own
+            try:
+                after = app.jobs.submit_files(
+                    index, "local", _files(tmp_path / "in", "c", 2, 5), move=True
+                )
+                break
+            except Exception:
+                assert time.monotonic() < deadline, workers.logs()
+                time.sleep(0.5)
+        (done,) = wait_finished(app, [after], workers, timeout=120)
+        assert done.status == JobStatus.DONE and worker.poll() is None, workers.logs()
+        assert done.worker is not None and str(worker.pid) in done.worker
+        assert index.check().clean
+
+
+def test_a_job_running_through_a_database_restart_ends_with_every_file_accounted_for(
+    tmp_path: Path,
+) -> None:
+    """PostgreSQL (database and broker) stopped as in a crash while a worker is in the
+    middle of a job, then started: the job ends, each file indexed or failed with its
+    reason, none half-stored, and the index checks clean, without restarting the worker."""
+    with _restartable(tmp_path) as (server, app, workers):
+        index = app.indices.get("My files")
+        job = app.jobs.submit_files(index, "local", _files(tmp_path / "in", "r", 30, 60), move=True)
+        worker = workers.start_worker()
+        _running(app, job, workers, done_at_least=3)
+        server.stop()
+        time.sleep(2.0)
+        server.start()
+        (ended,) = wait_finished(app, [job], workers, timeout=240)
+        assert ended.status == JobStatus.DONE, (ended, workers.logs())
+        assert worker.poll() is None, workers.logs()
+        # The outage cut the job short; it was run again from the start (the files
+        # indexed before come back "skipped"), by the same worker process.
+        outcomes = {o["file"]: o for o in ended.outcomes}
+        assert len(outcomes) == 30
+        for outcome in outcomes.values():
+            assert outcome["status"] in {"indexed", "skipped", "failed"}, outcome
+            assert outcome["status"] != "failed" or outcome["reason"], outcome
+        sources = index.list_sources()
+        assert len(sources) == 30, sources
+        for source in sources:  # none left "indexing": each done, or failed saying why
+            assert source["status"] == "indexed" or source["reason"], source
+        assert index.check().clean
