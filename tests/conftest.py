@@ -1,5 +1,6 @@
 """Settings every test shares: the hypothesis profiles of the property-based tests, and the
-database a test of the stores runs on (``database_url``: SQLite, then PostgreSQL).
+database a test of the stores runs on (``database_url``: SQLite, then PostgreSQL), and the
+servers of a run (PostgreSQL, ``chroma run``), started once when a test needs them.
 
 By default (profile ``ragloom``) each property test runs the same examples every time,
 derived from the test itself: a red run in CI is a real regression, reproduced by running
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.helpers.chroma_server import ChromaServer, chroma_server
 from tests.helpers.postgres import PostgresServer, fresh_database, postgres_bin, throwaway_postgres
 
 settings.register_profile("ragloom", derandomize=True, database=None)
@@ -29,6 +31,14 @@ def postgres_server() -> Iterator[PostgresServer]:
     if postgres_bin() is None:
         pytest.skip("PostgreSQL is not installed (scripts/ensure-postgres)")
     with throwaway_postgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def shared_chroma_server() -> Iterator[ChromaServer]:
+    """A ``chroma run`` on loopback for the whole run: every index's collection has a name
+    of its own, so the tests' apps, each with its own database, share it."""
+    with chroma_server() as server:
         yield server
 
 

@@ -64,10 +64,22 @@ def served(app: BaseApp) -> Iterator[str]:
         running.close()
 
 
-@pytest.fixture(scope="module")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+@pytest.fixture(
+    scope="module", params=["embedded", pytest.param("servers", marks=pytest.mark.postgres)]
+)
+def live_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """The app on the laptop's embedded stores (SQLite, embedded Chroma, a BM25 file), then
+    on servers (PostgreSQL with the full text, ``chroma run``): every API test runs on both."""
     folder = tmp_path_factory.mktemp("api")
-    app = replay_app(folder)
+    servers: dict[str, Any] = {}
+    if request.param == "servers":
+        from tests.helpers.postgres import fresh_database
+
+        servers["database_url"] = fresh_database(request.getfixturevalue("postgres_server"))
+        servers["chroma_server"] = request.getfixturevalue("shared_chroma_server").url
+    app = replay_app(folder, **servers)
     docs = folder / "docs"
     docs.mkdir()
     paths = []

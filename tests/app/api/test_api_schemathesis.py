@@ -29,7 +29,12 @@ REJECTED = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422"
 
 def _operations(live_server: LiveServer) -> list[schemathesis.APIOperation]:
     config = SchemathesisConfig.from_dict(
-        {"checks": {"negative_data_rejection": {"expected-statuses": REJECTED}}}
+        {
+            "checks": {"negative_data_rejection": {"expected-statuses": REJECTED}},
+            # Text holding U+0000 is refused whole (api/text_guard.py), as the document
+            # cannot say of every string; test_api_v1 tests that refusal itself.
+            "generation": {"allow-x00": False},
+        }
     )
     schema = schemathesis.openapi.from_url(f"{live_server.url}openapi.json", config=config)
     return [result.ok() for result in schema.get_all_operations()]

@@ -251,6 +251,28 @@ def test_inputs_that_once_made_500s_are_422s_in_words(
     assert refused.status_code == 422 and message in refused.json()["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "where"),
+    [
+        # PostgreSQL's text cannot hold U+0000: a login name holding one was a 500 there.
+        ("POST", "/login", {"json": {"name": "ad\x00min", "password": "x"}}, "body"),
+        ("POST", "/conversations", {"json": {"title": "notes\x00"}}, "body"),
+        ("GET", "/conversations/abc%00def", {}, "path"),
+        ("GET", "/jobs", {"params": {"all": "\x00"}}, "query"),
+    ],
+)
+def test_text_holding_nul_is_refused_the_same_on_every_database(
+    api: httpx.Client, method: str, path: str, kwargs: dict[str, Any], where: str
+) -> None:
+    before = api.get("/conversations").json()
+    refused = api.request(method, path, **kwargs)
+    assert refused.status_code == 422, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "invalid_request"
+    assert f"the request's {where} holds the NUL character" in error["message"]
+    assert api.get("/conversations").json() == before  # nothing was made
+
+
 def test_a_key_that_is_no_longer_valid_is_refused_even_without_login(api: httpx.Client) -> None:
     # Dropping it silently would let a revoked key act as the local user.
     refused = api.get("/me", headers={"Authorization": "Bearer rlk_revoked-or-made-up"})

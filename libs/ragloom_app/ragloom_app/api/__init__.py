@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
 from ragloom_app.api.errors import ApiError
+from ragloom_app.api.text_guard import refuse_nul_text
 
 if TYPE_CHECKING:
     from ragloom_app.pages.chat import ChatPage
@@ -47,7 +48,7 @@ def api_routers(page: ChatPage) -> list[APIRouter]:
     current_user = authenticator(page.app)
     # The API's and the OpenAI endpoint's answers, together.
     slots = AnswerSlots(page.app.settings.api_max_answers)
-    return [
+    routers = [
         public_router(),
         account_router(page.app, current_user),
         api_router(page, current_user, slots),
@@ -57,3 +58,8 @@ def api_routers(page: ChatPage) -> list[APIRouter]:
         docs_router(),
         _unknown_paths(),
     ]
+    # Every route refuses text no database can keep, before it reads the request.
+    guarded = APIRouter(dependencies=[Depends(refuse_nul_text)])
+    for router in routers:
+        guarded.include_router(router)
+    return [guarded]
