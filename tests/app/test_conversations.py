@@ -112,3 +112,14 @@ def test_deleting_a_conversation_deletes_its_messages_first(tmp_path: Path) -> N
     assert store.delete(gone, owner="alice")
     assert [c["id"] for c in store.list(owner="alice")] == [kept]
     assert store.messages(gone) == [] and len(store.messages(kept)) == 2
+
+
+def test_a_nul_in_what_is_kept_is_kept_as_a_replacement_character(database_url: str) -> None:
+    # PostgreSQL's text refuses U+0000 (the API refuses it before; the chat may not).
+    store = ConversationStore(create_db_engine(database_url))
+    conversation = store.create("notes\x00")
+    store.add_message(conversation, "user", "How hot\x00 is it?")
+    assert store.rename(conversation, "renamed\x00")
+    assert [m.content for m in store.messages(conversation)] == ["How hot\ufffd is it?"]
+    (listed,) = store.list()
+    assert listed["title"] == "renamed\ufffd"

@@ -76,6 +76,12 @@ def _summary(conversation: Conversation) -> dict[str, Any]:
     }
 
 
+def _keepable(text: str) -> str:
+    """``text`` as every database can keep it: PostgreSQL's text cannot hold U+0000, so a
+    NUL (pasted into the chat, say) becomes U+FFFD, as in the full-text store."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
 class ConversationStore:
     """Create conversations, append messages and read them back.
 
@@ -90,7 +96,7 @@ class ConversationStore:
         """A new empty conversation of ``owner``; returns its id."""
         conversation_id = uuid.uuid4().hex
         with Session(self.engine) as session:
-            session.add(Conversation(id=conversation_id, title=title[:80], owner=owner))
+            session.add(Conversation(id=conversation_id, title=_keepable(title)[:80], owner=owner))
             session.commit()
         return conversation_id
 
@@ -122,7 +128,7 @@ class ConversationStore:
             conversation = self._owned(session, conversation_id, owner)
             if conversation is None:
                 return False
-            conversation.title = title.strip()[:80] or conversation.title
+            conversation.title = _keepable(title).strip()[:80] or conversation.title
             conversation.updated_at = datetime.now(UTC)
             session.add(conversation)
             session.commit()
@@ -156,6 +162,7 @@ class ConversationStore:
         grounding: GroundingReport | None = None,
     ) -> None:
         """Append a message; the first user message also names the conversation."""
+        content = _keepable(content)
         with Session(self.engine) as session:
             conversation = session.get(Conversation, conversation_id)
             if conversation is None:
