@@ -102,9 +102,24 @@ def test_an_unsupported_answer_is_tried_again_and_the_grounded_one_stands(app: B
     assert check_events[0].report is record.grounding
 
 
+def test_a_partly_supported_answer_stands_unless_the_setting_says_try_again(
+    app: BaseApp,
+) -> None:
+    partly = "It runs at 451 kelvin [1]. It has 9 pumps [1]."
+    record, _, llm = _ask(app, SINGLE, [partly])
+    assert record.grounding is not None and record.grounding.status == "partly"
+    assert "escalate" not in _choices(record) and len(llm.prompts) == 1
+    record, _, llm = _ask(
+        app, SINGLE, [partly, PLAN, "It runs at 451 kelvin [1]."], escalate_partly=True
+    )
+    assert record.answer == "It runs at 451 kelvin [1]." and len(llm.prompts) == 3
+    assert record.grounding is not None and record.grounding.supported
+
+
 def test_a_second_try_no_better_grounded_leaves_the_first_answer(app: BaseApp) -> None:
     partly = "It runs at 451 kelvin [1]. It has 9 pumps [1]."
-    record, _, _ = _ask(app, SINGLE, [partly, PLAN, "It runs at 800 kelvin [1]."])
+    settings = {"escalate_partly": True}
+    record, _, _ = _ask(app, SINGLE, [partly, PLAN, "It runs at 800 kelvin [1]."], **settings)
     assert record.answer.endswith(partly)
     assert record.grounding is not None and record.grounding.status == "partly"
     assert any(s.name == "keep" for s in record.steps)
