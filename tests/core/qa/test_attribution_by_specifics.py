@@ -108,3 +108,14 @@ def test_an_answer_citing_nothing_passes_when_its_specifics_are_in_a_passage() -
     answerer = CitedAnswerer(llm=llm, check_grounding=True)
     record = AnswerCollector("fullqa").extend(answerer.stream("When was it built?", hits)).record(0)
     assert record.grounding is not None and record.grounding.declined
+
+
+def test_specifics_of_ragloom_s_own_words_or_a_tool_are_not_attributed() -> None:
+    # ReAct's preface is Ragloom's ("... within 5 steps"), not a claim of the documents,
+    # though a passage holds a 5 too; a calculator's 28 is the calculator's.
+    evidence = EvidenceBlock(
+        text="", items=[RetrievedChunk(Chunk("c5", "It has 5 floors.", "s", "b.md"), 1.0)]
+    )
+    preface = "I could not finish within 5 steps."
+    assert attribute_by_specifics(preface, evidence) == "I could not finish within 5 steps [1]."
+    assert attribute_by_specifics(preface, evidence, others=(preface,)) == preface

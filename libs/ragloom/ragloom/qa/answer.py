@@ -106,7 +106,9 @@ def cite_answer(
         return citations_for(answer, evidence)
     revised = attribute_uncited(answer, evidence)
     if grounding is not None:
-        revised = attribute_by_specifics(revised, evidence, grounding.question, grounding.limits)
+        revised = attribute_by_specifics(
+            revised, evidence, grounding.question, grounding.limits, grounding.own_words
+        )
     if revised != answer:
         answer = revised
         yield AnswerRevised(answer)

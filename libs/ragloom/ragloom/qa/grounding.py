@@ -85,11 +85,14 @@ class GroundingCheck:
     """What checking one answer needs besides its text and citations: the question, and
     the limits. ``other_sources`` are further texts whose specifics count as found: the
     results of tools that found no document (a calculator's), and Ragloom's own words
-    in the answer (ReAct's "I could not finish within 5 steps")."""
+    in the answer (ReAct's "I could not finish within 5 steps"). ``own_words`` are those
+    of Ragloom's own words: no passage is cited for their specifics either (a tool's
+    result may restate a passage, which is then cited)."""
 
     question: str
     other_sources: tuple[str, ...] = ()
     limits: GroundingLimits = field(default_factory=GroundingLimits)
+    own_words: tuple[str, ...] = ()
 
 
 def _sentence_support(
@@ -164,7 +167,11 @@ def check_grounding(
 
 
 def attribute_by_specifics(
-    answer: str, evidence: EvidenceBlock, question: str = "", limits: GroundingLimits | None = None
+    answer: str,
+    evidence: EvidenceBlock,
+    question: str = "",
+    limits: GroundingLimits | None = None,
+    others: Sequence[str] = (),
 ) -> str:
     """Add ``[n]`` (or ``[n, m]``) to each sentence whose specifics the passages it cites
     do not hold, citing the evidence items that hold them.
@@ -173,7 +180,8 @@ def attribute_by_specifics(
     (so :func:`~ragloom.qa.citations.attribute_uncited`'s word overlap misses it), or cites
     one passage for a fact another holds ("defines America as 'Possibilities' [2]", the
     word in [5]). Of a sentence's specifics (numbers, versions, identifiers, quoted
-    phrases) the question does not name and its cited items do not hold, it cites, one by
+    phrases) that neither the question nor ``others`` (:attr:`GroundingCheck.own_words`)
+    holds and its cited items do not, it cites, one by
     one, the item holding most of those not yet held (of several, the one sharing most of
     its words), at most :data:`MAX_ATTRIBUTED_PASSAGES`, until every one is held or no
     item holds another. The check that follows judges it as if the model had cited those
@@ -185,7 +193,7 @@ def attribute_by_specifics(
         return answer
     cut = limits.max_passage_chars
     holders = [TextHolder(item.chunk.text[:cut]) for item in evidence.items]
-    asked = TextHolder(question[:cut])
+    given = [TextHolder(text[:cut]) for text in (question, *others)]
     pieces: list[str] = []
     item_words: dict[int, set[str]] = {}
 
@@ -200,7 +208,10 @@ def attribute_by_specifics(
         left = [
             c
             for c in claims
-            if not any(asked.holds(k) or any(holders[n].holds(k) for n in cited) for k in c.keys)
+            if not any(
+                any(h.holds(k) for h in given) or any(holders[n].holds(k) for n in cited)
+                for k in c.keys
+            )
         ]
         words = content_words(sentence)
         chosen: list[int] = []

@@ -327,7 +327,7 @@ class ReActAgent(BaseComponent):
             answer = "nothing conclusive." if preface else "The documents I searched do not say."
         yield AnswerDelta(answer)
         # The preface is Ragloom's words, not a claim: its step count is no invented number.
-        check = GroundingCheck(question, (*self.tool_results, preface))
+        check = GroundingCheck(question, (*self.tool_results, preface), own_words=(preface,))
         grounding = check if self.check_grounding else None
         citations = yield from cite_answer(preface + answer, self.ledger.block(), grounding)
         yield CitationsFound(citations)
