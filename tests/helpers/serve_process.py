@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,15 +13,9 @@ from pathlib import Path
 import httpx
 
 from tests.helpers.cli import PROJECT
+from tests.helpers.llama_server import free_port
 
-__all__ = ["free_port", "serve_process", "stop"]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+__all__ = ["serve_process", "stop"]
 
 
 def stop(process: subprocess.Popen[bytes], timeout: float = 30) -> None:

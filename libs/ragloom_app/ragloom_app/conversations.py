@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 
 from ragloom.events import Citation
 from ragloom.grounding_report import GroundingReport
+from ragloom.storable import storable_text
 from ragloom_app.db.models import LOCAL_USER, Conversation, MessageRecord
 
 __all__ = ["ConversationStore", "StoredMessage"]
@@ -76,12 +77,6 @@ def _summary(conversation: Conversation) -> dict[str, Any]:
     }
 
 
-def _keepable(text: str) -> str:
-    """``text`` as every database can keep it: PostgreSQL's text cannot hold U+0000, so a
-    NUL (pasted into the chat, say) becomes U+FFFD, as in the full-text store."""
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
-
-
 class ConversationStore:
     """Create conversations, append messages and read them back.
 
@@ -96,7 +91,8 @@ class ConversationStore:
         """A new empty conversation of ``owner``; returns its id."""
         conversation_id = uuid.uuid4().hex
         with Session(self.engine) as session:
-            session.add(Conversation(id=conversation_id, title=_keepable(title)[:80], owner=owner))
+            title = storable_text(title)[:80]
+            session.add(Conversation(id=conversation_id, title=title, owner=owner))
             session.commit()
         return conversation_id
 
@@ -128,7 +124,7 @@ class ConversationStore:
             conversation = self._owned(session, conversation_id, owner)
             if conversation is None:
                 return False
-            conversation.title = _keepable(title).strip()[:80] or conversation.title
+            conversation.title = storable_text(title).strip()[:80] or conversation.title
             conversation.updated_at = datetime.now(UTC)
             session.add(conversation)
             session.commit()
@@ -162,7 +158,7 @@ class ConversationStore:
         grounding: GroundingReport | None = None,
     ) -> None:
         """Append a message; the first user message also names the conversation."""
-        content = _keepable(content)
+        content = storable_text(content)
         with Session(self.engine) as session:
             conversation = session.get(Conversation, conversation_id)
             if conversation is None:

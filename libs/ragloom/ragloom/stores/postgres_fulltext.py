@@ -33,6 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from ragloom.schema import Chunk
+from ragloom.storable import storable_text
 from ragloom.stores.base import FullTextStore
 from ragloom.stores.bm25 import terms as bm25_terms
 from ragloom.stores.bm25.index import K1, B
@@ -121,20 +122,14 @@ _OF_SOURCES = """p.doc IN (
         WHERE collection = %(collection)s AND source_id = ANY(%(sources)s))"""
 
 
-def _no_nul(text: str) -> str:
-    # PostgreSQL's text and jsonb cannot hold NUL; U+FFFD keeps every offset (citations
-    # point into the text by character).
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
-
-
 def _storable(chunk: Chunk) -> Chunk:
     """``chunk`` with text PostgreSQL takes (its terms are tokenized from the original; ids
     are Ragloom's own and never hold NUL)."""
-    return replace(chunk, text=_no_nul(chunk.text)) if "\x00" in chunk.text else chunk
+    return replace(chunk, text=storable_text(chunk.text)) if "\x00" in chunk.text else chunk
 
 
 def _storable_metadata(chunk: Chunk) -> dict[str, Any]:
-    return {k: _no_nul(v) if isinstance(v, str) else v for k, v in chunk.metadata().items()}
+    return {k: storable_text(v) if isinstance(v, str) else v for k, v in chunk.metadata().items()}
 
 
 class PostgresFullTextStore(FullTextStore):
