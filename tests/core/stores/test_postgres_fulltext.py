@@ -203,7 +203,7 @@ def test_a_failed_add_leaves_nothing_behind(
         raise RuntimeError("the disk is full")
 
     # Fails after the chunks and postings were written, before the counts.
-    monkeypatch.setattr(PostgresFullTextStore, "_count_terms", broken)
+    monkeypatch.setattr(PostgresFullTextStore, "_count", broken)
     with pytest.raises(RuntimeError):
         pg_store.add([chunk("lost", "lost words"), chunk("kept", "replaced")])
     monkeypatch.undo()
