@@ -1,6 +1,7 @@
 """BM25 terms: case folding, stopwords, width normalisation, CJK bigrams."""
 
 from ragloom.stores.bm25 import tokenize
+from ragloom.stores.bm25.tokenizer import query_terms
 
 
 def test_tokenize_lowercases_and_drops_english_stopwords() -> None:
@@ -36,3 +37,8 @@ def test_tokenize_empty_and_symbols() -> None:
 
 
 # --- store ----------------------------------------------------------------------------------
+
+
+def test_query_terms_keeps_each_term_once_in_order() -> None:
+    # A question that repeats a word weighs it as one that says it once.
+    assert query_terms("Taxes, taxes and the tax code") == ["taxes", "tax", "code"]

@@ -44,7 +44,7 @@ from ragloom.stores.bm25 import schema
 from ragloom.stores.bm25.index import DocTerms, SegmentedBM25
 from ragloom.stores.bm25.schema import Version
 from ragloom.stores.bm25.terms import find_terms
-from ragloom.stores.bm25.tokenizer import TOKENIZER_VERSION, tokenize
+from ragloom.stores.bm25.tokenizer import TOKENIZER_VERSION, query_terms, tokenize
 from ragloom.stores.bm25.upgrade import repair_terms, upgrade
 from ragloom.stores.bm25.vocab import TermVocabulary
 
@@ -366,8 +366,7 @@ class BM25Store(FullTextStore):
         """The ``k`` chunks with the highest BM25 score for ``text`` (ties: smaller id first)."""
         if k <= 0 or (source_ids is not None and not source_ids):
             return []
-        # A term repeated in the question counts once: its weight comes from the documents.
-        terms = list(dict.fromkeys(tokenize(text)))
+        terms = query_terms(text)
         if not terms:
             return []
         with self._lock:

@@ -7,7 +7,7 @@ import unicodedata
 
 import bm25s.stopwords
 
-__all__ = ["TOKENIZER_VERSION", "tokenize"]
+__all__ = ["TOKENIZER_VERSION", "query_terms", "tokenize"]
 
 #: Stored with the term ids; change it whenever :func:`tokenize` changes, so stores re-tokenize.
 TOKENIZER_VERSION = 1
@@ -53,3 +53,9 @@ def tokenize(text: str) -> list[str]:
         else:
             terms.extend(run[i : i + 2] for i in range(len(run) - 1))
     return terms
+
+
+def query_terms(question: str) -> list[str]:
+    """The distinct terms of ``question``, in order: a term repeated in a question counts
+    once, its weight coming from the chunks."""
+    return list(dict.fromkeys(tokenize(question)))
