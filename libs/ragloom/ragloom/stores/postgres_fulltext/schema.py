@@ -1,6 +1,6 @@
 """The PostgreSQL full-text store's tables: made on first use, and upgraded in place.
 
-Five tables, shared by every index (a ``collection`` each):
+Four tables, shared by every index (a ``collection`` each):
 
 - ``fulltext_collections``: a collection's chunk count and term count, its ``generation``
   (bumped by every change, under the collection's write lock), ``kept_since`` (every
