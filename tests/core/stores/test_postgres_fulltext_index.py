@@ -7,6 +7,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,31 @@ def test_a_process_that_only_writes_never_reads_the_index_in(
     writer.add([chunk("late", "a late cat")])
     reader.ensure_index()  # a process that answers keeps its index up to date
     assert reader._mirror.generation == writer_generation(reader)
+
+
+def test_questions_are_planned_afresh_on_a_connection_kept_open(pg_url: str) -> None:
+    # A pool keeps connections open, and psycopg prepares a statement run five times on
+    # one: PostgreSQL could then keep a plan made while the table was small (a scan of
+    # every chunk) for as long as the connection lives, however much the table grows.
+    kept = psycopg.connect(plain(pg_url))
+
+    @contextmanager
+    def same_connection() -> Iterator[Any]:
+        yield kept
+        kept.rollback()
+
+    store = PostgresFullTextStore(same_connection, "kept")
+    store.add(CORPUS)
+    for _ in range(12):
+        assert store.query("cat revenue", k=2)
+        store.find_terms(["cat", "数据库"])
+    store.add([chunk("late", "a late cat")])  # and an index that catches up
+    assert "late" in {c.id for c, _ in store.query("late cat", k=3)}
+    prepared = kept.execute("SELECT statement FROM pg_prepared_statements").fetchall()
+    assert not [
+        row for row in prepared if "fulltext_chunks" in row[0] or "fulltext_terms" in row[0]
+    ]
+    kept.close()
 
 
 def writer_generation(store: PostgresFullTextStore) -> int:

@@ -108,11 +108,13 @@ class IndexMirror:
             "SELECT doc, id, term_ids FROM fulltext_removed "
             "WHERE collection = %s AND generation > %s ORDER BY generation, doc",
             (state.id, self.generation),
+            prepare=False,  # as every statement a question runs (see the store)
         )
         removed = cur.fetchall()
         cur.execute(
             f"{_CHUNK_TERMS} WHERE collection = %s AND generation > %s ORDER BY doc",
             (state.id, self.generation),
+            prepare=False,
         )
         return removed, cur.fetchall()
 
