@@ -67,6 +67,17 @@ class DocTerms:
         freqs = np.concatenate([f for _, f in docs]).astype(np.int32, copy=False)
         return cls(counts, term_ids, freqs)
 
+    @classmethod
+    def joined(cls, parts: Sequence[DocTerms]) -> DocTerms:
+        """The documents of ``parts``, in order, as one."""
+        if not parts:
+            return cls.of([])
+        return cls(
+            np.concatenate([p.counts for p in parts]),
+            np.concatenate([p.term_ids for p in parts]),
+            np.concatenate([p.freqs for p in parts]),
+        )
+
     def __len__(self) -> int:
         return len(self.counts)
 

@@ -28,8 +28,10 @@ __all__ = ["LOAD_BATCH", "CollectionState", "IndexMirror"]
 
 logger = logging.getLogger(__name__)
 
-#: Chunks read (and added to the index as one segment) at a time when loading.
-LOAD_BATCH = 100_000
+#: Chunks read at a time when loading. Each batch's rows are made compact arrays at once and
+#: the index is built once from all of them: reading 100,000 chunks as one batch kept some
+#: 300 MB more resident after the load, and a segment per batch spent the time on merges.
+LOAD_BATCH = 10_000
 
 _CHUNK_TERMS = "SELECT doc, id, source_id, term_ids, term_freqs FROM fulltext_chunks"
 
@@ -85,14 +87,22 @@ class IndexMirror:
     def _load(self, cur: Any, state: CollectionState) -> SegmentedBM25:
         self.forget()
         started = time.perf_counter()
-        index = SegmentedBM25()
-        doc_of: dict[str, int] = {}
+        ids: list[str] = []
+        sources: list[str] = []
+        docs: list[int] = []
+        parts: list[DocTerms] = []
         with cur.connection.cursor(name="fulltext_mirror_load") as rows:
             rows.itersize = LOAD_BATCH
             rows.execute(f"{_CHUNK_TERMS} WHERE collection = %s ORDER BY doc", (state.id,))
             while batch := rows.fetchmany(LOAD_BATCH):
-                _append(index, doc_of, batch)
-        self._index, self._doc_of = index, doc_of
+                docs.extend(int(row[0]) for row in batch)
+                ids.extend(row[1] for row in batch)
+                sources.extend(row[2] for row in batch)
+                parts.append(_doc_terms(batch))
+        index = SegmentedBM25()
+        if ids:
+            index.add(ids, sources, DocTerms.joined(parts))
+        self._index, self._doc_of = index, dict(zip(ids, docs, strict=True))
         self._collection, self.generation = state.id, state.generation
         logger.info(
             "read the full-text index of collection %d (%d chunks, generation %d) in %.2f s",
@@ -135,8 +145,12 @@ def _append(index: SegmentedBM25, doc_of: dict[str, int], rows: Sequence[Any]) -
     if not rows:
         return
     ids = [row[1] for row in rows]
-    terms = DocTerms.of(
+    index.add(ids, [row[2] for row in rows], _doc_terms(rows))
+    doc_of.update(zip(ids, (int(row[0]) for row in rows), strict=True))
+
+
+def _doc_terms(rows: Sequence[Any]) -> DocTerms:
+    """The term ids and counts of ``(doc, id, source_id, term_ids, term_freqs)`` rows."""
+    return DocTerms.of(
         [(np.frombuffer(row[3], dtype=INT32), np.frombuffer(row[4], dtype=INT32)) for row in rows]
     )
-    index.add(ids, [row[2] for row in rows], terms)
-    doc_of.update(zip(ids, (int(row[0]) for row in rows), strict=True))
