@@ -81,6 +81,14 @@ def build_chunks(text: str, n: int, seed: int) -> list[Chunk]:
     return chunks
 
 
+def corpus(size: int, text: str) -> tuple[list[Chunk], np.ndarray]:
+    """The benchmark's ``size`` chunks and their (random, unit) vectors, the same each run."""
+    chunks = build_chunks(text, size, seed=size)
+    vectors = np.random.default_rng(size + 1).standard_normal((size, DIM), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return chunks, vectors
+
+
 def stores_for(size: int, cache: Path, text: str) -> tuple[Path, dict[str, float]]:
     """The folder holding a built Chroma + BM25 corpus of ``size`` chunks, and build times."""
     final = cache / f"corpus-v{CORPUS_VERSION}-{size}"
@@ -96,9 +104,7 @@ def stores_for(size: int, cache: Path, text: str) -> tuple[Path, dict[str, float
     work = final
     work.mkdir(parents=True)
     print(f"building a {size}-chunk corpus in {work} (cached for later runs) ...", flush=True)
-    chunks = build_chunks(text, size, seed=size)
-    vectors = np.random.default_rng(size + 1).standard_normal((size, DIM), dtype=np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    chunks, vectors = corpus(size, text)
     vector_store = ChromaVectorStore("bench_chunks", path=work / "chroma")
     bm25 = BM25Store(work / "bm25")
     times = {"Chroma add": 0.0, "BM25 add (SQLite)": 0.0}
