@@ -15,7 +15,7 @@ import pytest
 from ragloom.schema import Chunk
 from ragloom.stores import BM25Store, FullTextStore
 from ragloom.stores.bm25 import terms as bm25_terms
-from ragloom.stores.postgres_fulltext import PostgresFullTextStore
+from ragloom.stores.postgres_fulltext import PostgresFullTextStore, writes
 from tests.helpers.bm25_testkit import CORPUS, chunk, ids_of
 from tests.helpers.postgres import PostgresServer, fresh_database
 
@@ -202,8 +202,8 @@ def test_a_failed_add_leaves_nothing_behind(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("the disk is full")
 
-    # Fails after the chunks and postings were written, before the counts.
-    monkeypatch.setattr(PostgresFullTextStore, "_count", broken)
+    # Fails after the chunks and their terms were written, before the counts.
+    monkeypatch.setattr(writes, "add_to_counts", broken)
     with pytest.raises(RuntimeError):
         pg_store.add([chunk("lost", "lost words"), chunk("kept", "replaced")])
     monkeypatch.undo()

@@ -39,7 +39,7 @@ from ragloom.stores.bm25 import terms as bm25_terms
 from ragloom.stores.bm25.index import SegmentedBM25
 from ragloom.stores.bm25.tokenizer import TOKENIZER_VERSION, query_terms, tokenize
 from ragloom.stores.bm25.vocab import TermVocabulary
-from ragloom.stores.postgres_fulltext import schema
+from ragloom.stores.postgres_fulltext import schema, writes
 from ragloom.stores.postgres_fulltext.mirror import CollectionState, IndexMirror
 
 __all__ = ["ConnectionFactory", "PostgresFullTextStore"]
@@ -181,8 +181,10 @@ class PostgresFullTextStore(FullTextStore):
         self._prepare(create=True)
         with self._transaction() as cur:
             collection, generation, given = self._writing(cur)
-            self._remove(cur, collection, generation, "id = ANY(%(ids)s)", {"ids": list(latest)})
-            term_ids = self._term_ids(cur, collection, distinct, given)
+            writes.remove_chunks(
+                cur, collection, generation, "id = ANY(%(ids)s)", {"ids": list(latest)}
+            )
+            term_ids = writes.give_term_ids(cur, collection, distinct, given)
             cur.execute(
                 "SELECT nextval(pg_get_serial_sequence('fulltext_chunks', 'doc')) "
                 "FROM generate_series(1, %s)",
@@ -213,38 +215,8 @@ class PostgresFullTextStore(FullTextStore):
                             schema.blob(freqs),
                         )
                     )
-            self._count(cur, collection, len(prepared), sum(lengths))
+            writes.add_to_counts(cur, collection, len(prepared), sum(lengths))
         logger.debug("added %d chunks to %r", len(prepared), self)
-
-    @staticmethod
-    def _term_ids(cur: Any, collection: int, terms: list[str], given: int) -> dict[str, int]:
-        """The ids of ``terms`` in the collection's vocabulary, the new ones given the next
-        ids (under the writer's lock, so every process agrees on them)."""
-        cur.execute(
-            "SELECT term, term_id FROM fulltext_terms WHERE collection = %s AND term = ANY(%s)",
-            (collection, terms),
-        )
-        ids = {term: int(term_id) for term, term_id in cur.fetchall()}
-        new = [t for t in terms if t not in ids]
-        if new:
-            with cur.copy("COPY fulltext_terms (collection, term, term_id) FROM STDIN") as copy:
-                for offset, term in enumerate(new):
-                    ids[term] = given + offset
-                    copy.write_row((collection, term, given + offset))
-            cur.execute(
-                "UPDATE fulltext_collections SET terms = %s WHERE id = %s",
-                (given + len(new), collection),
-            )
-        return ids
-
-    @staticmethod
-    def _count(cur: Any, collection: int, added: int, length: int) -> None:
-        """Add chunks and their lengths to the collection's counts."""
-        cur.execute(
-            "UPDATE fulltext_collections SET documents = documents + %s, "
-            "total_length = total_length + %s WHERE id = %s",
-            (added, length, collection),
-        )
 
     def delete(self, ids: Iterable[str]) -> None:
         """Remove the chunks with these ids (unknown ids are ignored)."""
@@ -263,44 +235,7 @@ class PostgresFullTextStore(FullTextStore):
             cur.execute("SELECT 1 FROM fulltext_collections WHERE name = %s", (self.collection,))
             if cur.fetchone() is not None:
                 collection, generation, _ = self._writing(cur)
-                self._remove(cur, collection, generation, condition, params)
-
-    @staticmethod
-    def _remove(
-        cur: Any, collection: int, generation: int, condition: str, params: dict[str, Any]
-    ) -> None:
-        """Delete the chunks of ``collection`` matching ``condition``, keep what an index in
-        memory needs to forget them, and take them out of the counts."""
-        cur.execute(
-            f"""WITH gone AS (
-                    DELETE FROM fulltext_chunks WHERE collection = %(collection)s AND {condition}
-                    RETURNING doc, id, length, term_ids
-                ), kept AS (
-                    INSERT INTO fulltext_removed (collection, generation, doc, id, term_ids)
-                    SELECT %(collection)s, %(generation)s, doc, id, term_ids FROM gone
-                )
-                SELECT count(*), coalesce(sum(length), 0) FROM gone""",
-            {"collection": collection, "generation": generation, **params},
-        )
-        removed, length = cur.fetchone()
-        if not removed:
-            return
-        cur.execute(
-            "UPDATE fulltext_collections SET documents = documents - %s, "
-            "total_length = total_length - %s WHERE id = %s",
-            (removed, length, collection),
-        )
-        forgotten = generation - schema.KEEP_GENERATIONS
-        if forgotten > 0:
-            cur.execute(
-                "DELETE FROM fulltext_removed WHERE collection = %s AND generation <= %s",
-                (collection, forgotten),
-            )
-            cur.execute(
-                "UPDATE fulltext_collections SET kept_since = greatest(kept_since, %s) "
-                "WHERE id = %s",
-                (forgotten, collection),
-            )
+                writes.remove_chunks(cur, collection, generation, condition, params)
 
     def drop(self) -> None:
         """Delete this collection's chunks, vocabulary and counts."""
