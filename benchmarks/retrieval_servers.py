@@ -46,6 +46,7 @@ from retrieval_latency import (
 )
 from sqlalchemy import create_engine
 
+from ragloom.embeddings import Embeddings
 from ragloom.retrieval import FullTextRetriever, HybridRetriever, VectorRetriever
 from ragloom.stores import BM25Store, ChromaVectorStore, PostgresFullTextStore
 from ragloom.stores.chroma import chroma_http_client
@@ -60,9 +61,10 @@ CATCH_UP = 1000  # chunks another process adds before the catch-up question
 Setup = dict[str, Any]  # how a process opens one setup's stores (picklable, for a child)
 
 
-def hybrid_of(setup: Setup, top_k: int) -> tuple[HybridRetriever, Callable[[], None]]:
+def hybrid_of(
+    setup: Setup, embeddings: Embeddings, top_k: int
+) -> tuple[HybridRetriever, Callable[[], None]]:
     """The hybrid retriever over ``setup``'s stores, and what closes them."""
-    embeddings = configured_embeddings(None)
     if setup["kind"] == "embedded":
         vectors = ChromaVectorStore(COLLECTION, path=Path(setup["folder"]) / "chroma")
         bm25 = BM25Store(Path(setup["folder"]) / "bm25")
@@ -96,9 +98,10 @@ def _kib(path: str, field: str) -> int:
 def process_memory(setup: Setup, questions: list[str], top_k: int) -> dict[str, float]:
     """Run in a fresh process: open ``setup``, ask every question, report MiB."""
     logging.basicConfig(level=logging.WARNING)
-    configured_embeddings(None).embed_query("warm up")  # the model is in every app process
+    embeddings = configured_embeddings(None)  # the model is in every app process
+    embeddings.embed_query("warm up")
     before = _kib("/proc/self/status", "VmRSS")
-    hybrid, close = hybrid_of(setup, top_k)
+    hybrid, close = hybrid_of(setup, embeddings, top_k)
     started = time.perf_counter()
     hybrid(questions[0])  # loads what the stores keep in memory
     first = time.perf_counter() - started
@@ -207,9 +210,10 @@ def bench_size(
         "embedded": {"kind": "embedded", "folder": str(folder)},
         "servers": {"kind": "servers", "port": chroma.port, "database": database},
     }
+    embeddings = configured_embeddings(None)  # one model for both setups, as one app has
     runs, closers = {}, []
     for name, setup in setups.items():
-        hybrid, close = hybrid_of(setup, args.top_k)
+        hybrid, close = hybrid_of(setup, embeddings, args.top_k)
         runs[name] = hybrid
         closers.append(close)
     times = measure(runs, questions, args.rounds)
