@@ -68,11 +68,17 @@ class TokenCounter(Protocol):
 _CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _SENTENCE_END = re.compile(
+    # The leading look-ahead lets the regex engine skip to the next mark instead of trying
+    # the whole pattern at every character (a paragraph of 10 MB without one: 0.4 s holding
+    # the GIL before, 0.1 s now; prose 2.4 times faster).
+    r"(?=[.!?…。！？])(?:"
     # Latin-style: the end mark must be followed by a space. Matching starts at the first mark
-    # of a run and never backtracks (possessive), so a run of marks followed by a letter is
-    # rejected once, not once per mark: "....x" used to be quadratic (25 s for 40 kB).
-    r"(?<![.!?…])[.!?…]++[\"'”’)\]»]*+(?=\s|$)"
+    # of a run (the look-behind, after that mark, sees no mark before it) and never
+    # backtracks (possessive), so a run of marks followed by a letter is rejected once, not
+    # once per mark: "....x" used to be quadratic (25 s for 40 kB).
+    r"[.!?…](?<![.!?…]{2})[.!?…]*+[\"'”’)\]»]*+(?=\s|$)"
     r"|[。！？]+[」』”’）\"']*"  # CJK: sentences follow each other without a space
+    r")"
 )
 _LINE = re.compile(r"[^\n]+")
 _SPACES = re.compile(r"\s*")
