@@ -150,7 +150,11 @@ def ragloom(tmp_path: Path) -> Ragloom:
     app = Ragloom(tmp_path)
     (tmp_path / "pumps.md").write_text(GOOD, encoding="utf-8")
     (tmp_path / "trap.md").write_text(BAD, encoding="utf-8")
-    added, _ = app.run("index", "add", str(tmp_path / "pumps.md"), str(tmp_path / "trap.md"))
+    # Two uploads: in one, the files' chunks would be embedded together, and the kill would
+    # leave pumps.md to the recovery too (tests/app/index/file/test_groups.py).
+    added, _ = app.run("index", "add", str(tmp_path / "pumps.md"))
+    assert added.returncode == 0, added.stdout + added.stderr
+    added, _ = app.run("index", "add", str(tmp_path / "trap.md"))
     assert added.returncode == -signal.SIGKILL, added.stdout + added.stderr
     assert app.marker_calls() == 1
     assert app.sources() == {"pumps.md": ("INDEXED", 1, None), "trap.md": ("INDEXING", 1, None)}

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 from theflow import Param
 
 from ragloom.base import BaseComponent
 from ragloom.chunking import MAX_FILE_CHUNKS, MAX_FILE_SECONDS, PER_FILE, chunk_in_sandbox
-from ragloom.embeddings import Embeddings
+from ragloom.embeddings import Embeddings, EmbeddingsError
 from ragloom.loaders import FileReader, TextBudget, default_readers
 from ragloom.schema import Chunk
 from ragloom.splitters import TokenSplitter
@@ -22,9 +23,11 @@ class FileIngestor(BaseComponent):
     """Read, split, embed and store one file. Reading errors are :class:`LoaderError`.
 
     :meth:`chunk` and :meth:`store` are separate so a caller can record the chunks (or
-    refuse the file) before anything reaches the stores. Reading and chunking run in the
-    readers sandbox (:mod:`ragloom.chunking`), within ``max_chunks`` and ``max_seconds``;
-    embedding and storing run here.
+    refuse the file) before anything reaches the stores; :meth:`store` is :meth:`embed`
+    then :meth:`write`, separate too so that the chunks of several small files can be
+    embedded in one call. Reading and chunking run in the readers sandbox
+    (:mod:`ragloom.chunking`), within ``max_chunks`` and ``max_seconds``; embedding and
+    storing run here.
     """
 
     splitter: TokenSplitter = Param(
@@ -71,9 +74,25 @@ class FileIngestor(BaseComponent):
 
     def store(self, chunks: Sequence[Chunk]) -> None:
         """Embed ``chunks`` and write them to both stores."""
+        self.write(chunks, self.embed(chunks))
+
+    def embed(self, chunks: Sequence[Chunk]) -> np.ndarray:
+        """One vector per chunk, in order; raises ``EmbeddingsError`` if the model gives
+        another number of rows (a plugin's model: rows would go to the wrong chunks)."""
+        if not chunks:
+            return np.empty((0, 0), dtype=np.float32)
+        vectors = np.asarray(self.embeddings.embed_documents([c.text for c in chunks]))
+        if vectors.ndim != 2 or len(vectors) != len(chunks):
+            raise EmbeddingsError(
+                f"the embedding model returned {vectors.shape[0] if vectors.ndim else 0} "
+                f"vectors for {len(chunks)} chunks"
+            )
+        return vectors
+
+    def write(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Write ``chunks`` with their ``vectors`` (from :meth:`embed`) to both stores."""
         if not chunks:
             return
-        vectors = self.embeddings.embed_documents([c.text for c in chunks])
         self.vector_store.add(chunks, vectors)
         self.fulltext_store.add(chunks)
 

@@ -11,13 +11,14 @@ content), and the file that was cut short is indexed again, as its source row st
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,16 +102,18 @@ class JobRunner:
             return JobStatus.FAILED
         tally = _Tally(outcomes=[])
         try:
-            events = self._events(index, row)
-            for event in events:
-                if isinstance(event, IndexingProgress):
-                    self._record(row.id, tally, event.name, fraction=event.fraction)
-                    continue
-                tally.outcomes.append(event.to_dict())
-                self._record(row.id, tally, event.name, force=True)
-                # Between files only: the file just done is recorded with its outcome.
-                if self.store.cancel_requested(row.id):
-                    return self._cancelled(row, tally)
+            # Closed at once on a cancel: files the pipeline holds unreported are taken out.
+            with contextlib.closing(self._events(index, row)) as events:
+                for event in events:
+                    if isinstance(event, IndexingProgress):
+                        self._record(row.id, tally, event.name, fraction=event.fraction)
+                        continue
+                    tally.outcomes.append(event.to_dict())
+                    self._record(row.id, tally, event.name, force=True)
+                    # Between files only: the file just done is recorded with its outcome.
+                    if self.store.cancel_requested(row.id):
+                        events.close()
+                        return self._cancelled(row, tally)
         except Exception as exc:
             failure = user_error(exc, f"Indexing into {index.name!r}", log=logger)
             self.store.finish(
@@ -130,7 +133,7 @@ class JobRunner:
 
     def _events(
         self, index: BaseIndex, row: IndexingJob
-    ) -> Iterator[IndexingProgress | FileOutcome]:
+    ) -> Generator[IndexingProgress | FileOutcome, None, None]:
         if row.kind == "reindex":
             for position, entry in enumerate(row.files):
                 yield IndexingProgress(

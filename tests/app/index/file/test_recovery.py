@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlmodel import Session, select
@@ -396,14 +397,14 @@ def test_an_attempt_still_running_at_exit_is_taken_back(data_dir: Path, upload: 
     index = _start(data_dir)
     started, release = threading.Event(), threading.Event()
     pipeline = index.get_indexing_pipeline({})
-    original = pipeline.ingestor.store
+    original = pipeline.ingestor.embed
 
-    def slow_store(chunks: object) -> None:
+    def slow_embed(chunks: Any) -> Any:
         started.set()
         release.wait(30)
-        original(chunks)
+        return original(chunks)
 
-    object.__setattr__(pipeline.ingestor, "store", slow_store)
+    object.__setattr__(pipeline.ingestor, "embed", slow_embed)
     worker = threading.Thread(target=pipeline.run, args=([upload],), daemon=True)
     worker.start()
     assert started.wait(30)

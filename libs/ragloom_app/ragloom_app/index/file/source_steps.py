@@ -1,0 +1,298 @@
+"""The steps of one source through the stores, and its removal and repair.
+
+:class:`SourceSteps` is the half of :class:`~.pipeline.FileIndexingPipeline` that works on
+one source at a time, whatever upload it came in: record its row, keep its copy, chunk
+it, write its chunks with their vectors and flip it to ``indexed``, or fail it and undo
+what it wrote; and, for :mod:`.consistency` and :mod:`.recovery`, index it again, take it
+out of the stores, remove it. The invariants these steps keep are in :mod:`.pipeline`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from ragloom.chunking import PER_FILE
+from ragloom.indexing import FileIngestor
+from ragloom.loaders import LoaderError
+from ragloom.sandbox import SandboxStopped
+from ragloom.schema import Chunk
+from ragloom_app.db.models import Source, SourceStatus
+from ragloom_app.errors import user_error
+from ragloom_app.index.base import FileOutcome
+from ragloom_app.index.budget import UploadBudget
+from ragloom_app.index.file.attempts import attempt_underway, start_attempt
+from ragloom_app.index.file.disk import disk_full_reason, reference_of
+from ragloom_app.index.file.groups import PreparedFile
+from ragloom_app.index.file.source_rows import delete_chunk_rows, record_indexed, set_status
+from ragloom_app.index.file.worklock import WorkLock
+
+__all__ = ["INTERRUPTED_REASON", "SourceSteps", "sha256_of"]
+
+logger = logging.getLogger(__name__)
+
+#: Why a source is failed when a crash cut its indexing short and its copy is gone.
+INTERRUPTED_REASON = "interrupted while indexing; add the file again"
+
+
+def sha256_of(path: Path) -> str:
+    """The hex sha256 of a file's content."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class SourceSteps:
+    """Steps on one source of the file index ``index_id`` (see the module docstring).
+
+    The pipeline that inherits them sets the attributes below.
+    """
+
+    index_id: int
+    engine: Engine
+    ingestor: FileIngestor
+    files_dir: Path
+    owner: str
+    data_dir: Path
+
+    @property
+    def locks_dir(self) -> Path:
+        """Lock files of work in progress (see :mod:`.worklock`)."""
+        return self.data_dir / "locks"
+
+    def _chunk_within(
+        self, stored: Path, source_id: str, name: str, budget: UploadBudget | None
+    ) -> list[Chunk]:
+        """The file's chunks, within its own limit and what the upload has left."""
+        per_file = int(self.ingestor.max_chunks)
+        limit, limit_name = budget.chunk_limit(per_file) if budget else (per_file, PER_FILE)
+        chunks = self.ingestor.chunk(
+            stored, source_id, name, max_chunks=limit, chunk_limit_name=limit_name
+        )
+        if budget is not None:
+            budget.spend_chunks(len(chunks))
+        return chunks
+
+    def _begin(
+        self, path: Path, name: str, digest: str, budget: UploadBudget | None = None
+    ) -> FileOutcome | PreparedFile:
+        """Record a new source, store its copy and chunk it; its hold goes with it."""
+        source_id = uuid.uuid4().hex
+        stored = self.files_dir / f"{digest}{Path(name).suffix.lower()}"
+        with contextlib.ExitStack() as held:
+            # Held until the final status is committed: while it is held, no other process
+            # takes this source for one a crash left behind.
+            held.enter_context(WorkLock(self.locks_dir, source_id))
+            with Session(self.engine) as session:
+                session.add(
+                    Source(
+                        id=source_id,
+                        index_id=self.index_id,
+                        name=name,
+                        sha256=digest,
+                        size=path.stat().st_size,
+                        owner=self.owner,
+                        status=SourceStatus.INDEXING,
+                        stored_path=str(stored),
+                        attempts=1,  # committed before any reading: see .attempts
+                    )
+                )
+                session.commit()
+            held.enter_context(attempt_underway(self.engine, source_id))
+            try:
+                self._keep_copy(path, stored, source_id)
+            except OSError as exc:
+                reason = f"could not store the file: {exc.strerror or exc}"
+                self._fail(source_id, reason)
+                return FileOutcome(name, "failed", reason=reason, source_id=source_id)
+            chunks = self._chunked(source_id, stored, name, budget)
+            if isinstance(chunks, FileOutcome):
+                return chunks
+            return PreparedFile(source_id, name, digest, chunks, held.pop_all())
+
+    def _keep_copy(self, path: Path, stored: Path, source_id: str) -> None:
+        """Copy the upload to its content-addressed place, complete or not at all."""
+        if stored.is_file() and stored.stat().st_size == path.stat().st_size:
+            return
+        self.files_dir.mkdir(parents=True, exist_ok=True)
+        partial = self.partial_path(source_id)
+        try:
+            shutil.copyfile(path, partial)
+            os.replace(partial, stored)
+        finally:
+            partial.unlink(missing_ok=True)
+
+    def partial_path(self, source_id: str) -> Path:
+        """Where the copy of ``source_id``'s file is written before it is renamed."""
+        return self.files_dir / f".{source_id}.partial"
+
+    def _run_ingest(self, source_id: str, stored: Path, name: str) -> FileOutcome:
+        """Chunk, embed and store a source whose row says ``indexing``, then flip it."""
+        chunks = self._chunked(source_id, stored, name, None)
+        if isinstance(chunks, FileOutcome):
+            return chunks
+        return self._finish(source_id, name, chunks, self._embedded(chunks))
+
+    def _chunked(
+        self, source_id: str, stored: Path, name: str, budget: UploadBudget | None
+    ) -> list[Chunk] | FileOutcome:
+        """The chunks of a source's stored copy, or its failure (already recorded)."""
+        try:
+            return self._chunk_within(stored, source_id, name, budget)
+        except SandboxStopped:
+            raise  # the app is stopping: nothing is known of the file (see .attempts)
+        except LoaderError as exc:
+            self._fail(source_id, exc.reason)
+            return FileOutcome(name, "failed", reason=exc.reason, source_id=source_id)
+        except Exception as exc:
+            return self._failed(source_id, name, exc)
+
+    def _embedded(self, chunks: Sequence[Chunk]) -> np.ndarray | Exception:
+        """The chunks' vectors, or why there are none (for :meth:`_finish` to record)."""
+        try:
+            return self.ingestor.embed(chunks)
+        except Exception as exc:
+            return exc
+
+    def _finish(
+        self,
+        source_id: str,
+        name: str,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray | Exception,
+    ) -> FileOutcome:
+        """Write a chunked source's chunks with their vectors, then flip it to indexed."""
+        try:
+            if isinstance(vectors, Exception):
+                raise vectors
+            self.ingestor.write(chunks, vectors)
+            flipped = self._flip(source_id, chunks)
+        except Exception as exc:
+            return self._failed(source_id, name, exc)
+        if not flipped:
+            # Removed (or taken over) while we worked: what we wrote must not stay.
+            self._remove_from_stores(source_id)
+            reason = "removed while it was being indexed"
+            return FileOutcome(name, "failed", reason=reason, source_id=source_id)
+        return FileOutcome(name, "indexed", chunks=len(chunks), source_id=source_id)
+
+    def _failed(self, source_id: str, name: str, exc: Exception) -> FileOutcome:
+        """Fail a source for an exception whose words were not written for the user."""
+        # A store or database failing: its words and a log reference, the exception itself
+        # in the log. A store that fails on a full disk rarely says so (Chroma: "Error in
+        # compaction"): the disk does.
+        reason = user_error(exc, f"Indexing {name!r}", log=logger).message
+        full = disk_full_reason(self.data_dir)
+        if full:
+            reason = f"{reason.split(':', 1)[0]}: {full}{reference_of(reason)}"
+        self._fail(source_id, reason)
+        return FileOutcome(name, "failed", reason=reason, source_id=source_id)
+
+    def _flip(self, source_id: str, chunks: Sequence[Chunk]) -> bool:
+        """Record the chunks and mark the source indexed, in one transaction."""
+        return record_indexed(self.engine, self.index_id, source_id, chunks)
+
+    def _set_status(
+        self,
+        source_id: str,
+        status: SourceStatus,
+        reason: str | None,
+        *,
+        only_if: SourceStatus | None = None,
+    ) -> bool:
+        """Set a source's status (only from ``only_if`` if given); ``False`` if not set."""
+        return set_status(self.engine, source_id, status, reason, only_if=only_if)
+
+    def _fail(self, source_id: str, reason: str) -> None:
+        """Undo what a file wrote to the stores and record why it failed.
+
+        The failure is recorded even when the undoing fails too (a store that is down is
+        often why the file failed): what a store may still hold of it is no source's, and
+        ``ragloom index check --repair`` deletes it.
+        """
+        try:
+            self._remove_from_stores(source_id)
+        except Exception:
+            logger.warning(
+                "could not take %s out of the stores; `ragloom index check --repair` will",
+                source_id,
+                exc_info=True,
+            )
+        self._set_status(source_id, SourceStatus.FAILED, reason, only_if=SourceStatus.INDEXING)
+
+    def _remove_from_stores(self, source_id: str) -> None:
+        self.ingestor.vector_store.delete_source(source_id)
+        self.ingestor.fulltext_store.delete_source(source_id)
+
+    # -- recovery and repair (called by .consistency with the source's WorkLock held) ------
+    def reingest(self, source_id: str, *, lost_reason: str = INTERRUPTED_REASON) -> FileOutcome:
+        """Index a source again from its stored copy, or fail it with ``lost_reason``.
+
+        For a source a crash interrupted, or one the stores lost chunks of. Whatever it
+        had written is removed first. A source being removed is removed instead.
+        """
+        with Session(self.engine) as session:
+            source = session.get(Source, source_id)
+        if source is None:
+            return FileOutcome(source_id, "failed", reason="no such source")
+        if source.status == SourceStatus.REMOVING:
+            self.remove(source_id)
+            return FileOutcome(source.name, "failed", reason="removed", source_id=source_id)
+        # Not indexed from here on, so the chunks about to be deleted are never missed.
+        start_attempt(self.engine, source)
+        with attempt_underway(self.engine, source_id):
+            self._remove_from_stores(source_id)
+            delete_chunk_rows(self.engine, source_id)
+            self.partial_path(source_id).unlink(missing_ok=True)
+            stored = Path(source.stored_path) if source.stored_path else None
+            if stored is not None and stored.is_file() and sha256_of(stored) == source.sha256:
+                logger.info("indexing %s again from its stored copy", source.name)
+                return self._run_ingest(source_id, stored, source.name)
+            logger.warning("%s: no stored copy to index again from", source.name)
+            self._set_status(source_id, SourceStatus.FAILED, lost_reason)
+            return FileOutcome(source.name, "failed", reason=lost_reason, source_id=source_id)
+
+    def unindex(self, source_id: str, reason: str) -> None:
+        """Take a source out of every store and mark it failed with ``reason``."""
+        self._set_status(source_id, SourceStatus.FAILED, reason)
+        self._remove_from_stores(source_id)
+        delete_chunk_rows(self.engine, source_id)
+
+    # -- removing --------------------------------------------------------------------------
+    def remove(self, source_id: str) -> None:
+        """Remove a source and its chunks from every store and the database.
+
+        Its stored copy goes too, unless another source of the index has the same one.
+        """
+        if not self._set_status(source_id, SourceStatus.REMOVING, None):
+            return  # no such source (already removed)
+        self._remove_from_stores(source_id)
+        with Session(self.engine) as session:
+            record = session.get(Source, source_id)
+            stored = record.stored_path if record is not None else None
+            delete_chunk_rows(session, source_id)
+            if record is not None:
+                session.delete(record)
+            session.commit()
+            shared = (
+                stored is not None
+                and session.exec(
+                    select(Source.id).where(
+                        Source.index_id == self.index_id, Source.stored_path == stored
+                    )
+                ).first()
+            )
+        if stored is not None and not shared:
+            Path(stored).unlink(missing_ok=True)

@@ -1,0 +1,229 @@
+"""Small files of one upload are embedded together, and still recorded one by one.
+
+Each test indexes real files into a real index (database, Chroma, BM25) with hash
+embeddings, and counts the calls that reach the embedding model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlmodel import Session, select
+
+from ragloom.embeddings import EmbeddingsError
+from ragloom_app.db.models import ChunkRecord, Source
+from ragloom_app.index.base import FileOutcome, IndexingProgress
+from ragloom_app.index.file import FileIndex, groups
+from ragloom_app.index.file.pipeline import FileIndexingPipeline
+from tests.helpers.file_index import hash_file_index
+
+
+class Crash(BaseException):
+    """Stops the pipeline where a crash would: nothing in it catches a BaseException."""
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> FileIndex:
+    return hash_file_index(tmp_path / "data")
+
+
+def _documents(folder: Path, count: int) -> list[Path]:
+    """``count`` one-chunk Markdown files, each with content of its own."""
+    folder.mkdir(exist_ok=True)
+    paths = []
+    for n in range(count):
+        path = folder / f"doc{n}.md"
+        path.write_text(f"Document {n} says the Zorblax code is {1000 + n}.", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _embed_calls(pipeline: FileIndexingPipeline) -> list[int]:
+    """The chunks of each call of the pipeline's embedding, as it goes on."""
+    calls: list[int] = []
+    original = pipeline.ingestor.embed
+
+    def counted(chunks: Any) -> np.ndarray:
+        calls.append(len(chunks))
+        return original(chunks)
+
+    object.__setattr__(pipeline.ingestor, "embed", counted)
+    return calls
+
+
+def _outcomes(events: Iterator[IndexingProgress | FileOutcome]) -> list[FileOutcome]:
+    return [e for e in events if isinstance(e, FileOutcome)]
+
+
+def _statuses(index: FileIndex) -> dict[str, str]:
+    return {s["name"]: s["status"] for s in index.list_sources()}
+
+
+def test_small_files_are_embedded_in_one_call_and_each_recorded_alone(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    pipeline = index.get_indexing_pipeline({})
+    calls = _embed_calls(pipeline)
+    paths = _documents(tmp_path / "in", 5)
+    events = list(pipeline.stream(paths))
+    outcomes = _outcomes(iter(events))
+    assert calls == [5]
+    assert [(o.name, o.status, o.chunks) for o in outcomes] == [
+        (p.name, "indexed", 1) for p in paths
+    ]
+    # Progress says what happens, and each file reaches its share of the upload in order.
+    progress = [(e.name, e.fraction, e.message) for e in events if isinstance(e, IndexingProgress)]
+    assert progress == [
+        *((f"doc{n}.md", n / 5, "reading") for n in range(5)),
+        ("doc0.md", 0.0, "embedding 5 chunks of 5 files"),
+        *((f"doc{n}.md", (n + 1) / 5, "indexed") for n in range(5)),
+    ]
+    # Every chunk got the vector of its own text, not its neighbour's.
+    with Session(index.resources.engine) as session:
+        texts = {c.id: c.text for c in session.exec(select(ChunkRecord))}
+    assert len(texts) == 5
+    stored = index.vector_store.vectors(list(texts))
+    embeddings = pipeline.ingestor.embeddings
+    for chunk_id, text in texts.items():
+        np.testing.assert_allclose(stored[chunk_id], embeddings.embed_documents([text])[0])
+    assert index.check().clean
+
+
+def test_a_group_is_embedded_once_it_holds_enough_chunks(
+    index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(groups, "EMBED_GROUP_CHUNKS", 2)
+    pipeline = index.get_indexing_pipeline({})
+    calls = _embed_calls(pipeline)
+    outcomes = pipeline.run(_documents(tmp_path / "in", 5))
+    assert calls == [2, 2, 1]
+    assert [o.status for o in outcomes] == ["indexed"] * 5
+
+
+def test_a_file_that_fails_keeps_its_place_in_the_upload(index: FileIndex, tmp_path: Path) -> None:
+    first, second, third = _documents(tmp_path / "in", 3)
+    empty = tmp_path / "in" / "empty.txt"
+    empty.write_text("")
+    pipeline = index.get_indexing_pipeline({})
+    calls = _embed_calls(pipeline)
+    outcomes = pipeline.run([first, empty, second, third])
+    assert [(o.name, o.status) for o in outcomes] == [
+        ("doc0.md", "indexed"),
+        ("empty.txt", "failed"),
+        ("doc1.md", "indexed"),
+        ("doc2.md", "indexed"),
+    ]
+    assert calls == [1, 2]  # the group before the failure was reported first
+    assert index.check().clean
+
+
+def test_a_copy_of_a_file_still_in_the_group_is_skipped_as_already_indexed(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    (original,) = _documents(tmp_path / "in", 1)
+    copy = tmp_path / "in" / "copy.md"
+    copy.write_bytes(original.read_bytes())
+    outcomes = index.get_indexing_pipeline({}).run([original, copy])
+    assert [(o.status, o.reason) for o in outcomes] == [
+        ("indexed", None),
+        ("skipped", "already indexed as 'doc0.md' (same content)"),
+    ]
+
+
+def test_when_the_model_fails_each_file_of_the_group_fails_and_the_stores_stay_empty(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    pipeline = index.get_indexing_pipeline({})
+
+    def broken(chunks: Any) -> np.ndarray:
+        raise EmbeddingsError("the embedding endpoint answered 503 three times")
+
+    object.__setattr__(pipeline.ingestor, "embed", broken)
+    paths = _documents(tmp_path / "in", 3)
+    outcomes = pipeline.run(paths)
+    assert [o.status for o in outcomes] == ["failed"] * 3
+    for outcome, path in zip(outcomes, paths, strict=True):
+        assert outcome.reason is not None and path.name in outcome.reason
+        assert "503 three times" in outcome.reason
+    assert index.vector_store.count() == 0 and index.fulltext_store.ids() == set()
+    assert index.check().clean
+    # With the model back, the same files index.
+    outcomes = index.get_indexing_pipeline({}).run(paths)
+    assert [o.status for o in outcomes] == ["indexed"] * 3
+
+
+def test_a_model_that_returns_too_few_vectors_fails_the_group_instead_of_misplacing_them(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    pipeline = index.get_indexing_pipeline({})
+    embeddings = pipeline.ingestor.embeddings
+    real = embeddings.embed_documents
+    object.__setattr__(embeddings, "embed_documents", lambda texts: real(texts)[:-1])
+    outcomes = pipeline.run(_documents(tmp_path / "in", 3))
+    assert [o.status for o in outcomes] == ["failed"] * 3
+    assert all("returned 2 vectors for 3 chunks" in (o.reason or "") for o in outcomes)
+    assert index.vector_store.count() == 0 and index.check().clean
+
+
+def test_an_upload_stopped_midway_takes_out_the_files_it_did_not_report(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    paths = _documents(tmp_path / "in", 4)
+    events = index.get_indexing_pipeline({}).stream(paths)
+    for event in events:
+        if isinstance(event, FileOutcome):
+            break  # the owner cancels once the first file is reported
+    events.close()
+    assert _statuses(index) == {"doc0.md": "indexed"}
+    assert index.vector_store.count() == 1 and len(index.fulltext_store.ids()) == 1
+    assert len(list(index.files_dir.iterdir())) == 1  # their copies are gone too
+    assert index.check().clean
+
+
+def test_a_crash_while_a_group_is_stored_leaves_the_rest_to_the_recovery(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    pipeline = index.get_indexing_pipeline({})
+    flip = pipeline._flip
+    flips: list[str] = []
+
+    def crashing_flip(source_id: str, chunks: Any) -> bool:
+        flips.append(source_id)
+        if len(flips) == 2:
+            raise Crash("killed")
+        return flip(source_id, chunks)
+
+    object.__setattr__(pipeline, "_flip", crashing_flip)
+    with pytest.raises(Crash):
+        pipeline.run(_documents(tmp_path / "in", 3))
+    with Session(index.resources.engine) as session:
+        rows = {s.name: (s.status, s.attempts) for s in session.exec(select(Source))}
+    assert rows == {
+        "doc0.md": ("indexed", 1),
+        "doc1.md": ("indexing", 1),  # the crash counts: the recovery retries it
+        "doc2.md": ("indexing", 1),
+    }
+    # Their locks were dropped with the crash: the recovery takes them now.
+    assert sorted(o.status for o in index.recover()) == ["indexed", "indexed"]
+    assert set(_statuses(index).values()) == {"indexed"} and index.check().clean
+
+
+def test_a_stop_while_a_group_embeds_takes_back_every_attempt_of_the_group(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    pipeline = index.get_indexing_pipeline({})
+
+    def interrupted(chunks: Any) -> np.ndarray:
+        raise KeyboardInterrupt
+
+    object.__setattr__(pipeline.ingestor, "embed", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.run(_documents(tmp_path / "in", 3))
+    with Session(index.resources.engine) as session:
+        rows = sorted((s.status, s.attempts) for s in session.exec(select(Source)))
+    assert rows == [("indexing", 0)] * 3  # a stop is not a failure of the files
+    assert sorted(o.status for o in index.recover()) == ["indexed"] * 3
