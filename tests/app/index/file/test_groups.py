@@ -6,6 +6,7 @@ embeddings, and counts the calls that reach the embedding model.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,36 @@ def test_a_group_is_embedded_once_it_holds_enough_chunks(
     outcomes = pipeline.run(_documents(tmp_path / "in", 5))
     assert calls == [2, 2, 1]
     assert [o.status for o in outcomes] == ["indexed"] * 5
+
+
+def test_the_next_files_are_read_while_a_group_embeds(
+    index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(groups, "EMBED_GROUP_CHUNKS", 2)
+    pipeline = index.get_indexing_pipeline({})
+    read: list[str] = []
+    chunk, embed = pipeline.ingestor.chunk, pipeline.ingestor.embed
+
+    def reading(path: Path, source_id: str, name: str, **limits: Any) -> Any:
+        read.append(name)
+        return chunk(path, source_id, name, **limits)
+
+    read_before: list[list[str]] = []
+
+    def waiting_embed(chunks: Any) -> np.ndarray:
+        if chunks[0].source_name == "doc0.md":  # the first group waits for the next one
+            deadline = time.monotonic() + 30
+            while len(read) < 4 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        read_before.append(list(read))
+        return embed(chunks)
+
+    object.__setattr__(pipeline.ingestor, "chunk", reading)
+    object.__setattr__(pipeline.ingestor, "embed", waiting_embed)
+    outcomes = pipeline.run(_documents(tmp_path / "in", 4))
+    assert read_before[0] == ["doc0.md", "doc1.md", "doc2.md", "doc3.md"]
+    assert [(o.name, o.status) for o in outcomes] == [(f"doc{n}.md", "indexed") for n in range(4)]
+    assert index.check().clean
 
 
 def test_a_file_that_fails_keeps_its_place_in_the_upload(index: FileIndex, tmp_path: Path) -> None:

@@ -7,6 +7,10 @@ batched by token length across files, as the raw model is measured (docs/perform
 ``indexed`` on its own, with its own outcome: grouping changes when a file is embedded,
 not what is recorded of it.
 
+:class:`UploadGroups` embeds a full group in a thread of its own while the next group's
+files are read and chunked (in the readers sandbox, another process) and the group before
+is written to the stores: the model, which holds no GIL while it computes, is kept busy.
+
 A :class:`PreparedFile` holds its source's :class:`~.worklock.WorkLock` and attempt
 (:func:`~.attempts.attempt_underway`) until it is finished, so a crash meanwhile leaves
 it to the recovery as before. A group that is dropped unfinished (the caller stopped
@@ -18,13 +22,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from ragloom.schema import Chunk
+import numpy as np
 
-__all__ = ["EMBED_GROUP_CHUNKS", "FileGroup", "PreparedFile"]
+from ragloom.schema import Chunk
+from ragloom_app.index.base import FileOutcome, IndexingProgress
+
+__all__ = ["EMBED_GROUP_CHUNKS", "FileGroup", "PreparedFile", "UploadGroups"]
 
 logger = logging.getLogger(__name__)
 
@@ -102,3 +110,115 @@ class FileGroup:
         for prepared in self.files:
             prepared.held.__exit__(exc_type, exc, tb)
         self.files.clear()
+
+
+#: What :class:`UploadGroups` is given to embed a group's chunks, and to finish one file
+#: with its vectors (or the exception that left it without).
+Embed = Callable[[Sequence[Chunk]], np.ndarray]
+Finish = Callable[[PreparedFile, "np.ndarray | Exception"], FileOutcome]
+
+_Event = IndexingProgress | FileOutcome
+
+
+class UploadGroups:
+    """The groups of one upload: one filling while the one before it embeds in a thread.
+
+    :meth:`add` and :meth:`flush` yield the events of the files they finish, in upload
+    order; with ``ahead`` false a full group is embedded and finished at once instead. The
+    owner calls :meth:`discard` when its caller stops listening, :meth:`abandon` when an
+    exception stops the upload, and :meth:`close` in every case.
+    """
+
+    def __init__(self, embed: Embed, finish: Finish, *, ahead: bool = True) -> None:
+        self._embed = embed
+        self._ahead = ahead
+        self._finish = finish
+        self._filling = FileGroup()
+        self._embedding: tuple[FileGroup, Future[np.ndarray]] | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._unreported = [self._filling]  # every group with files not yet reported
+
+    def holds(self, digest: str) -> bool:
+        """Whether a file not yet reported has this content."""
+        embedding = self._embedding[0] if self._embedding else None
+        return self._filling.holds(digest) or (embedding is not None and embedding.holds(digest))
+
+    def add(self, prepared: PreparedFile) -> Iterator[_Event]:
+        """Add a file; once its group is full, start embedding it and finish the one before."""
+        self._filling.add(prepared)
+        if not self._filling.full:
+            return
+        if not self._ahead:
+            yield from self.flush()
+            return
+        previous = self._embedding
+        self._embedding = yield from self._started(self._filling)
+        self._filling = self._new_group()
+        if previous is not None:
+            yield from self._finished(*previous)
+
+    def flush(self) -> Iterator[_Event]:
+        """Finish every file added so far (before an outcome of another file, or at the end)."""
+        if self._embedding is not None:
+            previous, self._embedding = self._embedding, None
+            yield from self._finished(*previous)
+        if self._filling.files:
+            group, self._filling = self._filling, self._new_group()
+            started = yield from self._started(group)
+            yield from self._finished(*started)
+
+    def _started(
+        self, group: FileGroup
+    ) -> Generator[_Event, None, tuple[FileGroup, Future[np.ndarray]]]:
+        files = len(group.files)
+        what = f"embedding {group.chunk_count} chunks" + (f" of {files} files" if files > 1 else "")
+        yield IndexingProgress(group.files[0].name, group.files[0].span[0], what)
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="ragloom-embed")
+        chunks = [c for f in group.files for c in f.chunks]
+        return group, self._executor.submit(self._embed, chunks)
+
+    def _finished(self, group: FileGroup, embedding: Future[np.ndarray]) -> Iterator[_Event]:
+        """Wait for a group's vectors, then finish and report its files one by one."""
+        vectors: np.ndarray | Exception
+        try:
+            vectors = embedding.result()
+        except Exception as exc:
+            vectors = exc  # each file fails with it, in its own words
+        offset = 0
+        for prepared in list(group.files):
+            count = len(prepared.chunks)
+            mine = vectors if isinstance(vectors, Exception) else vectors[offset : offset + count]
+            offset += count
+            outcome = self._finish(prepared, mine)
+            yield IndexingProgress(outcome.name, prepared.span[1], outcome.status)
+            # From here on the caller hears of it: a stop after this keeps it.
+            group.finished(prepared)
+            yield outcome
+        self._unreported.remove(group)
+
+    def _new_group(self) -> FileGroup:
+        group = FileGroup()
+        self._unreported.append(group)
+        return group
+
+    def discard(self, remove: Callable[[str], None]) -> None:
+        """The caller stopped listening: take out every file it was not told of."""
+        for group in self._unreported:
+            group.discard(remove)
+
+    def abandon(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """An exception stops the upload: each unreported file's hold sees it."""
+        for group in self._unreported:
+            group.abandon(exc_type, exc, tb)
+
+    def close(self) -> None:
+        """Stop the embedding thread; a group it still embeds is no one's any more."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None

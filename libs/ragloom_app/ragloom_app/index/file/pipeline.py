@@ -25,8 +25,9 @@ own, named ``archive.zip/folder/member.md``.
 Each file is read and chunked in the readers sandbox within its own budgets of chunks and
 time (:mod:`ragloom.chunking`); each call of :meth:`FileIndexingPipeline.stream` (one
 upload) also has a budget of bytes and chunks for all its files (:mod:`.budget`). The
-chunks of consecutive small files of an upload are embedded together (:mod:`.groups`);
-each file is still stored, flipped and reported on its own, in upload order.
+chunks of consecutive small files of an upload are embedded together, in a thread while
+the next files are read (:mod:`.groups`); each file is still stored, flipped and reported
+on its own, in upload order.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from ragloom_app.db.models import Source, SourceStatus
 from ragloom_app.index.base import FileOutcome, IndexingPipeline, IndexingProgress
 from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS, UploadBudget
 from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, index_archive, shown_member_name
-from ragloom_app.index.file.groups import FileGroup, PreparedFile
+from ragloom_app.index.file.groups import PreparedFile, UploadGroups
 from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
 from ragloom_app.index.file.source_steps import INTERRUPTED_REASON, SourceSteps, sha256_of
 from ragloom_app.index.file.worklock import is_busy
@@ -66,6 +67,9 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
     upload may spend ``max_upload_bytes`` and ``max_upload_chunks``; archives are
     expanded within ``archive_limits``.
     """
+
+    #: Embed a full group in a thread while the next files are read (:mod:`.groups`).
+    embed_ahead: bool = True
 
     def __init__(
         self,
@@ -107,26 +111,26 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         shown = list(names) if names is not None else [p.name for p in paths]
         total = len(paths) or 1
         budget = UploadBudget(self.max_upload_bytes, self.max_upload_chunks)
-        group = FileGroup()
+        groups = UploadGroups(self.ingestor.embed, self._finish_prepared, ahead=self.embed_ahead)
         try:
             for position, (path, raw_name) in enumerate(zip(paths, shown, strict=True)):
                 start, end = position / total, (position + 1) / total
                 yield IndexingProgress(raw_name, start, "reading")
-                events = self._index_upload(path, raw_name, reindex, (start, end), budget, group)
+                events = self._index_upload(path, raw_name, reindex, (start, end), budget, groups)
                 for event in events:
-                    if not isinstance(event, PreparedFile):
+                    if isinstance(event, PreparedFile):
+                        yield from groups.add(event)
+                    else:
                         yield event
-                        continue
-                    group.add(event)
-                    if group.full:
-                        yield from self._store_group(group)
-            yield from self._store_group(group)
+            yield from groups.flush()
         except GeneratorExit:
-            group.discard(self.remove)
+            groups.discard(self.remove)
             raise
         except BaseException:
-            group.abandon(*sys.exc_info())
+            groups.abandon(*sys.exc_info())
             raise
+        finally:
+            groups.close()
         # Build the full-text index now rather than on the first question after an upload.
         self.ingestor.fulltext_store.ensure_index()
 
@@ -137,61 +141,43 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         reindex: bool,
         span: tuple[float, float],
         budget: UploadBudget,
-        group: FileGroup,
+        groups: UploadGroups,
     ) -> Iterator[_Event | PreparedFile]:
-        """The events of one uploaded file, or the file prepared to join ``group``.
+        """The events of one uploaded file, or the file prepared to join ``groups``.
 
-        Before any outcome of its own, the group's files are stored and reported: outcomes
-        stay in upload order.
+        Before any outcome of its own, the files in ``groups`` are finished and reported:
+        outcomes stay in upload order.
         """
         try:
             name = safe_display_name(raw_name)
         except UnsafeNameError as exc:
             shown = shown_member_name(raw_name, 120)
-            yield from self._store_group(group)
+            yield from groups.flush()
             yield IndexingProgress(shown, span[1], "failed")
             yield _logged(FileOutcome(shown, "failed", reason=str(exc)))
             return
         if Path(name).suffix.lower() in ARCHIVE_SUFFIXES and not self._check_file(path, name):
-            yield from self._store_group(group)
+            yield from groups.flush()
             for event in self._index_archive(path, name, reindex, span, budget):
                 yield _logged(event) if isinstance(event, FileOutcome) else event
             return
         digest = sha256_of(path) if path.is_file() else None
-        if digest is not None and group.holds(digest):
-            # A copy of a file still in the group: decided once that one is indexed.
-            yield from self._store_group(group)
+        if digest is not None and groups.holds(digest):
+            # A copy of a file not yet finished: decided once that one is indexed.
+            yield from groups.flush()
         prepared = self._prepare(path, name, reindex, budget, digest=digest)
         if isinstance(prepared, PreparedFile):
             prepared.span = span
             yield prepared
         else:
-            yield from self._store_group(group)
+            yield from groups.flush()
             yield IndexingProgress(prepared.name, span[1], prepared.status)
             yield _logged(prepared)
 
-    def _store_group(self, group: FileGroup) -> Iterator[_Event]:
-        """Embed the group's chunks in one call, then store and report each file."""
-        if not group.files:
-            return
-        files = len(group.files)
-        what = f"embedding {group.chunk_count} chunks" + (f" of {files} files" if files > 1 else "")
-        yield IndexingProgress(group.files[0].name, group.files[0].span[0], what)
-        vectors: np.ndarray | Exception
-        try:
-            vectors = self.ingestor.embed([c for f in group.files for c in f.chunks])
-        except Exception as exc:
-            vectors = exc  # each file fails with it, in its own words
-        offset = 0
-        for prepared in list(group.files):
-            count = len(prepared.chunks)
-            mine = vectors if isinstance(vectors, Exception) else vectors[offset : offset + count]
-            offset += count
-            outcome = self._finish(prepared.source_id, prepared.name, prepared.chunks, mine)
-            yield IndexingProgress(outcome.name, prepared.span[1], outcome.status)
-            # From here on the caller hears of it: a stop after this keeps it.
-            group.finished(prepared)
-            yield _logged(outcome)
+    def _finish_prepared(
+        self, prepared: PreparedFile, vectors: np.ndarray | Exception
+    ) -> FileOutcome:
+        return _logged(self._finish(prepared.source_id, prepared.name, prepared.chunks, vectors))
 
     def _index_archive(
         self,
