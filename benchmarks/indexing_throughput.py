@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import hashlib
 import logging
 import statistics
 import sys
@@ -50,8 +51,18 @@ def write_copies(text: str, folder: Path, round_no: int, copies: int) -> list[Pa
 
 
 def docs_pages(root: Path, rounds: int, per_round: int) -> list[list[Path]]:
-    """``rounds`` disjoint lists of ``per_round`` pages, spread over the whole manual."""
-    pages = sorted(root.rglob("*.html"))
+    """``rounds`` disjoint lists of ``per_round`` pages, spread over the whole manual.
+
+    A page whose content another page has already (the manual holds a few) is left out:
+    the pipeline would skip it as a duplicate.
+    """
+    seen: set[str] = set()
+    pages = []
+    for page in sorted(root.rglob("*.html")):
+        digest = hashlib.sha256(page.read_bytes()).hexdigest()
+        if digest not in seen:
+            seen.add(digest)
+            pages.append(page)
     wanted = rounds * per_round
     if len(pages) < wanted:
         raise SystemExit(f"{len(pages)} HTML pages under {root}, {wanted} wanted")
