@@ -76,12 +76,13 @@ def test_small_files_are_embedded_in_one_call_and_each_recorded_alone(
     assert [(o.name, o.status, o.chunks) for o in outcomes] == [
         (p.name, "indexed", 1) for p in paths
     ]
-    # Progress says what happens, and each file reaches its share of the upload in order.
+    # Progress says what happens; files are reported once the whole group is embedded.
     progress = [(e.name, e.fraction, e.message) for e in events if isinstance(e, IndexingProgress)]
     assert progress == [
         *((f"doc{n}.md", n / 5, "reading") for n in range(5)),
-        ("doc0.md", 0.0, "embedding 5 chunks of 5 files"),
-        *((f"doc{n}.md", (n + 1) / 5, "indexed") for n in range(5)),
+        ("doc0.md", 0.8, "embedding 5 chunks of 5 files"),  # where the upload has got to
+        *((f"doc{n}.md", 0.8, "indexed") for n in range(4)),
+        ("doc4.md", 1.0, "indexed"),
     ]
     # Every chunk got the vector of its own text, not its neighbour's.
     with Session(index.resources.engine) as session:
@@ -100,9 +101,12 @@ def test_a_group_is_embedded_once_it_holds_enough_chunks(
     monkeypatch.setattr(groups, "EMBED_GROUP_CHUNKS", 2)
     pipeline = index.get_indexing_pipeline({})
     calls = _embed_calls(pipeline)
-    outcomes = pipeline.run(_documents(tmp_path / "in", 5))
+    events = list(pipeline.stream(_documents(tmp_path / "in", 5)))
     assert calls == [2, 2, 1]
-    assert [o.status for o in outcomes] == ["indexed"] * 5
+    assert [o.status for o in _outcomes(iter(events))] == ["indexed"] * 5
+    # A group is reported after the next files began; the progress never goes back.
+    fractions = [e.fraction for e in events if isinstance(e, IndexingProgress)]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
 
 
 def test_the_next_files_are_read_while_a_group_embeds(
@@ -187,6 +191,66 @@ def test_when_the_model_fails_each_file_of_the_group_fails_and_the_stores_stay_e
     assert [o.status for o in outcomes] == ["indexed"] * 3
 
 
+def test_a_file_the_model_refuses_fails_alone_and_the_rest_of_its_group_indexes(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    pipeline = index.get_indexing_pipeline({})
+    embed = pipeline.ingestor.embed
+
+    def refusing(chunks: Any) -> np.ndarray:
+        if any("1002" in c.text for c in chunks):
+            raise EmbeddingsError("the endpoint refused an input (400)")
+        return embed(chunks)
+
+    object.__setattr__(pipeline.ingestor, "embed", refusing)
+    outcomes = pipeline.run(_documents(tmp_path / "in", 5))
+    assert [(o.name, o.status) for o in outcomes] == [
+        (f"doc{n}.md", "failed" if n == 2 else "indexed") for n in range(5)
+    ]
+    assert "refused an input (400)" in (outcomes[2].reason or "")
+    assert index.vector_store.count() == 4 and index.check().clean
+
+
+def test_a_down_model_is_not_asked_again_for_every_file_of_the_group(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    pipeline = index.get_indexing_pipeline({})
+    calls: list[int] = []
+
+    def down(chunks: Any) -> np.ndarray:
+        calls.append(len(chunks))
+        raise EmbeddingsError("connection refused")
+
+    object.__setattr__(pipeline.ingestor, "embed", down)
+    outcomes = pipeline.run(_documents(tmp_path / "in", 6))
+    assert [o.status for o in outcomes] == ["failed"] * 6
+    assert calls == [6, 1, 1]  # the group, then two files alone failing the same way
+
+
+def test_an_unforeseen_error_of_a_later_file_finishes_the_files_waiting_first(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    pipeline = index.get_indexing_pipeline({})
+    find = pipeline._find_by_hash
+    looked: list[str] = []
+
+    def locked(digest: str) -> Any:
+        looked.append(digest)
+        if len(looked) == 3:
+            raise RuntimeError("database is locked")
+        return find(digest)
+
+    object.__setattr__(pipeline, "_find_by_hash", locked)
+    seen: list[FileOutcome] = []
+    with pytest.raises(RuntimeError, match="database is locked"):
+        for event in pipeline.stream(_documents(tmp_path / "in", 4)):
+            if isinstance(event, FileOutcome):
+                seen.append(event)
+    assert [(o.name, o.status) for o in seen] == [("doc0.md", "indexed"), ("doc1.md", "indexed")]
+    assert _statuses(index) == {"doc0.md": "indexed", "doc1.md": "indexed"}
+    assert index.check().clean
+
+
 def test_a_model_that_returns_too_few_vectors_fails_the_group_instead_of_misplacing_them(
     index: FileIndex, tmp_path: Path
 ) -> None:
@@ -196,7 +260,13 @@ def test_a_model_that_returns_too_few_vectors_fails_the_group_instead_of_misplac
     object.__setattr__(embeddings, "embed_documents", lambda texts: real(texts)[:-1])
     outcomes = pipeline.run(_documents(tmp_path / "in", 3))
     assert [o.status for o in outcomes] == ["failed"] * 3
-    assert all("returned 2 vectors for 3 chunks" in (o.reason or "") for o in outcomes)
+    # The group's, then each file's alone (two in a row: the rest are not tried).
+    reasons = [o.reason or "" for o in outcomes]
+    assert [r.split(": ", 1)[1].split(" (log reference")[0] for r in reasons] == [
+        "the embedding model returned 0 vectors for 1 chunks",
+        "the embedding model returned 0 vectors for 1 chunks",
+        "the embedding model returned 2 vectors for 3 chunks",
+    ]
     assert index.vector_store.count() == 0 and index.check().clean
 
 

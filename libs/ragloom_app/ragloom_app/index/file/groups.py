@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -96,7 +97,7 @@ class FileGroup:
                     "could not take out %s; the recovery will", prepared.name, exc_info=True
                 )
             finally:
-                prepared.held.close()
+                _release(prepared, None, None, None)
         self.files.clear()
 
     def abandon(
@@ -108,8 +109,21 @@ class FileGroup:
         """An exception stops the upload: each file's hold sees it, as a ``with`` would
         (a stop takes its attempt back; a crash leaves the file to the recovery)."""
         for prepared in self.files:
-            prepared.held.__exit__(exc_type, exc, tb)
+            _release(prepared, exc_type, exc, tb)
         self.files.clear()
+
+
+def _release(
+    prepared: PreparedFile,
+    exc_type: type[BaseException] | None,
+    exc: BaseException | None,
+    tb: TracebackType | None,
+) -> None:
+    """Exit a file's hold; a failure to is logged, so the other files' holds are exited."""
+    try:
+        prepared.held.__exit__(exc_type, exc, tb)
+    except Exception:
+        logger.warning("could not release %s", prepared.name, exc_info=True)
 
 
 #: What :class:`UploadGroups` is given to embed a group's chunks, and to finish one file
@@ -135,7 +149,7 @@ class UploadGroups:
         self._finish = finish
         self._filling = FileGroup()
         self._embedding: tuple[FileGroup, Future[np.ndarray]] | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._last: Future[np.ndarray] | None = None  # the embedding started last
         self._unreported = [self._filling]  # every group with files not yet reported
 
     def holds(self, digest: str) -> bool:
@@ -173,10 +187,33 @@ class UploadGroups:
         files = len(group.files)
         what = f"embedding {group.chunk_count} chunks" + (f" of {files} files" if files > 1 else "")
         yield IndexingProgress(group.files[0].name, group.files[0].span[0], what)
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="ragloom-embed")
-        chunks = [c for f in group.files for c in f.chunks]
-        return group, self._executor.submit(self._embed, chunks)
+        return group, self._submit([c for f in group.files for c in f.chunks])
+
+    def _submit(self, chunks: list[Chunk]) -> Future[np.ndarray]:
+        """Embed ``chunks`` in a daemon thread, after the embedding started before.
+
+        A daemon, unlike a pool's thread, never holds up the interpreter's exit: Ctrl-C
+        stops ``ragloom index add`` at once rather than after a large file's embedding.
+        """
+        future: Future[np.ndarray] = Future()
+        before = self._last
+        self._last = future
+
+        def run() -> None:
+            if before is not None:
+                wait([before])  # one group at a time, in order
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(self._embed(chunks))
+            except BaseException as exc:  # handed to the waiting thread
+                future.set_exception(exc)
+
+        try:
+            threading.Thread(target=run, name="ragloom-embed", daemon=True).start()
+        except RuntimeError:  # no new thread while the interpreter stops: embed here
+            run()
+        return future
 
     def _finished(self, group: FileGroup, embedding: Future[np.ndarray]) -> Iterator[_Event]:
         """Wait for a group's vectors, then finish and report its files one by one."""
@@ -184,11 +221,15 @@ class UploadGroups:
         try:
             vectors = embedding.result()
         except Exception as exc:
-            vectors = exc  # each file fails with it, in its own words
+            vectors = exc
         offset = 0
+        alone = _OneByOne(self._embed, vectors, len(group.files))
         for prepared in list(group.files):
             count = len(prepared.chunks)
-            mine = vectors if isinstance(vectors, Exception) else vectors[offset : offset + count]
+            if isinstance(vectors, Exception):
+                mine = alone.vectors(prepared.chunks)
+            else:
+                mine = vectors[offset : offset + count]
             offset += count
             outcome = self._finish(prepared, mine)
             yield IndexingProgress(outcome.name, prepared.span[1], outcome.status)
@@ -218,7 +259,36 @@ class UploadGroups:
             group.abandon(exc_type, exc, tb)
 
     def close(self) -> None:
-        """Stop the embedding thread; a group it still embeds is no one's any more."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        """Drop what is still to embed; a group the thread embeds now is no one's any more."""
+        if self._last is not None:
+            self._last.cancel()
+            self._last = None
+
+
+class _OneByOne:
+    """After a group's embedding failed: each file embedded alone, so that one file the
+    model refuses fails alone. Two files in a row failing with the group's kind of error
+    mean the model fails whatever it is given (an endpoint down): the rest fail with the
+    group's error, untried."""
+
+    def __init__(self, embed: Embed, failure: np.ndarray | Exception, files: int) -> None:
+        self._embed = embed
+        self._failure = failure
+        self._trying = isinstance(failure, Exception) and files > 1
+        self._same_in_a_row = 0
+
+    def vectors(self, chunks: Sequence[Chunk]) -> np.ndarray | Exception:
+        """The vectors of one file's chunks, or why there are none."""
+        failure = self._failure
+        assert isinstance(failure, Exception)
+        if not self._trying:
+            return failure
+        try:
+            vectors = self._embed(chunks)
+        except Exception as exc:
+            same = type(exc) is type(failure)
+            self._same_in_a_row = self._same_in_a_row + 1 if same else 0
+            self._trying = self._same_in_a_row < 2
+            return exc
+        self._same_in_a_row = 0
+        return vectors

@@ -32,9 +32,11 @@ on its own, in upload order.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -107,21 +109,42 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
     def stream(
         self, paths: Sequence[Path], *, reindex: bool = False, names: Sequence[str] | None = None
     ) -> Iterator[_Event]:
+        # A group's files are reported after the next files began: the upload's progress
+        # is the most it has reached, never less.
+        reached = 0.0
+        with contextlib.closing(self._events(paths, reindex, names)) as events:
+            for event in events:
+                if isinstance(event, IndexingProgress):
+                    reached = max(reached, event.fraction)
+                    event = replace(event, fraction=reached)
+                yield event
+
+    def _events(
+        self, paths: Sequence[Path], reindex: bool, names: Sequence[str] | None
+    ) -> Generator[_Event, None, None]:
         paths = [Path(p) for p in paths]
         shown = list(names) if names is not None else [p.name for p in paths]
         total = len(paths) or 1
         budget = UploadBudget(self.max_upload_bytes, self.max_upload_chunks)
         groups = UploadGroups(self.ingestor.embed, self._finish_prepared, ahead=self.embed_ahead)
         try:
-            for position, (path, raw_name) in enumerate(zip(paths, shown, strict=True)):
-                start, end = position / total, (position + 1) / total
-                yield IndexingProgress(raw_name, start, "reading")
-                events = self._index_upload(path, raw_name, reindex, (start, end), budget, groups)
-                for event in events:
-                    if isinstance(event, PreparedFile):
-                        yield from groups.add(event)
-                    else:
-                        yield event
+            try:
+                for position, (path, raw_name) in enumerate(zip(paths, shown, strict=True)):
+                    start, end = position / total, (position + 1) / total
+                    yield IndexingProgress(raw_name, start, "reading")
+                    events = self._index_upload(
+                        path, raw_name, reindex, (start, end), budget, groups
+                    )
+                    for event in events:
+                        if isinstance(event, PreparedFile):
+                            yield from groups.add(event)
+                        else:
+                            yield event
+            except Exception:
+                # A file's unforeseen error (its folder unreadable, the database locked)
+                # ends the upload, as it did; the files waiting are finished first.
+                yield from groups.flush()
+                raise
             yield from groups.flush()
         except GeneratorExit:
             groups.discard(self.remove)
@@ -161,7 +184,8 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
             for event in self._index_archive(path, name, reindex, span, budget):
                 yield _logged(event) if isinstance(event, FileOutcome) else event
             return
-        digest = sha256_of(path) if path.is_file() else None
+        # Hashed only once it passes the checks: a refused file costs a stat, not a read.
+        digest = None if self._check_file(path, name) else sha256_of(path)
         if digest is not None and groups.holds(digest):
             # A copy of a file not yet finished: decided once that one is indexed.
             yield from groups.flush()
