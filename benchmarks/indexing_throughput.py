@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import hashlib
 import logging
 import statistics
 import sys
@@ -56,10 +55,12 @@ def docs_pages(root: Path, rounds: int, per_round: int) -> list[list[Path]]:
     A page whose content another page has already (the manual holds a few) is left out:
     the pipeline would skip it as a duplicate.
     """
+    from ragloom_app.index.file.pipeline import sha256_of  # the pipeline's own duplicate test
+
     seen: set[str] = set()
     pages = []
     for page in sorted(root.rglob("*.html")):
-        digest = hashlib.sha256(page.read_bytes()).hexdigest()
+        digest = sha256_of(page)
         if digest not in seen:
             seen.add(digest)
             pages.append(page)

@@ -217,17 +217,16 @@ class UploadGroups:
 
     def _finished(self, group: FileGroup, embedding: Future[np.ndarray]) -> Iterator[_Event]:
         """Wait for a group's vectors, then finish and report its files one by one."""
-        vectors: np.ndarray | Exception
+        vectors: np.ndarray | _OneByOne
         try:
             vectors = embedding.result()
         except Exception as exc:
-            vectors = exc
+            vectors = _OneByOne(self._embed, exc, len(group.files))
         offset = 0
-        alone = _OneByOne(self._embed, vectors, len(group.files))
         for prepared in list(group.files):
             count = len(prepared.chunks)
-            if isinstance(vectors, Exception):
-                mine = alone.vectors(prepared.chunks)
+            if isinstance(vectors, _OneByOne):
+                mine = vectors.vectors(prepared.chunks)
             else:
                 mine = vectors[offset : offset + count]
             offset += count
@@ -271,16 +270,15 @@ class _OneByOne:
     mean the model fails whatever it is given (an endpoint down): the rest fail with the
     group's error, untried."""
 
-    def __init__(self, embed: Embed, failure: np.ndarray | Exception, files: int) -> None:
+    def __init__(self, embed: Embed, failure: Exception, files: int) -> None:
         self._embed = embed
         self._failure = failure
-        self._trying = isinstance(failure, Exception) and files > 1
+        self._trying = files > 1
         self._same_in_a_row = 0
 
     def vectors(self, chunks: Sequence[Chunk]) -> np.ndarray | Exception:
         """The vectors of one file's chunks, or why there are none."""
         failure = self._failure
-        assert isinstance(failure, Exception)
         if not self._trying:
             return failure
         try:

@@ -179,13 +179,14 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
             yield IndexingProgress(shown, span[1], "failed")
             yield _logged(FileOutcome(shown, "failed", reason=str(exc)))
             return
-        if Path(name).suffix.lower() in ARCHIVE_SUFFIXES and not self._check_file(path, name):
+        problem = self._check_file(path, name)
+        if Path(name).suffix.lower() in ARCHIVE_SUFFIXES and not problem:
             yield from groups.flush()
             for event in self._index_archive(path, name, reindex, span, budget):
                 yield _logged(event) if isinstance(event, FileOutcome) else event
             return
         # Hashed only once it passes the checks: a refused file costs a stat, not a read.
-        digest = None if self._check_file(path, name) else sha256_of(path)
+        digest = None if problem else sha256_of(path)
         if digest is not None and groups.holds(digest):
             # A copy of a file not yet finished: decided once that one is indexed.
             yield from groups.flush()
@@ -253,12 +254,14 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
     ) -> FileOutcome | PreparedFile:
         """Check, deduplicate, record, store and chunk one file, or its outcome already.
 
-        A file skipped as already indexed spends nothing of the upload's budget.
+        ``digest`` is given for a file that passed :meth:`_check_file` already. A file
+        skipped as already indexed spends nothing of the upload's budget.
         """
-        problem = self._check_file(path, name)
-        if problem:
-            return FileOutcome(name, "failed", reason=problem)
-        digest = digest or sha256_of(path)
+        if digest is None:
+            problem = self._check_file(path, name)
+            if problem:
+                return FileOutcome(name, "failed", reason=problem)
+            digest = sha256_of(path)
         existing = self._find_by_hash(digest)
         if existing is not None:
             if existing.status == SourceStatus.INDEXED and not reindex:
