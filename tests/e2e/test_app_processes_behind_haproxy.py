@@ -5,7 +5,6 @@ folder: an API client sent to either in turn uploads, asks and reads as against 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.helpers.api_jobs import finished_job
 from tests.helpers.api_server import ANSWER, DOCUMENTS
 from tests.helpers.chroma_server import chroma_server
 from tests.helpers.haproxy import SERVED_BY, haproxy_bin, haproxy_in_front
@@ -77,14 +77,10 @@ def test_an_api_client_sent_to_either_process_sees_one_app(
         files=[("files", ("reactor.md", DOCUMENTS["reactor.md"].encode()))],
     )
     assert uploaded.status_code == 202, uploaded.text
-    deadline = time.monotonic() + 120
-    while True:
-        (listed,) = call("GET", "/indices/My files/files").json()
-        if listed["status"] == "indexed":
-            break
-        assert listed["status"] != "failed", listed
-        assert time.monotonic() < deadline, listed
-        time.sleep(0.2)
+    job = finished_job(lambda path: call("GET", path), uploaded.json()["job"]["id"])
+    assert [(o["file"], o["status"]) for o in job["outcomes"]] == [("reactor.md", "indexed")], job
+    (listed,) = call("GET", "/indices/My files/files").json()
+    assert listed["status"] == "indexed", listed
     for app in apps:  # each process's own view of the file
         (own,) = httpx.get(f"{app}/api/v1/indices/My files/files", timeout=30).json()
         assert own["status"] == "indexed" and own["chunks"] == listed["chunks"] >= 1

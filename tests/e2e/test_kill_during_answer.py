@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.helpers.api_jobs import finished_job
 from tests.helpers.api_server import DOCUMENTS
 from tests.helpers.cli import cli_env, run_ragloom
 from tests.helpers.serve_process import serve_process
@@ -59,12 +60,12 @@ def test_sigkill_during_an_answer_leaves_no_half_answer(tmp_path: Path) -> None:
             timeout=60,
         )
         assert uploaded.status_code == 202, uploaded.text
-        deadline = time.monotonic() + 120
-        while (listed := httpx.get(f"{url}/indices/My files/files", timeout=30).json())[0][
-            "status"
-        ] != "indexed":
-            assert listed[0]["status"] != "failed" and time.monotonic() < deadline, listed
-            time.sleep(0.2)
+        job = finished_job(
+            lambda path: httpx.get(f"{url}{path}", timeout=30), uploaded.json()["job"]["id"]
+        )
+        assert [(o["file"], o["status"]) for o in job["outcomes"]] == [("reactor.md", "indexed")], (
+            job
+        )
         conversation = httpx.post(f"{url}/conversations", timeout=30).json()["id"]
         first = httpx.post(
             f"{url}/conversations/{conversation}/ask",
