@@ -18,6 +18,9 @@ Invariants (``ragloom index check`` verifies them; docs/cli.md):
   is complete or absent; the recovery resumes an interrupted source from it.
 - A removal marks the row ``removing``, then empties the stores, then deletes the rows:
   a removal cut short is finished by the recovery.
+- An index holds one searchable source per content. A file indexed again becomes a new
+  source; the flip of the new one marks the others of the same content ``removing`` in
+  its transaction, so a reindex that fails, is cancelled or crashes keeps the old version.
 
 A ``.zip`` upload is expanded in a private folder and each member becomes a source of its
 own, named ``archive.zip/folder/member.md``.
@@ -40,8 +43,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from sqlalchemy import case
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ragloom.indexing import FileIngestor
 from ragloom.loaders.archive import ZipLimits
@@ -283,8 +287,9 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
             over = budget.spend_file(path) if spend_bytes else budget.used_up()
             if over:
                 return FileOutcome(name, "failed", reason=over)
-        if existing is not None:
-            self.remove(existing.id)
+        if existing is not None and existing.status != SourceStatus.INDEXED:
+            self.remove(existing.id)  # nothing of it to keep (an indexed one is replaced
+            # only once its new version is flipped: a reindex that fails keeps the old)
         return self._begin(path, name, digest, budget)
 
     def _check_file(self, path: Path, name: str) -> str | None:
@@ -303,8 +308,14 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         return None
 
     def _find_by_hash(self, digest: str) -> Source | None:
+        """The index's source of this content, an indexed one first (a failed reindex
+        leaves its failed attempt beside the version it meant to replace)."""
         with Session(self.engine) as session:
-            query = select(Source).where(Source.index_id == self.index_id, Source.sha256 == digest)
+            query = (
+                select(Source)
+                .where(Source.index_id == self.index_id, Source.sha256 == digest)
+                .order_by(case((col(Source.status) == SourceStatus.INDEXED, 0), else_=1))
+            )
             return session.exec(query).first()
 
 

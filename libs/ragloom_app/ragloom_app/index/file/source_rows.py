@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, delete
+from sqlmodel import Session, col, delete, select
 
 from ragloom.schema import Chunk
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
@@ -26,10 +26,19 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-def record_indexed(engine: Engine, index_id: int, source_id: str, chunks: Sequence[Chunk]) -> bool:
-    """Record the chunks and mark the source indexed, in one transaction; ``False`` (and
-    nothing written) if the source no longer says ``indexing`` (a removal won)."""
+def record_indexed(
+    engine: Engine, index_id: int, source_id: str, chunks: Sequence[Chunk]
+) -> list[str] | None:
+    """Record the chunks and mark the source indexed, in one transaction; ``None`` (and
+    nothing written) if the source no longer says ``indexing`` (a removal won).
+
+    The other sources of the index with the same content (the version a reindex replaces,
+    a failed attempt) are marked ``removing`` in the same transaction, so the index never
+    holds two searchable copies of a file and a crash right after leaves their removal to
+    the recovery: their ids are returned, for the caller to finish removing them.
+    """
     with Session(engine) as session:
+        digest = session.exec(select(Source.sha256).where(col(Source.id) == source_id)).first()
         result = session.exec(
             update(Source)
             .where(col(Source.id) == source_id, col(Source.status) == SourceStatus.INDEXING)
@@ -42,7 +51,22 @@ def record_indexed(engine: Engine, index_id: int, source_id: str, chunks: Sequen
         )
         if result.rowcount != 1:
             session.rollback()
-            return False
+            return None
+        superseded = list(
+            session.exec(
+                select(Source.id).where(
+                    col(Source.index_id) == index_id,
+                    col(Source.sha256) == digest,
+                    col(Source.id) != source_id,
+                )
+            )
+        )
+        if superseded:
+            session.exec(
+                update(Source)
+                .where(col(Source.id).in_(superseded))
+                .values(status=SourceStatus.REMOVING, chunk_count=0, reason=None, updated_at=now())
+            )
         session.add_all(
             ChunkRecord(
                 id=c.id,
@@ -56,7 +80,7 @@ def record_indexed(engine: Engine, index_id: int, source_id: str, chunks: Sequen
             for c in chunks
         )
         session.commit()
-    return True
+    return superseded
 
 
 def set_status(

@@ -201,8 +201,24 @@ class SourceSteps:
         return FileOutcome(name, "failed", reason=reason, source_id=source_id)
 
     def _flip(self, source_id: str, chunks: Sequence[Chunk]) -> bool:
-        """Record the chunks and mark the source indexed, in one transaction."""
-        return record_indexed(self.engine, self.index_id, source_id, chunks)
+        """Record the chunks and mark the source indexed, in one transaction; then remove
+        the sources of the same content it replaces (see :func:`.record_indexed`)."""
+        superseded = record_indexed(self.engine, self.index_id, source_id, chunks)
+        if superseded is None:
+            return False
+        for old in superseded:
+            try:
+                self.remove(old)
+            except Exception:
+                # The new source is indexed whatever happens here: the old one says
+                # ``removing``, and the recovery finishes a removal cut short.
+                logger.warning(
+                    "could not remove %s, replaced by %s; the recovery will",
+                    old,
+                    source_id,
+                    exc_info=True,
+                )
+        return True
 
     def _set_status(
         self,

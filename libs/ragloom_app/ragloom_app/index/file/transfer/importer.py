@@ -228,7 +228,8 @@ def _import_source(
             raise IndexTransferError(f"a vector of {name!r} is not finite")
         index.vector_store.add(part, matrix.astype(np.float32))
         index.fulltext_store.add(part)
-    if not record_indexed(index.resources.engine, index.id, source_id, chunks):
+    # Into a new index: no other source of the same content for the flip to replace.
+    if record_indexed(index.resources.engine, index.id, source_id, chunks) is None:
         raise IndexTransferError(f"{name!r} was removed while it was imported")
     return count
 
