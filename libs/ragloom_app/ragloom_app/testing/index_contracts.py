@@ -17,7 +17,7 @@ from ragloom.chunking import ReaderFailedError, read_in_sandbox
 from ragloom.loaders import FileReader, LoaderError, default_readers
 from ragloom.retrieval import Retriever
 from ragloom.schema import Page, RetrievedChunk
-from ragloom_app.db.engine import create_db_engine
+from ragloom_app.db.engine import create_db_engine, driver_connections
 from ragloom_app.index.base import BaseIndex, CheckReport, FileOutcome, IndexResources
 from ragloom_app.index.manager import IndexManager
 from ragloom_app.testing.contracts import check_settings_schema, fail_contract
@@ -108,18 +108,23 @@ def create_hash_index(
     *,
     name: str = "contract",
     readers: Mapping[str, FileReader] | None = None,
+    database_url: str | None = None,
     **resource_fields: Any,
 ) -> tuple[IndexManager, BaseIndex]:
     """An index of type ``cls`` in the folder ``root``, created as the app creates one.
 
     Its config is checked by the type, then ``on_create`` and ``on_start`` run. It embeds
     with :class:`HashEmbeddings` and reads with ``readers`` (default: the built-ins);
-    ``resource_fields`` are other :class:`IndexResources` fields (its limits). Returns the
+    ``resource_fields`` are other :class:`IndexResources` fields (its limits, or
+    ``chroma_server``). Its database is a SQLite file in ``root`` unless ``database_url``
+    names another; on PostgreSQL the full text is in it, as the app keeps it. Returns the
     manager (to delete the index with) and the index.
     """
     root.mkdir(parents=True, exist_ok=True)
     table = dict(readers or default_readers())
-    engine = create_db_engine(f"sqlite:///{root / 'contract.db'}")
+    engine = create_db_engine(database_url or f"sqlite:///{root / 'contract.db'}")
+    if engine.dialect.name == "postgresql":
+        resource_fields.setdefault("fulltext_connect", driver_connections(engine))
     manager = IndexManager(
         engine,
         lambda index_id: IndexResources(

@@ -12,14 +12,16 @@ from ragloom_app.app import BaseApp
 from ragloom_app.index.base import FileOutcome, IndexingProgress
 from ragloom_app.index.file import FileIndex
 from ragloom_app.settings import AppSettings
+from tests.helpers.file_index import StoreSetup
 
 GOOD = "# Pumps\n\nThe harbour pumps move seawater uphill at night.\n"
 EVIL = b"# Evil\n\nThis file tried to leave the archive folder.\n"
 
 
 @pytest.fixture
-def index(tmp_path: Path) -> FileIndex:
-    (index,) = BaseApp(AppSettings(data_dir=tmp_path / "data")).start().indices.indices
+def index(tmp_path: Path, stores: StoreSetup) -> FileIndex:
+    settings = stores.app_settings(tmp_path / "data")
+    (index,) = BaseApp(settings).start().indices.indices
     assert isinstance(index, FileIndex)
     assert ".zip" in index.setting("extensions")
     return index

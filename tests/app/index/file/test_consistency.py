@@ -15,6 +15,7 @@ from ragloom_app.index.base import BaseIndex, IndexResources
 from ragloom_app.index.file import FileIndex
 from ragloom_app.index.file.consistency import STORED_COPY_MISSING_REASON
 from ragloom_app.settings import AppSettings
+from tests.helpers.file_index import EMBEDDED, StoreSetup
 
 REACTOR = (
     "# Reactor\n\nThe Zorblax reactor runs at 451 kelvin. It was built in Lund in 2019 by a "
@@ -30,11 +31,11 @@ PUMPS = (
 )
 
 
-def _settings(data_dir: Path) -> AppSettings:
+def _settings(data_dir: Path, stores: StoreSetup) -> AppSettings:
     # Small chunks: several per file, so one can go missing while the others stay.
     config = {"chunk_size": 32, "chunk_overlap": 0}
-    return AppSettings(
-        data_dir=data_dir,
+    return stores.app_settings(
+        data_dir,
         indices=[
             {"name": "My files", "type": "ragloom_app.index.file.FileIndex", "config": config}
         ],
@@ -42,8 +43,8 @@ def _settings(data_dir: Path) -> AppSettings:
 
 
 @pytest.fixture
-def index(tmp_path: Path) -> FileIndex:
-    app = BaseApp(_settings(tmp_path / "data")).start()
+def index(tmp_path: Path, stores: StoreSetup) -> FileIndex:
+    app = BaseApp(_settings(tmp_path / "data", stores)).start()
     (index,) = app.indices.indices
     assert isinstance(index, FileIndex)
     (tmp_path / "reactor.md").write_text(REACTOR)
@@ -224,7 +225,7 @@ def test_report_to_dict_is_the_json_shape(index: FileIndex) -> None:
 
 
 def test_an_index_type_without_stores_to_compare_reports_clean(tmp_path: Path) -> None:
-    app = BaseApp(_settings(tmp_path / "data")).start()
+    app = BaseApp(_settings(tmp_path / "data", EMBEDDED)).start()
     resources = IndexResources(app.engine, tmp_path, tmp_path, app.embeddings)
     report = BaseIndex(7, "Web links", {}, resources).check(repair=True)
     assert report.clean and report.ok

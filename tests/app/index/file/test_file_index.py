@@ -10,15 +10,16 @@ from sqlmodel import Session, select
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import ChunkRecord, Source
 from ragloom_app.index.file import FileIndex
-from ragloom_app.settings import AppSettings
+from tests.helpers.file_index import StoreSetup
 from tests.helpers.pdfs import make_pdf
 
 REACTOR = "# Reactor\n\nThe Zorblax reactor runs at 451 kelvin.\n\nIt was built in Lund in 2019.\n"
 
 
 @pytest.fixture
-def index(tmp_path: Path) -> FileIndex:
-    app = BaseApp(AppSettings(data_dir=tmp_path / "data")).start()
+def index(tmp_path: Path, stores: StoreSetup) -> FileIndex:
+    settings = stores.app_settings(tmp_path / "data")
+    app = BaseApp(settings).start()
     (index,) = app.indices.indices
     assert isinstance(index, FileIndex)
     return index

@@ -20,7 +20,7 @@ from ragloom_app.db.models import ChunkRecord, Source
 from ragloom_app.index.base import FileOutcome, IndexingProgress
 from ragloom_app.index.file import FileIndex, groups
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
-from tests.helpers.file_index import hash_file_index
+from tests.helpers.file_index import StoreSetup, hash_file_index
 
 
 class Crash(BaseException):
@@ -28,8 +28,8 @@ class Crash(BaseException):
 
 
 @pytest.fixture
-def index(tmp_path: Path) -> FileIndex:
-    return hash_file_index(tmp_path / "data")
+def index(tmp_path: Path, stores: StoreSetup) -> FileIndex:
+    return hash_file_index(tmp_path / "data", setup=stores)
 
 
 def _documents(folder: Path, count: int) -> list[Path]:

@@ -27,6 +27,7 @@ from ragloom_app.index.file.pipeline import INTERRUPTED_REASON
 from ragloom_app.index.file.recovery import GAVE_UP_REASON, MAX_INDEXING_ATTEMPTS
 from ragloom_app.index.file.worklock import WorkLock
 from ragloom_app.settings import AppSettings
+from tests.helpers.file_index import StoreSetup
 
 REACTOR = "# Reactor\n\nThe Zorblax reactor runs at 451 kelvin.\n\nIt was built in Lund in 2019.\n"
 WAITING = (
@@ -38,20 +39,21 @@ class Crash(BaseException):
     """Stops the pipeline where a crash would: nothing in it catches a BaseException."""
 
 
-def _start_app(data_dir: Path) -> BaseApp:
-    return BaseApp(AppSettings(data_dir=data_dir)).start()
+def _start_app(settings: AppSettings) -> BaseApp:
+    return BaseApp(settings).start()
 
 
-def _start(data_dir: Path) -> FileIndex:
-    """Start the app (again) over ``data_dir``, as every command does."""
-    (index,) = _start_app(data_dir).indices.indices
+def _start(settings: AppSettings) -> FileIndex:
+    """Start the app (again) over the same data, as every command does."""
+    (index,) = _start_app(settings).indices.indices
     assert isinstance(index, FileIndex)
     return index
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
+def settings(tmp_path: Path, stores: StoreSetup) -> AppSettings:
+    """An app's settings: a data folder of its own, on ``stores``."""
+    return stores.app_settings(tmp_path / "data")
 
 
 @pytest.fixture
@@ -105,16 +107,16 @@ def _count_reingests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_a_start_indexes_nothing_again_and_recover_does(
-    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+    settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(data_dir)
+    index = _start(settings)
     source_id = _crash_before_the_flip(index, upload, monkeypatch)
     # The state a crash leaves: chunks in both stores, none recorded, status indexing.
     crashed = _store_ids(index)
     assert crashed[0] == set() and crashed[1] == crashed[2] and len(crashed[1]) >= 1
     reingests = _count_reingests(monkeypatch)
 
-    index = _start(data_dir)
+    index = _start(settings)
     assert reingests == [] and _store_ids(index) == crashed
     assert _raw(index).status == "indexing"  # listed as queued; the row is left as it was
 
@@ -131,16 +133,16 @@ def test_a_start_indexes_nothing_again_and_recover_does(
 
 
 def test_a_file_that_crashes_its_retry_too_is_failed_and_never_tried_again(
-    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+    settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(data_dir)
+    index = _start(settings)
     _crash_before_the_flip(index, upload, monkeypatch)
     # The retry crashes too: the count was committed before it read anything.
     with monkeypatch.context() as patch:
         patch.setattr(FileIndexingPipeline, "_run_ingest", _raiser("_run_ingest"))
         with pytest.raises(Crash):
-            _start(data_dir).recover()
-    index = _start(data_dir)
+            _start(settings).recover()
+    index = _start(settings)
     assert _raw(index).attempts == MAX_INDEXING_ATTEMPTS
     (listed,) = index.list_sources()
     assert listed["status"] == "queued"
@@ -158,7 +160,7 @@ def test_a_file_that_crashes_its_retry_too_is_failed_and_never_tried_again(
     assert _store_ids(index) == (set(), set(), set())  # what it wrote is gone
     assert index.check().clean
     # Later starts and recoveries leave it alone.
-    index = _start(data_dir)
+    index = _start(settings)
     assert index.recover() == [] and reingests == []
     assert index.check(repair=True).clean
     # Adding the file again starts afresh, with a count of its own.
@@ -169,9 +171,9 @@ def test_a_file_that_crashes_its_retry_too_is_failed_and_never_tried_again(
 
 
 def test_the_attempt_is_counted_before_the_file_is_read(
-    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+    settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(data_dir)
+    index = _start(settings)
     # The first step after the row is written is the stored copy, then the reading.
     monkeypatch.setattr(FileIndexingPipeline, "_keep_copy", _raiser("_keep_copy"))
     with pytest.raises(Crash):
@@ -187,9 +189,9 @@ def test_the_attempt_is_counted_before_the_file_is_read(
 
 
 def test_check_repair_honours_the_attempt_count(
-    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+    settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(data_dir)
+    index = _start(settings)
     source_id = _crash_before_the_flip(index, upload, monkeypatch)
     with Session(index.resources.engine) as session:
         row = session.get(Source, source_id)
@@ -211,8 +213,8 @@ def test_check_repair_honours_the_attempt_count(
     assert _store_ids(index) == (set(), set(), set()) and index.check().clean
 
 
-def test_indexing_an_indexed_file_again_counts_afresh(data_dir: Path, upload: Path) -> None:
-    index = _start(data_dir)
+def test_indexing_an_indexed_file_again_counts_afresh(settings: AppSettings, upload: Path) -> None:
+    index = _start(settings)
     index.get_indexing_pipeline({}).run([upload])
     source_id = _raw(index).id
     pipeline = index.get_indexing_pipeline({})
@@ -223,14 +225,14 @@ def test_indexing_an_indexed_file_again_counts_afresh(data_dir: Path, upload: Pa
 
 
 def test_without_its_stored_copy_the_file_is_failed_with_the_reason(
-    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+    settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(data_dir)
+    index = _start(settings)
     _crash_before_the_flip(index, upload, monkeypatch)
     for stored in (index.resources.data_dir / "files").iterdir():
         stored.unlink()
 
-    index = _start(data_dir)
+    index = _start(settings)
     (outcome,) = index.recover()
     assert (outcome.status, outcome.reason) == ("failed", INTERRUPTED_REASON)
     (source,) = index.list_sources()
@@ -245,9 +247,9 @@ def test_without_its_stored_copy_the_file_is_failed_with_the_reason(
 
 
 def test_a_removal_cut_short_waits_for_the_recovery_or_a_new_removal(
-    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+    settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(data_dir)
+    index = _start(settings)
     index.get_indexing_pipeline({}).run([upload])
     for finish in ("recover", "remove again"):
         pipeline = index.get_indexing_pipeline({})
@@ -256,7 +258,7 @@ def test_a_removal_cut_short_waits_for_the_recovery_or_a_new_removal(
             patch.setattr(pipeline, "_remove_from_stores", _raiser("_remove_from_stores"))
             with pytest.raises(Crash):
                 pipeline.remove(str(source["id"]))
-        index = _start(data_dir)
+        index = _start(settings)
         (left,) = index.list_sources()
         assert left["status"] == "removing"
         assert left["reason"].startswith("removal interrupted; finished when `ragloom serve`")
@@ -272,27 +274,27 @@ def test_a_removal_cut_short_waits_for_the_recovery_or_a_new_removal(
 
 
 def test_an_interrupted_file_can_be_removed_without_indexing_it(
-    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+    settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(data_dir)
+    index = _start(settings)
     _crash_before_the_flip(index, upload, monkeypatch)
     reingests = _count_reingests(monkeypatch)
-    index = _start(data_dir)
+    index = _start(settings)
     assert index.remove_source("reactor.md") and reingests == []
     assert index.list_sources() == [] and _store_ids(index) == (set(), set(), set())
     assert index.check().clean
 
 
 def test_a_file_a_live_process_is_indexing_is_left_alone(
-    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+    settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(data_dir)
+    index = _start(settings)
     source_id = _crash_before_the_flip(index, upload, monkeypatch)
     # Held as the process indexing it would hold it (flock: separate opens exclude).
     worker = WorkLock(index.resources.data_dir / "locks", source_id)
     assert worker.acquire(blocking=False)
     try:
-        index = _start(data_dir)
+        index = _start(settings)
         assert index.recover() == []
         (listed,) = index.list_sources()
         assert (listed["status"], listed["reason"]) == ("indexing", None)
@@ -316,16 +318,19 @@ def test_a_file_a_live_process_is_indexing_is_left_alone(
 
 
 def test_an_index_whose_recovery_fails_does_not_stop_the_others(
-    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    settings: AppSettings,
+    upload: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    app = _start_app(data_dir)
+    app = _start_app(settings)
     (first,) = app.indices.indices
     assert isinstance(first, FileIndex)
     _crash_before_the_flip(first, upload, monkeypatch)
     second = app.indices.create("Second", "ragloom_app.index.file.FileIndex")
     assert isinstance(second, FileIndex)
     _crash_before_the_flip(second, upload, monkeypatch)
-    app = _start_app(data_dir)
+    app = _start_app(settings)
     broken, working = app.indices.indices
     monkeypatch.setattr(broken, "recover", _raiser_exception)
     with caplog.at_level(logging.INFO):
@@ -340,8 +345,8 @@ def _raiser_exception() -> None:
     raise RuntimeError("the store is gone")
 
 
-def test_leftovers_of_dead_processes_are_removed_and_live_ones_kept(data_dir: Path) -> None:
-    index = _start(data_dir)
+def test_leftovers_of_dead_processes_are_removed_and_live_ones_kept(settings: AppSettings) -> None:
+    index = _start(settings)
     folder = index.resources.data_dir
     (folder / "files").mkdir(parents=True)
     dead_partial = folder / "files" / ".deadbeef.partial"
@@ -353,19 +358,19 @@ def test_leftovers_of_dead_processes_are_removed_and_live_ones_kept(data_dir: Pa
         path.write_text("half written")
     locks = folder / "locks"
     with WorkLock(locks, "cafe"), WorkLock(locks, "archive-live"):
-        index = _start(data_dir)
+        index = _start(settings)
         assert not dead_partial.exists() and not dead_archive.exists()
         assert live_partial.exists() and live_archive.exists()
     assert not list(locks.iterdir())
 
 
 def test_an_index_with_nothing_to_recover_starts_without_touching_its_stores(
-    data_dir: Path, upload: Path
+    settings: AppSettings, upload: Path
 ) -> None:
-    index = _start(data_dir)
+    index = _start(settings)
     index.get_indexing_pipeline({}).run([upload])
     before = _store_ids(index)
-    index = _start(data_dir)
+    index = _start(settings)
     assert index.recover() == []
     assert _store_ids(index) == before
     with Session(index.resources.engine) as session:
@@ -373,10 +378,10 @@ def test_an_index_with_nothing_to_recover_starts_without_touching_its_stores(
 
 
 def test_a_stop_on_purpose_is_not_counted_as_an_attempt(
-    data_dir: Path, upload: Path, monkeypatch: pytest.MonkeyPatch
+    settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Ctrl-C while `ragloom index add` embeds: the file waits for the recovery, uncounted.
-    index = _start(data_dir)
+    index = _start(settings)
     pipeline = index.get_indexing_pipeline({})
 
     def interrupted(*args: object, **kwargs: object) -> None:
@@ -387,14 +392,16 @@ def test_a_stop_on_purpose_is_not_counted_as_an_attempt(
         pipeline.run([upload])
     assert (_raw(index).status, _raw(index).attempts) == ("indexing", 0)
     monkeypatch.undo()
-    (outcome,) = _start(data_dir).recover()
+    (outcome,) = _start(settings).recover()
     assert outcome.status == "indexed"
     assert _raw(index).attempts == 1
 
 
-def test_an_attempt_still_running_at_exit_is_taken_back(data_dir: Path, upload: Path) -> None:
+def test_an_attempt_still_running_at_exit_is_taken_back(
+    settings: AppSettings, upload: Path
+) -> None:
     # `ragloom serve` shutting down while its background thread recovers a file.
-    index = _start(data_dir)
+    index = _start(settings)
     started, release = threading.Event(), threading.Event()
     pipeline = index.get_indexing_pipeline({})
     original = pipeline.ingestor.embed
@@ -416,7 +423,7 @@ def test_an_attempt_still_running_at_exit_is_taken_back(data_dir: Path, upload: 
 
 
 def test_a_file_whose_reading_the_app_stops_is_neither_failed_nor_counted(
-    tmp_path: Path,
+    tmp_path: Path, stores: StoreSetup
 ) -> None:
     # `ragloom serve` shutting down stops the readers sandbox under a file being read:
     # nothing is known of the file, so it waits for the recovery, its attempt uncounted.
@@ -425,7 +432,8 @@ def test_a_file_whose_reading_the_app_stops_is_neither_failed_nor_counted(
     from tests.helpers.file_index import hash_file_index
     from tests.helpers.hostile_readers import SleepyReader
 
-    index = hash_file_index(tmp_path / "data", {**default_readers(), ".sleep": SleepyReader()})
+    readers = {**default_readers(), ".sleep": SleepyReader()}
+    index = hash_file_index(tmp_path / "data", readers, stores)
     slow = tmp_path / "slow.sleep"
     slow.write_text(str(tmp_path / "slow.pid"))
     raised: list[BaseException] = []

@@ -16,7 +16,7 @@ import pytest
 from ragloom.embeddings import EmbeddingsError
 from ragloom_app.index.base import FileOutcome
 from ragloom_app.index.file import FileIndex
-from tests.helpers.file_index import hash_file_index
+from tests.helpers.file_index import StoreSetup, hash_file_index
 
 REACTOR = "# Reactor\n\nThe Zorblax reactor runs at 451 kelvin.\n\nIt was built in Lund in 2019.\n"
 
@@ -26,8 +26,8 @@ class Crash(BaseException):
 
 
 @pytest.fixture
-def index(tmp_path: Path) -> FileIndex:
-    return hash_file_index(tmp_path / "data")
+def index(tmp_path: Path, stores: StoreSetup) -> FileIndex:
+    return hash_file_index(tmp_path / "data", setup=stores)
 
 
 @pytest.fixture

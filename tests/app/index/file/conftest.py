@@ -1,0 +1,25 @@
+"""The stores the file index's tests run on: the embedded ones, then the servers.
+
+A test whose ``index`` fixture asks for ``stores`` runs twice: on the laptop's defaults
+(SQLite, Chroma on a folder, a BM25 file), then on PostgreSQL with the full text in it and
+a ``chroma run`` (marked ``postgres``): the pipeline's invariants hold on both.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.file_index import EMBEDDED, StoreSetup
+from tests.helpers.postgres import fresh_database
+
+
+@pytest.fixture(params=["embedded", pytest.param("servers", marks=pytest.mark.postgres)])
+def stores(request: pytest.FixtureRequest) -> StoreSetup:
+    """The embedded stores, then a fresh PostgreSQL database and the run's Chroma server."""
+    if request.param == "embedded":
+        return EMBEDDED
+    return StoreSetup(
+        "servers",
+        database_url=fresh_database(request.getfixturevalue("postgres_server")),
+        chroma_server=request.getfixturevalue("shared_chroma_server").url,
+    )
