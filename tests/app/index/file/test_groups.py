@@ -7,6 +7,7 @@ embeddings, and counts the calls that reach the embedding model.
 from __future__ import annotations
 
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,33 @@ def test_a_copy_of_a_file_still_in_the_group_is_skipped_as_already_indexed(
         ("indexed", None),
         ("skipped", "already indexed as 'doc0.md' (same content)"),
     ]
+
+
+def test_the_members_of_an_archive_join_the_group_of_the_files_around_it(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    pipeline = index.get_indexing_pipeline({})
+    calls = _embed_calls(pipeline)
+    before, after = _documents(tmp_path / "in", 2)
+    archive = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for n in range(3):
+            bundle.writestr(f"notes/m{n}.md", f"Member {n} says the Zorblax code is {2000 + n}.")
+        bundle.writestr("notes/copy.md", "Member 0 says the Zorblax code is 2000.")
+    outcomes = pipeline.run([before, archive, after])
+    assert [(o.name, o.status) for o in outcomes] == [
+        ("doc0.md", "indexed"),
+        ("bundle.zip/notes/m0.md", "indexed"),
+        ("bundle.zip/notes/m1.md", "indexed"),
+        ("bundle.zip/notes/m2.md", "indexed"),
+        ("bundle.zip/notes/copy.md", "skipped"),
+        ("doc1.md", "indexed"),
+    ]
+    assert "already indexed as 'bundle.zip/notes/m0.md'" in (outcomes[4].reason or "")
+    # The copy waits for its original's group; then the last file makes a group alone.
+    assert calls == [4, 1]
+    assert list((index.resources.data_dir / "tmp").iterdir()) == []  # the expansion is gone
+    assert index.check().clean
 
 
 def test_when_the_model_fails_each_file_of_the_group_fails_and_the_stores_stay_empty(

@@ -15,6 +15,7 @@ import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 from ragloom.loaders import LoaderError
 from ragloom.loaders.archive import ArchiveContents, ZipLimits, expand_zip
@@ -34,6 +35,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+Event = TypeVar("Event")  # what the caller's callables yield: progress, outcomes and more
 
 #: Suffixes expanded into their members instead of being read as one document.
 ARCHIVE_SUFFIXES = frozenset({".zip"})
@@ -70,21 +73,25 @@ def expanded_archive(
 def index_archive(
     path: Path,
     name: str,
-    index_member: Callable[[Path, str], FileOutcome],
+    index_member: Callable[[Path, str, tuple[float, float]], Iterator[Event]],
+    report: Callable[[FileOutcome, float], Iterator[Event]],
     *,
     tmp_root: Path,
     locks_dir: Path,
     span: tuple[float, float] = (0.0, 1.0),
     limits: ZipLimits | None = None,
     budget: UploadBudget | None = None,
-) -> Iterator[IndexingProgress | FileOutcome]:
+) -> Iterator[IndexingProgress | Event]:
     """Index each member of the zip ``path`` (shown as ``name``) with ``index_member``.
 
-    ``index_member(member_path, display_name)`` indexes one file. One outcome per member:
-    a skipped member (unsafe path, nested archive, damaged) is ``failed`` with the reason,
-    and an archive that cannot be expanded at all (over ``limits``, or over what the
-    upload's ``budget`` has left) is one ``failed`` outcome under ``name``. What it
-    unpacks to is spent from ``budget``. Progress goes from ``span[0]`` to ``span[1]``.
+    ``index_member(member_path, display_name, span)`` gives the events of one file (its
+    outcome may come later: the pipeline embeds small files together), ``report(outcome,
+    fraction)`` those of an outcome decided here. One outcome per member: a skipped member
+    (unsafe path, nested archive, damaged) is ``failed`` with the reason, and an archive
+    that cannot be expanded at all (over ``limits``, or over what the upload's ``budget``
+    has left) is one ``failed`` outcome under ``name``. What it unpacks to is spent from
+    ``budget``. Progress goes from ``span[0]`` to ``span[1]``. The members are read before
+    the expanded folder is removed; what the pipeline keeps of them is its own copy.
     """
     start, end = span
     room = budget.bytes_left if budget is not None else None
@@ -94,34 +101,31 @@ def index_archive(
                 expanded_archive(path, tmp_root, locks_dir, limits, room)
             )
         except LoaderError as exc:
-            yield IndexingProgress(name, end, "failed")
-            yield FileOutcome(name, "failed", reason=exc.reason)
+            yield from report(FileOutcome(name, "failed", reason=exc.reason), end)
             return
         except Exception as exc:
             # The disk, or a zipfile error no check foresaw: this archive fails alone, in
             # words with a log reference, and the rest of the upload goes on.
             reason = user_error(exc, "Expanding the archive", log=logger).message
-            yield IndexingProgress(name, end, "failed")
-            yield FileOutcome(name, "failed", reason=reason)
+            yield from report(FileOutcome(name, "failed", reason=reason), end)
             return
         if budget is not None:
             budget.spend_bytes(contents.unpacked_bytes)  # fits: room bounded the expansion
         for member_name, why in contents.skipped:
-            yield FileOutcome(f"{name}/{shown_member_name(member_name)}", "failed", reason=why)
+            shown_skipped = f"{name}/{shown_member_name(member_name)}"
+            yield from report(FileOutcome(shown_skipped, "failed", reason=why), start)
         count = max(len(contents.members), 1)
         for number, member in enumerate(contents.members):
+            low = start + (end - start) * number / count
+            high = start + (end - start) * (number + 1) / count
             try:
                 shown = member_display_name(name, member.name)
             except UnsafeNameError as exc:
-                outcome = FileOutcome(
-                    f"{name}/{shown_member_name(member.name)}", "failed", reason=str(exc)
-                )
-            else:
-                yield IndexingProgress(shown, start + (end - start) * number / count, "reading")
-                outcome = index_member(member.path, shown)
-            done = start + (end - start) * (number + 1) / count
-            yield IndexingProgress(outcome.name, done, outcome.status)
-            yield outcome
+                refused = f"{name}/{shown_member_name(member.name)}"
+                yield from report(FileOutcome(refused, "failed", reason=str(exc)), high)
+                continue
+            yield IndexingProgress(shown, low, "reading")
+            yield from index_member(member.path, shown, (low, high))
         if not contents.members:
             yield IndexingProgress(name, end, "failed")
 

@@ -170,81 +170,78 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         budget: UploadBudget,
         groups: UploadGroups,
     ) -> Iterator[_Event | PreparedFile]:
-        """The events of one uploaded file, or the file prepared to join ``groups``.
-
-        Before any outcome of its own, the files in ``groups`` are finished and reported:
-        outcomes stay in upload order.
-        """
+        """The events of one uploaded file (an archive: of each member), or the file
+        prepared to join ``groups``."""
         try:
             name = safe_display_name(raw_name)
         except UnsafeNameError as exc:
-            shown = shown_member_name(raw_name, 120)
-            yield from groups.flush()
-            yield IndexingProgress(shown, span[1], "failed")
-            yield _logged(FileOutcome(shown, "failed", reason=str(exc)))
+            refused = FileOutcome(shown_member_name(raw_name, 120), "failed", reason=str(exc))
+            yield from self._report(groups, refused, span[1])
             return
         problem = self._check_file(path, name)
         if Path(name).suffix.lower() in ARCHIVE_SUFFIXES and not problem:
-            yield from groups.flush()
-            for event in self._index_archive(path, name, reindex, span, budget):
-                yield _logged(event) if isinstance(event, FileOutcome) else event
+            over = budget.spend_file(path)  # the zip itself; its expansion spends the rest
+            if over:
+                yield from self._report(groups, FileOutcome(name, "failed", reason=over), span[1])
+                return
+            yield from index_archive(
+                path,
+                name,
+                lambda member, shown, part: self._index_file(
+                    member, shown, self._check_file(member, shown), reindex, part, budget, groups
+                ),
+                lambda outcome, fraction: self._report(groups, outcome, fraction),
+                tmp_root=self.tmp_dir,
+                locks_dir=self.locks_dir,
+                span=span,
+                limits=self.archive_limits,
+                budget=budget,
+            )
             return
+        yield from self._index_file(
+            path, name, problem, reindex, span, budget, groups, spend_bytes=True
+        )
+
+    def _index_file(
+        self,
+        path: Path,
+        name: str,
+        problem: str | None,
+        reindex: bool,
+        span: tuple[float, float],
+        budget: UploadBudget,
+        groups: UploadGroups,
+        *,
+        spend_bytes: bool = False,
+    ) -> Iterator[_Event | PreparedFile]:
+        """One file (``problem``: what its checks found) prepared to join ``groups``, or
+        the events of its outcome. An archive's member has spent its bytes already."""
         # Hashed only once it passes the checks: a refused file costs a stat, not a read.
         digest = None if problem else sha256_of(path)
         if digest is not None and groups.holds(digest):
             # A copy of a file not yet finished: decided once that one is indexed.
             yield from groups.flush()
-        prepared = self._prepare(path, name, reindex, budget, digest=digest)
+        prepared = self._prepare(
+            path, name, reindex, budget, digest=digest, spend_bytes=spend_bytes
+        )
         if isinstance(prepared, PreparedFile):
             prepared.span = span
             yield prepared
         else:
-            yield from groups.flush()
-            yield IndexingProgress(prepared.name, span[1], prepared.status)
-            yield _logged(prepared)
+            yield from self._report(groups, prepared, span[1])
+
+    @staticmethod
+    def _report(groups: UploadGroups, outcome: FileOutcome, fraction: float) -> Iterator[_Event]:
+        """An outcome decided now, after those of the files still in ``groups``: outcomes
+        stay in upload order."""
+        yield from groups.flush()
+        yield IndexingProgress(outcome.name, fraction, outcome.status)
+        yield _logged(outcome)
 
     def _finish_prepared(
         self, prepared: PreparedFile, vectors: np.ndarray | Exception
     ) -> FileOutcome:
         return _logged(self._finish(prepared.source_id, prepared.name, prepared.chunks, vectors))
-
-    def _index_archive(
-        self,
-        path: Path,
-        name: str,
-        reindex: bool,
-        span: tuple[float, float],
-        budget: UploadBudget,
-    ) -> Iterator[_Event]:
-        """Index each member of an uploaded zip; the zip and its expansion spend bytes."""
-        over = budget.spend_file(path)
-        if over:
-            yield IndexingProgress(name, span[1], "failed")
-            yield FileOutcome(name, "failed", reason=over)
-            return
-        yield from index_archive(
-            path,
-            name,
-            lambda member, shown: self._index_member(member, shown, reindex, budget),
-            tmp_root=self.tmp_dir,
-            locks_dir=self.locks_dir,
-            span=span,
-            limits=self.archive_limits,
-            budget=budget,
-        )
-
-    # -- one file --------------------------------------------------------------------------
-    def _index_member(
-        self, path: Path, name: str, reindex: bool, budget: UploadBudget | None = None
-    ) -> FileOutcome:
-        """Index one member of an archive, which has spent its bytes already."""
-        prepared = self._prepare(path, name, reindex, budget, spend_bytes=False)
-        if isinstance(prepared, FileOutcome):
-            return prepared
-        with prepared.held:
-            return self._finish(
-                prepared.source_id, prepared.name, prepared.chunks, self._embedded(prepared.chunks)
-            )
 
     def _prepare(
         self,
