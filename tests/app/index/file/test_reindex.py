@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ragloom.embeddings import EmbeddingsError
-from ragloom_app.index.base import FileOutcome
+from ragloom_app.index.base import FileOutcome, IndexingProgress
 from ragloom_app.index.file import FileIndex
 from tests.helpers.file_index import StoreSetup, hash_file_index
 
@@ -76,6 +76,37 @@ def test_a_reindex_cancelled_before_its_file_is_reported_keeps_the_old_version(
     assert index.vector_store.count() == first.chunks
     assert len(list(index.files_dir.iterdir())) == 1
     assert index.check().clean
+
+
+def test_a_reindex_cancelled_once_its_file_is_flipped_keeps_the_new_version(
+    index: FileIndex, reactor: tuple[Path, FileOutcome]
+) -> None:
+    path, first = reactor
+    events = index.get_indexing_pipeline({}).stream([path], reindex=True)
+    for event in events:
+        if isinstance(event, IndexingProgress) and event.message == "indexed":
+            break  # flipped, its outcome not yet heard: the owner cancels now
+    events.close()
+    ((kept, status),) = _sources(index)
+    assert kept != first.source_id and status == "indexed"
+    assert _found(index) == {kept} and index.check().clean
+
+
+def test_a_reindex_while_another_is_underway_is_skipped(
+    index: FileIndex, reactor: tuple[Path, FileOutcome]
+) -> None:
+    path, first = reactor
+    underway = index.get_indexing_pipeline({}).stream([path], reindex=True)
+    events = [next(underway), next(underway)]  # read, and its group is embedding
+    assert [e.message for e in events if isinstance(e, IndexingProgress)][-1].startswith(
+        "embedding"
+    )
+    (second,) = index.get_indexing_pipeline({}).run([path], reindex=True)
+    assert second.status == "skipped" and "being indexed right now" in (second.reason or "")
+    assert second.source_id != first.source_id  # the new version, not the indexed one
+    rest = [e for e in underway if isinstance(e, FileOutcome)]
+    assert [(o.status, o.source_id) for o in rest] == [("indexed", second.source_id)]
+    assert _sources(index) == [(second.source_id, "indexed")] and index.check().clean
 
 
 def test_a_reindex_the_model_fails_keeps_the_old_version_searchable(

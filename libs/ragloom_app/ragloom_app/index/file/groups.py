@@ -231,9 +231,10 @@ class UploadGroups:
                 mine = vectors[offset : offset + count]
             offset += count
             outcome = self._finish(prepared, mine)
-            yield IndexingProgress(outcome.name, prepared.span[1], outcome.status)
-            # From here on the caller hears of it: a stop after this keeps it.
+            # Recorded: a stop from here on keeps it, even before the caller hears of it
+            # (a reindexed file's old version is gone once the new one is flipped).
             group.finished(prepared)
+            yield IndexingProgress(outcome.name, prepared.span[1], outcome.status)
             yield outcome
         self._unreported.remove(group)
 

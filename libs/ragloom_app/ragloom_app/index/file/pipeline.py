@@ -273,12 +273,13 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
                     reason=f"already indexed as {existing.name!r} (same content)",
                     source_id=existing.id,
                 )
-            if is_busy(self.locks_dir, existing.id):
+            busy = self._busy_with(digest)
+            if busy is not None:
                 return FileOutcome(
                     name,
                     "skipped",
-                    reason=f"being indexed right now as {existing.name!r} (same content)",
-                    source_id=existing.id,
+                    reason=f"being indexed right now as {busy.name!r} (same content)",
+                    source_id=busy.id,
                 )
         if budget is not None:
             over = budget.spend_file(path) if spend_bytes else budget.used_up()
@@ -303,6 +304,12 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
                 f"{self.max_file_bytes / 1e6:.0f} MB"
             )
         return None
+
+    def _busy_with(self, digest: str) -> Source | None:
+        """A source of this content that a live process works on now, if any."""
+        with Session(self.engine) as session:
+            query = select(Source).where(Source.index_id == self.index_id, Source.sha256 == digest)
+            return next((s for s in session.exec(query) if is_busy(self.locks_dir, s.id)), None)
 
     def _find_by_hash(self, digest: str) -> Source | None:
         """The index's source of this content, an indexed one first (a failed reindex

@@ -34,8 +34,10 @@ def record_indexed(
 
     The other sources of the index with the same content (the version a reindex replaces,
     a failed attempt) are marked ``removing`` in the same transaction, so the index never
-    holds two searchable copies of a file and a crash right after leaves their removal to
-    the recovery: their ids are returned, for the caller to finish removing them.
+    lists two indexed copies of a file and a crash right after leaves their removal to
+    the recovery: their ids are returned, for the caller to finish removing them. (Until
+    then their chunks are still in the stores, which searches do not filter by status.)
+    One still ``indexing`` is left alone: its process, or the recovery, finishes it.
     """
     with Session(engine) as session:
         digest = session.exec(select(Source.sha256).where(col(Source.id) == source_id)).first()
@@ -58,6 +60,7 @@ def record_indexed(
                     col(Source.index_id) == index_id,
                     col(Source.sha256) == digest,
                     col(Source.id) != source_id,
+                    col(Source.status) != SourceStatus.INDEXING,
                 )
             )
         )

@@ -207,6 +207,9 @@ class SourceSteps:
         if superseded is None:
             return False
         for old in superseded:
+            lock = WorkLock(self.locks_dir, old)
+            if not lock.acquire(blocking=False):
+                continue  # another process removes it already (a recovery, a repair)
             try:
                 self.remove(old)
             except Exception:
@@ -218,6 +221,8 @@ class SourceSteps:
                     source_id,
                     exc_info=True,
                 )
+            finally:
+                lock.release()
         return True
 
     def _set_status(

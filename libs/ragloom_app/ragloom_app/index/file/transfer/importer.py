@@ -228,9 +228,13 @@ def _import_source(
             raise IndexTransferError(f"a vector of {name!r} is not finite")
         index.vector_store.add(part, matrix.astype(np.float32))
         index.fulltext_store.add(part)
-    # Into a new index: no other source of the same content for the flip to replace.
-    if record_indexed(index.resources.engine, index.id, source_id, chunks) is None:
+    superseded = record_indexed(index.resources.engine, index.id, source_id, chunks)
+    if superseded is None:
         raise IndexTransferError(f"{name!r} was removed while it was imported")
+    # An export holding the same content twice (an index from before one source per
+    # content was kept): the later copy replaces the earlier, as a reindex does.
+    for earlier in superseded:
+        index.get_indexing_pipeline({}).remove(earlier)
     return count
 
 
