@@ -7,10 +7,14 @@ a ``chroma run`` (marked ``postgres``): the pipeline's invariants hold on both.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from ragloom_app.settings import AppSettings
 from tests.helpers.file_index import EMBEDDED, StoreSetup
 from tests.helpers.postgres import fresh_database
+from tests.helpers.recovery import REACTOR
 
 
 @pytest.fixture(params=["embedded", pytest.param("servers", marks=pytest.mark.postgres)])
@@ -23,3 +27,17 @@ def stores(request: pytest.FixtureRequest) -> StoreSetup:
         database_url=fresh_database(request.getfixturevalue("postgres_server")),
         chroma_server=request.getfixturevalue("shared_chroma_server").url,
     )
+
+
+@pytest.fixture
+def settings(tmp_path: Path, stores: StoreSetup) -> AppSettings:
+    """An app's settings: a data folder of its own, on ``stores``."""
+    return stores.app_settings(tmp_path / "data")
+
+
+@pytest.fixture
+def upload(tmp_path: Path) -> Path:
+    """``reactor.md``, a small Markdown file to index."""
+    path = tmp_path / "reactor.md"
+    path.write_text(REACTOR)
+    return path

@@ -11,25 +11,20 @@ tests/e2e/test_crash_recovery.py and tests/security/test_crash_loop.py.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlmodel import Session, select
 
-from ragloom_app.app import BaseApp
 from ragloom_app.db.models import ChunkRecord, Source
-from ragloom_app.index.file import FileIndex, FileIndexingPipeline, attempts
+from ragloom_app.index.file import FileIndex, FileIndexingPipeline
 from ragloom_app.index.file.pipeline import INTERRUPTED_REASON
 from ragloom_app.index.file.recovery import GAVE_UP_REASON, MAX_INDEXING_ATTEMPTS
 from ragloom_app.index.file.worklock import WorkLock
 from ragloom_app.settings import AppSettings
-from tests.helpers.file_index import StoreSetup
+from tests.helpers.recovery import raw_source, start_app, start_index
 
-REACTOR = "# Reactor\n\nThe Zorblax reactor runs at 451 kelvin.\n\nIt was built in Lund in 2019.\n"
 WAITING = (
     "interrupted; indexed again when `ragloom serve` starts, or by `ragloom index check --repair`"
 )
@@ -37,30 +32,6 @@ WAITING = (
 
 class Crash(BaseException):
     """Stops the pipeline where a crash would: nothing in it catches a BaseException."""
-
-
-def _start_app(settings: AppSettings) -> BaseApp:
-    return BaseApp(settings).start()
-
-
-def _start(settings: AppSettings) -> FileIndex:
-    """Start the app (again) over the same data, as every command does."""
-    (index,) = _start_app(settings).indices.indices
-    assert isinstance(index, FileIndex)
-    return index
-
-
-@pytest.fixture
-def settings(tmp_path: Path, stores: StoreSetup) -> AppSettings:
-    """An app's settings: a data folder of its own, on ``stores``."""
-    return stores.app_settings(tmp_path / "data")
-
-
-@pytest.fixture
-def upload(tmp_path: Path) -> Path:
-    path = tmp_path / "reactor.md"
-    path.write_text(REACTOR)
-    return path
 
 
 def _raiser(name: str) -> Callable[..., None]:
@@ -87,12 +58,6 @@ def _store_ids(index: FileIndex) -> tuple[set[str], set[str], set[str]]:
     return rows, index.vector_store.ids(), index.fulltext_store.ids()
 
 
-def _raw(index: FileIndex) -> Source:
-    with Session(index.resources.engine) as session:
-        (source,) = session.exec(select(Source))
-        return source
-
-
 def _count_reingests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record every source indexed again, in any pipeline, from now on."""
     calls: list[str] = []
@@ -109,16 +74,16 @@ def _count_reingests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_a_start_indexes_nothing_again_and_recover_does(
     settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(settings)
+    index = start_index(settings)
     source_id = _crash_before_the_flip(index, upload, monkeypatch)
     # The state a crash leaves: chunks in both stores, none recorded, status indexing.
     crashed = _store_ids(index)
     assert crashed[0] == set() and crashed[1] == crashed[2] and len(crashed[1]) >= 1
     reingests = _count_reingests(monkeypatch)
 
-    index = _start(settings)
+    index = start_index(settings)
     assert reingests == [] and _store_ids(index) == crashed
-    assert _raw(index).status == "indexing"  # listed as queued; the row is left as it was
+    assert raw_source(index).status == "indexing"  # listed as queued; the row is left as it was
 
     (outcome,) = index.recover()
     assert (outcome.status, outcome.source_id, reingests) == ("indexed", source_id, [source_id])
@@ -135,15 +100,15 @@ def test_a_start_indexes_nothing_again_and_recover_does(
 def test_a_file_that_crashes_its_retry_too_is_failed_and_never_tried_again(
     settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(settings)
+    index = start_index(settings)
     _crash_before_the_flip(index, upload, monkeypatch)
     # The retry crashes too: the count was committed before it read anything.
     with monkeypatch.context() as patch:
         patch.setattr(FileIndexingPipeline, "_run_ingest", _raiser("_run_ingest"))
         with pytest.raises(Crash):
-            _start(settings).recover()
-    index = _start(settings)
-    assert _raw(index).attempts == MAX_INDEXING_ATTEMPTS
+            start_index(settings).recover()
+    index = start_index(settings)
+    assert raw_source(index).attempts == MAX_INDEXING_ATTEMPTS
     (listed,) = index.list_sources()
     assert listed["status"] == "queued"
     assert listed["reason"].startswith("interrupted 2 times; marked failed, not tried again")
@@ -160,7 +125,7 @@ def test_a_file_that_crashes_its_retry_too_is_failed_and_never_tried_again(
     assert _store_ids(index) == (set(), set(), set())  # what it wrote is gone
     assert index.check().clean
     # Later starts and recoveries leave it alone.
-    index = _start(settings)
+    index = start_index(settings)
     assert index.recover() == [] and reingests == []
     assert index.check(repair=True).clean
     # Adding the file again starts afresh, with a count of its own.
@@ -173,25 +138,25 @@ def test_a_file_that_crashes_its_retry_too_is_failed_and_never_tried_again(
 def test_the_attempt_is_counted_before_the_file_is_read(
     settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(settings)
+    index = start_index(settings)
     # The first step after the row is written is the stored copy, then the reading.
     monkeypatch.setattr(FileIndexingPipeline, "_keep_copy", _raiser("_keep_copy"))
     with pytest.raises(Crash):
         index.get_indexing_pipeline({}).run([upload])
-    assert (_raw(index).status, _raw(index).attempts) == ("indexing", 1)
+    assert (raw_source(index).status, raw_source(index).attempts) == ("indexing", 1)
     monkeypatch.undo()
-    index.get_indexing_pipeline({})._keep_copy(upload, Path(_raw(index).stored_path), "x")
+    index.get_indexing_pipeline({})._keep_copy(upload, Path(raw_source(index).stored_path), "x")
     # A retry reads the stored copy in _run_ingest: counted before it.
     monkeypatch.setattr(FileIndexingPipeline, "_run_ingest", _raiser("_run_ingest"))
     with pytest.raises(Crash):
         index.recover()
-    assert (_raw(index).status, _raw(index).attempts) == ("indexing", 2)
+    assert (raw_source(index).status, raw_source(index).attempts) == ("indexing", 2)
 
 
 def test_check_repair_honours_the_attempt_count(
     settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(settings)
+    index = start_index(settings)
     source_id = _crash_before_the_flip(index, upload, monkeypatch)
     with Session(index.resources.engine) as session:
         row = session.get(Source, source_id)
@@ -214,25 +179,25 @@ def test_check_repair_honours_the_attempt_count(
 
 
 def test_indexing_an_indexed_file_again_counts_afresh(settings: AppSettings, upload: Path) -> None:
-    index = _start(settings)
+    index = start_index(settings)
     index.get_indexing_pipeline({}).run([upload])
-    source_id = _raw(index).id
+    source_id = raw_source(index).id
     pipeline = index.get_indexing_pipeline({})
     for _ in range(3):  # as `check --repair` does for a file that lost chunk rows
         with WorkLock(pipeline.locks_dir, source_id):
             assert pipeline.reingest(source_id).status == "indexed"
-    assert (_raw(index).status, _raw(index).attempts) == ("indexed", 1)
+    assert (raw_source(index).status, raw_source(index).attempts) == ("indexed", 1)
 
 
 def test_without_its_stored_copy_the_file_is_failed_with_the_reason(
     settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(settings)
+    index = start_index(settings)
     _crash_before_the_flip(index, upload, monkeypatch)
     for stored in (index.resources.data_dir / "files").iterdir():
         stored.unlink()
 
-    index = _start(settings)
+    index = start_index(settings)
     (outcome,) = index.recover()
     assert (outcome.status, outcome.reason) == ("failed", INTERRUPTED_REASON)
     (source,) = index.list_sources()
@@ -249,7 +214,7 @@ def test_without_its_stored_copy_the_file_is_failed_with_the_reason(
 def test_a_removal_cut_short_waits_for_the_recovery_or_a_new_removal(
     settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(settings)
+    index = start_index(settings)
     index.get_indexing_pipeline({}).run([upload])
     for finish in ("recover", "remove again"):
         pipeline = index.get_indexing_pipeline({})
@@ -258,7 +223,7 @@ def test_a_removal_cut_short_waits_for_the_recovery_or_a_new_removal(
             patch.setattr(pipeline, "_remove_from_stores", _raiser("_remove_from_stores"))
             with pytest.raises(Crash):
                 pipeline.remove(str(source["id"]))
-        index = _start(settings)
+        index = start_index(settings)
         (left,) = index.list_sources()
         assert left["status"] == "removing"
         assert left["reason"].startswith("removal interrupted; finished when `ragloom serve`")
@@ -276,10 +241,10 @@ def test_a_removal_cut_short_waits_for_the_recovery_or_a_new_removal(
 def test_an_interrupted_file_can_be_removed_without_indexing_it(
     settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(settings)
+    index = start_index(settings)
     _crash_before_the_flip(index, upload, monkeypatch)
     reingests = _count_reingests(monkeypatch)
-    index = _start(settings)
+    index = start_index(settings)
     assert index.remove_source("reactor.md") and reingests == []
     assert index.list_sources() == [] and _store_ids(index) == (set(), set(), set())
     assert index.check().clean
@@ -288,13 +253,13 @@ def test_an_interrupted_file_can_be_removed_without_indexing_it(
 def test_a_file_a_live_process_is_indexing_is_left_alone(
     settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _start(settings)
+    index = start_index(settings)
     source_id = _crash_before_the_flip(index, upload, monkeypatch)
     # Held as the process indexing it would hold it (flock: separate opens exclude).
     worker = WorkLock(index.resources.data_dir / "locks", source_id)
     assert worker.acquire(blocking=False)
     try:
-        index = _start(settings)
+        index = start_index(settings)
         assert index.recover() == []
         (listed,) = index.list_sources()
         assert (listed["status"], listed["reason"]) == ("indexing", None)
@@ -323,14 +288,14 @@ def test_an_index_whose_recovery_fails_does_not_stop_the_others(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    app = _start_app(settings)
+    app = start_app(settings)
     (first,) = app.indices.indices
     assert isinstance(first, FileIndex)
     _crash_before_the_flip(first, upload, monkeypatch)
     second = app.indices.create("Second", "ragloom_app.index.file.FileIndex")
     assert isinstance(second, FileIndex)
     _crash_before_the_flip(second, upload, monkeypatch)
-    app = _start_app(settings)
+    app = start_app(settings)
     broken, working = app.indices.indices
     monkeypatch.setattr(broken, "recover", _raiser_exception)
     with caplog.at_level(logging.INFO):
@@ -346,7 +311,7 @@ def _raiser_exception() -> None:
 
 
 def test_leftovers_of_dead_processes_are_removed_and_live_ones_kept(settings: AppSettings) -> None:
-    index = _start(settings)
+    index = start_index(settings)
     folder = index.resources.data_dir
     (folder / "files").mkdir(parents=True)
     dead_partial = folder / "files" / ".deadbeef.partial"
@@ -358,7 +323,7 @@ def test_leftovers_of_dead_processes_are_removed_and_live_ones_kept(settings: Ap
         path.write_text("half written")
     locks = folder / "locks"
     with WorkLock(locks, "cafe"), WorkLock(locks, "archive-live"):
-        index = _start(settings)
+        index = start_index(settings)
         assert not dead_partial.exists() and not dead_archive.exists()
         assert live_partial.exists() and live_archive.exists()
     assert not list(locks.iterdir())
@@ -367,90 +332,11 @@ def test_leftovers_of_dead_processes_are_removed_and_live_ones_kept(settings: Ap
 def test_an_index_with_nothing_to_recover_starts_without_touching_its_stores(
     settings: AppSettings, upload: Path
 ) -> None:
-    index = _start(settings)
+    index = start_index(settings)
     index.get_indexing_pipeline({}).run([upload])
     before = _store_ids(index)
-    index = _start(settings)
+    index = start_index(settings)
     assert index.recover() == []
     assert _store_ids(index) == before
     with Session(index.resources.engine) as session:
         assert [(s.status, s.attempts) for s in session.exec(select(Source))] == [("indexed", 1)]
-
-
-def test_a_stop_on_purpose_is_not_counted_as_an_attempt(
-    settings: AppSettings, upload: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Ctrl-C while `ragloom index add` embeds: the file waits for the recovery, uncounted.
-    index = _start(settings)
-    pipeline = index.get_indexing_pipeline({})
-
-    def interrupted(*args: object, **kwargs: object) -> None:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(pipeline, "_flip", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        pipeline.run([upload])
-    assert (_raw(index).status, _raw(index).attempts) == ("indexing", 0)
-    monkeypatch.undo()
-    (outcome,) = _start(settings).recover()
-    assert outcome.status == "indexed"
-    assert _raw(index).attempts == 1
-
-
-def test_an_attempt_still_running_at_exit_is_taken_back(
-    settings: AppSettings, upload: Path
-) -> None:
-    # `ragloom serve` shutting down while its background thread recovers a file.
-    index = _start(settings)
-    started, release = threading.Event(), threading.Event()
-    pipeline = index.get_indexing_pipeline({})
-    original = pipeline.ingestor.embed
-
-    def slow_embed(chunks: Any) -> Any:
-        started.set()
-        release.wait(30)
-        return original(chunks)
-
-    object.__setattr__(pipeline.ingestor, "embed", slow_embed)
-    worker = threading.Thread(target=pipeline.run, args=([upload],), daemon=True)
-    worker.start()
-    assert started.wait(30)
-    assert _raw(index).attempts == 1
-    attempts._take_back_underway()  # what atexit runs as the interpreter stops
-    assert (_raw(index).status, _raw(index).attempts) == ("indexing", 0)
-    release.set()
-    worker.join(30)
-
-
-def test_a_file_whose_reading_the_app_stops_is_neither_failed_nor_counted(
-    tmp_path: Path, stores: StoreSetup
-) -> None:
-    # `ragloom serve` shutting down stops the readers sandbox under a file being read:
-    # nothing is known of the file, so it waits for the recovery, its attempt uncounted.
-    from ragloom.chunking import readers_sandbox
-    from ragloom.loaders import default_readers
-    from tests.helpers.file_index import hash_file_index
-    from tests.helpers.hostile_readers import SleepyReader
-
-    readers = {**default_readers(), ".sleep": SleepyReader()}
-    index = hash_file_index(tmp_path / "data", readers, stores)
-    slow = tmp_path / "slow.sleep"
-    slow.write_text(str(tmp_path / "slow.pid"))
-    raised: list[BaseException] = []
-
-    def index_it() -> None:
-        try:
-            index.get_indexing_pipeline({}).run([slow])
-        except BaseException as exc:
-            raised.append(exc)
-
-    worker = threading.Thread(target=index_it)
-    worker.start()
-    deadline = time.monotonic() + 30
-    while not (tmp_path / "slow.pid").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    readers_sandbox().close()  # what shutdown_sandboxes does at exit
-    worker.join(30)
-    assert [type(exc).__name__ for exc in raised] == ["SandboxStopped"]
-    (source,) = index.list_sources()
-    assert (source["status"], source["attempts"]) == ("queued", 0)
