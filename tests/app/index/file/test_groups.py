@@ -259,7 +259,7 @@ def test_an_unforeseen_error_of_a_later_file_finishes_the_files_waiting_first(
     index: FileIndex, tmp_path: Path
 ) -> None:
     pipeline = index.get_indexing_pipeline({})
-    find = pipeline._find_by_hash
+    find = pipeline._same_content
     looked: list[str] = []
 
     def locked(digest: str) -> Any:
@@ -268,7 +268,7 @@ def test_an_unforeseen_error_of_a_later_file_finishes_the_files_waiting_first(
             raise RuntimeError("database is locked")
         return find(digest)
 
-    object.__setattr__(pipeline, "_find_by_hash", locked)
+    object.__setattr__(pipeline, "_same_content", locked)
     seen: list[FileOutcome] = []
     with pytest.raises(RuntimeError, match="database is locked"):
         for event in pipeline.stream(_documents(tmp_path / "in", 4)):

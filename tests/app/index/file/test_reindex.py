@@ -158,39 +158,30 @@ def test_a_crash_before_the_new_version_is_flipped_leaves_the_old_one_until_the_
     assert _found(index) == {recovered.source_id} and index.check().clean
 
 
-def test_a_crash_right_after_the_flip_leaves_the_old_version_to_be_removed_by_the_recovery(
-    index: FileIndex, reactor: tuple[Path, FileOutcome]
+@pytest.mark.parametrize(
+    "failure",
+    [Crash("killed"), OSError("Chroma is down")],
+    ids=["a crash", "a store failing"],
+)
+def test_the_old_version_a_removal_cut_short_leaves_is_removed_by_the_recovery(
+    index: FileIndex, reactor: tuple[Path, FileOutcome], failure: BaseException
 ) -> None:
     path, first = reactor
     pipeline = index.get_indexing_pipeline({})
 
-    def crashing_remove(source_id: str) -> None:
-        raise Crash("killed")
+    def cut_short(source_id: str) -> None:
+        raise failure
 
-    object.__setattr__(pipeline, "remove", crashing_remove)
-    with pytest.raises(Crash):
-        pipeline.run([path], reindex=True)
+    object.__setattr__(pipeline, "remove", cut_short)
+    if isinstance(failure, Crash):
+        with pytest.raises(Crash):
+            pipeline.run([path], reindex=True)
+    else:  # the new version is indexed whatever happens to the old one
+        (again,) = pipeline.run([path], reindex=True)
+        assert again.status == "indexed"
     statuses = dict(_sources(index))
     assert statuses.pop(first.source_id) == "removing"  # marked in the flip's transaction
     ((new, status),) = statuses.items()
     assert status == "indexed" and new in _found(index)
     index.recover()
     assert _sources(index) == [(new, "indexed")] and index.check().clean
-
-
-def test_a_store_that_fails_to_remove_the_old_version_does_not_fail_the_new_one(
-    index: FileIndex, reactor: tuple[Path, FileOutcome]
-) -> None:
-    path, first = reactor
-    pipeline = index.get_indexing_pipeline({})
-
-    def failing_remove(source_id: str) -> None:
-        raise OSError("Chroma is down")
-
-    object.__setattr__(pipeline, "remove", failing_remove)
-    (again,) = pipeline.run([path], reindex=True)
-    assert again.status == "indexed"
-    assert _sources(index) == sorted([(first.source_id, "removing"), (again.source_id, "indexed")])
-    assert again.source_id in _found(index)
-    index.recover()
-    assert _sources(index) == [(again.source_id, "indexed")] and index.check().clean

@@ -263,7 +263,8 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
             if problem:
                 return FileOutcome(name, "failed", reason=problem)
             digest = sha256_of(path)
-        existing = self._find_by_hash(digest)
+        same = self._same_content(digest)
+        existing = same[0] if same else None
         if existing is not None:
             if existing.status == SourceStatus.INDEXED and not reindex:
                 return FileOutcome(
@@ -273,7 +274,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
                     reason=f"already indexed as {existing.name!r} (same content)",
                     source_id=existing.id,
                 )
-            busy = self._busy_with(digest)
+            busy = next((source for source in same if is_busy(self.locks_dir, source.id)), None)
             if busy is not None:
                 return FileOutcome(
                     name,
@@ -305,14 +306,8 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
             )
         return None
 
-    def _busy_with(self, digest: str) -> Source | None:
-        """A source of this content that a live process works on now, if any."""
-        with Session(self.engine) as session:
-            query = select(Source).where(Source.index_id == self.index_id, Source.sha256 == digest)
-            return next((s for s in session.exec(query) if is_busy(self.locks_dir, s.id)), None)
-
-    def _find_by_hash(self, digest: str) -> Source | None:
-        """The index's source of this content, an indexed one first (a failed reindex
+    def _same_content(self, digest: str) -> list[Source]:
+        """The index's sources of this content, indexed ones first (a failed reindex
         leaves its failed attempt beside the version it meant to replace)."""
         with Session(self.engine) as session:
             query = (
@@ -320,7 +315,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
                 .where(Source.index_id == self.index_id, Source.sha256 == digest)
                 .order_by(case((col(Source.status) == SourceStatus.INDEXED, 0), else_=1))
             )
-            return session.exec(query).first()
+            return list(session.exec(query))
 
 
 def _logged(outcome: FileOutcome) -> FileOutcome:

@@ -8,6 +8,7 @@ the chunk rows' deletion). See the invariants in :mod:`ragloom_app.index.file.pi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +19,7 @@ from sqlmodel import Session, col, delete, select
 from ragloom.schema import Chunk
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 
-__all__ = ["delete_chunk_rows", "now", "record_indexed", "set_status"]
+__all__ = ["Flip", "delete_chunk_rows", "now", "record_indexed", "set_status"]
 
 
 def now() -> datetime:
@@ -26,16 +27,25 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-def record_indexed(
-    engine: Engine, index_id: int, source_id: str, chunks: Sequence[Chunk]
-) -> list[str] | None:
-    """Record the chunks and mark the source indexed, in one transaction; ``None`` (and
-    nothing written) if the source no longer says ``indexing`` (a removal won).
+@dataclass(frozen=True)
+class Flip:
+    """What :func:`record_indexed` did to a source and to the others of its content."""
+
+    done: bool
+    """Whether the source was marked indexed; ``False`` (and nothing written) if it no
+    longer said ``indexing`` (a removal won)."""
+    replaced: tuple[str, ...] = ()
+    """The ids of the other sources of the same content, marked ``removing`` in the
+    flip's transaction, for the caller to finish removing."""
+
+
+def record_indexed(engine: Engine, index_id: int, source_id: str, chunks: Sequence[Chunk]) -> Flip:
+    """Record the chunks and mark the source indexed, in one transaction.
 
     The other sources of the index with the same content (the version a reindex replaces,
     a failed attempt) are marked ``removing`` in the same transaction, so the index never
     lists two indexed copies of a file and a crash right after leaves their removal to
-    the recovery: their ids are returned, for the caller to finish removing them. (Until
+    the recovery: they are :attr:`Flip.replaced`, for the caller to finish removing. (Until
     then their chunks are still in the stores, which searches do not filter by status.)
     One still ``indexing`` is left alone: its process, or the recovery, finishes it.
     """
@@ -53,8 +63,8 @@ def record_indexed(
         )
         if result.rowcount != 1:
             session.rollback()
-            return None
-        superseded = list(
+            return Flip(done=False)
+        replaced = tuple(
             session.exec(
                 select(Source.id).where(
                     col(Source.index_id) == index_id,
@@ -64,10 +74,10 @@ def record_indexed(
                 )
             )
         )
-        if superseded:
+        if replaced:
             session.exec(
                 update(Source)
-                .where(col(Source.id).in_(superseded))
+                .where(col(Source.id).in_(replaced))
                 .values(status=SourceStatus.REMOVING, chunk_count=0, reason=None, updated_at=now())
             )
         session.add_all(
@@ -83,7 +93,7 @@ def record_indexed(
             for c in chunks
         )
         session.commit()
-    return superseded
+    return Flip(done=True, replaced=replaced)
 
 
 def set_status(

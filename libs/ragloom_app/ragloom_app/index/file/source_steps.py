@@ -203,10 +203,8 @@ class SourceSteps:
     def _flip(self, source_id: str, chunks: Sequence[Chunk]) -> bool:
         """Record the chunks and mark the source indexed, in one transaction; then remove
         the sources of the same content it replaces (see :func:`.record_indexed`)."""
-        superseded = record_indexed(self.engine, self.index_id, source_id, chunks)
-        if superseded is None:
-            return False
-        for old in superseded:
+        flip = record_indexed(self.engine, self.index_id, source_id, chunks)
+        for old in flip.replaced:
             lock = WorkLock(self.locks_dir, old)
             if not lock.acquire(blocking=False):
                 continue  # another process removes it already (a recovery, a repair)
@@ -223,7 +221,7 @@ class SourceSteps:
                 )
             finally:
                 lock.release()
-        return True
+        return flip.done
 
     def _set_status(
         self,

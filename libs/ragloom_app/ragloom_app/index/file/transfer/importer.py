@@ -228,12 +228,12 @@ def _import_source(
             raise IndexTransferError(f"a vector of {name!r} is not finite")
         index.vector_store.add(part, matrix.astype(np.float32))
         index.fulltext_store.add(part)
-    superseded = record_indexed(index.resources.engine, index.id, source_id, chunks)
-    if superseded is None:
+    flip = record_indexed(index.resources.engine, index.id, source_id, chunks)
+    if not flip.done:
         raise IndexTransferError(f"{name!r} was removed while it was imported")
     # An export holding the same content twice (an index from before one source per
     # content was kept): the later copy replaces the earlier, as a reindex does.
-    for earlier in superseded:
+    for earlier in flip.replaced:
         index.get_indexing_pipeline({}).remove(earlier)
     return count
 
