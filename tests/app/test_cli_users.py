@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragloom_app.app import BaseApp
+from ragloom_app.conversations import ConversationStore
 from ragloom_app.settings import AppSettings
 from tests.helpers.cli import cli_env
 
@@ -35,7 +36,10 @@ def _ragloom(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.Com
 
 
 def _app(env: dict[str, str]) -> BaseApp:
-    return BaseApp(AppSettings.load(env["RAGLOOM_SETTINGS"])).start()
+    """The app the CLI runs on with ``env``, started in this process."""
+    settings = AppSettings.load(env["RAGLOOM_SETTINGS"])
+    settings.data_dir = Path(env["RAGLOOM_DATA_DIR"])  # env's, not this process's
+    return BaseApp(settings).start()
 
 
 def test_an_admin_is_added_with_a_password_from_stdin_and_can_log_in(
@@ -134,3 +138,24 @@ def test_ask_as_a_user_searches_only_what_that_user_may_read(
     refused = _ragloom(env, "ask", "What?", "--user", "bob", "--index", "vault")
     assert refused.returncode == 2 and "no index named 'vault'" in refused.stderr
     assert "no user named 'eve'" in _ragloom(env, "ask", "What?", "--user", "eve").stderr
+
+
+def test_users_delete_removes_what_is_the_users_alone_and_says_what(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    app = _app(env)
+    bob = app.accounts.add_user("bob", PASSWORD)
+    notes = app.indices.create(
+        "bobs-notes", "ragloom_app.index.file.FileIndex", owner=bob.id, shared=False
+    )
+    ConversationStore(app.engine).create(owner=bob.id)
+    deleted = _ragloom(env, "users", "delete", "bob")
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.strip() == (
+        "Deleted bob, with 1 conversation and 1 private index ('bobs-notes')."
+    )
+    app = _app(env)
+    assert app.accounts.user_named("bob") is None
+    assert notes.name not in {index.name for index in app.indices.indices}
+    again = _ragloom(env, "users", "delete", "bob")
+    assert again.returncode == 2 and "no user named 'bob'" in again.stderr

@@ -131,15 +131,20 @@ def _cmd_disabled(app: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-@users.command(name="delete", help="delete a user, its sessions and API keys")
+@users.command(
+    name="delete",
+    help="delete a user with its sessions, API keys, conversations and private indices "
+    "(its shared indices stay, for their readers)",
+)
 @click.argument("name")
 def users_delete(name: str) -> int:
     return _run(_cmd_delete, name=name)
 
 
 def _cmd_delete(app: Any, args: argparse.Namespace) -> int:
-    app.accounts.delete_user(args.name)
-    _say(f"deleted user {args.name}")
+    from ragloom_app.accounts.removal import remove_user
+
+    _say(remove_user(app, args.name).summary())
     return 0
 
 

@@ -147,6 +147,24 @@ class ConversationStore:
             session.commit()
             return True
 
+    def delete_all(self, owner: str) -> int:
+        """Delete every conversation of ``owner`` and their messages; how many there were."""
+        with Session(self.engine) as session:
+            ids = list(session.exec(select(Conversation.id).where(Conversation.owner == owner)))
+            if not ids:
+                return 0
+            for message in session.exec(
+                select(MessageRecord).where(col(MessageRecord.conversation_id).in_(ids))
+            ):
+                session.delete(message)
+            session.flush()  # the messages first: their foreign key refuses it otherwise
+            for conversation in session.exec(
+                select(Conversation).where(col(Conversation.id).in_(ids))
+            ):
+                session.delete(conversation)
+            session.commit()
+            return len(ids)
+
     def add_message(
         self,
         conversation_id: str,

@@ -23,34 +23,24 @@ from ragloom_app.ui.files_tab import FilesHandlers
 from ragloom_app.ui.identity import ui_user
 from ragloom_app.ui.indices_panel import IndexAdminHandlers
 from ragloom_app.ui.settings_form import build_settings_form
+from tests.helpers.accounts import PASSWORD, app_with_users, existing_user
 from tests.helpers.api_server import replay_app
 
 FILE_INDEX = "ragloom_app.index.file.FileIndex"
-PASSWORD = "correct horse battery"
 
 
 @pytest.fixture
 def app(tmp_path: Path) -> BaseApp:
-    app = replay_app(tmp_path, require_login=True)
-    app.accounts.add_user("root", PASSWORD, is_admin=True)
-    for name in ("alice", "bob"):
-        app.accounts.add_user(name, PASSWORD)
-    return app
-
-
-def _user(app: BaseApp, name: str) -> User:
-    user = app.accounts.user_named(name)
-    assert user is not None
-    return user
+    return app_with_users(tmp_path, "alice", "bob", admin="root")
 
 
 def _as(app: BaseApp, name: str) -> gr.Request:
     """The request of an event of ``name``'s, as gradio passes it to a handler."""
-    return gr.Request(username=_user(app, name).id)
+    return gr.Request(username=existing_user(app, name).id)
 
 
 def _private_file(app: BaseApp, tmp_path: Path, owner: str, index: str, text: str) -> None:
-    made = app.indices.create(index, FILE_INDEX, owner=_user(app, owner).id, shared=False)
+    made = app.indices.create(index, FILE_INDEX, owner=existing_user(app, owner).id, shared=False)
     path = tmp_path / f"{index}.md"
     path.write_text(text, encoding="utf-8")
     (outcome,) = made.get_indexing_pipeline({}).run([path])
@@ -89,7 +79,7 @@ def test_conversations_are_their_owners_alone(app: BaseApp) -> None:
     chat = ChatHandlers(ChatPage(app))
     alice, bob = _as(app, "alice"), _as(app, "bob")
     *_, last = chat.respond("Where is the reactor?", "fullqa", None, None, None, alice)
-    (alices,) = chat.store.list(owner=_user(app, "alice").id)
+    (alices,) = chat.store.list(owner=existing_user(app, "alice").id)
     assert last[4]["choices"] == [(alices["title"], alices["id"])]
 
     selector, messages, *_ = chat.on_load(None, bob)
@@ -99,25 +89,27 @@ def test_conversations_are_their_owners_alone(app: BaseApp) -> None:
         assert chat.open_conversation(alices["id"], bob)[0] == []
     chat.rename_conversation(alices["id"], "Mine now", bob)
     chat.delete_conversation(alices["id"], bob)
-    assert chat.store.get(alices["id"], owner=_user(app, "alice").id) is not None
-    assert chat.store.get(alices["id"], owner=_user(app, "alice").id)["title"] != "Mine now"
+    assert chat.store.get(alices["id"], owner=existing_user(app, "alice").id) is not None
+    assert chat.store.get(alices["id"], owner=existing_user(app, "alice").id)["title"] != "Mine now"
     # Asking "in" her conversation starts one of his own instead.
     *_, answered = chat.respond("And the canteen?", "fullqa", alices["id"], None, None, bob)
     assert len(chat.store.messages(alices["id"])) == 2
-    (bobs,) = chat.store.list(owner=_user(app, "bob").id)
+    (bobs,) = chat.store.list(owner=existing_user(app, "bob").id)
     assert bobs["id"] != alices["id"] and answered[4]["value"] == bobs["id"]
 
     # Alice finds hers, renames it, searches and deletes it.
     selector, messages, *_ = chat.on_load(None, alice)
     assert selector["value"] == alices["id"] and len(messages) == 2
     chat.rename_conversation(alices["id"], "  Reactor   notes ", alice)
-    assert chat.store.get(alices["id"], owner=_user(app, "alice").id)["title"] == ("Reactor notes")
+    assert chat.store.get(alices["id"], owner=existing_user(app, "alice").id)["title"] == (
+        "Reactor notes"
+    )
     assert chat.search_conversations("REACTOR", None, alice)["choices"] == [
         ("Reactor notes", alices["id"])
     ]
     assert chat.search_conversations("canteen", None, alice)["choices"] == []
     chat.delete_conversation(alices["id"], alice)
-    assert chat.store.list(owner=_user(app, "alice").id) == []
+    assert chat.store.list(owner=existing_user(app, "alice").id) == []
 
 
 def test_a_question_searches_only_what_its_user_may_read(app: BaseApp, tmp_path: Path) -> None:
@@ -132,7 +124,7 @@ def test_a_question_searches_only_what_its_user_may_read(app: BaseApp, tmp_path:
     # Bob sends Alice's file as his filter value: it is dropped, and nothing of hers is
     # searched, so no citation can name it.
     page = ChatPage(app)
-    events = list(page.ask("How hot is the reactor?", user_id=_user(app, "bob").id))
+    events = list(page.ask("How hot is the reactor?", user_id=existing_user(app, "bob").id))
     assert isinstance(events[-1], AnswerFinished) and events[-1].record.citations == []
     outputs = list(chat.respond("How hot is the reactor?", "fullqa", None, [value], None, bob))
     assert "Alice notes" not in str(outputs[-1][2])  # the evidence panel
@@ -160,7 +152,9 @@ def test_files_and_indices_show_only_what_the_user_may_read(app: BaseApp, tmp_pa
         files.index_files("Alice notes", [str(upload)], bob, progress=lambda *a, **k: None)
     with pytest.warns(UserWarning):
         assert "no index named" in panel.delete("Alice notes", None, [], bob).status
-    assert [i.name for i in app.indices.readable_by(_user(app, "alice").id)][-1] == "Alice notes"
+    assert [i.name for i in app.indices.readable_by(existing_user(app, "alice").id)][
+        -1
+    ] == "Alice notes"
 
 
 def test_a_shared_index_is_read_by_all_and_written_by_its_owner(
@@ -192,9 +186,9 @@ def test_the_account_tab_keys_and_admin_actions(app: BaseApp) -> None:
     alice, root = _as(app, "alice"), _as(app, "root")
     shown, table, _ = accounts.create_key("laptop", alice)
     key = shown.split('<code id="new-api-key">')[1].split("</code>")[0]
-    assert app.accounts.key_user(key) == _user(app, "alice")
+    assert app.accounts.key_user(key) == existing_user(app, "alice")
     assert "laptop" in table and key not in table  # the listing never holds the key
-    (info,) = app.accounts.keys(_user(app, "alice"))
+    (info,) = app.accounts.keys(existing_user(app, "alice"))
     assert "laptop" not in accounts.revoke_key(info.id, alice)[0]
     assert app.accounts.key_user(key) is None
 
@@ -208,7 +202,8 @@ def test_the_account_tab_keys_and_admin_actions(app: BaseApp) -> None:
         accounts.act("delete", "root", "", False, root)
     with pytest.warns(UserWarning, match="at least"):
         accounts.act("password", "alice", "short", False, root)
-    assert accounts.act("delete", "carol", "", False, root)[0] == "Deleted carol."
+    deleted = accounts.act("delete", "carol", "", False, root)[0]
+    assert deleted == "Deleted carol, with no conversations and no private indices."
     assert app.accounts.user_named("carol") is None
 
 
@@ -245,7 +240,7 @@ def test_the_index_settings_are_drawn_with_the_users_saved_values(app: BaseApp) 
     from ragloom_app.ui.chat_tab import build_chat_tab
 
     ChatDefaultsStore(app.engine).save(
-        _user(app, "alice").id, ChatDefaults(indices={"My files": {"mmr": True}})
+        existing_user(app, "alice").id, ChatDefaults(indices={"My files": {"mmr": True}})
     )
     with gr.Blocks() as demo:
         tab = build_chat_tab(demo, ChatPage(app))
@@ -264,14 +259,16 @@ def test_a_private_index_left_out_at_startup_is_named_to_its_owner_only(
     from ragloom_app.db.models import IndexRecord
     from ragloom_app.ui.plugins_tab import plugins_page_html
 
-    app.indices.create("Alice taxes", FILE_INDEX, owner=_user(app, "alice").id, shared=False)
+    app.indices.create(
+        "Alice taxes", FILE_INDEX, owner=existing_user(app, "alice").id, shared=False
+    )
     with Session(app.engine) as session:
         record = session.exec(select(IndexRecord).where(IndexRecord.name == "Alice taxes")).one()
         record.index_type = "gone_plugin.Index"  # its plugin was uninstalled
         session.add(record)
         session.commit()
     again = replay_app(tmp_path, require_login=True)
-    alice, bob = _user(again, "alice").id, _user(again, "bob").id
+    alice, bob = existing_user(again, "alice").id, existing_user(again, "bob").id
     assert "Alice taxes" in again.indices.unavailable_to(alice)
     assert again.indices.unavailable_to(bob) == {}
     assert "Alice taxes" in plugins_page_html(again, alice)

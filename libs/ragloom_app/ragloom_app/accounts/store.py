@@ -24,7 +24,13 @@ from sqlmodel import Session, col, select
 
 from ragloom_app.accounts.passwords import hash_password, needs_rehash, verify_password
 from ragloom_app.accounts.ratelimit import FailureLimiter
-from ragloom_app.db.models import LOCAL_USER, ApiKeyRecord, SessionRecord, UserRecord
+from ragloom_app.db.models import (
+    LOCAL_USER,
+    ApiKeyRecord,
+    SessionRecord,
+    UserRecord,
+    UserSettingsRecord,
+)
 from ragloom_app.errors import UserFacingError
 
 __all__ = [
@@ -204,12 +210,16 @@ class AccountStore:
             session.commit()
 
     def delete_user(self, name: str) -> None:
-        """Delete ``name``, its sessions and keys (what it owns is the caller's to remove)."""
+        """Delete ``name``, its sessions, keys and saved chat defaults (the indices and
+        conversations it owns are the caller's to remove first: :func:`.remove_user`)."""
         with Session(self.engine) as session:
             record = self._record(session, name)
             self._end_sessions(session, record.id)
             for key in session.exec(select(ApiKeyRecord).where(ApiKeyRecord.user_id == record.id)):
                 session.delete(key)
+            saved = session.get(UserSettingsRecord, record.id)
+            if saved is not None:
+                session.delete(saved)
             session.delete(record)
             session.commit()
 

@@ -302,6 +302,21 @@ class JobStore:
         job = self.get(job_id)
         return job.status if job is not None else None
 
+    def delete_finished(self, owner: str) -> int:
+        """Delete ``owner``'s finished jobs (their file names and outcomes); how many."""
+        with Session(self.engine) as session:
+            rows = list(
+                session.exec(
+                    select(IndexingJob).where(
+                        IndexingJob.owner == owner, col(IndexingJob.status).in_(list(FINAL))
+                    )
+                )
+            )
+            for row in rows:
+                session.delete(row)
+            session.commit()
+            return len(rows)
+
     def cancel_requested(self, job_id: str) -> bool:
         """Whether someone asked the job to stop."""
         with Session(self.engine) as session:

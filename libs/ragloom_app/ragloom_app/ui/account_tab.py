@@ -17,6 +17,7 @@ from typing import Any
 import gradio as gr
 
 from ragloom_app.accounts import AccountError, User
+from ragloom_app.accounts.removal import remove_user
 from ragloom_app.api.auth import LOCAL, SESSION_COOKIE
 from ragloom_app.app import BaseApp
 from ragloom_app.ui import notify, render
@@ -168,8 +169,7 @@ class AccountHandlers:
                 store.set_disabled(name, False)
                 done = f"Enabled {name}."
             elif action == "delete":
-                store.delete_user(name)
-                done = f"Deleted {name}."
+                done = remove_user(self.app, name).summary()
             else:
                 raise AccountError("choose an action")
         except AccountError as exc:
