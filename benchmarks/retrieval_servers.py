@@ -66,16 +66,18 @@ def hybrid_of(
 ) -> tuple[HybridRetriever, Callable[[], None]]:
     """The hybrid retriever over ``setup``'s stores, and what closes them."""
     if setup["kind"] == "embedded":
-        vectors = ChromaVectorStore(COLLECTION, path=Path(setup["folder"]) / "chroma")
         bm25 = BM25Store(Path(setup["folder"]) / "bm25")
+        vectors = ChromaVectorStore(
+            COLLECTION, path=Path(setup["folder"]) / "chroma", texts_from=bm25
+        )
         fulltext: BM25Store | PostgresFullTextStore = bm25
         close: Callable[[], None] = bm25.close
     else:
-        vectors = ChromaVectorStore(
-            COLLECTION, client=chroma_http_client("127.0.0.1", setup["port"])
-        )
         engine = create_engine(setup["database"], pool_pre_ping=True)
         fulltext = PostgresFullTextStore(driver_connections(engine), COLLECTION)
+        vectors = ChromaVectorStore(
+            COLLECTION, client=chroma_http_client("127.0.0.1", setup["port"]), texts_from=fulltext
+        )
         close = engine.dispose
     vector = VectorRetriever(store=vectors, embeddings=embeddings, top_k=top_k)
     hybrid = HybridRetriever(
@@ -144,9 +146,10 @@ def postgres_pids(server: Any) -> list[int]:
 def fill_servers(size: int, text: str, port: int, database: str) -> dict[str, float]:
     """The corpus of ``retrieval_latency.stores_for`` into the Chroma server and PostgreSQL."""
     chunks, vectors = corpus(size, text)
-    vector_store = ChromaVectorStore(COLLECTION, client=chroma_http_client("127.0.0.1", port))
     engine = create_engine(database, pool_pre_ping=True)
     fulltext = PostgresFullTextStore(driver_connections(engine), COLLECTION)
+    client = chroma_http_client("127.0.0.1", port)
+    vector_store = ChromaVectorStore(COLLECTION, client=client, texts_from=fulltext)
     times = {"Chroma server add": 0.0, "PostgreSQL full-text add": 0.0}
     for first in range(0, size, BATCH):
         part = slice(first, first + BATCH)

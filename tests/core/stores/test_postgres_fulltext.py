@@ -249,3 +249,15 @@ def test_concurrent_writers_keep_the_counts_exact(
     embedded.add(final)
     for query in ("shared words", "common", "round3 x7", "written 2"):
         assert_same_hits(embedded, pg_store, query, k=10)
+
+
+def test_chunks_come_back_by_id_as_the_embedded_store_gives_them(
+    both: tuple[FullTextStore, FullTextStore],
+) -> None:
+    embedded, pg = both
+    assert isinstance(embedded, BM25Store) and isinstance(pg, PostgresFullTextStore)
+    asked = ["zh-2", "en-1", "nowhere", "en-1"]
+    assert pg.chunks(asked) == embedded.chunks(asked)
+    assert set(pg.chunks(asked)) == {"zh-2", "en-1"}  # unknown ids left out
+    assert pg.chunks(asked)["zh-2"].text == "今天的天气很好，我们去公园散步。"
+    assert pg.chunks([]) == {}

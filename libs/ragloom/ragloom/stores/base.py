@@ -10,12 +10,22 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Sequence
+from typing import Protocol
 
 import numpy as np
 
 from ragloom.schema import Chunk
 
-__all__ = ["FullTextStore", "VectorStore"]
+__all__ = ["ChunkLookup", "FullTextStore", "VectorStore"]
+
+
+class ChunkLookup(Protocol):
+    """A store that gives its chunks back by id, texts included (both full-text stores
+    do): a vector store can then keep vectors alone and read a hit's text from it."""
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        """The stored chunks with these ids, by id; unknown ids are left out."""
+        ...
 
 
 class VectorStore(ABC):

@@ -395,6 +395,11 @@ class BM25Store(FullTextStore):
 
             return find_terms(index, self._vocab, texts_of, terms, source_ids)
 
+    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        """The stored chunks with these ids, by id (:class:`~ragloom.stores.base.ChunkLookup`)."""
+        with self._lock:
+            return self._fetch(list(dict.fromkeys(ids)))
+
     def _fetch(self, ids: list[str]) -> dict[str, Chunk]:
         if not ids:
             return {}

@@ -271,6 +271,24 @@ class PostgresFullTextStore(FullTextStore):
             )
             return {row[0] for row in cur.fetchall()}
 
+    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        """The stored chunks with these ids, by id (:class:`~ragloom.stores.base.ChunkLookup`)."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted or not self._prepare(create=False):
+            return {}
+        with self._transaction() as cur:
+            cur.execute(
+                "SELECT ch.id, ch.text, ch.metadata FROM fulltext_chunks ch JOIN "
+                "fulltext_collections c ON c.id = ch.collection "
+                "WHERE c.name = %s AND ch.id = ANY(%s)",
+                (self.collection, wanted),
+                prepare=False,
+            )
+            return {
+                chunk_id: Chunk.from_metadata(chunk_id, text, metadata)
+                for chunk_id, text, metadata in cur.fetchall()
+            }
+
     def count(self) -> int:
         """The number of chunks."""
         if not self._prepare(create=False):

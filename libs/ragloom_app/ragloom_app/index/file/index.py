@@ -27,7 +27,7 @@ from ragloom.retrieval import (
 )
 from ragloom.retrieval.restricted import RestrictedRetriever
 from ragloom.splitters import TokenSplitter
-from ragloom.stores import BM25Store, ChromaVectorStore, FullTextStore, PostgresFullTextStore
+from ragloom.stores import BM25Store, ChromaVectorStore, PostgresFullTextStore
 from ragloom.stores.chroma import chroma_http_client
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 from ragloom_app.index.base import BaseIndex, CheckReport, FileOutcome
@@ -90,17 +90,18 @@ class FileIndex(BaseIndex):
     @cached_property
     def vector_store(self) -> ChromaVectorStore:
         """Chunk vectors: on the Chroma server of ``CHROMA_SERVER``, else in the app's
-        embedded Chroma folder."""
+        embedded Chroma folder. Their texts are the full-text store's (Chroma keeps none)."""
         server = self.resources.chroma_server
+        texts = self.fulltext_store
         if server is None:
-            return ChromaVectorStore(
-                self.collection_name, path=self.resources.shared_dir / "chroma"
-            )
+            folder = self.resources.shared_dir / "chroma"
+            return ChromaVectorStore(self.collection_name, path=folder, texts_from=texts)
         host, port, tls = chroma_address(server)
-        return ChromaVectorStore(self.collection_name, client=chroma_http_client(host, port, tls))
+        client = chroma_http_client(host, port, tls)
+        return ChromaVectorStore(self.collection_name, client=client, texts_from=texts)
 
     @cached_property
-    def fulltext_store(self) -> FullTextStore:
+    def fulltext_store(self) -> BM25Store | PostgresFullTextStore:
         """Chunk terms: in the app's PostgreSQL database when the app puts them there
         (``FULLTEXT_STORE``), else in a BM25 file in this index's folder."""
         connect = self.resources.fulltext_connect
