@@ -274,20 +274,13 @@ class PostgresFullTextStore(FullTextStore):
     def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
         """The stored chunks with these ids, by id (:class:`~ragloom.stores.base.ChunkLookup`)."""
         wanted = list(dict.fromkeys(ids))
-        if not wanted or not self._prepare(create=False):
+        if not wanted:
             return {}
-        with self._transaction() as cur:
-            cur.execute(
-                "SELECT ch.id, ch.text, ch.metadata FROM fulltext_chunks ch JOIN "
-                "fulltext_collections c ON c.id = ch.collection "
-                "WHERE c.name = %s AND ch.id = ANY(%s)",
-                (self.collection, wanted),
-                prepare=False,
-            )
-            return {
-                chunk_id: Chunk.from_metadata(chunk_id, text, metadata)
-                for chunk_id, text, metadata in cur.fetchall()
-            }
+        try:
+            with self._snapshot([]) as (cur, state, _):
+                return self._fetch(cur, state, wanted)
+        except _NoCollection:
+            return {}
 
     def count(self) -> int:
         """The number of chunks."""
