@@ -18,7 +18,7 @@ import pytest
 from hypothesis import settings
 
 from tests.helpers.chroma_server import ChromaServer, chroma_server
-from tests.helpers.postgres import PostgresServer, fresh_database, postgres_bin, throwaway_postgres
+from tests.helpers.postgres import PostgresServer, database, postgres_bin, throwaway_postgres
 
 settings.register_profile("ragloom", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False, max_examples=1000)
@@ -43,8 +43,11 @@ def shared_chroma_server() -> Iterator[ChromaServer]:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """An empty app database: a SQLite file, then a fresh PostgreSQL database."""
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty app database: a SQLite file, then a fresh PostgreSQL database (dropped
+    afterwards)."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'app.db'}"
-    return fresh_database(request.getfixturevalue("postgres_server"))
+        yield f"sqlite:///{tmp_path / 'app.db'}"
+        return
+    with database(request.getfixturevalue("postgres_server")) as url:
+        yield url

@@ -21,7 +21,7 @@ from ragloom_app.jobs import JobView
 from tests.helpers.api_server import replay_app
 from tests.helpers.chroma_server import ChromaServer, chroma_server
 from tests.helpers.job_workers import WorkerSetup, wait_finished, worker_setup
-from tests.helpers.postgres import PostgresServer, fresh_database, throwaway_postgres
+from tests.helpers.postgres import PostgresServer, database, fresh_database, throwaway_postgres
 
 pytestmark = pytest.mark.postgres
 
@@ -40,8 +40,10 @@ def chroma() -> Iterator[ChromaServer]:
 def setup(
     postgres_server: PostgresServer, chroma: ChromaServer, tmp_path: Path
 ) -> Iterator[tuple[BaseApp, WorkerSetup]]:
-    url = fresh_database(postgres_server)
-    with worker_setup(tmp_path, url, chroma.url, stall=STALL) as workers:
+    with (
+        database(postgres_server) as url,
+        worker_setup(tmp_path, url, chroma.url, stall=STALL) as workers,
+    ):
         app = replay_app(
             tmp_path,
             database_url=url,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,13 +72,20 @@ def live_server(
 ) -> Iterator[LiveServer]:
     """The app on the laptop's embedded stores (SQLite, embedded Chroma, a BM25 file), then
     on servers (PostgreSQL with the full text, ``chroma run``): every API test runs on both."""
-    folder = tmp_path_factory.mktemp("api")
-    servers: dict[str, Any] = {}
-    if request.param == "servers":
-        from tests.helpers.postgres import fresh_database
+    with ExitStack() as stack:
+        servers: dict[str, Any] = {}
+        if request.param == "servers":
+            from tests.helpers.postgres import database
 
-        servers["database_url"] = fresh_database(request.getfixturevalue("postgres_server"))
-        servers["chroma_server"] = request.getfixturevalue("shared_chroma_server").url
+            postgres = request.getfixturevalue("postgres_server")
+            servers["database_url"] = stack.enter_context(database(postgres))
+            servers["chroma_server"] = request.getfixturevalue("shared_chroma_server").url
+        yield _live_server(tmp_path_factory.mktemp("api"), servers, stack)
+
+
+def _live_server(folder: Path, servers: dict[str, Any], stack: ExitStack) -> LiveServer:
+    """The app in ``folder`` with :data:`DOCUMENTS` indexed, served until ``stack`` closes
+    (before the database it runs on is dropped)."""
     app = replay_app(folder, **servers)
     docs = folder / "docs"
     docs.mkdir()
@@ -88,5 +95,4 @@ def live_server(
         paths.append(docs / name)
     outcomes = app.indices.get("My files").get_indexing_pipeline({}).run(paths)
     assert all(o.status == "indexed" for o in outcomes), outcomes
-    with served(app) as url:
-        yield LiveServer(url, app)
+    return LiveServer(stack.enter_context(served(app)), app)

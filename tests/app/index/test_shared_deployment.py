@@ -17,7 +17,7 @@ from ragloom_app.index.file import FileIndex
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from tests.helpers.api_server import replay_app
 from tests.helpers.chroma_server import ChromaServer, chroma_server
-from tests.helpers.postgres import PostgresServer, fresh_database
+from tests.helpers.postgres import PostgresServer, database
 
 pytestmark = pytest.mark.postgres
 
@@ -31,10 +31,15 @@ def chroma() -> Iterator[ChromaServer]:
 
 
 @pytest.fixture
-def two_apps(
-    postgres_server: PostgresServer, chroma: ChromaServer, tmp_path: Path
-) -> tuple[BaseApp, BaseApp]:
-    url = fresh_database(postgres_server)
+def server_database(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh database for the test's apps, dropped afterwards."""
+    with database(postgres_server) as url:
+        yield url
+
+
+@pytest.fixture
+def two_apps(server_database: str, chroma: ChromaServer, tmp_path: Path) -> tuple[BaseApp, BaseApp]:
+    url = server_database
     first = replay_app(tmp_path / "one", database_url=url, chroma_server=chroma.url)
     second = replay_app(tmp_path / "two", database_url=url, chroma_server=chroma.url)
     return first, second
@@ -108,9 +113,9 @@ def test_an_index_created_or_deleted_through_one_is_seen_by_the_other(
 
 
 def test_processes_starting_together_make_the_default_index_once(
-    postgres_server: PostgresServer, chroma: ChromaServer, tmp_path: Path
+    server_database: str, chroma: ChromaServer, tmp_path: Path
 ) -> None:
-    url = fresh_database(postgres_server)
+    url = server_database
     apps: list[BaseApp] = []
     starts = [
         threading.Thread(

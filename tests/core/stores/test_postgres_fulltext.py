@@ -17,7 +17,7 @@ from ragloom.stores import BM25Store, FullTextStore
 from ragloom.stores.bm25 import terms as bm25_terms
 from ragloom.stores.postgres_fulltext import PostgresFullTextStore, writes
 from tests.helpers.bm25_testkit import CORPUS, chunk, ids_of
-from tests.helpers.postgres import PostgresServer, fresh_database
+from tests.helpers.postgres import PostgresServer, database
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -45,8 +45,9 @@ QUERIES = [
 
 
 @pytest.fixture(scope="module")
-def pg_url(postgres_server: PostgresServer) -> str:
-    return fresh_database(postgres_server)
+def pg_url(postgres_server: PostgresServer) -> Iterator[str]:
+    with database(postgres_server) as url:
+        yield url
 
 
 def connector(url: str) -> Any:

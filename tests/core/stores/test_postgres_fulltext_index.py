@@ -18,7 +18,7 @@ from ragloom.stores.bm25.tokenizer import tokenize
 from ragloom.stores.postgres_fulltext import PostgresFullTextStore, mirror, schema
 from tests.core.stores.test_postgres_fulltext import connector
 from tests.helpers.bm25_testkit import CORPUS, chunk
-from tests.helpers.postgres import PostgresServer, fresh_database
+from tests.helpers.postgres import PostgresServer, database
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -43,8 +43,9 @@ WORDS = [
 
 
 @pytest.fixture
-def pg_url(postgres_server: PostgresServer) -> str:
-    return fresh_database(postgres_server)
+def pg_url(postgres_server: PostgresServer) -> Iterator[str]:
+    with database(postgres_server) as url:
+        yield url
 
 
 def plain(url: str) -> str:

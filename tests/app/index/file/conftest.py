@@ -7,26 +7,27 @@ a ``chroma run`` (marked ``postgres``): the pipeline's invariants hold on both.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ragloom_app.settings import AppSettings
 from tests.helpers.file_index import EMBEDDED, StoreSetup
-from tests.helpers.postgres import fresh_database
+from tests.helpers.postgres import database
 from tests.helpers.recovery import REACTOR
 
 
 @pytest.fixture(params=["embedded", pytest.param("servers", marks=pytest.mark.postgres)])
-def stores(request: pytest.FixtureRequest) -> StoreSetup:
-    """The embedded stores, then a fresh PostgreSQL database and the run's Chroma server."""
+def stores(request: pytest.FixtureRequest) -> Iterator[StoreSetup]:
+    """The embedded stores, then a fresh PostgreSQL database (dropped afterwards, with the
+    connections the test's apps left open) and the run's Chroma server."""
     if request.param == "embedded":
-        return EMBEDDED
-    return StoreSetup(
-        "servers",
-        database_url=fresh_database(request.getfixturevalue("postgres_server")),
-        chroma_server=request.getfixturevalue("shared_chroma_server").url,
-    )
+        yield EMBEDDED
+        return
+    with database(request.getfixturevalue("postgres_server")) as url:
+        chroma = request.getfixturevalue("shared_chroma_server").url
+        yield StoreSetup("servers", database_url=url, chroma_server=chroma)
 
 
 @pytest.fixture
