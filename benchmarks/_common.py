@@ -22,10 +22,22 @@ __all__ = [
     "bench_settings",
     "chosen_modes",
     "configured_embeddings",
+    "free_port",
     "mode_settings_of",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the tests' helper)."""
+    import sys
+
+    if str(REPO) not in sys.path:  # the scripts run from this folder, not the checkout's root
+        sys.path.insert(0, str(REPO))
+    from tests.helpers.ports import free_port as tests_free_port
+
+    return tests_free_port()
 
 
 def configured_embeddings(backend: str | None, precision: str | None = None) -> Embeddings:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import csv
 import logging
-import socket
 import statistics
 import sys
 import tempfile
@@ -36,7 +35,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO, bench_settings
+from _common import REPO, bench_settings, free_port
 
 from ragloom.events import AnswerDelta
 from ragloom_app.accounts.passwords import hash_password, verify_password
@@ -45,12 +44,6 @@ from ragloom_app.pages.chat import AnswerFinished, ChatPage
 
 DATA = REPO.parent / "shared" / "data" / "sotu"
 PASSWORD = "correct horse battery"
-
-
-def _port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _in_process(page: ChatPage, question: str, cid: str | None = None) -> tuple[float, str]:
@@ -128,7 +121,7 @@ def main() -> None:
     app = BaseApp(bench_settings(workdir / "data", "sotu")).start()
     app.indices.get("sotu").get_indexing_pipeline({}).run([args.data / "state_of_the_union.txt"])
     page = ChatPage(app)
-    running = serve(app, port=_port(), first_run_docs=False, block=False, warm_up=False)
+    running = serve(app, port=free_port(), first_run_docs=False, block=False, warm_up=False)
     client = httpx.Client(base_url=f"{running.url}api/v1", timeout=300)
     try:
         cid = client.post("/conversations").json()["id"]

@@ -11,6 +11,11 @@ so the embedded stores are its cached ones) goes into both setups:
 Every question runs the hybrid retriever of each setup in turn (interleaved, query embedding
 included), for ``--rounds`` rounds; p50/p95 over all, and the ratio servers/embedded.
 
+The filled servers are kept beside the embedded corpus (``--cache``), so a run measures at
+once what an earlier run filled; ``--fill-only`` fills both setups and stops, so that the
+long fill of 1M chunks can run at a low priority beside other work and the measuring run
+have the machine alone.
+
 Memory per process: each setup is opened again in a fresh process of its own (as an app
 process would be), which embeds and asks every question once; it reports its resident set
 with the model loaded and nothing opened, and after the questions (its high-water mark
@@ -18,17 +23,21 @@ too). The servers' own memory is their proportional set size (PSS, so the shared
 PostgreSQL's processes share count once).
 
     .venv/bin/python benchmarks/retrieval_servers.py [--sizes 100000] [--rounds 3]
+    nice -n 19 .venv/bin/python benchmarks/retrieval_servers.py --sizes 1000000 --fill-only
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import json
 import logging
 import multiprocessing
+import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +45,7 @@ from typing import Any
 from _common import REPO, configured_embeddings
 from retrieval_latency import (
     BATCH,
+    CORPUS_VERSION,
     DEFAULT_CACHE,
     DEFAULT_DATA,
     build_chunks,
@@ -53,8 +63,8 @@ from ragloom.stores.chroma import chroma_http_client
 from ragloom_app.db.engine import driver_connections
 
 sys.path.insert(0, str(REPO))
-from tests.helpers.chroma_server import chroma_server
-from tests.helpers.postgres import fresh_database, throwaway_postgres
+from tests.helpers.chroma_server import ChromaServer, chroma_server
+from tests.helpers.postgres import PostgresServer, kept_postgres, named_database
 
 COLLECTION = "bench_chunks"
 CATCH_UP = 1000  # chunks another process adds before the catch-up question
@@ -130,7 +140,7 @@ def pss_mib(pids: Iterable[int]) -> float:
     return sum(_kib(f"/proc/{pid}/smaps_rollup", "Pss") for pid in pids) / 1024
 
 
-def postgres_pids(server: Any) -> list[int]:
+def postgres_pids(server: PostgresServer) -> list[int]:
     """The cluster's processes: the postmaster (its ``postmaster.pid`` names it) and its
     children."""
     data = Path(server.pg_ctl[server.pg_ctl.index("-D") + 1])
@@ -159,6 +169,8 @@ def fill_servers(size: int, text: str, port: int, database: str) -> dict[str, fl
         started = time.perf_counter()
         fulltext.add(chunks[part])
         times["PostgreSQL full-text add"] += time.perf_counter() - started
+        if (first + BATCH) % 100_000 == 0:
+            print(f"  {first + BATCH} chunks in the servers", flush=True)
     engine.dispose()
     return times
 
@@ -170,12 +182,54 @@ def catch_up(
     process would) adds :data:`CATCH_UP` chunks to the full text."""
     engine = create_engine(database)
     other = PostgresFullTextStore(driver_connections(engine), COLLECTION)
-    later = build_chunks(text, CATCH_UP, seed=size + 2)
-    other.add([replace(chunk, id=f"later-{chunk.id}") for chunk in later])
-    engine.dispose()
+    later = [
+        replace(chunk, id=f"later-{chunk.id}")
+        for chunk in build_chunks(text, CATCH_UP, seed=size + 2)
+    ]
+    other.add(later)
     started = time.perf_counter()
     hybrid(questions[1])
-    return time.perf_counter() - started
+    took = time.perf_counter() - started
+    other.delete(chunk.id for chunk in later)  # the kept servers hold the corpus alone
+    engine.dispose()
+    return took
+
+
+def held(database: str, port: int) -> tuple[int, int]:
+    """How many chunks the full text in ``database`` and the Chroma server on ``port`` hold."""
+    engine = create_engine(database)
+    try:
+        fulltext = PostgresFullTextStore(driver_connections(engine), COLLECTION)
+        collection = chroma_http_client("127.0.0.1", port).get_collection(COLLECTION)
+        return fulltext.count(), collection.count()
+    finally:
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def servers_for(
+    size: int, cache: Path, text: str
+) -> Iterator[tuple[PostgresServer, ChromaServer, str, dict[str, float]]]:
+    """The servers holding the corpus of ``size`` chunks, started over their folders in
+    ``cache`` and filled first if an earlier run did not finish filling them; the
+    database's URL and the fill times (of the run that filled them)."""
+    folder = cache / f"servers-v{CORPUS_VERSION}-{size}"
+    marker = folder / "complete"
+    if not marker.is_file():
+        shutil.rmtree(folder, ignore_errors=True)  # a fill cut short is started over
+    folder.mkdir(parents=True, exist_ok=True)
+    with kept_postgres(folder / "postgres") as postgres, chroma_server(folder / "chroma") as chroma:
+        database = named_database(postgres, "bench")
+        if marker.is_file() and held(database, chroma.port) != (size, size):
+            raise SystemExit(f"{folder} does not hold its {size} chunks: delete it and fill again")
+        if marker.is_file():
+            built = json.loads(marker.read_text(encoding="utf-8"))
+            built = {f"{name} (when filled)": seconds for name, seconds in built.items()}
+        else:
+            print(f"\nfilling the servers with {size} chunks in {folder} ...", flush=True)
+            built = fill_servers(size, text, chroma.port, database)
+            marker.write_text(json.dumps(built), encoding="utf-8")
+        yield postgres, chroma, database, built
 
 
 def main() -> None:
@@ -185,16 +239,24 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="built corpora")
     parser.add_argument("--rounds", type=int, default=3, help="passes over the 74 questions")
     parser.add_argument("--top-k", type=int, default=5, help="chunks per answer")
+    parser.add_argument(
+        "--fill-only", action="store_true", help="fill both setups' stores, measure nothing"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
     text = (args.data / "state_of_the_union.txt").read_text(encoding="utf-8")
     with (args.data / "sotu_qa.csv").open(encoding="utf-8") as handle:
         questions = [row["question"] for row in csv.DictReader(handle)]
-    with throwaway_postgres() as postgres, chroma_server() as chroma:
-        for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
-            database = fresh_database(postgres)
-            bench_size(size, args, text, questions, postgres, chroma, database)
+    for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
+        folder, built = stores_for(size, args.cache, text)
+        with servers_for(size, args.cache, text) as (postgres, chroma, database, filled):
+            if args.fill_only:
+                print(f"{size} chunks: both setups filled", flush=True)
+                continue
+            bench_size(size, args, text, questions, postgres, chroma, database, folder)
+            for name, seconds in {**built, **filled}.items():
+                print(f"  {name:<40}{seconds:>9.1f} s")
 
 
 def bench_size(
@@ -202,13 +264,11 @@ def bench_size(
     args: argparse.Namespace,
     text: str,
     questions: list[str],
-    postgres: Any,
-    chroma: Any,
+    postgres: PostgresServer,
+    chroma: ChromaServer,
     database: str,
+    folder: Path,
 ) -> None:
-    folder, built = stores_for(size, args.cache, text)
-    print(f"\nfilling the servers with {size} chunks ...", flush=True)
-    built.update(fill_servers(size, text, chroma.port, database))
     setups: dict[str, Setup] = {
         "embedded": {"kind": "embedded", "folder": str(folder)},
         "servers": {"kind": "servers", "port": chroma.port, "database": database},
@@ -258,8 +318,6 @@ def bench_size(
         f"  the servers' own (PSS): Chroma server {pss_mib([chroma.process.pid]):.0f} MiB, "
         f"PostgreSQL {pss_mib(postgres_pids(postgres)):.0f} MiB"
     )
-    for name, seconds in built.items():
-        print(f"  {name:<40}{seconds:>9.1f} s")
 
 
 if __name__ == "__main__":

@@ -17,21 +17,15 @@ milliseconds per request and the ratio guarded / bare:
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
 
 import httpx
+from _common import free_port
 
 from ragloom_app.privacy import switch_off_telemetry
-
-
-def _port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _servers(data_dir: str) -> tuple[str, str, Callable[[], None]]:
@@ -57,9 +51,9 @@ def _servers(data_dir: str) -> tuple[str, str, Callable[[], None]]:
     bare = gr.mount_gradio_app(
         FastAPI(), bare_demo, path="/", ssr_mode=False, footer_links=[], **launch_styling()
     )
-    bare_server = WebServer(bare, "127.0.0.1", _port()).start()
+    bare_server = WebServer(bare, "127.0.0.1", free_port()).start()
     guarded_demo = build_ui(app).queue(default_concurrency_limit=1)
-    port = _port()
+    port = free_port()
     web = build_web_app(
         guarded_demo, settings, host="127.0.0.1", port=port, styling=launch_styling()
     )

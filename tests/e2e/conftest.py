@@ -6,7 +6,6 @@ Playwright drives the system chromium (``/usr/bin/chromium``, see ``scripts/ensu
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from tests.helpers.ports import free_port
 
 if TYPE_CHECKING:
     import gradio as gr
@@ -52,13 +53,6 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
             "--no-first-run",
         ],
     }
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass

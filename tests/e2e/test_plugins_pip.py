@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import free_port
 
 from tests.helpers.plugin_venv import make_plugin_venv
+from tests.helpers.ports import free_port
 
 PROJECT = Path(__file__).resolve().parents[2]
 EXAMPLE = PROJECT / "examples" / "ragloom-plugin-example"

@@ -11,7 +11,8 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from ragloom.llms.replay import ReplayLLM
-from tests.e2e.conftest import LiveUI, free_port
+from tests.e2e.conftest import LiveUI
+from tests.helpers.ports import free_port
 
 UI_TIMEOUT = 30_000
 ANSWER_TIMEOUT = 60_000

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from tests.helpers.ports import free_port
 
 __all__ = ["ChromaServer", "chroma_server"]
 
@@ -39,7 +40,7 @@ class ChromaServer:
         """Stop the server (its data stays in ``path``)."""
         self.process.terminate()
         try:
-            self.process.wait(timeout=20)
+            self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=20)
@@ -70,16 +71,18 @@ class ChromaServer:
 
 
 @contextmanager
-def chroma_server() -> Iterator[ChromaServer]:
-    """A started server; stopped and its folder deleted afterwards."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    folder = Path(tempfile.mkdtemp(prefix="ragloom-chroma-"))
+def chroma_server(folder: Path | None = None) -> Iterator[ChromaServer]:
+    """A started server over ``folder`` (kept afterwards, with what the server stored), or
+    over a temporary folder deleted afterwards; stopped at the end of the block."""
+    port = free_port()
+    kept = folder is not None
+    folder = folder if folder is not None else Path(tempfile.mkdtemp(prefix="ragloom-chroma-"))
     server = ChromaServer(f"http://127.0.0.1:{port}", port, folder / "db", None)  # type: ignore[arg-type]
-    server.start()
     try:
+        server.start()
         yield server
     finally:
-        server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
+        if server.process is not None:
+            server.stop()
+        if not kept:
+            shutil.rmtree(folder, ignore_errors=True)

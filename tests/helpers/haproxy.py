@@ -12,6 +12,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.helpers.ports import free_port
+
 __all__ = ["SERVED_BY", "haproxy_bin", "haproxy_in_front"]
 
 SERVED_BY = "X-Served-By"
@@ -45,19 +47,13 @@ def haproxy_bin() -> str | None:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextmanager
 def haproxy_in_front(backends: Sequence[int]) -> Iterator[int]:
     """haproxy on a free loopback port in front of the apps on ``backends``; its port."""
     program = haproxy_bin()
     if program is None:
         raise FileNotFoundError("haproxy is not installed (Debian: haproxy)")
-    port = _free_port()
+    port = free_port()
     servers = "\n".join(
         f"    server app{n} 127.0.0.1:{backend} cookie app{n}" for n, backend in enumerate(backends)
     )

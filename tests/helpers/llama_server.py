@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,14 +12,9 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.helpers.ports import free_port
+
 SERVER_START_SECONDS = 120
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on (bound once, then released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.contextmanager

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -22,11 +21,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.helpers.ports import free_port
+
 __all__ = [
     "PostgresServer",
     "database",
     "drop_database",
     "fresh_database",
+    "kept_postgres",
+    "named_database",
     "postgres_bin",
     "throwaway_postgres",
 ]
@@ -73,12 +76,6 @@ class PostgresServer:
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _as_owner(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
 
@@ -88,24 +85,46 @@ def throwaway_postgres(durable: bool = False) -> Iterator[PostgresServer]:
     """Start a cluster; stop it and delete its folder afterwards. Not ``durable``, it skips
     fsync and waits for no commit to reach its log (fast, and a crash may lose the last
     commits); ``durable`` for a test that stops it as a crash would."""
+    folder = Path(tempfile.mkdtemp(prefix="ragloom-pg-"))
+    try:
+        # Stopped as in a crash: nothing of it is kept.
+        with _cluster(folder, durable, stop_mode="immediate") as server:
+            yield server
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def kept_postgres(folder: Path, durable: bool = False) -> Iterator[PostgresServer]:
+    """Start the cluster kept in ``folder`` (made there first if it holds none) on a free
+    port; stop it afterwards and keep its data, for a benchmark that fills it once and
+    measures in later runs. ``durable`` as for :func:`throwaway_postgres`."""
+    # A fast stop writes out what was committed, even without fsync.
+    with _cluster(folder, durable, stop_mode="fast") as server:
+        yield server
+
+
+@contextmanager
+def _cluster(folder: Path, durable: bool, stop_mode: str) -> Iterator[PostgresServer]:
     binaries = postgres_bin()
     if binaries is None:
         raise FileNotFoundError("no PostgreSQL server is installed (Debian: postgresql)")
-    folder = Path(tempfile.mkdtemp(prefix="ragloom-pg-"))
     data, sockets = folder / "data", folder / "sockets"
-    sockets.mkdir()
+    sockets.mkdir(parents=True, exist_ok=True)
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres")
         shutil.chown(sockets, "postgres")
-    port = _free_port()
+    if not (data / "PG_VERSION").is_file():
+        shutil.rmtree(data, ignore_errors=True)  # a cluster whose initdb was cut short
+        initdb = [str(binaries / "initdb"), "-D", str(data), "-U", _USER, "-A", "trust"]
+        subprocess.run(
+            _as_owner([*initdb, "-E", "UTF8", "--no-sync", "--no-instructions"]),
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+    port = free_port()
     log = folder / "server.log"
-    initdb = [str(binaries / "initdb"), "-D", str(data), "-U", _USER, "-A", "trust"]
-    subprocess.run(
-        _as_owner([*initdb, "-E", "UTF8", "--no-sync", "--no-instructions"]),
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
     options = f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets}"
     if not durable:
         options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
@@ -120,12 +139,11 @@ def throwaway_postgres(durable: bool = False) -> Iterator[PostgresServer]:
         yield PostgresServer("127.0.0.1", port, tuple(pg_ctl), options, str(log))
     finally:
         subprocess.run(
-            _as_owner([*pg_ctl, "-m", "immediate", "stop"]),
+            _as_owner([*pg_ctl, "-m", stop_mode, "-w", "stop"]),
             capture_output=True,
-            timeout=60,
+            timeout=600,
             check=False,
         )
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _administer(server: PostgresServer, statement: str) -> None:
@@ -141,6 +159,20 @@ def fresh_database(server: PostgresServer) -> str:
     """A new empty database on ``server``; its URL."""
     name = f"t_{uuid.uuid4().hex[:12]}"
     _administer(server, f'CREATE DATABASE "{name}"')
+    return server.url(name)
+
+
+def named_database(server: PostgresServer, name: str) -> str:
+    """The URL of database ``name`` on ``server``, made first if it is not there (for a
+    kept cluster)."""
+    import psycopg
+
+    with psycopg.connect(
+        host=server.host, port=server.port, user=_USER, dbname="postgres", autocommit=True
+    ) as connection:
+        found = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+        if found.fetchone() is None:
+            connection.execute(f'CREATE DATABASE "{name}"')
     return server.url(name)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from tests.helpers.cli import PROJECT
-from tests.helpers.llama_server import free_port
+from tests.helpers.ports import free_port
 
 __all__ = ["serve_process", "stop"]
 

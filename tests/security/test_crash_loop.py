@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 
 from ragloom_app.index.file.recovery import GAVE_UP_REASON
-from tests.e2e.conftest import free_port
 from tests.helpers.cli import run_ragloom
 from tests.helpers.crashing_embeddings import MARKER, read_calls
+from tests.helpers.ports import free_port
 
 pytestmark = pytest.mark.security
 

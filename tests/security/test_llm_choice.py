@@ -22,7 +22,7 @@ from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.reasoning.rewoo import ReWOOReasoning
 from ragloom_app.settings import SettingsError
 from ragloom_app.ui.chat_handlers import ChatHandlers
-from tests.e2e.conftest import free_port
+from tests.helpers.ports import free_port
 from tests.helpers.scripted_app import scripted_app
 
 pytestmark = pytest.mark.security

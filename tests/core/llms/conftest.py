@@ -13,8 +13,8 @@ import pytest
 
 from ragloom.llms.bundled import bundled_model_path
 from ragloom.llms.llamacpp import LlamaCppChat
-from tests.helpers.llama_server import free_port
 from tests.helpers.llama_server import llama_server as serve
+from tests.helpers.ports import free_port
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ import pytest
 
 from ragloom.schema import Chunk
 from ragloom.stores import ChromaVectorStore, VectorStore, chroma_client, chroma_http_client
+from tests.helpers.ports import free_port
 
 DIM = 16
 
@@ -286,12 +287,6 @@ def test_no_network_connection_while_adding_and_querying(tmp_path: Path) -> None
 # --- server mode ----------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def chroma_server(tmp_path: Path) -> Iterator[tuple[str, int]]:
     executable = Path(sys.executable).with_name("chroma")
@@ -299,7 +294,7 @@ def chroma_server(tmp_path: Path) -> Iterator[tuple[str, int]]:
         executable = Path(shutil.which("chroma") or "missing")
     if not executable.exists():
         pytest.skip("the chroma command is not installed")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
     command = [str(executable), "run", "--path", str(tmp_path / "server")]
     process = subprocess.Popen(
