@@ -213,6 +213,12 @@ class ChatLLM(BaseComponent):
         """Tokens in ``text``; the default estimates 4 characters a token."""
         return max(1, len(text) // 4)
 
+    def warm_up(self) -> None:
+        """Load now what the first request would load (a local model, a client's imports),
+        so that it waits for none of it; sends the model no prompt. The default counts a
+        token, which loads a model whose tokenizer is its own."""
+        self.count_tokens("warm up")
+
     def stream(
         self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
     ) -> Iterator[LLMStreamItem]:

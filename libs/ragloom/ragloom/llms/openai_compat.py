@@ -172,6 +172,12 @@ class OpenAIChat(ChatLLM):
         """The base URL requests go to (for messages and logs)."""
         return str(self._client().base_url)
 
+    def warm_up(self) -> None:
+        """Build the ``openai`` client: importing the package takes about half a second,
+        which a server's first answer would otherwise wait for, holding up the others
+        while it runs. Sends nothing to the endpoint."""
+        self._client()
+
     def stream(
         self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
     ) -> Iterator[LLMStreamItem]:

@@ -74,7 +74,7 @@ def _prepare(app: BaseApp, first_run_docs: bool, warm_up: bool) -> None:
         try:
             # The LLM first: it is what the first question waits for, and it loads in
             # seconds, while the first-run indexing can take minutes.
-            app.llm().count_tokens("warm up")  # count_tokens loads the local model
+            app.llm().warm_up()
             logger.info("UI: the LLM %r is ready", app.llm().name)
         except Exception:
             # The chat reports the same error to the user when a question is asked.
