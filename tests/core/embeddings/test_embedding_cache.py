@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pytest
 
-from ragloom.embeddings import cache
+from ragloom.embeddings import Embeddings, cache
 from ragloom.embeddings.cache import embed_cached
 from ragloom_app.testing import HashEmbeddings
 
@@ -64,3 +66,69 @@ def test_a_query_is_embedded_once_for_the_search_and_the_focus(model: CountingEm
     # Kept apart from the same text embedded as a document.
     embed_cached(model, ["How hot is it?"])
     assert len(BATCHES) == 2
+
+
+class GatedEmbeddings:
+    """Counting hash embeddings whose first batch waits until ``release`` is set (and then
+    fails, if ``fail``)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.model = CountingEmbeddings()
+        self.started, self.release, self.fail = threading.Event(), threading.Event(), fail
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not self.started.is_set():
+            self.started.set()
+            assert self.release.wait(10)
+            if self.fail:
+                raise RuntimeError("the model failed")
+        return self.model.embed_documents(texts)
+
+
+def _in_thread(model: GatedEmbeddings, texts: list[str], into: list[object]) -> threading.Thread:
+    def run() -> None:
+        try:
+            into.append(embed_cached(cast(Embeddings, model), texts))
+        except Exception as exc:
+            into.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def test_a_text_another_call_is_embedding_is_waited_for_not_embedded_again() -> None:
+    BATCHES.clear()
+    model = GatedEmbeddings()
+    first: list[object] = []
+    thread = _in_thread(model, ["shared", "mine"], first)
+    assert model.started.wait(10)  # the first call is embedding "shared" now
+
+    second: list[object] = []
+    waiting = _in_thread(model, ["theirs", "shared"], second)
+    waiting.join(0.2)
+    assert waiting.is_alive()  # it embedded "theirs", and waits for "shared"
+    model.release.set()
+    thread.join(10)
+    waiting.join(10)
+
+    assert sorted(BATCHES) == [["shared", "mine"], ["theirs"]]  # "shared" once
+    expected = HashEmbeddings().embed_documents(["theirs", "shared"])
+    assert np.allclose(second[0], expected)  # type: ignore[arg-type]
+
+
+def test_when_the_embedding_fails_the_waiters_fail_too_and_a_later_call_tries_again() -> None:
+    BATCHES.clear()
+    model = GatedEmbeddings(fail=True)
+    first: list[object] = []
+    thread = _in_thread(model, ["shared"], first)
+    assert model.started.wait(10)
+    second: list[object] = []
+    waiting = _in_thread(model, ["shared"], second)
+    model.release.set()
+    thread.join(10)
+    waiting.join(10)
+
+    assert [str(outcome) for outcome in first + second] == ["the model failed"] * 2
+    again = embed_cached(cast(Embeddings, model), ["shared"])
+    assert np.allclose(again, HashEmbeddings().embed_documents(["shared"]))

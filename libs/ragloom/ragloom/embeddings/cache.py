@@ -6,6 +6,11 @@ load that embedding is most of an answer's work (71 of 93 ms a FullQA answer on 
 speech, benchmarks/load.py). A model's vector of a text never changes, so each model
 keeps the last :data:`MAX_CACHED_TEXTS` it made, and only texts it has not seen are
 embedded, in one batch.
+
+Answers that arrive together retrieve the same passages before any of them has cached
+their sentences. So a text that one call is embedding is not embedded again by another:
+the second waits for the first's vector (and, should that embedding fail, gets the same
+error), and embeds only what nobody else is embedding.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import Protocol
 
 import numpy as np
@@ -35,6 +41,8 @@ class _Cache:
     def __init__(self) -> None:
         self.vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self.lock = threading.Lock()
+        # Texts some call is embedding now, and the vector it will have: guarded by lock.
+        self.pending: dict[str, Future[np.ndarray]] = {}
 
 
 def _cache_of(embeddings: object, name: str = "_ragloom_text_cache") -> _Cache:
@@ -47,25 +55,55 @@ def _cache_of(embeddings: object, name: str = "_ragloom_text_cache") -> _Cache:
 
 
 def embed_cached(embeddings: Embeddings, texts: Sequence[str]) -> np.ndarray:
-    """``embeddings.embed_documents(texts)``, embedding only the texts it has not kept."""
-    cache = _cache_of(embeddings)
-    with cache.lock:
-        known = {t: cache.vectors[t] for t in texts if t in cache.vectors}
-        for text in known:
-            cache.vectors.move_to_end(text)
-    missing = list(dict.fromkeys(t for t in texts if t not in known))
-    if missing:
-        made = embeddings.embed_documents(missing)
-        with cache.lock:
-            for text, vector in zip(missing, made, strict=True):
-                if len(text) <= MAX_CACHED_CHARS:
-                    cache.vectors[text] = vector
-                known[text] = vector
-            while len(cache.vectors) > MAX_CACHED_TEXTS:
-                cache.vectors.popitem(last=False)
+    """``embeddings.embed_documents(texts)``, embedding only the texts it has not kept and
+    no other call is embedding now."""
     if not texts:
         return embeddings.embed_documents([])
+    cache = _cache_of(embeddings)
+    known: dict[str, np.ndarray] = {}
+    awaited: dict[str, Future[np.ndarray]] = {}
+    claimed: dict[str, Future[np.ndarray]] = {}
+    with cache.lock:
+        for text in dict.fromkeys(texts):
+            if (vector := cache.vectors.get(text)) is not None:
+                cache.vectors.move_to_end(text)
+                known[text] = vector
+            elif (pending := cache.pending.get(text)) is not None:
+                awaited[text] = pending
+            else:
+                claimed[text] = Future()
+                if len(text) <= MAX_CACHED_CHARS:
+                    cache.pending[text] = claimed[text]
+    if claimed:
+        _embed_claimed(embeddings, cache, claimed)
+        known.update((text, future.result()) for text, future in claimed.items())
+    known.update((text, future.result()) for text, future in awaited.items())
     return np.stack([known[t] for t in texts])
+
+
+def _embed_claimed(
+    embeddings: Embeddings, cache: _Cache, claimed: dict[str, Future[np.ndarray]]
+) -> None:
+    """Embed the ``claimed`` texts in one batch, cache them and settle their futures (with
+    the error, if embedding fails, which is then raised here too)."""
+    missing = list(claimed)
+    try:
+        made = embeddings.embed_documents(missing)
+        if len(made) != len(missing):
+            raise ValueError(f"{len(made)} vectors for {len(missing)} texts")
+    except BaseException as exc:
+        with cache.lock:
+            for text, future in claimed.items():
+                cache.pending.pop(text, None)
+                future.set_exception(exc)
+        raise
+    with cache.lock:
+        for text, vector in zip(missing, made, strict=True):
+            if cache.pending.pop(text, None) is not None:
+                cache.vectors[text] = vector
+            claimed[text].set_result(vector)
+        while len(cache.vectors) > MAX_CACHED_TEXTS:
+            cache.vectors.popitem(last=False)
 
 
 class QueryEmbedding(Protocol):
