@@ -92,8 +92,20 @@ EMBEDDINGS = {
         "backend": os.environ.get("RAGLOOM_EMBEDDING_BACKEND", "onnx"),
         "precision": os.environ.get("RAGLOOM_EMBEDDING_PRECISION", "fp32"),
     },
+    # The same model quantized to int8 (made once from the fp32 graph): for the focus only,
+    # since its vectors lose recall in the index (docs/performance.md).
+    "local-int8": {
+        "class": "ragloom.embeddings.SentenceTransformerEmbeddings",
+        "backend": "onnx",
+        "precision": "int8",
+    },
 }
 DEFAULT_EMBEDDING = "local"
+# The sentence focus (the few sentences of each found passage a mode shows its LLM) ranks
+# sentences with this model: a name above, or None for DEFAULT_EMBEDDING's. It embeds
+# nothing that is stored or searched, so it can change at any time. "local-int8" is about
+# twice as fast (docs/performance.md, "The sentence focus on int8 embeddings").
+FOCUS_EMBEDDING = os.environ.get("RAGLOOM_FOCUS_EMBEDDING") or None
 
 # Plugins: installed pip packages with a "ragloom" entry point add modes, index types,
 # tools, file readers and models after what this file lists; on a shared id the later

@@ -145,7 +145,7 @@ class BaseApp:
         self._llms: dict[str, ChatLLM] = {}
         self._accounts: AccountStore | None = None
         self._jobs: JobService | None = None
-        self._embeddings: Embeddings | None = None
+        self._embeddings: dict[str, Embeddings] = {}
         self._lock = threading.Lock()
         self.started = False
 
@@ -345,14 +345,22 @@ class BaseApp:
 
     def embeddings(self) -> Embeddings:
         """The embedding model of ``DEFAULT_EMBEDDING``, built once."""
+        return self._embedding_named(self.settings.default_embedding, "DEFAULT_EMBEDDING")
+
+    def focus_embeddings(self) -> Embeddings:
+        """The model the sentence focus ranks sentences with: ``FOCUS_EMBEDDING``'s, else
+        the default one (the same object); built once."""
+        name = self.settings.focus_embedding or self.settings.default_embedding
+        return self._embedding_named(name, "FOCUS_EMBEDDING")
+
+    def _embedding_named(self, name: str, setting: str) -> Embeddings:
         with self._lock:
-            if self._embeddings is None:
-                name = self.settings.default_embedding
+            if name not in self._embeddings:
                 spec = self.embedding_specs.get(name)
                 if spec is None:
-                    raise SettingsError(f"DEFAULT_EMBEDDING: no embedding named {name!r}")
-                self._embeddings = build_from_spec(f"EMBEDDINGS[{name!r}]", spec)
-            return self._embeddings
+                    raise SettingsError(f"{setting}: no embedding named {name!r}")
+                self._embeddings[name] = build_from_spec(f"EMBEDDINGS[{name!r}]", spec)
+            return self._embeddings[name]
 
     def reasoning_named(self, mode: str) -> type[BaseReasoning]:
         """The registered reasoning class whose id is ``mode``; ``KeyError`` naming the
@@ -370,6 +378,7 @@ class BaseApp:
             tools=self.tools,
             llm_named=self.selectable_llm,
             get_embeddings=self.embeddings,
+            get_focus_embeddings=self.focus_embeddings,
             check_grounding=self.settings.grounding_check,
             reasoning_named=self.reasoning_named,
             **values,

@@ -94,6 +94,9 @@ class AppSettings:
     default_llm: str = "local"
     embeddings: dict[str, dict[str, Any]] = field(default_factory=_default_embeddings)
     default_embedding: str = "local"
+    # The model the sentence focus ranks the sentences of found passages with (a name in
+    # EMBEDDINGS); None: DEFAULT_EMBEDDING's. It embeds nothing that is stored or searched.
+    focus_embedding: str | None = None
     first_run_docs: dict[str, Any] | None = None
     disabled_plugins: list[str] = field(default_factory=list)
     # Each plugin's own settings, by distribution name: {"ragloom-plugin-x": {...}}. A
@@ -190,6 +193,13 @@ class AppSettings:
         if not isinstance(self.grounding_check, bool):
             raise SettingsError(
                 f"GROUNDING_CHECK: must be True or False, not {self.grounding_check!r}"
+            )
+        if self.focus_embedding is not None and not (
+            isinstance(self.focus_embedding, str) and self.focus_embedding
+        ):
+            raise SettingsError(
+                f"FOCUS_EMBEDDING: must be a name in EMBEDDINGS or None, "
+                f"not {self.focus_embedding!r}"
             )
         if not isinstance(self.require_login, bool):
             raise SettingsError(f"REQUIRE_LOGIN: must be True or False, not {self.require_login!r}")
@@ -308,6 +318,7 @@ ENV_OVERRIDES = {
     "RAGLOOM_FULLTEXT_STORE": "FULLTEXT_STORE",
     "RAGLOOM_JOB_QUEUE": "JOB_QUEUE",
     "RAGLOOM_LLM": "DEFAULT_LLM",
+    "RAGLOOM_FOCUS_EMBEDDING": "FOCUS_EMBEDDING",
     "RAGLOOM_REASONING": "DEFAULT_REASONING",
     "RAGLOOM_DISABLED_PLUGINS": "DISABLED_PLUGINS",
 }

@@ -1,5 +1,7 @@
 """Every mode's sentence focus is a setting ("Sentences shown per search"), built per request."""
 
+from pathlib import Path
+
 import pytest
 
 from ragloom.agents.tools import DocSearchTool
@@ -8,7 +10,7 @@ from ragloom_app.reasoning.decompose import DecomposeReasoning
 from ragloom_app.reasoning.fullqa import FullQAReasoning
 from ragloom_app.reasoning.react import ReActReasoning
 from ragloom_app.reasoning.rewoo import ReWOOReasoning
-from ragloom_app.settings import AppSettings
+from ragloom_app.settings import AppSettings, SettingsError
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +54,36 @@ def test_fullqa_and_decomposition_focus_when_asked(app: BaseApp) -> None:
         assert focus is not None and focus.sentences == 5
         assert focus.embeddings is app.embeddings()
         assert focus_of(mode.get_pipeline({"focus_sentences": 0}, state, [])) is None
+
+
+def _app_with(folder: Path, **settings: object) -> BaseApp:
+    values = AppSettings(data_dir=folder / "data", first_run_docs=None, **settings)  # type: ignore[arg-type]
+    values.embeddings = {
+        "hash": {"class": "ragloom_app.testing.HashEmbeddings"},
+        "small-hash": {"class": "ragloom_app.testing.HashEmbeddings", "size": 16},
+    }
+    values.default_embedding = "hash"
+    return BaseApp(values).start()
+
+
+def test_the_focus_ranks_with_focus_embedding_and_nothing_else_does(tmp_path: Path) -> None:
+    app = _app_with(tmp_path, focus_embedding="small-hash")
+
+    focus = FullQAReasoning.get_pipeline({}, app.reasoning_state(), []).answerer.focus
+    assert focus is not None and focus.embeddings is app.focus_embeddings()
+    assert focus.embeddings.dimension == 16 and focus.embeddings is not app.embeddings()
+    assert _docsearch(app, ReWOOReasoning, {}).focus.embeddings is app.focus_embeddings()  # type: ignore[union-attr]
+    assert app.embeddings().dimension == 64  # what the index stores and searches with
+
+
+def test_without_focus_embedding_the_focus_shares_the_default_model(tmp_path: Path) -> None:
+    app = _app_with(tmp_path)
+    assert app.focus_embeddings() is app.embeddings()
+
+
+def test_a_focus_embedding_that_is_not_in_embeddings_is_a_settings_error(tmp_path: Path) -> None:
+    app = _app_with(tmp_path, focus_embedding="nowhere")
+    with pytest.raises(SettingsError, match="FOCUS_EMBEDDING: no embedding named 'nowhere'"):
+        app.focus_embeddings()
+    with pytest.raises(SettingsError, match="FOCUS_EMBEDDING"):
+        AppSettings(focus_embedding="")

@@ -55,6 +55,8 @@ class ReasoningState:
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     llm_named: Callable[[str], ChatLLM] | None = None
     get_embeddings: Callable[[], Embeddings] | None = None  # the app's, loaded on first use
+    # The sentence focus's (FOCUS_EMBEDDING); None: get_embeddings.
+    get_focus_embeddings: Callable[[], Embeddings] | None = None
     find_terms: TermLookup | None = None  # in the indices and sources the request searches
     check_grounding: bool = True
     reasoning_named: Callable[[str], type[BaseReasoning]] | None = None
@@ -74,11 +76,13 @@ class ReasoningState:
         return self.llm_named(name)
 
     def sentence_focus(self, sentences: int) -> SentenceFocus | None:
-        """A focus on the ``sentences`` nearest a query, by the app's embedding model;
-        ``None`` (whole passages) for 0 or when the app has no embedding model."""
-        if sentences <= 0 or self.get_embeddings is None:
+        """A focus on the ``sentences`` nearest a query, by the app's focus embedding model
+        (``FOCUS_EMBEDDING``, else its embedding model); ``None`` (whole passages) for 0 or
+        when the app has no embedding model."""
+        chosen = self.get_focus_embeddings or self.get_embeddings
+        if sentences <= 0 or chosen is None:
             return None
-        return SentenceFocus(embeddings=self.get_embeddings(), sentences=sentences)
+        return SentenceFocus(embeddings=chosen(), sentences=sentences)
 
 
 class BaseReasoning(BaseComponent):

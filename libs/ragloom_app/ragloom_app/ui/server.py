@@ -82,6 +82,7 @@ def _prepare(app: BaseApp, first_run_docs: bool, warm_up: bool) -> None:
         try:
             # Every question embeds its query and every upload its chunks: load it now too.
             app.embeddings().embed_query("warm up")
+            app.focus_embeddings().embed_query("warm up")  # the same model, unless set apart
             logger.info("UI: the embedding model is ready")
         except Exception:
             logger.exception("UI: loading the embedding model failed")
