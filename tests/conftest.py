@@ -1,6 +1,7 @@
-"""Settings every test shares: the hypothesis profiles of the property-based tests, and the
-database a test of the stores runs on (``database_url``: SQLite, then PostgreSQL), and the
-servers of a run (PostgreSQL, ``chroma run``), started once when a test needs them.
+"""Settings every test shares: the hypothesis profiles of the property-based tests, the
+database a test of the stores runs on (``database_url``: SQLite, then PostgreSQL), the
+deployment an app's test runs on (``stores``: embedded, then the servers), and the servers
+of a run (PostgreSQL, ``chroma run``), started once when a test needs them.
 
 By default (profile ``ragloom``) each property test runs the same examples every time,
 derived from the test itself: a red run in CI is a real regression, reproduced by running
@@ -18,7 +19,9 @@ import pytest
 from hypothesis import settings
 
 from tests.helpers.chroma_server import ChromaServer, chroma_server
+from tests.helpers.file_index import StoreSetup
 from tests.helpers.postgres import PostgresServer, database, postgres_bin, throwaway_postgres
+from tests.helpers.stores import STORE_KINDS, stores_for
 
 settings.register_profile("ragloom", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False, max_examples=1000)
@@ -40,6 +43,14 @@ def shared_chroma_server() -> Iterator[ChromaServer]:
     of its own, so the tests' apps, each with its own database, share it."""
     with chroma_server() as server:
         yield server
+
+
+@pytest.fixture(params=STORE_KINDS)
+def stores(request: pytest.FixtureRequest) -> Iterator[StoreSetup]:
+    """The embedded stores, then the servers (``tests.helpers.stores``): a test that asks
+    for it runs on both deployments."""
+    with stores_for(request) as setup:
+        yield setup
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

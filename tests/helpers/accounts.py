@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ragloom_app.accounts import User
 from ragloom_app.app import BaseApp
@@ -12,10 +13,11 @@ PASSWORD = "correct horse battery"
 """Every test user's password."""
 
 
-def app_with_users(folder: Path, *names: str, admin: str | None = None) -> BaseApp:
+def app_with_users(folder: Path, *names: str, admin: str | None = None, **settings: Any) -> BaseApp:
     """A started replay app in ``folder`` with login on, the users ``names`` and, if
-    given, the admin ``admin``; each with :data:`PASSWORD`."""
-    app = replay_app(folder, require_login=True)
+    given, the admin ``admin``; each with :data:`PASSWORD`. ``settings`` are further
+    :class:`AppSettings` fields."""
+    app = replay_app(folder, require_login=True, **settings)
     if admin is not None:
         app.accounts.add_user(admin, PASSWORD, is_admin=True)
     for name in names:

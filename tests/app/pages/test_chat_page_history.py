@@ -1,5 +1,5 @@
 """The earlier turns a mode is given: the conversation's, or a client's own (the
-OpenAI-compatible endpoint's messages)."""
+OpenAI-compatible endpoint's messages); on the embedded stores, then on the servers."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from ragloom.llms.base import ChatMessage
 from ragloom.retrieval import Retriever
 from ragloom_app.pages.chat import ChatPage
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState
+from tests.helpers.file_index import StoreSetup
 from tests.helpers.scripted_app import scripted_app
 
 SEEN: list[list[ChatMessage]] = []
@@ -35,10 +36,16 @@ class HistoryProbe(BaseReasoning):
         yield AnswerDelta(f"{len(SEEN[-1])} earlier turns.")
 
 
+def _servers(stores: StoreSetup) -> dict[str, Any]:
+    return {"database_url": stores.database_url, "chroma_server": stores.chroma_server}
+
+
 def test_a_client_history_reaches_the_mode_and_a_conversation_uses_its_own(
-    tmp_path: Path,
+    tmp_path: Path, stores: StoreSetup
 ) -> None:
-    app = scripted_app(tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}})
+    app = scripted_app(
+        tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}}, **_servers(stores)
+    )
     app.reasonings["probe"] = HistoryProbe
     page = ChatPage(app)
     history = [ChatMessage("user", "Hi"), ChatMessage("assistant", "Hello.")]
@@ -51,13 +58,15 @@ def test_a_client_history_reaches_the_mode_and_a_conversation_uses_its_own(
 
 
 def test_a_conversation_deleted_mid_answer_is_said_so_and_nothing_more_is_saved(
-    tmp_path: Path,
+    tmp_path: Path, stores: StoreSetup
 ) -> None:
     import pytest
 
     from ragloom_app.pages.chat import UnknownConversationError
 
-    app = scripted_app(tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}})
+    app = scripted_app(
+        tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}}, **_servers(stores)
+    )
     from tests.helpers.conversation_deleter import DeletesItsConversation
 
     app.reasonings["deleter"] = DeletesItsConversation
@@ -69,7 +78,9 @@ def test_a_conversation_deleted_mid_answer_is_said_so_and_nothing_more_is_saved(
     assert page.conversations.get(cid) is None and page.conversations.messages(cid) == []
 
 
-def test_fullqa_follows_a_conversation_in_its_search_and_its_prompt(tmp_path: Path) -> None:
+def test_fullqa_follows_a_conversation_in_its_search_and_its_prompt(
+    tmp_path: Path, stores: StoreSetup
+) -> None:
     from ragloom.llms.replay import ReplayLLM
     from ragloom_app.reasoning.fullqa import search_query
 
@@ -80,6 +91,7 @@ def test_fullqa_follows_a_conversation_in_its_search_and_its_prompt(tmp_path: Pa
             "reactor.md": "The Zorblax reactor runs at 451 kelvin.",
             "history.md": "The Zorblax reactor was commissioned in 1962 in Lund.",
         },
+        **_servers(stores),
     )
     llm = app.llm()
     assert isinstance(llm, ReplayLLM)

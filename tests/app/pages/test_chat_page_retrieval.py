@@ -1,13 +1,16 @@
 """ChatPage: the file selection, the request's settings and the LLM reaching the indices.
 
 The answers come from the scripted LLM (these tests are about what is searched, not how
-well the model writes); retrieval runs on the real embedding model, Chroma and BM25.
+well the model writes); retrieval runs on the real embedding model, with the embedded
+stores (Chroma, BM25), then with the servers (a Chroma server, PostgreSQL's full text).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +29,7 @@ from ragloom_app.reasoning.base import ReasoningState
 from ragloom_app.reasoning.fullqa import FullQAReasoning
 from ragloom_app.settings import AppSettings
 from tests.helpers.scripted_llm import ScriptedLLM
+from tests.helpers.stores import STORE_KINDS, stores_for
 
 REACTOR = "# Reactor\n\nThe Zorblax reactor serves heat at 451 kelvin from noon.\n"
 CANTEEN = "# Canteen\n\nThe canteen serves lunch from noon to two on weekdays.\n"
@@ -33,12 +37,20 @@ QUESTION = "When does the canteen serve lunch from noon?"
 ANSWER = "The canteen serves lunch from noon to two [1]."
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> BaseApp:
+@pytest.fixture(scope="module", params=STORE_KINDS)
+def app(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BaseApp]:
+    """An app on the embedded stores, then on the servers, with a file in each of two
+    indices."""
     folder = tmp_path_factory.mktemp("docs")
     (folder / "reactor.md").write_text(REACTOR, encoding="utf-8")
     (folder / "canteen.md").write_text(CANTEEN, encoding="utf-8")
-    settings = AppSettings(data_dir=tmp_path_factory.mktemp("data"))
+    with stores_for(request) as stores:
+        yield _indexed_app(stores.app_settings(tmp_path_factory.mktemp("data")), folder)
+
+
+def _indexed_app(settings: AppSettings, folder: Path) -> BaseApp:
     # Each ask builds its pipeline with app.llm(): a scripted model with one reply a test.
     settings.llms = {"scripted": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}}
     settings.default_llm = "scripted"

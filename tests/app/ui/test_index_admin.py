@@ -9,17 +9,18 @@ import pytest
 
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import LOCAL_USER
-from ragloom_app.settings import AppSettings
 from ragloom_app.ui import file_filter, render
 from ragloom_app.ui.indices_panel import IndexAdminHandlers
 from ragloom_app.ui.settings_form import build_settings_form
+from tests.helpers.file_index import StoreSetup
 
 FILE_INDEX = "ragloom_app.index.file.FileIndex"
 
 
 @pytest.fixture
-def app(tmp_path: Path) -> BaseApp:
-    return BaseApp(AppSettings(data_dir=tmp_path / "data")).start()
+def app(tmp_path: Path, stores: StoreSetup) -> BaseApp:
+    """An app on the embedded stores, then on the servers."""
+    return BaseApp(stores.app_settings(tmp_path / "data")).start()
 
 
 @pytest.fixture

@@ -25,13 +25,16 @@ from ragloom_app.ui.indices_panel import IndexAdminHandlers
 from ragloom_app.ui.settings_form import build_settings_form
 from tests.helpers.accounts import PASSWORD, app_with_users, existing_user
 from tests.helpers.api_server import replay_app
+from tests.helpers.file_index import StoreSetup
 
 FILE_INDEX = "ragloom_app.index.file.FileIndex"
 
 
 @pytest.fixture
-def app(tmp_path: Path) -> BaseApp:
-    return app_with_users(tmp_path, "alice", "bob", admin="root")
+def app(tmp_path: Path, stores: StoreSetup) -> BaseApp:
+    """Alice, Bob and the admin root, on the embedded stores, then on the servers."""
+    servers = {"database_url": stores.database_url, "chroma_server": stores.chroma_server}
+    return app_with_users(tmp_path, "alice", "bob", admin="root", **servers)
 
 
 def _as(app: BaseApp, name: str) -> gr.Request:
@@ -267,7 +270,11 @@ def test_a_private_index_left_out_at_startup_is_named_to_its_owner_only(
         record.index_type = "gone_plugin.Index"  # its plugin was uninstalled
         session.add(record)
         session.commit()
-    again = replay_app(tmp_path, require_login=True)
+    servers = {
+        "database_url": app.settings.database_url,
+        "chroma_server": app.settings.chroma_server,
+    }
+    again = replay_app(tmp_path, require_login=True, **servers)
     alice, bob = existing_user(again, "alice").id, existing_user(again, "bob").id
     assert "Alice taxes" in again.indices.unavailable_to(alice)
     assert again.indices.unavailable_to(bob) == {}
