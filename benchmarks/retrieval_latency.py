@@ -30,7 +30,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +53,7 @@ CORPUS_VERSION = 2  # bump when the corpus recipe changes, so cached stores rebu
 DIM = 384
 SOURCES = 50
 BATCH = 5000
+PROGRESS = "progress.json"  # how far a fill got, in the folder being filled
 NAMED = " What does sqlite3_open_v2() return?"  # appended: a question that names code
 
 
@@ -90,8 +91,27 @@ def corpus(size: int, text: str) -> tuple[list[Chunk], np.ndarray]:
     return chunks, vectors
 
 
+def fill_progress(folder: Path, steps: Sequence[str]) -> tuple[int, dict[str, float]]:
+    """How far an earlier run filled ``folder`` before it was stopped: the chunks it added
+    and the seconds each of ``steps`` took (none and zeros for a fill not started)."""
+    try:
+        noted = json.loads((folder / PROGRESS).read_text(encoding="utf-8"))
+        return int(noted["done"]), {step: float(noted["times"][step]) for step in steps}
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0, dict.fromkeys(steps, 0.0)
+
+
+def note_progress(folder: Path, done: int, times: dict[str, float]) -> None:
+    """Note that the first ``done`` chunks are in ``folder``'s stores (so a stopped fill
+    goes on from there: every add replaces chunks of the same ids)."""
+    noted = json.dumps({"done": done, "times": times})
+    (folder / f"{PROGRESS}.new").write_text(noted, encoding="utf-8")
+    (folder / f"{PROGRESS}.new").replace(folder / PROGRESS)
+
+
 def stores_for(size: int, cache: Path, text: str) -> tuple[Path, dict[str, float]]:
-    """The folder holding a built Chroma + BM25 corpus of ``size`` chunks, and build times."""
+    """The folder holding a built Chroma + BM25 corpus of ``size`` chunks, and build times.
+    A build that was stopped goes on where it was."""
     final = cache / f"corpus-v{CORPUS_VERSION}-{size}"
     if (final / "complete").is_file():
         # The build times of the run that built it, so every run can show them.
@@ -101,15 +121,19 @@ def stores_for(size: int, cache: Path, text: str) -> tuple[Path, dict[str, float
             built = {}
         return final, {f"{name} (when built)": seconds for name, seconds in built.items()}
     # Built in place: Chroma's client keeps the folder open, so it cannot be renamed after.
-    shutil.rmtree(final, ignore_errors=True)
     work = final
-    work.mkdir(parents=True)
-    print(f"building a {size}-chunk corpus in {work} (cached for later runs) ...", flush=True)
+    done, times = fill_progress(work, ["Chroma add", "BM25 add (SQLite)"])
+    if not done:
+        shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
+    print(
+        f"building a {size}-chunk corpus in {work} (cached for later runs), from {done} ...",
+        flush=True,
+    )
     chunks, vectors = corpus(size, text)
     bm25 = BM25Store(work / "bm25")
     vector_store = ChromaVectorStore("bench_chunks", path=work / "chroma", texts_from=bm25)
-    times = {"Chroma add": 0.0, "BM25 add (SQLite)": 0.0}
-    for first in range(0, size, BATCH):  # as an ingestion would: a file's worth at a time
+    for first in range(done, size, BATCH):  # as an ingestion would: a file's worth at a time
         part = slice(first, first + BATCH)
         started = time.perf_counter()
         vector_store.add(chunks[part], vectors[part])
@@ -117,6 +141,7 @@ def stores_for(size: int, cache: Path, text: str) -> tuple[Path, dict[str, float
         started = time.perf_counter()
         bm25.add(chunks[part])
         times["BM25 add (SQLite)"] += time.perf_counter() - started
+        note_progress(work, first + BATCH, times)
     started = time.perf_counter()
     bm25.ensure_index()
     times["BM25 index build + save"] = time.perf_counter() - started

@@ -50,7 +50,9 @@ from retrieval_latency import (
     DEFAULT_DATA,
     build_chunks,
     corpus,
+    fill_progress,
     measure,
+    note_progress,
     percentiles,
     stores_for,
 )
@@ -153,15 +155,16 @@ def postgres_pids(server: PostgresServer) -> list[int]:
     return [postmaster, *children]
 
 
-def fill_servers(size: int, text: str, port: int, database: str) -> dict[str, float]:
-    """The corpus of ``retrieval_latency.stores_for`` into the Chroma server and PostgreSQL."""
+def fill_servers(size: int, text: str, port: int, database: str, folder: Path) -> dict[str, float]:
+    """The corpus of ``retrieval_latency.stores_for`` into the Chroma server and PostgreSQL,
+    from where a stopped fill of ``folder`` got to."""
+    done, times = fill_progress(folder, ["Chroma server add", "PostgreSQL full-text add"])
     chunks, vectors = corpus(size, text)
     engine = create_engine(database, pool_pre_ping=True)
     fulltext = PostgresFullTextStore(driver_connections(engine), COLLECTION)
     client = chroma_http_client("127.0.0.1", port)
     vector_store = ChromaVectorStore(COLLECTION, client=client, texts_from=fulltext)
-    times = {"Chroma server add": 0.0, "PostgreSQL full-text add": 0.0}
-    for first in range(0, size, BATCH):
+    for first in range(done, size, BATCH):
         part = slice(first, first + BATCH)
         started = time.perf_counter()
         vector_store.add(chunks[part], vectors[part])
@@ -169,6 +172,7 @@ def fill_servers(size: int, text: str, port: int, database: str) -> dict[str, fl
         started = time.perf_counter()
         fulltext.add(chunks[part])
         times["PostgreSQL full-text add"] += time.perf_counter() - started
+        note_progress(folder, first + BATCH, times)
         if (first + BATCH) % 100_000 == 0:
             print(f"  {first + BATCH} chunks in the servers", flush=True)
     engine.dispose()
@@ -215,8 +219,8 @@ def servers_for(
     database's URL and the fill times (of the run that filled them)."""
     folder = cache / f"servers-v{CORPUS_VERSION}-{size}"
     marker = folder / "complete"
-    if not marker.is_file():
-        shutil.rmtree(folder, ignore_errors=True)  # a fill cut short is started over
+    if not marker.is_file() and not fill_progress(folder, [])[0]:
+        shutil.rmtree(folder, ignore_errors=True)  # a fill cut short before its first batch
     folder.mkdir(parents=True, exist_ok=True)
     with kept_postgres(folder / "postgres") as postgres, chroma_server(folder / "chroma") as chroma:
         database = named_database(postgres, "bench")
@@ -227,7 +231,7 @@ def servers_for(
             built = {f"{name} (when filled)": seconds for name, seconds in built.items()}
         else:
             print(f"\nfilling the servers with {size} chunks in {folder} ...", flush=True)
-            built = fill_servers(size, text, chroma.port, database)
+            built = fill_servers(size, text, chroma.port, database, folder)
             marker.write_text(json.dumps(built), encoding="utf-8")
         yield postgres, chroma, database, built
 

@@ -123,12 +123,16 @@ def _cluster(folder: Path, durable: bool, stop_mode: str) -> Iterator[PostgresSe
             capture_output=True,
             timeout=120,
         )
+    pg_ctl = [str(binaries / "pg_ctl"), "-D", str(data)]
+    # A kept cluster whose last user was killed may still run, on the port it had then.
+    running = subprocess.run(_as_owner([*pg_ctl, "status"]), capture_output=True, timeout=60)
+    if running.returncode == 0:
+        subprocess.run(_as_owner([*pg_ctl, "-m", "fast", "-w", "stop"]), timeout=600, check=True)
     port = free_port()
     log = folder / "server.log"
     options = f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets}"
     if not durable:
         options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-    pg_ctl = [str(binaries / "pg_ctl"), "-D", str(data)]
     subprocess.run(
         _as_owner([*pg_ctl, "-l", str(log), "-o", options, "-w", "start"]),
         check=True,
