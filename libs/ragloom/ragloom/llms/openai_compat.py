@@ -200,7 +200,7 @@ class OpenAIChat(ChatLLM):
             return
         timer = CallTimer()
         pieces: list[str] = []
-        finish_reason = "stop"
+        finish_reason: str | None = None
         reported: Any = None
         with self._turn(), self._translated_errors():
             chunks = self._client().chat.completions.create(**request)
@@ -217,6 +217,13 @@ class OpenAIChat(ChatLLM):
                             yield LLMStreamItem(text)
             finally:
                 chunks.close()  # an abandoned stream must not keep the connection busy
+        if finish_reason is None:
+            # Every server ends a reply with a reason (stop, length...); a stream that ends
+            # without one was cut off, and what came is half an answer, not an answer.
+            raise LLMError(
+                f"{self.endpoint}: the reply broke off after {len(pieces)} pieces, "
+                "before the server ended it (the connection dropped or the server stopped)"
+            )
         usage = self._usage(messages, pieces, reported, timer)
         yield LLMStreamItem("", LLMResult("".join(pieces), usage, finish_reason))
 

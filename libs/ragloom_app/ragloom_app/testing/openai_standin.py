@@ -7,7 +7,9 @@ and ``POST /v1/embeddings`` with vectors of :attr:`FakeEndpoint.dimension` made 
 text's bytes (the same text, the same vector; listed last first, as a server may), after
 :attr:`FakeEndpoint.delay` seconds, fails the first :attr:`FakeEndpoint.failures`
 requests with :attr:`FakeEndpoint.failure_status`, and records how many requests it held
-at once (:attr:`FakeEndpoint.most_at_once`).
+at once (:attr:`FakeEndpoint.most_at_once`). For fault tests, a streamed reply can be cut
+off after :attr:`FakeEndpoint.cut_after` pieces (the connection closed, no end of stream)
+or hold a piece that is not JSON (:attr:`FakeEndpoint.malformed`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class FakeEndpoint:
     delay: float = 0.0
     failures: int = 0
     failure_status: int = 503
+    cut_after: int | None = None  # pieces a stream sends before the connection drops
+    malformed: bool = False  # a stream's second piece is not JSON
     requests: int = 0
     most_at_once: int = 0
     _running: int = 0
@@ -124,7 +128,13 @@ def fake_openai() -> Iterator[FakeEndpoint]:
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
-            for word in endpoint.reply.split(" "):
+            for number, word in enumerate(endpoint.reply.split(" ")):
+                if number == endpoint.cut_after:
+                    self.close_connection = True
+                    return  # dropped: no finish reason, no [DONE]
+                if number == 1 and endpoint.malformed:
+                    self.wfile.write(b"data: {this is not json\n\n")
+                    continue
                 self._event(_chunk(word + " "))
             self._event(_chunk(None, "stop"))
             self.wfile.write(b"data: [DONE]\n\n")
