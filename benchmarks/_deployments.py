@@ -82,10 +82,12 @@ def in_process(settings: AppSettings, speech: Path, names: list[str]) -> Iterato
 def _settings_file(settings: AppSettings, path: Path) -> Path:
     """A settings file holding what the served processes need of ``settings`` (the
     database, Chroma server and data folder come from the environment)."""
-    embedding = settings.default_embedding
+    embedding, focus = settings.default_embedding, settings.focus_embedding
+    used = {name: settings.embeddings[name] for name in (embedding, focus) if name}
     path.write_text(
-        f"EMBEDDINGS = {{{embedding!r}: {settings.embeddings[embedding]!r}}}\n"
+        f"EMBEDDINGS = {used!r}\n"
         f"DEFAULT_EMBEDDING = {embedding!r}\n"
+        f"FOCUS_EMBEDDING = {focus!r}\n"
         f"LLMS = {settings.llms!r}\n"
         f"DEFAULT_LLM = {settings.default_llm!r}\n"
         f"INDICES = {settings.indices!r}\n"
