@@ -10,7 +10,6 @@ process before anything is served, so that every deployment starts from the same
 from __future__ import annotations
 
 import contextlib
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,7 +20,7 @@ from _common import bench_settings, free_port
 from ragloom_app.app import BaseApp
 from ragloom_app.settings import AppSettings
 
-__all__ = ["PASSWORD", "Deployment", "behind_haproxy", "in_process"]
+__all__ = ["PASSWORD", "Deployment", "behind_haproxy", "in_process", "load_settings"]
 
 PASSWORD = "correct horse battery"
 INDEX = "sotu"
@@ -36,7 +35,6 @@ class Deployment:
     keys: list[str]
     names: list[str]
     apps: list[str] = field(default_factory=list)
-    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
 
 def _prepared(settings: AppSettings, speech: Path, names: list[str]) -> tuple[BaseApp, list[str]]:
@@ -130,20 +128,13 @@ def behind_haproxy(
         stack.callback(setup.stop)
         for _ in range(workers):
             setup.start_worker()
-        urls, served = [], []
+        urls = []
         for n in range(processes):
-            url, process = stack.enter_context(
+            url, _ = stack.enter_context(
                 serve_process(setup.env(), workdir / f"app{n}.log", cwd=workdir)
             )
             urls.append(url)
-            served.append(process)
         setup.wait_ready()
         ports = [int(url.rsplit(":", 1)[1]) for url in urls]
         port = stack.enter_context(haproxy_in_front(ports))
-        yield Deployment(
-            f"http://127.0.0.1:{port}/",
-            keys,
-            names,
-            apps=[f"{url}/" for url in urls],
-            processes=[*served, *setup.workers],
-        )
+        yield Deployment(f"http://127.0.0.1:{port}/", keys, names, apps=[f"{u}/" for u in urls])

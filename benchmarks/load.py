@@ -127,14 +127,9 @@ async def _follow_jobs(client: httpx.AsyncClient, jobs: list[str], run: Run) -> 
     long each waited in the queue and took in all, from its own timestamps."""
     deadline = time.monotonic() + JOB_DEADLINE
     for job_id in jobs:
-        while True:
-            seen = (await client.get(f"/jobs/{job_id}")).json()
-            if seen["status"] not in ("queued", "running"):
-                break
-            if time.monotonic() > deadline:
-                run.errors.append(f"job {job_id} still {seen['status']} after {JOB_DEADLINE} s")
-                return
-            await asyncio.sleep(0.2)
+        seen = await _finished_job(client, job_id, deadline, run)
+        if seen is None:
+            continue
         if seen["status"] != "done" or any(o["status"] == "failed" for o in seen["outcomes"]):
             run.errors.append(f"job {job_id} {seen['status']}: {seen['error'] or seen['outcomes']}")
             continue
@@ -144,6 +139,29 @@ async def _follow_jobs(client: httpx.AsyncClient, jobs: list[str], run: Run) -> 
         )
         run.job_waits.append((started - created).total_seconds())
         run.job_totals.append((finished - created).total_seconds())
+
+
+async def _finished_job(
+    client: httpx.AsyncClient, job_id: str, deadline: float, run: Run
+) -> dict[str, Any] | None:
+    """The job once it ended; ``None`` (and an error noted) if it could not be read or had
+    not ended by ``deadline``."""
+    while True:
+        try:
+            shown = await client.get(f"/jobs/{job_id}")
+        except httpx.HTTPError as exc:
+            run.errors.append(f"job {job_id}: {type(exc).__name__}: {exc}")
+            return None
+        if shown.status_code != 200:
+            run.errors.append(f"job {job_id}: {shown.status_code}: {shown.text[:120]}")
+            return None
+        seen: dict[str, Any] = shown.json()
+        if seen["status"] not in ("queued", "running"):
+            return seen
+        if time.monotonic() > deadline:
+            run.errors.append(f"job {job_id} still {seen['status']} after {JOB_DEADLINE} s")
+            return None
+        await asyncio.sleep(0.2)
 
 
 async def _load(
@@ -318,7 +336,7 @@ def _report(args: argparse.Namespace, alone: Run, crowd: Run) -> None:
     where = (
         "PostgreSQL (rows, full text) and a Chroma server"
         if args.servers
-        else ("SQLite and embedded Chroma")
+        else "SQLite and embedded Chroma"
     )
     if args.processes:
         where += (

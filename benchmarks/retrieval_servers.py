@@ -190,13 +190,14 @@ def catch_up(
         replace(chunk, id=f"later-{chunk.id}")
         for chunk in build_chunks(text, CATCH_UP, seed=size + 2)
     ]
-    other.add(later)
-    started = time.perf_counter()
-    hybrid(questions[1])
-    took = time.perf_counter() - started
-    other.delete(chunk.id for chunk in later)  # the kept servers hold the corpus alone
-    engine.dispose()
-    return took
+    try:
+        other.add(later)
+        started = time.perf_counter()
+        hybrid(questions[1])
+        return time.perf_counter() - started
+    finally:
+        other.delete(chunk.id for chunk in later)  # the kept servers hold the corpus alone
+        engine.dispose()
 
 
 def held(database: str, port: int) -> tuple[int, int]:

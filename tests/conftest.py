@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
 
 from tests.helpers.chroma_server import ChromaServer, chroma_server
-from tests.helpers.file_index import StoreSetup
 from tests.helpers.postgres import PostgresServer, database, postgres_bin, throwaway_postgres
-from tests.helpers.stores import STORE_KINDS, stores_for
+
+if TYPE_CHECKING:
+    from tests.helpers.file_index import StoreSetup
 
 settings.register_profile("ragloom", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False, max_examples=1000)
@@ -45,10 +47,13 @@ def shared_chroma_server() -> Iterator[ChromaServer]:
         yield server
 
 
-@pytest.fixture(params=STORE_KINDS)
+@pytest.fixture(params=["embedded", pytest.param("servers", marks=pytest.mark.postgres)])
 def stores(request: pytest.FixtureRequest) -> Iterator[StoreSetup]:
     """The embedded stores, then the servers (``tests.helpers.stores``): a test that asks
     for it runs on both deployments."""
+    # Imported here: the core library's tests, which need no app, do not import it.
+    from tests.helpers.stores import stores_for
+
     with stores_for(request) as setup:
         yield setup
 

@@ -4,7 +4,6 @@ about the API's shape; every mode's answers on the real model are tested elsewhe
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ import pytest
 from ragloom_app.app import BaseApp
 from ragloom_app.plugins.manager import create_plugin_manager
 from ragloom_app.settings import AppSettings
+from tests.helpers.ports import free_port
 
 __all__ = ["ANSWER", "DOCUMENTS", "LiveServer", "live_server", "replay_app", "served"]
 
@@ -54,10 +54,7 @@ def served(app: BaseApp) -> Iterator[str]:
     """``app`` served as ``ragloom serve`` serves it, on a free loopback port; its URL."""
     from ragloom_app.ui.server import serve
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    running = serve(app, port=port, first_run_docs=False, block=False, warm_up=False)
+    running = serve(app, port=free_port(), first_run_docs=False, block=False, warm_up=False)
     try:
         yield running.url
     finally:

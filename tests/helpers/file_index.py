@@ -29,6 +29,10 @@ class StoreSetup:
     database_url: str | None = None
     chroma_server: str | None = None
 
+    def servers(self) -> dict[str, str | None]:
+        """The :class:`AppSettings` fields that name the servers (``None``: embedded)."""
+        return {"database_url": self.database_url, "chroma_server": self.chroma_server}
+
     def app_settings(self, data_dir: Path, **fields: Any) -> AppSettings:
         """An app's settings over ``data_dir`` on these stores; ``fields`` are more
         :class:`AppSettings` fields."""

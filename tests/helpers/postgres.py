@@ -170,13 +170,14 @@ def named_database(server: PostgresServer, name: str) -> str:
     """The URL of database ``name`` on ``server``, made first if it is not there (for a
     kept cluster)."""
     import psycopg
+    from psycopg import sql
 
     with psycopg.connect(
         host=server.host, port=server.port, user=_USER, dbname="postgres", autocommit=True
     ) as connection:
         found = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
         if found.fetchone() is None:
-            connection.execute(f'CREATE DATABASE "{name}"')
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return server.url(name)
 
 

@@ -23,6 +23,7 @@ import pytest
 from ragloom_app.app import BaseApp
 from ragloom_app.plugins.manager import create_plugin_manager
 from ragloom_app.settings import AppSettings
+from tests.helpers.ports import free_port
 
 KB = 1024
 MAX_FILE = 256 * KB
@@ -86,9 +87,7 @@ def surface(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Surface]:
     )
     settings.first_run_docs = None
     app = BaseApp(settings, plugin_manager=create_plugin_manager()).start()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     running = serve(app, port=port, first_run_docs=False, block=False, warm_up=False)
     try:
         yield Surface(running.url, port, app, data_dir)

@@ -27,6 +27,7 @@ from ragloom_app.app import BaseApp
 from ragloom_app.settings import AppSettings
 from ragloom_app.web.hosts import UnsafeHostError
 from tests.e2e.conftest import browser_type_launch_args  # noqa: F401 - chromium for `page`
+from tests.helpers.ports import free_port
 from tests.helpers.web_surface import LOOPBACK, MAX_REQUEST, QUEUE, Surface, served
 
 pytestmark = pytest.mark.security
@@ -179,9 +180,7 @@ def test_serve_on_loopback_serves_guarded_and_stops_on_sigterm(tmp_path: Path) -
         "EMBEDDINGS = {'hash': {'class': 'ragloom_app.testing.HashEmbeddings'}}\n"
         "DEFAULT_EMBEDDING = 'hash'\n"
     )
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = {**os.environ, "RAGLOOM_DATA_DIR": str(tmp_path / "data")}
     command = [sys.executable, "-m", "ragloom_app.cli", "--settings", str(settings), "serve"]
     server = subprocess.Popen(

@@ -174,6 +174,12 @@ class BaseApp:
                 raise SettingsError(
                     f"SELECTABLE_LLMS: {name!r} is not in LLMS ({', '.join(self.llm_specs)})"
                 )
+        focus = self.settings.focus_embedding
+        if focus is not None and focus not in self.embedding_specs:
+            raise SettingsError(
+                f"FOCUS_EMBEDDING: {focus!r} is not in EMBEDDINGS "
+                f"({', '.join(self.embedding_specs)})"
+            )
         manager = IndexManager(self.engine, self._index_resources, self.readers)
         for type_id, index_type in self.registry.table("index_types").items():
             manager.register_type(type_id, index_type)

@@ -36,15 +36,11 @@ class HistoryProbe(BaseReasoning):
         yield AnswerDelta(f"{len(SEEN[-1])} earlier turns.")
 
 
-def _servers(stores: StoreSetup) -> dict[str, Any]:
-    return {"database_url": stores.database_url, "chroma_server": stores.chroma_server}
-
-
 def test_a_client_history_reaches_the_mode_and_a_conversation_uses_its_own(
     tmp_path: Path, stores: StoreSetup
 ) -> None:
     app = scripted_app(
-        tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}}, **_servers(stores)
+        tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}}, **stores.servers()
     )
     app.reasonings["probe"] = HistoryProbe
     page = ChatPage(app)
@@ -65,7 +61,7 @@ def test_a_conversation_deleted_mid_answer_is_said_so_and_nothing_more_is_saved(
     from ragloom_app.pages.chat import UnknownConversationError
 
     app = scripted_app(
-        tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}}, **_servers(stores)
+        tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}}, **stores.servers()
     )
     from tests.helpers.conversation_deleter import DeletesItsConversation
 
@@ -91,7 +87,7 @@ def test_fullqa_follows_a_conversation_in_its_search_and_its_prompt(
             "reactor.md": "The Zorblax reactor runs at 451 kelvin.",
             "history.md": "The Zorblax reactor was commissioned in 1962 in Lund.",
         },
-        **_servers(stores),
+        **stores.servers(),
     )
     llm = app.llm()
     assert isinstance(llm, ReplayLLM)

@@ -81,9 +81,8 @@ def test_without_focus_embedding_the_focus_shares_the_default_model(tmp_path: Pa
     assert app.focus_embeddings() is app.embeddings()
 
 
-def test_a_focus_embedding_that_is_not_in_embeddings_is_a_settings_error(tmp_path: Path) -> None:
-    app = _app_with(tmp_path, focus_embedding="nowhere")
-    with pytest.raises(SettingsError, match="FOCUS_EMBEDDING: no embedding named 'nowhere'"):
-        app.focus_embeddings()
+def test_a_focus_embedding_that_is_not_in_embeddings_stops_the_start(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="FOCUS_EMBEDDING: 'nowhere' is not in EMBEDDINGS"):
+        _app_with(tmp_path, focus_embedding="nowhere")
     with pytest.raises(SettingsError, match="FOCUS_EMBEDDING"):
         AppSettings(focus_embedding="")

@@ -33,8 +33,7 @@ FILE_INDEX = "ragloom_app.index.file.FileIndex"
 @pytest.fixture
 def app(tmp_path: Path, stores: StoreSetup) -> BaseApp:
     """Alice, Bob and the admin root, on the embedded stores, then on the servers."""
-    servers = {"database_url": stores.database_url, "chroma_server": stores.chroma_server}
-    return app_with_users(tmp_path, "alice", "bob", admin="root", **servers)
+    return app_with_users(tmp_path, "alice", "bob", admin="root", **stores.servers())
 
 
 def _as(app: BaseApp, name: str) -> gr.Request:
@@ -255,7 +254,7 @@ def test_the_index_settings_are_drawn_with_the_users_saved_values(app: BaseApp) 
 
 
 def test_a_private_index_left_out_at_startup_is_named_to_its_owner_only(
-    app: BaseApp, tmp_path: Path
+    app: BaseApp, tmp_path: Path, stores: StoreSetup
 ) -> None:
     from sqlmodel import Session, select
 
@@ -270,11 +269,7 @@ def test_a_private_index_left_out_at_startup_is_named_to_its_owner_only(
         record.index_type = "gone_plugin.Index"  # its plugin was uninstalled
         session.add(record)
         session.commit()
-    servers = {
-        "database_url": app.settings.database_url,
-        "chroma_server": app.settings.chroma_server,
-    }
-    again = replay_app(tmp_path, require_login=True, **servers)
+    again = replay_app(tmp_path, require_login=True, **stores.servers())
     alice, bob = existing_user(again, "alice").id, existing_user(again, "bob").id
     assert "Alice taxes" in again.indices.unavailable_to(alice)
     assert again.indices.unavailable_to(bob) == {}

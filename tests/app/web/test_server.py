@@ -11,6 +11,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from ragloom_app.web.server import WebServer
+from tests.helpers.ports import free_port
 
 
 def _app() -> Starlette:
@@ -19,9 +20,7 @@ def _app() -> Starlette:
 
 def test_start_serve_close() -> None:
     closed: list[bool] = []
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     server = WebServer(_app(), "127.0.0.1", port, on_close=lambda: closed.append(True))
     assert not server.listening
     server.start()

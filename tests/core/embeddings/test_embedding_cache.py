@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import cast
 
 import numpy as np
@@ -97,7 +98,24 @@ def _in_thread(model: GatedEmbeddings, texts: list[str], into: list[object]) -> 
     return thread
 
 
-def test_a_text_another_call_is_embedding_is_waited_for_not_embedded_again() -> None:
+@pytest.fixture
+def waiting(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set once a call starts to wait for a text another call is embedding."""
+    started_waiting = threading.Event()
+
+    class NotedFuture(Future):  # type: ignore[type-arg]
+        def result(self, timeout: float | None = None) -> np.ndarray:
+            if not self.done():
+                started_waiting.set()
+            return super().result(timeout)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(cache, "Future", NotedFuture)
+    return started_waiting
+
+
+def test_a_text_another_call_is_embedding_is_waited_for_not_embedded_again(
+    waiting: threading.Event,
+) -> None:
     BATCHES.clear()
     model = GatedEmbeddings()
     first: list[object] = []
@@ -105,30 +123,36 @@ def test_a_text_another_call_is_embedding_is_waited_for_not_embedded_again() -> 
     assert model.started.wait(10)  # the first call is embedding "shared" now
 
     second: list[object] = []
-    waiting = _in_thread(model, ["theirs", "shared"], second)
-    waiting.join(0.2)
-    assert waiting.is_alive()  # it embedded "theirs", and waits for "shared"
+    waiter = _in_thread(model, ["theirs", "shared"], second)
+    assert waiting.wait(10)  # the second call waits for "shared"...
+    assert BATCHES == [["theirs"]]  # ...having embedded only what nobody else was
     model.release.set()
     thread.join(10)
-    waiting.join(10)
+    waiter.join(10)
 
     assert sorted(BATCHES) == [["shared", "mine"], ["theirs"]]  # "shared" once
-    expected = HashEmbeddings().embed_documents(["theirs", "shared"])
-    assert np.allclose(second[0], expected)  # type: ignore[arg-type]
+    assert np.allclose(first[0], HashEmbeddings().embed_documents(["shared", "mine"]))  # type: ignore[arg-type]
+    assert np.allclose(second[0], HashEmbeddings().embed_documents(["theirs", "shared"]))  # type: ignore[arg-type]
 
 
-def test_when_the_embedding_fails_the_waiters_fail_too_and_a_later_call_tries_again() -> None:
+def test_when_the_embedding_fails_the_waiters_fail_too_and_a_later_call_tries_again(
+    waiting: threading.Event,
+) -> None:
     BATCHES.clear()
     model = GatedEmbeddings(fail=True)
     first: list[object] = []
     thread = _in_thread(model, ["shared"], first)
     assert model.started.wait(10)
     second: list[object] = []
-    waiting = _in_thread(model, ["shared"], second)
+    waiter = _in_thread(model, ["shared"], second)
+    assert waiting.wait(10)
     model.release.set()
     thread.join(10)
-    waiting.join(10)
+    waiter.join(10)
 
-    assert [str(outcome) for outcome in first + second] == ["the model failed"] * 2
+    assert [str(outcome) for outcome in first] == ["the model failed"]
+    assert [str(outcome) for outcome in second] == [
+        "embedding a text failed in another request: the model failed"
+    ]
     again = embed_cached(cast(Embeddings, model), ["shared"])
     assert np.allclose(again, HashEmbeddings().embed_documents(["shared"]))

@@ -23,7 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ragloom.embeddings.base import Embeddings
+from ragloom.embeddings.base import Embeddings, EmbeddingsError
 
 __all__ = ["MAX_CACHED_QUERIES", "MAX_CACHED_TEXTS", "embed_cached", "embed_query_cached"]
 
@@ -84,26 +84,37 @@ def embed_cached(embeddings: Embeddings, texts: Sequence[str]) -> np.ndarray:
 def _embed_claimed(
     embeddings: Embeddings, cache: _Cache, claimed: dict[str, Future[np.ndarray]]
 ) -> None:
-    """Embed the ``claimed`` texts in one batch, cache them and settle their futures (with
-    the error, if embedding fails, which is then raised here too)."""
+    """Embed the ``claimed`` texts in one batch, cache them and settle their futures; if
+    embedding fails, the waiters get an error saying so and the failure is raised here."""
     missing = list(claimed)
     try:
         made = embeddings.embed_documents(missing)
         if len(made) != len(missing):
-            raise ValueError(f"{len(made)} vectors for {len(missing)} texts")
-    except BaseException as exc:
+            raise EmbeddingsError(f"{len(made)} vectors came back for {len(missing)} texts")
         with cache.lock:
-            for text, future in claimed.items():
-                cache.pending.pop(text, None)
-                future.set_exception(exc)
+            for text, vector in zip(missing, made, strict=True):
+                if cache.pending.pop(text, None) is not None:
+                    cache.vectors[text] = vector
+                claimed[text].set_result(vector)
+            while len(cache.vectors) > MAX_CACHED_TEXTS:
+                cache.vectors.popitem(last=False)
+    except BaseException as exc:
+        _fail_waiters(cache, claimed, exc)
         raise
+
+
+def _fail_waiters(
+    cache: _Cache, claimed: dict[str, Future[np.ndarray]], cause: BaseException
+) -> None:
+    """Give every unsettled future of ``claimed`` an error of its own (an interrupt of this
+    thread is no interrupt of theirs) and let the next call embed those texts again."""
     with cache.lock:
-        for text, vector in zip(missing, made, strict=True):
-            if cache.pending.pop(text, None) is not None:
-                cache.vectors[text] = vector
-            claimed[text].set_result(vector)
-        while len(cache.vectors) > MAX_CACHED_TEXTS:
-            cache.vectors.popitem(last=False)
+        for text, future in claimed.items():
+            cache.pending.pop(text, None)
+            if not future.done():
+                error = EmbeddingsError(f"embedding a text failed in another request: {cause}")
+                error.__cause__ = cause if isinstance(cause, Exception) else None
+                future.set_exception(error)
 
 
 class QueryEmbedding(Protocol):

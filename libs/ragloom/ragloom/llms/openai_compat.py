@@ -429,3 +429,5 @@ class OpenAIChat(ChatLLM):
             raise LLMError(f"cannot reach {self.endpoint}: {exc.message} ({cause})") from exc
         except openai.OpenAIError as exc:
             raise LLMError(f"{self.endpoint} failed: {exc}") from exc
+        except ValueError as exc:  # a streamed piece that is not JSON (json.JSONDecodeError)
+            raise LLMError(f"{self.endpoint} sent a reply that is not JSON: {exc}") from exc

@@ -82,10 +82,13 @@ def _prepare(app: BaseApp, first_run_docs: bool, warm_up: bool) -> None:
         try:
             # Every question embeds its query and every upload its chunks: load it now too.
             app.embeddings().embed_query("warm up")
-            app.focus_embeddings().embed_query("warm up")  # the same model, unless set apart
             logger.info("UI: the embedding model is ready")
         except Exception:
             logger.exception("UI: loading the embedding model failed")
+        try:
+            app.focus_embeddings().embed_query("warm up")  # the same model, unless set apart
+        except Exception:
+            logger.exception("UI: loading the sentence focus's model (FOCUS_EMBEDDING) failed")
         _start_sandboxes(app)
     if not first_run_docs:
         return
