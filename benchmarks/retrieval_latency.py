@@ -45,6 +45,7 @@ from ragloom.retrieval import (
 )
 from ragloom.schema import Chunk
 from ragloom.stores import BM25Store, ChromaVectorStore
+from ragloom.stores.base import FullTextStore, VectorStore
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "sotu"
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "ragloom-retrieval-bench"
@@ -109,6 +110,31 @@ def note_progress(folder: Path, done: int, times: dict[str, float]) -> None:
     (folder / f"{PROGRESS}.new").replace(folder / PROGRESS)
 
 
+def fill_stores(
+    folder: Path,
+    stores: dict[str, VectorStore | FullTextStore],
+    chunks: list[Chunk],
+    vectors: np.ndarray,
+) -> dict[str, float]:
+    """Add ``chunks`` (with ``vectors``) to each store of ``stores``, a batch at a time, as
+    an ingestion would, from where a stopped fill of ``folder`` got to; the seconds each
+    store took, by its name in ``stores``."""
+    done, times = fill_progress(folder, list(stores))
+    for first in range(done, len(chunks), BATCH):
+        part = slice(first, first + BATCH)
+        for name, store in stores.items():
+            started = time.perf_counter()
+            if isinstance(store, VectorStore):
+                store.add(chunks[part], vectors[part])
+            else:
+                store.add(chunks[part])
+            times[name] += time.perf_counter() - started
+        note_progress(folder, first + BATCH, times)
+        if (first + BATCH) % 100_000 == 0:
+            print(f"  {first + BATCH} chunks in {folder.name}", flush=True)
+    return times
+
+
 def stores_for(size: int, cache: Path, text: str) -> tuple[Path, dict[str, float]]:
     """The folder holding a built Chroma + BM25 corpus of ``size`` chunks, and build times.
     A build that was stopped goes on where it was."""
@@ -122,7 +148,7 @@ def stores_for(size: int, cache: Path, text: str) -> tuple[Path, dict[str, float
         return final, {f"{name} (when built)": seconds for name, seconds in built.items()}
     # Built in place: Chroma's client keeps the folder open, so it cannot be renamed after.
     work = final
-    done, times = fill_progress(work, ["Chroma add", "BM25 add (SQLite)"])
+    done = fill_progress(work, [])[0]
     if not done:
         shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
@@ -133,15 +159,8 @@ def stores_for(size: int, cache: Path, text: str) -> tuple[Path, dict[str, float
     chunks, vectors = corpus(size, text)
     bm25 = BM25Store(work / "bm25")
     vector_store = ChromaVectorStore("bench_chunks", path=work / "chroma", texts_from=bm25)
-    for first in range(done, size, BATCH):  # as an ingestion would: a file's worth at a time
-        part = slice(first, first + BATCH)
-        started = time.perf_counter()
-        vector_store.add(chunks[part], vectors[part])
-        times["Chroma add"] += time.perf_counter() - started
-        started = time.perf_counter()
-        bm25.add(chunks[part])
-        times["BM25 add (SQLite)"] += time.perf_counter() - started
-        note_progress(work, first + BATCH, times)
+    stores = {"Chroma add": vector_store, "BM25 add (SQLite)": bm25}
+    times = fill_stores(work, stores, chunks, vectors)
     started = time.perf_counter()
     bm25.ensure_index()
     times["BM25 index build + save"] = time.perf_counter() - started

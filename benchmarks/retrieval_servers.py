@@ -44,15 +44,14 @@ from typing import Any
 
 from _common import REPO, configured_embeddings
 from retrieval_latency import (
-    BATCH,
     CORPUS_VERSION,
     DEFAULT_CACHE,
     DEFAULT_DATA,
     build_chunks,
     corpus,
     fill_progress,
+    fill_stores,
     measure,
-    note_progress,
     percentiles,
     stores_for,
 )
@@ -158,25 +157,16 @@ def postgres_pids(server: PostgresServer) -> list[int]:
 def fill_servers(size: int, text: str, port: int, database: str, folder: Path) -> dict[str, float]:
     """The corpus of ``retrieval_latency.stores_for`` into the Chroma server and PostgreSQL,
     from where a stopped fill of ``folder`` got to."""
-    done, times = fill_progress(folder, ["Chroma server add", "PostgreSQL full-text add"])
     chunks, vectors = corpus(size, text)
     engine = create_engine(database, pool_pre_ping=True)
     fulltext = PostgresFullTextStore(driver_connections(engine), COLLECTION)
     client = chroma_http_client("127.0.0.1", port)
     vector_store = ChromaVectorStore(COLLECTION, client=client, texts_from=fulltext)
-    for first in range(done, size, BATCH):
-        part = slice(first, first + BATCH)
-        started = time.perf_counter()
-        vector_store.add(chunks[part], vectors[part])
-        times["Chroma server add"] += time.perf_counter() - started
-        started = time.perf_counter()
-        fulltext.add(chunks[part])
-        times["PostgreSQL full-text add"] += time.perf_counter() - started
-        note_progress(folder, first + BATCH, times)
-        if (first + BATCH) % 100_000 == 0:
-            print(f"  {first + BATCH} chunks in the servers", flush=True)
-    engine.dispose()
-    return times
+    stores = {"Chroma server add": vector_store, "PostgreSQL full-text add": fulltext}
+    try:
+        return fill_stores(folder, stores, chunks, vectors)
+    finally:
+        engine.dispose()
 
 
 def catch_up(

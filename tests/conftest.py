@@ -21,6 +21,7 @@ from hypothesis import settings
 
 from tests.helpers.chroma_server import ChromaServer, chroma_server
 from tests.helpers.postgres import PostgresServer, database, postgres_bin, throwaway_postgres
+from tests.helpers.stores import STORE_KINDS, stores_for
 
 if TYPE_CHECKING:
     from tests.helpers.file_index import StoreSetup
@@ -47,13 +48,10 @@ def shared_chroma_server() -> Iterator[ChromaServer]:
         yield server
 
 
-@pytest.fixture(params=["embedded", pytest.param("servers", marks=pytest.mark.postgres)])
+@pytest.fixture(params=STORE_KINDS)
 def stores(request: pytest.FixtureRequest) -> Iterator[StoreSetup]:
     """The embedded stores, then the servers (``tests.helpers.stores``): a test that asks
     for it runs on both deployments."""
-    # Imported here: the core library's tests, which need no app, do not import it.
-    from tests.helpers.stores import stores_for
-
     with stores_for(request) as setup:
         yield setup
 

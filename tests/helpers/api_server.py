@@ -16,6 +16,7 @@ from ragloom_app.app import BaseApp
 from ragloom_app.plugins.manager import create_plugin_manager
 from ragloom_app.settings import AppSettings
 from tests.helpers.ports import free_port
+from tests.helpers.stores import STORE_KINDS
 
 __all__ = ["ANSWER", "DOCUMENTS", "LiveServer", "live_server", "replay_app", "served"]
 
@@ -61,9 +62,7 @@ def served(app: BaseApp) -> Iterator[str]:
         running.close()
 
 
-@pytest.fixture(
-    scope="module", params=["embedded", pytest.param("servers", marks=pytest.mark.postgres)]
-)
+@pytest.fixture(scope="module", params=STORE_KINDS)
 def live_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LiveServer]:

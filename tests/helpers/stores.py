@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.helpers.file_index import EMBEDDED, StoreSetup
-from tests.helpers.postgres import database
+if TYPE_CHECKING:
+    from tests.helpers.file_index import StoreSetup
 
 __all__ = ["STORE_KINDS", "stores_for"]
 
@@ -26,6 +27,10 @@ STORE_KINDS = ["embedded", pytest.param("servers", marks=pytest.mark.postgres)]
 @contextmanager
 def stores_for(request: pytest.FixtureRequest) -> Iterator[StoreSetup]:
     """The stores of ``request.param`` (one of :data:`STORE_KINDS`), for the block."""
+    # Imported here: a conftest may read STORE_KINDS without importing the app.
+    from tests.helpers.file_index import EMBEDDED, StoreSetup
+    from tests.helpers.postgres import database
+
     if request.param == "embedded":
         yield EMBEDDED
         return
