@@ -52,15 +52,10 @@ from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import REPO
-from _deployments import behind_haproxy, in_process, load_settings
-
-from ragloom_app.testing.openai_standin import fake_openai
-
-sys.path.insert(0, str(REPO))  # the tests' helpers start the servers
-
+# This module imports only what the clients need: they run in a process started with
+# ``spawn``, which imports this module again, and the app's imports there (1.3 s of CPU)
+# would be work `ragloom serve` never does, taken from the server under load.
+REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "sotu"
 ANSWER = "The speech says so [1]."
 ANSWER_TIMEOUT = 900.0  # seconds a client waits for an answer of the real model
@@ -228,6 +223,8 @@ def _llm(
     if kind == "local":
         return None
     if kind == "standin":
+        from ragloom_app.testing.openai_standin import fake_openai
+
         standin = stack.enter_context(fake_openai())
         standin.reply = ANSWER
         base_url, concurrent, timeout = standin.url, users, 120.0
@@ -281,6 +278,9 @@ def _arguments() -> argparse.Namespace:
 
 
 def main() -> None:
+    sys.path[:0] = [str(REPO / "benchmarks"), str(REPO)]  # the tests' helpers start servers
+    from _deployments import behind_haproxy, in_process, load_settings
+
     args = _arguments()
     logging.basicConfig(level=logging.WARNING)
     with (args.data / "sotu_qa.csv").open(encoding="utf-8") as handle:
