@@ -133,6 +133,48 @@ def test_order_is_kept_whatever_the_batching(onnx: SentenceTransformerEmbeddings
     np.testing.assert_allclose(reversed_vectors[::-1], onnx.embed_documents(TEXTS), atol=1e-5)
 
 
+def test_threads_embed_at_once_up_to_the_bound_with_the_same_vectors(
+    onnx: SentenceTransformerEmbeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Answers embed their questions in threads of their own: the onnx model takes
+    ONNX_ENCODES_AT_ONCE batches together (its tokenizer is shared, never changed), not
+    more, and each thread gets its own texts' vectors."""
+    alone = onnx.embed_documents(TEXTS)
+    loaded = onnx._loaded()
+    encode, running, most = loaded.encode, [0], [0]
+    count = threading.Lock()
+    both_in = threading.Barrier(st_module.ONNX_ENCODES_AT_ONCE, timeout=30)
+
+    def counted(texts: list[str]) -> np.ndarray:
+        with count:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            both_in.wait()  # proves that the bound's number of batches run together
+            return encode(texts)
+        finally:
+            with count:
+                running[0] -= 1
+
+    monkeypatch.setattr(loaded, "encode", counted)
+    results: dict[int, np.ndarray] = {}
+
+    def embed(k: int) -> None:
+        results[k] = onnx.embed_documents([TEXTS[k % len(TEXTS)]])
+
+    # A multiple of the bound, so that no thread waits at the barrier for a partner.
+    calls = 3 * st_module.ONNX_ENCODES_AT_ONCE
+    threads = [threading.Thread(target=embed, args=(k,)) for k in range(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert most[0] == st_module.ONNX_ENCODES_AT_ONCE
+    assert sorted(results) == list(range(calls))
+    for k, vectors in results.items():
+        np.testing.assert_allclose(vectors[0], alone[k % len(TEXTS)], atol=1e-5)
+
+
 def test_long_texts_are_truncated_like_torch(onnx: SentenceTransformerEmbeddings) -> None:
     start = " ".join(f"word{i}" for i in range(300))  # well past 256 tokens
     a, b = onnx.embed_documents([start + " apples", start + " volcanoes erupt"])
