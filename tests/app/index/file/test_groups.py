@@ -110,6 +110,18 @@ def test_a_group_is_embedded_once_it_holds_enough_chunks(
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
 
 
+def test_an_uploads_first_group_is_smaller_so_the_model_starts_early(
+    index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(groups, "FIRST_GROUP_CHUNKS", 1)
+    monkeypatch.setattr(groups, "EMBED_GROUP_CHUNKS", 3)
+    pipeline = index.get_indexing_pipeline({})
+    calls = _embed_calls(pipeline)
+    events = list(pipeline.stream(_documents(tmp_path / "in", 6)))
+    assert calls == [1, 3, 2]
+    assert [o.status for o in _outcomes(iter(events))] == ["indexed"] * 6
+
+
 def test_the_next_files_are_read_while_a_group_embeds(
     index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
