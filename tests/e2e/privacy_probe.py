@@ -16,9 +16,10 @@ _lock = threading.Lock()
 
 def _record(event: str, args: tuple) -> None:
     if event == "socket.connect":
-        address = args[1]
+        sock, address = args[0], args[1]
         host = address[0] if isinstance(address, tuple) else str(address)
-        kind = "connect"
+        # A Unix socket is a file of this machine (the sandbox's fork server listens on one).
+        kind = "unix" if sock.family == socket.AF_UNIX else "connect"
     elif event == "socket.getaddrinfo":
         host, kind = str(args[0]), "resolve"
     else:
