@@ -33,6 +33,7 @@ from ragloom.llms.base import LLMError
 from ragloom.loaders import LoaderError
 from ragloom.retrieval import RetrievalError
 from ragloom.sandbox import SandboxError
+from ragloom.stores.base import StoreUnavailableError
 from ragloom_app.settings import SettingsError
 
 __all__ = [
@@ -67,6 +68,7 @@ _WORDED: tuple[type[BaseException], ...] = (
     EmbeddingsError,
     SandboxError,
     RetrievalError,
+    StoreUnavailableError,
 )
 
 # What other exceptions say about themselves, by kind (the first match wins).

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from ragloom.retrieval.base import Retriever
 from ragloom.schema import RetrievedChunk
+from ragloom.stores.base import StoreUnavailableError
 
 __all__ = ["RetrievalError", "retrieve_from_all"]
 
@@ -48,9 +49,11 @@ def retrieve_from_all(
             logger.warning("retriever %s failed; left out of this search", name, exc_info=True)
             failures.append(exc)
     if failures and not queues:
-        raise RetrievalError(
-            "searching the documents failed: every search raised an error"
-        ) from failures[0]
+        # A server that is down says so; other errors are the log's (their words may not
+        # be meant for users).
+        unavailable = [str(exc) for exc in failures if isinstance(exc, StoreUnavailableError)]
+        why = unavailable[0] if unavailable else "every search raised an error"
+        raise RetrievalError(f"searching the documents failed: {why}") from failures[0]
     merged: list[RetrievedChunk] = []
     seen: set[str] = set()
     while len(merged) < top_k:

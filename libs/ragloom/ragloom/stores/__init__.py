@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ragloom.lazy import lazy_exports
-from ragloom.stores.base import FullTextStore, VectorStore
+from ragloom.stores.base import FullTextStore, StoreUnavailableError, VectorStore
 
 if TYPE_CHECKING:
     from ragloom.stores.bm25 import BM25Store, tokenize
@@ -22,6 +22,7 @@ __all__ = [
     "ChromaVectorStore",
     "FullTextStore",
     "PostgresFullTextStore",
+    "StoreUnavailableError",
     "VectorStore",
     "chroma_client",
     "chroma_http_client",

@@ -16,7 +16,13 @@ import numpy as np
 
 from ragloom.schema import Chunk
 
-__all__ = ["ChunkLookup", "FullTextStore", "VectorStore"]
+__all__ = ["ChunkLookup", "FullTextStore", "StoreUnavailableError", "VectorStore"]
+
+
+class StoreUnavailableError(RuntimeError):
+    """A store's server could not be reached or broke off (it restarts, the network
+    failed): nothing was done, and the same call may succeed once it is back. The message
+    says which server, in words a user may see."""
 
 
 class ChunkLookup(Protocol):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import chromadb
+import httpx
 import numpy as np
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection as ChromaCollection
@@ -27,7 +28,7 @@ from chromadb.config import Settings
 from chromadb.errors import InternalError, NotFoundError
 
 from ragloom.schema import Chunk
-from ragloom.stores.base import ChunkLookup, VectorStore
+from ragloom.stores.base import ChunkLookup, StoreUnavailableError, VectorStore
 
 __all__ = ["ROWS_PER_WRITE", "ChromaVectorStore", "chroma_client", "chroma_http_client"]
 
@@ -108,6 +109,18 @@ def _batches(n: int, size: int) -> Iterator[slice]:
         yield slice(start, min(start + size, n))
 
 
+@contextlib.contextmanager
+def _server_reached() -> Iterator[None]:
+    """Turn a Chroma server's transport failure (refused, reset, timed out: httpx's, under
+    ``chromadb.HttpClient``) into :class:`StoreUnavailableError`, which says so."""
+    try:
+        yield
+    except httpx.TransportError as exc:
+        raise StoreUnavailableError(
+            f"the Chroma server could not be reached ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
 class ChromaVectorStore(VectorStore):
     """Chunks in the Chroma collection ``collection_name``, compared by cosine similarity.
 
@@ -180,7 +193,12 @@ class ChromaVectorStore(VectorStore):
 
         Another store object (or process) on the same collection may have called
         :meth:`drop`, which leaves this object's handle pointing at a deleted collection.
+        A Chroma server that cannot be reached raises :class:`StoreUnavailableError`.
         """
+        with _server_reached():
+            return self._call_reached(op)
+
+    def _call_reached(self, op: Callable[[ChromaCollection], _T]) -> _T:
         try:
             return op(self._get_collection())
         except InternalError:
@@ -196,7 +214,8 @@ class ChromaVectorStore(VectorStore):
     def _batch_size(self) -> int:
         # One round trip for an HttpClient, so ask once.
         if self._max_batch is None:
-            self._max_batch = max(1, int(self.client.get_max_batch_size()))
+            with _server_reached():
+                self._max_batch = max(1, int(self.client.get_max_batch_size()))
         return min(self._max_batch, ROWS_PER_WRITE)
 
     def add(self, chunks: Sequence[Chunk], embeddings: np.ndarray) -> None:
@@ -312,7 +331,7 @@ class ChromaVectorStore(VectorStore):
         with self._lock:
             self._collection = None
             # Already gone (dropped by another store object): dropping is idempotent.
-            with contextlib.suppress(NotFoundError):
+            with _server_reached(), contextlib.suppress(NotFoundError):
                 self.client.delete_collection(self.collection_name)
         logger.info("dropped Chroma collection %s", self.collection_name)
 
