@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import update
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col
 
 from ragloom_app.app import BaseApp
@@ -139,6 +140,44 @@ def test_a_job_whose_worker_died_is_taken_again_and_finished(app: BaseApp, tmp_p
     done = store.get(job.id)
     assert done is not None and done.status == JobStatus.DONE and done.attempts == 2
     assert done.worker == "another" and [o["status"] for o in done.outcomes] == ["indexed"] * 2
+
+
+def test_a_job_the_worker_could_not_claim_with_the_database_away_runs_later(
+    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database away when the in-process worker takes a job: the job stays queued,
+    and only this process knew to run it, so the worker tries again (it was lost, before,
+    until the next restart)."""
+    claim, refused = JobStore.claim, []
+
+    def away_once(store: JobStore, *args: object, **kwargs: object) -> bool:
+        if not refused:
+            refused.append(True)
+            raise OperationalError("SELECT", {}, Exception("the connection is lost"))
+        return claim(store, *args, **kwargs)  # type: ignore[arg-type]
+
+    app.jobs.start()  # a queue starting now would take the queued job from the database
+    monkeypatch.setattr(JobStore, "claim", away_once)
+    job = app.jobs.submit_files(
+        app.indices.get("My files"), "local", _documents(tmp_path / "in", 1), move=False
+    )
+    done = _finished(app, job)
+    assert refused and done.status == JobStatus.DONE and done.attempts == 1
+    assert [o["status"] for o in done.outcomes] == ["indexed"]
+
+
+def test_an_upload_the_database_refuses_leaves_no_staged_files(
+    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def away(*args: object, **kwargs: object) -> None:
+        raise OperationalError("INSERT", {}, Exception("the connection is lost"))
+
+    monkeypatch.setattr(JobStore, "create", away)
+    with pytest.raises(OperationalError):
+        app.jobs.submit_files(
+            app.indices.get("My files"), "local", _documents(tmp_path / "in", 2), move=False
+        )
+    assert not any((app.settings.data_dir / "jobs").glob("*"))
 
 
 def test_a_job_that_keeps_killing_its_workers_is_failed(app: BaseApp) -> None:

@@ -119,6 +119,7 @@ class InProcessJobQueue(JobQueue):
             for n in range(workers)
         ]
         self._sweeper = JobSweeper(self._runner.store, self._runner.stall_seconds, self.submit)
+        self._retry_seconds = max(self._runner.stall_seconds / 2, 0.5)  # the sweeper's pace
         for thread in self._threads:
             thread.start()
         for job in self._runner.store.jobs(statuses=[JobStatus.QUEUED], limit=10_000)[::-1]:
@@ -133,8 +134,18 @@ class InProcessJobQueue(JobQueue):
         while (job_id := self._pending.get()) is not None:
             try:
                 self._runner.run(job_id)
-            except Exception:  # a bug: the sweeper takes the job back once its beat stops
-                logger.exception("job %s: the worker failed", job_id)
+            except Exception:
+                # The database away (or a bug). A job claimed before it failed is taken
+                # back by the sweeper once its heartbeat stops; one it could not even claim
+                # is still queued, and only this process knew to run it: try it again
+                # later (a claim takes a job once, so a second try never runs it twice).
+                logger.exception("job %s: the worker failed; trying it again later", job_id)
+                self._retry_later(job_id)
+
+    def _retry_later(self, job_id: str) -> None:
+        retry = threading.Timer(self._retry_seconds, self.submit, (job_id,))
+        retry.daemon = True
+        retry.start()
 
     def close(self) -> None:
         self._sweeper.stop()

@@ -97,9 +97,14 @@ class JobService:
             raise UserFacingError(
                 f"the upload could not be kept for indexing: {exc.strerror or exc}"
             ) from exc
-        job = self.store.create(
-            job_id=job_id, index_id=index.id, owner=owner, kind="add", files=entries
-        )
+        try:
+            job = self.store.create(
+                job_id=job_id, index_id=index.id, owner=owner, kind="add", files=entries
+            )
+        except Exception:
+            # No job (the database away): nobody would ever run or remove these files.
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         self.queue.submit(job.id)
         return job
 
