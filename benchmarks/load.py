@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/load.py --servers        # PostgreSQL and `chroma run`
     .venv/bin/python benchmarks/load.py --processes 2    # 2 apps behind haproxy, 1 worker
     .venv/bin/python benchmarks/load.py --llm local --users 16 --questions 1
+    .venv/bin/python benchmarks/load.py --outage chroma --questions 40  # or postgres
 
 The app is served as `ragloom serve` serves it (guards, login, API) with login on, over
 the State of the Union speech and the real embedding model. Its LLM is by default a
@@ -30,7 +31,9 @@ serve`` processes share them behind Debian's haproxy (each user's client kept on
 process by haproxy's cookie, the users spread round robin), and ``--workers`` ``ragloom
 worker`` processes run the upload jobs; all on loopback, started by the tests' helpers.
 The aim (issue 18): 16 users at p95 under 1 s for a FullQA answer, with 0 errors, with
-the stand-in.
+the stand-in. With ``--outage``, a server is stopped and started again while the users
+ask (``_outage.py``): the report says what they were told meanwhile, and how soon the app,
+never restarted, answered again.
 """
 
 from __future__ import annotations
@@ -72,6 +75,8 @@ class Run:
     seconds: float = 0.0
     job_waits: list[float] = field(default_factory=list)  # created to started, s
     job_totals: list[float] = field(default_factory=list)  # created to finished, s
+    # When each answer began and ended (wall clock, for --outage), its error (None: none).
+    answers: list[tuple[float, float, str | None]] = field(default_factory=list)
 
 
 def _p(values: list[float], q: float) -> float:
@@ -83,18 +88,26 @@ async def _asker(client: httpx.AsyncClient, questions: list[str], run: Run) -> N
     made = await client.post("/conversations")
     cid = made.json()["id"]
     for question in questions:
-        started = time.perf_counter()
+        started, began = time.perf_counter(), time.time()
+        wait = 0.0
         try:
             answer = await client.post(
                 f"/conversations/{cid}/ask", json={"question": question, "mode": "fullqa"}
             )
-            if answer.status_code != 200:
-                run.errors.append(f"{answer.status_code}: {answer.text[:120]}")
-                continue
+            error = None if answer.status_code == 200 else f"{answer.status_code}: {answer.text}"
+            if error is None:  # an answer that says a step failed ("searching ... failed")
+                failed = [s for s in answer.json()["steps"] if s.get("error")]
+                error = f"200, step {failed[0]['step']}: {failed[0]['error']}" if failed else None
+            elif answer.status_code == 503:  # as a client should: wait as told (at most 2 s)
+                wait = min(2.0, float(answer.headers.get("Retry-After", 1)))
         except httpx.HTTPError as exc:
-            run.errors.append(f"{type(exc).__name__}: {exc}")
-            continue
-        run.latencies.append(time.perf_counter() - started)
+            error = f"{type(exc).__name__}: {exc}"
+        run.answers.append((began, time.time(), error and error[:160]))
+        if error is None:
+            run.latencies.append(time.perf_counter() - started)
+        else:
+            run.errors.append(error[:160])
+            await asyncio.sleep(wait)
 
 
 async def _uploader(client: httpx.AsyncClient, name: str, done: asyncio.Event, run: Run) -> None:
@@ -147,6 +160,9 @@ async def _finished_job(
         except httpx.HTTPError as exc:
             run.errors.append(f"job {job_id}: {type(exc).__name__}: {exc}")
             return None
+        if shown.status_code == 503 and time.monotonic() < deadline:
+            await asyncio.sleep(1.0)  # the app's database is down: the job is not lost
+            continue
         if shown.status_code != 200:
             run.errors.append(f"job {job_id}: {shown.status_code}: {shown.text[:120]}")
             return None
@@ -266,6 +282,17 @@ def _arguments() -> argparse.Namespace:
     )
     parser.add_argument("--workers", type=int, default=1, help="`ragloom worker` processes")
     parser.add_argument(
+        "--outage",
+        choices=["chroma", "postgres"],
+        help="stop this server in the middle of the run and start it again (implies --servers)",
+    )
+    parser.add_argument(
+        "--outage-at", type=float, default=3.0, help="seconds into the run the server stops"
+    )
+    parser.add_argument(
+        "--outage-for", type=float, default=5.0, help="seconds it stays down before its restart"
+    )
+    parser.add_argument(
         "--llm",
         choices=["standin", "local", "local-server"],
         default="standin",
@@ -273,13 +300,14 @@ def _arguments() -> argparse.Namespace:
         "(local) or through llama_cpp.server (local-server)",
     )
     args = parser.parse_args()
-    args.servers = args.servers or args.processes > 0
+    args.servers = args.servers or args.processes > 0 or args.outage is not None
     return args
 
 
 def main() -> None:
     sys.path[:0] = [str(REPO / "benchmarks"), str(REPO)]  # the tests' helpers start servers
     from _deployments import behind_haproxy, in_process, load_settings
+    from _outage import outage_report, stop_and_start
 
     args = _arguments()
     logging.basicConfig(level=logging.WARNING)
@@ -298,13 +326,16 @@ def main() -> None:
     speech = args.data / "state_of_the_union.txt"
     with contextlib.ExitStack() as stack:
         llm = _llm(args.llm, args.users, stack, workdir)
-        servers = None
+        servers, window = None, None
         if args.servers:
             from tests.helpers.chroma_server import chroma_server
             from tests.helpers.postgres import fresh_database, throwaway_postgres
 
-            database = fresh_database(stack.enter_context(throwaway_postgres()))
-            servers = (database, stack.enter_context(chroma_server()).url)
+            # Durable when it is to be stopped as in a crash: a cluster without fsync
+            # loses transactions it said were committed, which no server in use does.
+            cluster = stack.enter_context(throwaway_postgres(durable=args.outage == "postgres"))
+            chroma = stack.enter_context(chroma_server())
+            servers = (fresh_database(cluster), chroma.url)
         settings = load_settings(workdir / "data", llm, servers)
         if args.processes:
             deployed = behind_haproxy(
@@ -320,8 +351,16 @@ def main() -> None:
         with multiprocessing.get_context("spawn").Pool(1) as pool:
             url, keys = deployment.url, deployment.keys
             alone = pool.apply(_run_load, (url, keys[:1], [], questions[:1], timeout))
-            crowd = pool.apply(_run_load, (url, keys, names[args.users :], questions, timeout))
+            running = pool.apply_async(
+                _run_load, (url, keys, names[args.users :], questions, timeout)
+            )
+            if args.outage:
+                stopped = chroma if args.outage == "chroma" else cluster
+                window = stop_and_start(stopped, args.outage_at, args.outage_for)
+            crowd = running.get()
     _report(args, alone, crowd)
+    if window is not None:
+        print("\n".join(outage_report(window, crowd.answers, crowd.errors)))
 
 
 def _report(args: argparse.Namespace, alone: Run, crowd: Run) -> None:
