@@ -8,9 +8,11 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from ragloom import sandbox_workers
 from ragloom.sandbox import (
     Sandbox,
     SandboxCrash,
@@ -209,6 +211,24 @@ def test_what_a_worker_preloads_is_not_counted_against_a_call() -> None:
         assert box.run(imported_at, timeout=1.0) < time.time()
     finally:
         box.close()
+
+
+def test_a_preload_that_raises_at_import_breaks_no_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers fork from one fork server, which dies on any import error but ImportError:
+    a module that raises something else (a broken plugin) is left to each worker."""
+    (tmp_path / "raises_at_import.py").write_text("raise RuntimeError('a broken plugin')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    box = Sandbox("broken-preload", SandboxLimits(workers=1, preload=("raises_at_import",)))
+    other = Sandbox("after-the-broken-one", SandboxLimits(workers=1))
+    try:
+        assert box.run(add, 1, 2, timeout=30) == 3
+        assert other.run(add, 2, 2, timeout=30) == 4
+    finally:
+        box.close()
+        other.close()
+    assert "raises_at_import" not in sandbox_workers._PRELOADED
 
 
 def test_a_result_past_its_size_limit_is_refused() -> None:

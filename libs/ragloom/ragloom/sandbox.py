@@ -26,10 +26,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib
 import logging
-import multiprocessing
-import os
 import pickle
 import signal
 import threading
@@ -40,6 +37,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, TypeVar
+
+from ragloom.sandbox_workers import limit_worker, worker_context
 
 __all__ = [
     "Sandbox",
@@ -133,59 +132,6 @@ class SandboxTransferError(SandboxError):
     """The call's function, arguments or result could not be passed between processes."""
 
     code: ClassVar[str] = "transfer_failed"
-
-
-def _limit_worker(limits: SandboxLimits) -> None:
-    """Pebble's worker initializer: apply ``limits`` to the new worker process."""
-    import resource
-
-    for kind, value in (
-        (resource.RLIMIT_AS, limits.memory_bytes),
-        (resource.RLIMIT_FSIZE, limits.file_bytes),
-    ):
-        if value is not None:
-            # Never above a hard limit set already (``ulimit -v``): raising it would fail
-            # and the worker would die at every start.
-            _, hard = resource.getrlimit(kind)
-            if hard != resource.RLIM_INFINITY:
-                value = min(value, hard)
-            resource.setrlimit(kind, (value, value))
-    if limits.niceness:
-        with contextlib.suppress(OSError):
-            os.nice(limits.niceness)
-    # A worker must never take the terminal's Ctrl-C meant for the app; the app stops it.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for module in limits.preload:
-        try:
-            importlib.import_module(module)
-        except Exception:
-            # Never fatal here: a worker whose initializer fails is replaced, forever.
-            # The call that needs the module fails with the import error instead.
-            logger.warning("sandbox worker: could not preload %s", module, exc_info=True)
-
-
-_PRELOADED: dict[str, None] = {"__main__": None}  # what the fork server imports, in order
-_PRELOADED_LOCK = threading.Lock()
-
-
-def _worker_context(preload: tuple[str, ...]) -> multiprocessing.context.BaseContext:
-    """How workers start: forked from multiprocessing's fork server.
-
-    Forking the app itself could deadlock (its threads hold locks a child would inherit
-    held), and ``spawn`` starts a fresh interpreter for every worker: about 0.3 s of CPU
-    with the readers' imports, paid again whenever a worker is replaced (after its
-    ``tasks_per_worker`` calls, or a timeout), while the app serves. The fork server is
-    one single-threaded process, started on first use, that imports the app's main module
-    and the sandboxes' ``preload`` once; a worker is a fork of it, ready in milliseconds.
-    A sandbox whose ``preload`` comes after the server started imports it in each worker,
-    as before.
-    """
-    context = multiprocessing.get_context("forkserver")
-    with _PRELOADED_LOCK:
-        _PRELOADED.update(dict.fromkeys(preload))
-        # Read when the server starts; a server running already keeps its own list.
-        context.set_forkserver_preload(list(_PRELOADED))
-    return context
 
 
 @dataclass(frozen=True)
@@ -283,9 +229,9 @@ class Sandbox:
                 self._pool = ProcessPool(
                     max_workers=self.limits.workers,
                     max_tasks=self.limits.tasks_per_worker,
-                    initializer=_limit_worker,
+                    initializer=limit_worker,
                     initargs=(self.limits,),
-                    context=_worker_context(self.limits.preload),
+                    context=worker_context(self.limits.preload),
                 )
                 logger.debug("sandbox %s: started %d workers", self.name, self.limits.workers)
             return self._pool
@@ -319,9 +265,13 @@ class Sandbox:
             # The pool broke (a worker could not start): a new one for this call.
             self._discard_pool(pool)
             pool = self._get_pool()
-            future = pool.schedule(
-                _run_pickled, args=(payload, self.limits.result_bytes), timeout=timeout
-            )
+            try:
+                future = pool.schedule(
+                    _run_pickled, args=(payload, self.limits.result_bytes), timeout=timeout
+                )
+            except RuntimeError as exc:
+                self._discard_pool(pool)
+                raise SandboxCrash(f"no worker process could start: {exc}") from exc
         result: T = self._result(pool, future, timeout)  # unpickled: what function returned
         return result
 
