@@ -55,12 +55,20 @@ class JobQueue(abc.ABC):
 
 class JobSweeper:
     """Takes back the jobs of dead workers: cancelled if their owner asked, else queued
-    again and submitted. Runs every ``stall_seconds / 2`` in a thread of its own."""
+    again and submitted. Runs every ``stall_seconds / 2`` in a thread of its own, with
+    ``also`` (if given) at each turn before the sweep."""
 
-    def __init__(self, store: JobStore, stall_seconds: float, resubmit: Callable[[str], None]):
+    def __init__(
+        self,
+        store: JobStore,
+        stall_seconds: float,
+        resubmit: Callable[[str], None],
+        also: Callable[[], object] | None = None,
+    ):
         self.store = store
         self.stall_seconds = stall_seconds
         self.resubmit = resubmit
+        self.also = also
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -88,6 +96,8 @@ class JobSweeper:
         failing = False
         while not self._stop.wait(max(self.stall_seconds / 2, 0.5)):
             try:
+                if self.also is not None:
+                    self.also()
                 self.sweep()
                 failing = False
             except Exception:  # the database away for a moment: sweep at the next turn
@@ -118,8 +128,14 @@ class InProcessJobQueue(JobQueue):
             threading.Thread(target=self._work, name=f"ragloom-job-worker-{n}", daemon=True)
             for n in range(workers)
         ]
-        self._sweeper = JobSweeper(self._runner.store, self._runner.stall_seconds, self.submit)
-        self._retry_seconds = max(self._runner.stall_seconds / 2, 0.5)  # the sweeper's pace
+        # Jobs a worker could not even claim (the database away): tried again by the
+        # sweeper's thread at its next turn. Guarded by _retry_lock.
+        self._retry: set[str] = set()
+        self._failed: set[str] = set()  # jobs whose failure was logged with its trace
+        self._retry_lock = threading.Lock()
+        self._sweeper = JobSweeper(
+            self._runner.store, self._runner.stall_seconds, self.submit, also=self._resubmit
+        )
         for thread in self._threads:
             thread.start()
         for job in self._runner.store.jobs(statuses=[JobStatus.QUEUED], limit=10_000)[::-1]:
@@ -134,18 +150,31 @@ class InProcessJobQueue(JobQueue):
         while (job_id := self._pending.get()) is not None:
             try:
                 self._runner.run(job_id)
+                with self._retry_lock:
+                    self._failed.discard(job_id)
             except Exception:
                 # The database away (or a bug). A job claimed before it failed is taken
                 # back by the sweeper once its heartbeat stops; one it could not even claim
-                # is still queued, and only this process knew to run it: try it again
-                # later (a claim takes a job once, so a second try never runs it twice).
-                logger.exception("job %s: the worker failed; trying it again later", job_id)
-                self._retry_later(job_id)
+                # is still queued, and only this process knew to run it: the sweeper's
+                # next turn submits it again (a claim takes a job once, so a second try
+                # never runs it twice). Said with its trace once per job, not every turn.
+                with self._retry_lock:
+                    again = job_id in self._failed
+                    self._failed.add(job_id)
+                    self._retry.add(job_id)
+                logger.log(
+                    logging.DEBUG if again else logging.ERROR,
+                    "job %s: the worker failed; it is tried again at the next sweep",
+                    job_id,
+                    exc_info=not again,
+                )
 
-    def _retry_later(self, job_id: str) -> None:
-        retry = threading.Timer(self._retry_seconds, self.submit, (job_id,))
-        retry.daemon = True
-        retry.start()
+    def _resubmit(self) -> None:
+        """Submit again the jobs that failed before they could be claimed."""
+        with self._retry_lock:
+            jobs, self._retry = sorted(self._retry), set()
+        for job_id in jobs:
+            self.submit(job_id)
 
     def close(self) -> None:
         self._sweeper.stop()
