@@ -18,7 +18,13 @@ import numpy as np
 import pytest
 
 from ragloom.schema import Chunk
-from ragloom.stores import ChromaVectorStore, VectorStore, chroma_client, chroma_http_client
+from ragloom.stores import (
+    ChromaVectorStore,
+    StoreUnavailableError,
+    VectorStore,
+    chroma_client,
+    chroma_http_client,
+)
 from tests.helpers.ports import free_port
 
 DIM = 16
@@ -336,3 +342,14 @@ def test_server_mode_with_http_client(chroma_server: tuple[str, int]) -> None:
     assert store.ids() == {"b0", "b1", "b2", "b3"}
     store.drop()
     assert store.count() == 0
+
+
+def test_a_chroma_server_that_is_not_there_is_said_to_be_away_in_fixed_words() -> None:
+    """Nothing listens on the port: the client cannot be made, and the error says the
+    server could not be reached, without its address (a user may read it)."""
+    port = free_port()
+    with pytest.raises(StoreUnavailableError) as away:
+        chroma_http_client("127.0.0.1", port)
+    assert str(away.value) == (
+        "the Chroma server could not be reached (the connection was refused or failed)"
+    )

@@ -98,7 +98,8 @@ def chroma_http_client(host: str, port: int, ssl: bool = False) -> ClientAPI:
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
-            client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
+            with _server_reached():
+                client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
             _clients[key] = client
             logger.info("using the Chroma server at %s", key)
         return client
@@ -109,15 +110,36 @@ def _batches(n: int, size: int) -> Iterator[slice]:
         yield slice(start, min(start + size, n))
 
 
+# A Chroma server away (down, restarting, the network): httpx's errors under
+# ``chromadb.HttpClient``. Configuration errors (a wrong scheme, TLS) are not among them:
+# they would not go away by waiting.
+_AWAY = (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError)
+
+
+def _away_words(exc: BaseException) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return "it did not answer in time"
+    if isinstance(exc, httpx.ConnectError):
+        return "the connection was refused or failed"
+    return "the connection broke off"
+
+
 @contextlib.contextmanager
 def _server_reached() -> Iterator[None]:
-    """Turn a Chroma server's transport failure (refused, reset, timed out: httpx's, under
-    ``chromadb.HttpClient``) into :class:`StoreUnavailableError`, which says so."""
+    """Turn a Chroma server's being away into :class:`StoreUnavailableError`, in fixed
+    words (the server's own may name hosts; they stay in the chained exception)."""
     try:
         yield
-    except httpx.TransportError as exc:
+    except _AWAY as exc:
         raise StoreUnavailableError(
-            f"the Chroma server could not be reached ({type(exc).__name__}: {exc})"
+            f"the Chroma server could not be reached ({_away_words(exc)})"
+        ) from exc
+    except ValueError as exc:  # chromadb's words when the client's first request fails
+        cause = exc.__cause__ or exc.__context__
+        if not isinstance(cause, _AWAY):
+            raise
+        raise StoreUnavailableError(
+            f"the Chroma server could not be reached ({_away_words(cause)})"
         ) from exc
 
 
