@@ -24,7 +24,8 @@ are followed for at most 300 s.
 
 The baseline, in the same run: the same questions asked by one user alone, on the same
 path; the ratio of the p50s shows what contention adds, apart from the machine's speed.
-The clients run in a process of their own, beside the server's, on the same 2 cores.
+The clients (``_load_clients.py``) run in a process of their own, beside the server's, on
+the same 2 cores.
 With ``--servers`` the app database (rows and full text) is a throwaway PostgreSQL cluster
 and the vectors are on a ``chroma run`` server; with ``--processes N``, N ``ragloom
 serve`` processes share them behind Debian's haproxy (each user's client kept on one
@@ -39,7 +40,6 @@ never restarted, answered again.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import csv
 import logging
@@ -47,187 +47,17 @@ import multiprocessing
 import statistics
 import sys
 import tempfile
-import time
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
+from _load_clients import Run, percentile, run_load, warm_up
 
-# This module imports only what the clients need: they run in a process started with
-# ``spawn``, which imports this module again, and the app's imports there (1.3 s of CPU)
-# would be work `ragloom serve` never does, taken from the server under load.
+# Nothing of the app is imported here at the top: the clients' process, started with
+# ``spawn``, imports this module again (see _load_clients.py).
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "sotu"
 ANSWER = "The speech says so [1]."
 ANSWER_TIMEOUT = 900.0  # seconds a client waits for an answer of the real model
-JOB_DEADLINE = 300.0  # seconds the uploaders follow their jobs after the askers are done
-
-
-@dataclass
-class Run:
-    """What one load run saw."""
-
-    latencies: list[float] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    uploads: int = 0
-    seconds: float = 0.0
-    job_waits: list[float] = field(default_factory=list)  # created to started, s
-    job_totals: list[float] = field(default_factory=list)  # created to finished, s
-    # When each answer began and ended (wall clock, for --outage), its error (None: none).
-    answers: list[tuple[float, float, str | None]] = field(default_factory=list)
-
-
-def _p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
-
-
-async def _asker(client: httpx.AsyncClient, questions: list[str], run: Run) -> None:
-    made = await client.post("/conversations")
-    cid = made.json()["id"]
-    for question in questions:
-        started, began = time.perf_counter(), time.time()
-        wait = 0.0
-        try:
-            answer = await client.post(
-                f"/conversations/{cid}/ask", json={"question": question, "mode": "fullqa"}
-            )
-            error = None if answer.status_code == 200 else f"{answer.status_code}: {answer.text}"
-            if error is None:  # an answer that says a step failed ("searching ... failed")
-                failed = [s for s in answer.json()["steps"] if s.get("error")]
-                error = f"200, step {failed[0]['step']}: {failed[0]['error']}" if failed else None
-            elif answer.status_code == 503:  # as a client should: wait as told (at most 2 s)
-                wait = min(2.0, float(answer.headers.get("Retry-After", 1)))
-        except httpx.HTTPError as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        run.answers.append((began, time.time(), error and error[:160]))
-        if error is None:
-            run.latencies.append(time.perf_counter() - started)
-        else:
-            run.errors.append(error[:160])
-            await asyncio.sleep(wait)
-
-
-async def _uploader(client: httpx.AsyncClient, name: str, done: asyncio.Event, run: Run) -> None:
-    created = await client.post("/indices", json={"name": f"{name} notes"})
-    if created.status_code != 201:
-        run.errors.append(f"index {created.status_code}: {created.text[:120]}")
-        return
-    jobs, number = [], 0
-    while not done.is_set():
-        number += 1
-        text = f"Note {number} of {name}: the pumps run at {number} rpm.".encode()
-        files = [("files", (f"note-{number}.md", text))]
-        sent = await client.post(f"/indices/{name} notes/files", files=files)
-        if sent.status_code == 202:
-            jobs.append(sent.json()["job"]["id"])
-        elif sent.status_code != 429:  # busy: the bound on uploads at once, try later
-            run.errors.append(f"upload {sent.status_code}: {sent.text[:120]}")
-        await asyncio.sleep(0.5)
-    run.uploads += len(jobs)
-    await _follow_jobs(client, jobs, run)
-
-
-async def _follow_jobs(client: httpx.AsyncClient, jobs: list[str], run: Run) -> None:
-    """Wait for each upload's job to finish (at most :data:`JOB_DEADLINE` s in all); how
-    long each waited in the queue and took in all, from its own timestamps."""
-    deadline = time.monotonic() + JOB_DEADLINE
-    for job_id in jobs:
-        seen = await _finished_job(client, job_id, deadline, run)
-        if seen is None:
-            continue
-        if seen["status"] != "done" or any(o["status"] == "failed" for o in seen["outcomes"]):
-            run.errors.append(f"job {job_id} {seen['status']}: {seen['error'] or seen['outcomes']}")
-            continue
-        created, started, finished = (
-            datetime.fromisoformat(seen[moment])
-            for moment in ("created_at", "started_at", "finished_at")
-        )
-        run.job_waits.append((started - created).total_seconds())
-        run.job_totals.append((finished - created).total_seconds())
-
-
-async def _finished_job(
-    client: httpx.AsyncClient, job_id: str, deadline: float, run: Run
-) -> dict[str, Any] | None:
-    """The job once it ended; ``None`` (and an error noted) if it could not be read or had
-    not ended by ``deadline``."""
-    while True:
-        try:
-            shown = await client.get(f"/jobs/{job_id}")
-        except httpx.HTTPError as exc:
-            run.errors.append(f"job {job_id}: {type(exc).__name__}: {exc}")
-            return None
-        if shown.status_code == 503 and time.monotonic() < deadline:
-            await asyncio.sleep(1.0)  # the app's database is down: the job is not lost
-            continue
-        if shown.status_code != 200:
-            run.errors.append(f"job {job_id}: {shown.status_code}: {shown.text[:120]}")
-            return None
-        seen: dict[str, Any] = shown.json()
-        if seen["status"] not in ("queued", "running"):
-            return seen
-        if time.monotonic() > deadline:
-            run.errors.append(f"job {job_id} still {seen['status']} after {JOB_DEADLINE} s")
-            return None
-        await asyncio.sleep(0.2)
-
-
-async def _load(
-    url: str, keys: list[str], uploaders: list[str], questions: list[list[str]], timeout: float
-) -> Run:
-    run = Run()
-    done = asyncio.Event()
-    limits = httpx.Limits(max_connections=len(keys) + len(uploaders) + 4)
-    clients = [
-        httpx.AsyncClient(
-            base_url=f"{url}api/v1",
-            headers={"Authorization": f"Bearer {key}"},
-            timeout=timeout,
-            limits=limits,
-        )
-        for key in keys
-    ]
-    try:
-        upload_tasks = [
-            asyncio.create_task(_uploader(clients[len(keys) - len(uploaders) + i], n, done, run))
-            for i, n in enumerate(uploaders)
-        ]
-        started = time.perf_counter()
-        await asyncio.gather(
-            *(
-                _asker(c, asked, run)
-                for c, asked in zip(clients[: len(keys) - len(uploaders)], questions, strict=True)
-            )
-        )
-        run.seconds = time.perf_counter() - started
-        done.set()
-        await asyncio.gather(*upload_tasks)
-    finally:
-        for client in clients:
-            await client.aclose()
-    return run
-
-
-def _warm_up(url: str, key: str, timeout: float) -> None:
-    """One answer through the API, not timed: what a first request loads is not load. The
-    question is one the speech answers (so the model is asked) but not one of the set's."""
-    with httpx.Client(
-        base_url=f"{url}api/v1", headers={"Authorization": f"Bearer {key}"}, timeout=timeout
-    ) as client:
-        cid = client.post("/conversations").json()["id"]
-        asked = {"question": "What does the speech say about inflation?", "mode": "fullqa"}
-        answer = client.post(f"/conversations/{cid}/ask", json=asked)
-        answer.raise_for_status()
-        assert answer.json()["usage"]["llm_calls"] >= 1, answer.json()
-
-
-def _run_load(
-    url: str, keys: list[str], uploaders: list[str], questions: list[list[str]], timeout: float
-) -> Run:
-    return asyncio.run(_load(url, keys, uploaders, questions, timeout))
 
 
 def _llm(
@@ -345,14 +175,14 @@ def main() -> None:
             deployed = in_process(settings, speech, names)
         deployment = stack.enter_context(deployed)
         for app_url in deployment.apps:
-            _warm_up(app_url, deployment.keys[0], timeout)
+            warm_up(app_url, deployment.keys[0], timeout)
         # The clients run in a process of their own: in the server's, their work would
         # hold the interpreter's lock the server needs.
         with multiprocessing.get_context("spawn").Pool(1) as pool:
             url, keys = deployment.url, deployment.keys
-            alone = pool.apply(_run_load, (url, keys[:1], [], questions[:1], timeout))
+            alone = pool.apply(run_load, (url, keys[:1], [], questions[:1], timeout))
             running = pool.apply_async(
-                _run_load, (url, keys, names[args.users :], questions, timeout)
+                run_load, (url, keys, names[args.users :], questions, timeout)
             )
             if args.outage:
                 stopped = chroma if args.outage == "chroma" else cluster
@@ -385,21 +215,22 @@ def _report(args: argparse.Namespace, alone: Run, crowd: Run) -> None:
     print(f"  stores: {where}")
     for label, run in (("1 user (baseline)", alone), (f"{args.users} users", crowd)):
         print(
-            f"  {label:18} p50 {_p(run.latencies, 0.5) * 1000:7.0f} ms   "
-            f"p95 {_p(run.latencies, 0.95) * 1000:7.0f} ms   "
+            f"  {label:18} p50 {percentile(run.latencies, 0.5) * 1000:7.0f} ms   "
+            f"p95 {percentile(run.latencies, 0.95) * 1000:7.0f} ms   "
             f"errors {len(run.errors)}   "
             f"{len(run.latencies) / run.seconds:5.1f} answers/s"
         )
+    waits, totals = crowd.job_waits, crowd.job_totals
     print(
         f"  uploads taken meanwhile: {crowd.uploads}; their jobs' queue wait p50 "
-        f"{_p(crowd.job_waits, 0.5) * 1000:.0f} ms, p95 {_p(crowd.job_waits, 0.95) * 1000:.0f} "
-        f"ms; upload to indexed p50 {_p(crowd.job_totals, 0.5) * 1000:.0f} ms, p95 "
-        f"{_p(crowd.job_totals, 0.95) * 1000:.0f} ms"
+        f"{percentile(waits, 0.5) * 1000:.0f} ms, p95 {percentile(waits, 0.95) * 1000:.0f} ms; "
+        f"upload to indexed p50 {percentile(totals, 0.5) * 1000:.0f} ms, p95 "
+        f"{percentile(totals, 0.95) * 1000:.0f} ms"
     )
     ratio = statistics.median(crowd.latencies) / statistics.median(alone.latencies)
     print(f"  p50 ratio, {args.users} users over 1: {ratio:.2f}x")
     if args.llm == "standin":
-        p95 = _p(crowd.latencies, 0.95)
+        p95 = percentile(crowd.latencies, 0.95)
         verdict = "met" if p95 < 1.0 and not crowd.errors else "NOT met"
         print(f"  aim (p95 < 1 s, 0 errors at {args.users} users): {verdict}")
     for error in crowd.errors[:5]:

@@ -158,9 +158,13 @@ def test_threads_embed_at_once_up_to_the_bound_with_the_same_vectors(
 
     monkeypatch.setattr(loaded, "encode", counted)
     results: dict[int, np.ndarray] = {}
+    raised: list[BaseException] = []
 
     def embed(k: int) -> None:
-        results[k] = onnx.embed_documents([TEXTS[k % len(TEXTS)]])
+        try:
+            results[k] = onnx.embed_documents([TEXTS[k % len(TEXTS)]])
+        except BaseException as exc:  # a broken barrier, say: shown by the test, not lost
+            raised.append(exc)
 
     # A multiple of the bound, so that no thread waits at the barrier for a partner.
     calls = 3 * st_module.ONNX_ENCODES_AT_ONCE
@@ -169,6 +173,7 @@ def test_threads_embed_at_once_up_to_the_bound_with_the_same_vectors(
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
+    assert not raised and not any(thread.is_alive() for thread in threads), raised
     assert most[0] == st_module.ONNX_ENCODES_AT_ONCE
     assert sorted(results) == list(range(calls))
     for k, vectors in results.items():
