@@ -71,6 +71,12 @@ def outage_report(
     lines.append(f"  uploads that failed: {sum(uploads.values())}")
     for reason, count in uploads.most_common(3):
         lines.append(f"  {count:4} x {reason}")
+    soon = sorted(e - b for b, e, error in answers if 0 < b - window.up < 5 and error is None)
+    if soon:
+        lines.append(
+            f"  answers asked in the 5 s after it: {len(soon)}, took p50 "
+            f"{soon[len(soon) // 2]:.2f} s, at most {soon[-1]:.2f} s"
+        )
     recovered = [ended for began, ended, error in answers if began > window.up and error is None]
     if recovered:
         lines.append(
