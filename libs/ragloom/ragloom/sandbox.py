@@ -256,19 +256,21 @@ class Sandbox:
                 f"{getattr(function, '__qualname__', function)!r} cannot be sent to a worker "
                 f"process: {exc}"
             ) from exc
-        pool = self._get_pool()
-        try:
-            future = pool.schedule(
+
+        def schedule(pool: Any) -> Any:
+            return pool.schedule(
                 _run_pickled, args=(payload, self.limits.result_bytes), timeout=timeout
             )
+
+        pool = self._get_pool()
+        try:
+            future = schedule(pool)
         except RuntimeError:
             # The pool broke (a worker could not start): a new one for this call.
             self._discard_pool(pool)
             pool = self._get_pool()
             try:
-                future = pool.schedule(
-                    _run_pickled, args=(payload, self.limits.result_bytes), timeout=timeout
-                )
+                future = schedule(pool)
             except RuntimeError as exc:
                 self._discard_pool(pool)
                 raise SandboxCrash(f"no worker process could start: {exc}") from exc

@@ -130,16 +130,13 @@ def _server_reached() -> Iterator[None]:
     words (the server's own may name hosts; they stay in the chained exception)."""
     try:
         yield
-    except _AWAY as exc:
-        raise StoreUnavailableError(
-            f"the Chroma server could not be reached ({_away_words(exc)})"
-        ) from exc
-    except ValueError as exc:  # chromadb's words when the client's first request fails
-        cause = exc.__cause__ or exc.__context__
-        if not isinstance(cause, _AWAY):
+    except (*_AWAY, ValueError) as exc:
+        # chromadb says a ValueError of its own when the client's first request fails.
+        away = exc if isinstance(exc, _AWAY) else exc.__cause__ or exc.__context__
+        if not isinstance(away, _AWAY):
             raise
         raise StoreUnavailableError(
-            f"the Chroma server could not be reached ({_away_words(cause)})"
+            f"the Chroma server could not be reached ({_away_words(away)})"
         ) from exc
 
 
@@ -218,20 +215,17 @@ class ChromaVectorStore(VectorStore):
         A Chroma server that cannot be reached raises :class:`StoreUnavailableError`.
         """
         with _server_reached():
-            return self._call_reached(op)
-
-    def _call_reached(self, op: Callable[[ChromaCollection], _T]) -> _T:
-        try:
-            return op(self._get_collection())
-        except InternalError:
-            if self._path is not None:  # embedded: see reopen_chroma
-                reopen_chroma(self._path)
-            raise
-        except NotFoundError:
-            logger.info("Chroma collection %s was deleted; recreating", self.collection_name)
-            with self._lock:
-                self._collection = None
-            return op(self._get_collection())
+            try:
+                return op(self._get_collection())
+            except InternalError:
+                if self._path is not None:  # embedded: see reopen_chroma
+                    reopen_chroma(self._path)
+                raise
+            except NotFoundError:
+                logger.info("Chroma collection %s was deleted; recreating", self.collection_name)
+                with self._lock:
+                    self._collection = None
+                return op(self._get_collection())
 
     def _batch_size(self) -> int:
         # One round trip for an HttpClient, so ask once.

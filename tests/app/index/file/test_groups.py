@@ -96,15 +96,22 @@ def test_small_files_are_embedded_in_one_call_and_each_recorded_alone(
     assert index.check().clean
 
 
+def _grouped(index: FileIndex, folder: Path, files: int) -> tuple[list[int], list[Any]]:
+    """The chunk count of each embedding call while ``files`` documents are indexed, and
+    the events; every file must end indexed."""
+    pipeline = index.get_indexing_pipeline({})
+    calls = _embed_calls(pipeline)
+    events = list(pipeline.stream(_documents(folder, files)))
+    assert [o.status for o in _outcomes(iter(events))] == ["indexed"] * files
+    return calls, events
+
+
 def test_a_group_is_embedded_once_it_holds_enough_chunks(
     index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(groups, "EMBED_GROUP_CHUNKS", 2)
-    pipeline = index.get_indexing_pipeline({})
-    calls = _embed_calls(pipeline)
-    events = list(pipeline.stream(_documents(tmp_path / "in", 5)))
+    calls, events = _grouped(index, tmp_path / "in", 5)
     assert calls == [2, 2, 1]
-    assert [o.status for o in _outcomes(iter(events))] == ["indexed"] * 5
     # A group is reported after the next files began; the progress never goes back.
     fractions = [e.fraction for e in events if isinstance(e, IndexingProgress)]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
@@ -115,11 +122,8 @@ def test_an_uploads_first_group_is_smaller_so_the_model_starts_early(
 ) -> None:
     monkeypatch.setattr(groups, "FIRST_GROUP_CHUNKS", 1)
     monkeypatch.setattr(groups, "EMBED_GROUP_CHUNKS", 3)
-    pipeline = index.get_indexing_pipeline({})
-    calls = _embed_calls(pipeline)
-    events = list(pipeline.stream(_documents(tmp_path / "in", 6)))
+    calls, _ = _grouped(index, tmp_path / "in", 6)
     assert calls == [1, 3, 2]
-    assert [o.status for o in _outcomes(iter(events))] == ["indexed"] * 6
 
 
 def test_the_next_files_are_read_while_a_group_embeds(
