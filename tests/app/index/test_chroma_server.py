@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from ragloom.stores import StoreUnavailableError
@@ -14,7 +15,7 @@ from ragloom_app.app import BaseApp
 from ragloom_app.index.file import FileIndex
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.settings import AppSettings, SettingsError, chroma_address
-from tests.helpers.api_server import replay_app
+from tests.helpers.api_server import replay_app, served
 from tests.helpers.chroma_server import ChromaServer, chroma_server
 
 FILE_INDEX = "ragloom_app.index.file.FileIndex"
@@ -84,6 +85,31 @@ def test_an_outage_fails_cleanly_and_the_app_recovers_without_a_restart(
     assert "451 kelvin" in found.chunk.text
     (again,) = index.get_indexing_pipeline({}).run([tmp_path / "second.md"])
     assert again.status == "indexed"
+    assert index.check().clean
+
+
+def test_the_api_answers_503_while_the_server_is_away_and_the_same_request_works_after(
+    server: ChromaServer, tmp_path: Path
+) -> None:
+    app = replay_app(tmp_path, chroma_server=server.url)
+    index = _indexed(app, tmp_path)
+    (entry,) = index.list_sources()
+    with served(app) as url:
+        file_url = f"{url.rstrip('/')}/api/v1/indices/My files/files/{entry['id']}"
+        server.stop()
+        try:
+            refused = httpx.delete(file_url)
+        finally:
+            server.start()
+        assert refused.status_code == 503 and refused.headers["Retry-After"] == "5"
+        assert refused.json()["error"] == {
+            "code": "unavailable",
+            "message": "An index's store cannot be reached right now: the Chroma server "
+            "could not be reached (the connection was refused or failed).",
+        }
+        # The removal was left half-way (its state says so); asked again, it completes.
+        assert httpx.delete(file_url).status_code == 204
+    assert index.list_sources() == []
     assert index.check().clean
 
 

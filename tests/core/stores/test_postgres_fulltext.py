@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from ragloom.schema import Chunk
-from ragloom.stores import BM25Store, FullTextStore
+from ragloom.stores import BM25Store, FullTextStore, StoreUnavailableError
 from ragloom.stores.bm25 import terms as bm25_terms
-from ragloom.stores.postgres_fulltext import PostgresFullTextStore, writes
+from ragloom.stores.postgres_fulltext import PostgresFullTextStore, schema, writes
 from tests.helpers.bm25_testkit import CORPUS, chunk, ids_of
+from tests.helpers.ports import free_port
 from tests.helpers.postgres import PostgresServer, database
 
 psycopg = pytest.importorskip("psycopg")
@@ -262,3 +263,52 @@ def test_chunks_come_back_by_id_as_the_embedded_store_gives_them(
     assert set(pg.chunks(asked)) == {"zh-2", "en-1"}  # unknown ids left out
     assert pg.chunks(asked)["zh-2"].text == "今天的天气很好，我们去公园散步。"
     assert pg.chunks([]) == {}
+
+
+def test_a_server_that_refuses_connections_is_said_to_be_unavailable() -> None:
+    port = free_port()  # nothing listens there
+    store = PostgresFullTextStore(connector(f"postgresql://ragloom@127.0.0.1:{port}/x"), "c")
+    for call in (lambda: store.query("cat", k=3), lambda: store.add([chunk("a", "cat")])):
+        with pytest.raises(StoreUnavailableError) as away:
+            call()
+        assert str(away.value) == (
+            "the PostgreSQL server could not be reached (the connection was refused or broke off)"
+        )
+        assert str(port) not in str(away.value)  # the driver's words stay in the chain
+        assert isinstance(away.value.__cause__, psycopg.OperationalError)
+
+
+def test_a_connection_cut_off_fails_the_call_alone_and_leaves_nothing_half_written(
+    pg_store: PostgresFullTextStore, pg_url: str
+) -> None:
+    pg_store.add([chunk("kept", "kept words")])
+    plain = pg_url.replace("postgresql+psycopg://", "postgresql://")
+    doomed = psycopg.connect(plain)
+    with psycopg.connect(plain, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (doomed.info.backend_pid,))
+    cut = PostgresFullTextStore(lambda: doomed, pg_store.collection)
+    with pytest.raises(StoreUnavailableError, match="PostgreSQL server could not be reached"):
+        cut.add([chunk("lost", "lost words"), chunk("kept", "replaced")])
+    # The next connection works: nothing of the cut call was stored.
+    assert pg_store.ids() == {"kept"} and pg_store.count() == 1
+    assert pg_store.query("lost replaced", k=5) == []
+
+
+def test_an_error_of_a_reachable_server_is_not_an_outage(
+    pg_store: PostgresFullTextStore, pg_url: str
+) -> None:
+    # A writer waits for the collection's lock past its lock_timeout: PostgreSQL answered,
+    # so the error is its own (an OperationalError too), not "could not be reached".
+    pg_store.add([chunk("kept", "kept words")])
+    plain = pg_url.replace("postgresql+psycopg://", "postgresql://")
+    impatient = PostgresFullTextStore(
+        lambda: psycopg.connect(plain, options="-c lock_timeout=100"), pg_store.collection
+    )
+    with psycopg.connect(plain) as holder:
+        holder.execute(
+            "SELECT pg_advisory_xact_lock(%s, id) FROM fulltext_collections WHERE name = %s",
+            (schema.LOCK_NAMESPACE, pg_store.collection),
+        )
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            impatient.add([chunk("late", "late words")])
+    assert pg_store.ids() == {"kept"}

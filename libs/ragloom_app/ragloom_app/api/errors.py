@@ -4,8 +4,8 @@ Every refusal has a stable ``code`` a program can branch on and a ``message`` a 
 can read. Unknown ids are ``not_found`` (404), a body or parameter the API cannot take is
 ``invalid_request`` (422), and a setting, mode or question the app refuses is
 ``invalid_request`` too, with the app's own words (:class:`~ragloom_app.errors.UserFacingError`),
-and a database that cannot be reached (a PostgreSQL restart) is ``unavailable`` (503, with
-``Retry-After``).
+and a database or an index's store that cannot be reached (PostgreSQL or a Chroma server
+restarting) is ``unavailable`` (503, with ``Retry-After``).
 Nothing a client sends is answered with a 500: an unexpected failure is logged under a
 reference that the ``internal_error`` message carries, with no stack trace or path.
 """
@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException
 
+from ragloom.stores.base import StoreUnavailableError
 from ragloom_app.errors import UserFacingError, scrub, user_error
 
 __all__ = ["ApiError", "error_body", "install_error_handlers"]
@@ -28,6 +29,9 @@ __all__ = ["ApiError", "error_body", "install_error_handlers"]
 logger = logging.getLogger(__name__)
 
 _CODES = {404: "not_found", 405: "method_not_allowed", 422: "invalid_request"}
+
+RETRY_AFTER_SECONDS = 5
+"""What a 503 ``unavailable`` asks a client to wait before trying again."""
 
 
 class ApiError(Exception):
@@ -94,10 +98,24 @@ def install_error_handlers(api: FastAPI) -> None:
     async def _database_down(request: Request, exc: OperationalError) -> JSONResponse:
         # The database (or a connection to it) is gone for now: the request was fine.
         logger.warning("the database cannot be reached: %s", scrub(str(exc.orig))[:300])
-        body = error_body("unavailable", "The app's database cannot be reached right now.")
-        return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
+        return _unavailable("The app's database cannot be reached right now.")
+
+    @api.exception_handler(StoreUnavailableError)
+    async def _store_down(request: Request, exc: StoreUnavailableError) -> JSONResponse:
+        # Its words are fixed and name no address (StoreUnavailableError's promise).
+        logger.warning("an index's store cannot be reached: %s", exc)
+        return _unavailable(f"An index's store cannot be reached right now: {exc}.")
 
     @api.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         failure = user_error(exc, "The request", log=logger)
         return JSONResponse(error_body("internal_error", failure.message), status_code=500)
+
+
+def _unavailable(message: str) -> JSONResponse:
+    """The 503 of a server the app needs being away: the request was fine, try it again."""
+    return JSONResponse(
+        error_body("unavailable", message),
+        status_code=503,
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )

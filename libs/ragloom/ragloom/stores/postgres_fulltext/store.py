@@ -34,7 +34,7 @@ import numpy as np
 
 from ragloom.schema import Chunk
 from ragloom.storable import storable_text
-from ragloom.stores.base import FullTextStore
+from ragloom.stores.base import FullTextStore, StoreUnavailableError
 from ragloom.stores.bm25 import terms as bm25_terms
 from ragloom.stores.bm25.index import SegmentedBM25
 from ragloom.stores.bm25.tokenizer import TOKENIZER_VERSION, query_terms, tokenize
@@ -68,6 +68,32 @@ WHERE c.name = %(name)s
 _Snapshot = tuple[Any, CollectionState, dict[str, int]]
 
 
+# PostgreSQL's SQLSTATEs of a server going away or not back yet ("57P01" shutting down,
+# "57P02" crashed, "57P03" starting up) and the class of connection exceptions ("08").
+_AWAY_WORDS = {
+    "57P01": "it was shutting down",
+    "57P02": "it was shutting down",
+    "57P03": "it was starting up",
+}
+
+
+def _away_words(exc: BaseException) -> str | None:
+    """Why PostgreSQL could not be reached, if ``exc`` (or the error it was raised from:
+    a pool wraps the driver's) is psycopg's word for a server that is away; else None.
+    Any other error (a bad statement, a timeout, a conflict) is not an outage."""
+    import psycopg  # the store is given psycopg's connections, so it is there
+
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, psycopg.Error):
+        cause = cause.__cause__
+    if not isinstance(cause, psycopg.OperationalError):
+        return None
+    state = cause.sqlstate
+    if state is None or state.startswith("08"):  # no reply at all, or the connection's
+        return "the connection was refused or broke off"
+    return _AWAY_WORDS.get(state)
+
+
 class _NoCollection(Exception):
     """The collection has no row (nothing was ever added, or it was dropped)."""
 
@@ -87,7 +113,9 @@ class PostgresFullTextStore(FullTextStore):
 
     ``connect`` gives a connection per call (see :data:`ConnectionFactory`), so the store is
     safe to share between threads. Nothing is created until the store is first written,
-    and nothing is read into memory until its first query.
+    and nothing is read into memory until its first query. A server that cannot be reached
+    (restarting, or the network failed) raises
+    :class:`~ragloom.stores.base.StoreUnavailableError`.
     """
 
     def __init__(self, connect: ConnectionFactory, collection: str) -> None:
@@ -109,17 +137,28 @@ class PostgresFullTextStore(FullTextStore):
         ``snapshot``: a read-only ``REPEATABLE READ`` transaction, every statement seeing the
         same committed state (what the index in memory is brought to).
         """
-        with self.connect() as conn:
-            try:
-                with conn.cursor() as cur:
-                    if snapshot:
-                        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    yield cur
-                conn.commit()
-            except BaseException:
-                with suppress(Exception):  # a broken connection cannot roll back: it is gone
-                    conn.rollback()
+        try:
+            with self.connect() as conn:
+                try:
+                    with conn.cursor() as cur:
+                        if snapshot:
+                            cur.execute(
+                                "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+                            )
+                        yield cur
+                    conn.commit()
+                except BaseException:
+                    with suppress(Exception):  # a broken connection cannot roll back
+                        conn.rollback()
+                    raise
+        except Exception as exc:
+            away = _away_words(exc)
+            if away is None:
                 raise
+            # Fixed words: the driver's own may name the host and port.
+            raise StoreUnavailableError(
+                f"the PostgreSQL server could not be reached ({away})"
+            ) from exc
 
     def _prepare(self, create: bool) -> bool:
         """Whether the tables exist (made, or upgraded, first if ``create`` or if they are of
