@@ -7,6 +7,7 @@ worker waits, and while it runs a job, is survived by the same worker process.""
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from sqlalchemy.exc import OperationalError
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs import JobView
+from ragloom_app.jobs.worker import BROKER_WAIT_SECONDS
 from tests.helpers.api_server import replay_app
 from tests.helpers.chroma_server import ChromaServer, chroma_server
 from tests.helpers.job_workers import WorkerSetup, wait_finished, worker_setup
@@ -174,20 +176,47 @@ def test_workers_go_on_after_the_database_and_broker_restarts(tmp_path: Path) ->
             app.jobs.submit_files(index, "local", _files(tmp_path / "in", "b", 1, 5), move=True)
         assert not any((workers.data_dir / "jobs").iterdir())  # nothing staged and left
         server.start()
-        deadline = time.monotonic() + 120
-        while True:  # the app's pool and the worker reconnect on their own
-            try:
-                after = app.jobs.submit_files(
-                    index, "local", _files(tmp_path / "in", "c", 2, 5), move=True
-                )
-                break
-            except Exception:
-                assert time.monotonic() < deadline, workers.logs()
-                time.sleep(0.5)
-        (done,) = wait_finished(app, [after], workers, timeout=120)
-        assert done.status == JobStatus.DONE and worker.poll() is None, workers.logs()
-        assert done.worker is not None and str(worker.pid) in done.worker
-        assert index.check().clean
+        _indexed_by(worker, app, workers, _files(tmp_path / "in", "c", 2, 5))
+
+
+def test_a_worker_outlasts_an_outage_longer_than_it_waits_for_the_database(
+    tmp_path: Path,
+) -> None:
+    """procrastinate's worker stops once a query waited BROKER_WAIT_SECONDS for a
+    connection; ``ragloom worker`` starts it again, so a longer outage ends no worker
+    process and a job submitted afterwards is run by it."""
+    with _restartable(tmp_path) as (server, app, workers):
+        worker = workers.start_worker()
+        workers.wait_ready()
+        server.stop()
+        time.sleep(BROKER_WAIT_SECONDS + 6)
+        server.start()
+        _indexed_by(worker, app, workers, _files(tmp_path / "in", "late", 2, 5))
+        assert "the worker stopped (its database could not be reached)" in workers.logs()
+        worker.terminate()  # asked to stop, it stops for good, and says it ended well
+        assert worker.wait(timeout=30) == 0, workers.logs()
+
+
+def _indexed_by(
+    worker: subprocess.Popen[bytes],
+    app: BaseApp,
+    workers: WorkerSetup,
+    files: list[tuple[str, Path]],
+) -> None:
+    """Submit ``files`` once the database is back, and see ``worker`` index them."""
+    index = app.indices.get("My files")
+    deadline = time.monotonic() + 120
+    while True:  # the app's pool and the worker reconnect on their own
+        try:
+            job = app.jobs.submit_files(index, "local", files, move=True)
+            break
+        except Exception:
+            assert time.monotonic() < deadline, workers.logs()
+            time.sleep(0.5)
+    (done,) = wait_finished(app, [job], workers, timeout=120)
+    assert done.status == JobStatus.DONE and worker.poll() is None, workers.logs()
+    assert done.worker is not None and str(worker.pid) in done.worker
+    assert index.check().clean
 
 
 def test_a_job_running_through_a_database_restart_ends_with_every_file_accounted_for(

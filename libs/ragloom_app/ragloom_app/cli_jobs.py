@@ -130,6 +130,7 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
         procrastinate_app,
     )
     from ragloom_app.jobs.store import JobStore
+    from ragloom_app.jobs.worker import run_worker
     from ragloom_app.settings import SettingsError
 
     if app.settings.job_queue != "procrastinate":
@@ -152,11 +153,12 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
         sweeper.sweep()
         sweeper.start()
         _say(f"ragloom worker: running indexing jobs, {args.concurrency} at a time (Ctrl-C stops)")
-        # Ctrl-C or SIGTERM (procrastinate's handlers): no new job is taken, and the jobs
-        # running finish first. A worker killed outright loses its jobs to the others
-        # after JOB_STALL_SECONDS (the sweepers).
+        # Ctrl-C or SIGTERM: no new job is taken, and the jobs running finish first. A
+        # worker killed outright loses its jobs to the others after JOB_STALL_SECONDS (the
+        # sweepers); one that stopped because the database went away starts again.
         try:
-            queue_app.run_worker(
+            run_worker(
+                queue_app,
                 queues=[QUEUE_NAME],
                 concurrency=args.concurrency,
                 update_heartbeat_interval=max(stall / 4, 0.5),

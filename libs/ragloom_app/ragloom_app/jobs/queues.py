@@ -214,9 +214,12 @@ def procrastinate_app(app: BaseApp) -> procrastinate.App:
     import procrastinate
 
     ensure_schema(app)
-    queue_app = procrastinate.App(
-        connector=procrastinate.PsycopgConnector(conninfo=conninfo(app.settings.database))
+    from ragloom_app.jobs.worker import BROKER_WAIT_SECONDS
+
+    connector = procrastinate.PsycopgConnector(
+        conninfo=conninfo(app.settings.database), timeout=BROKER_WAIT_SECONDS
     )
+    queue_app = procrastinate.App(connector=connector)
     runner = JobRunner(app, worker_name("worker"))
 
     @queue_app.task(name=TASK_NAME, queue=QUEUE_NAME)

@@ -1,0 +1,104 @@
+"""The loop of ``ragloom worker``: procrastinate's worker, started again when it ended
+because PostgreSQL (the app database and the queue's broker) went away.
+
+procrastinate's worker stops when it cannot reach its database: fetching the next job,
+beating its heart or listening for new jobs waits for a connection from its pool for at
+most :data:`BROKER_WAIT_SECONDS`, and then the worker ends (its own docs leave restarting
+it to a supervisor). An outage longer than that used to end ``ragloom worker`` for good,
+and the jobs queued meanwhile waited for an operator (docs/reliability.md). This loop is
+that supervisor: the worker is started again, :data:`RESTART_PAUSE_SECONDS` later, until
+the process is asked to stop (Ctrl-C or SIGTERM). A job a stopped worker was running
+finishes first, as on Ctrl-C; one it could not finish is taken back by the sweepers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import procrastinate
+
+__all__ = ["BROKER_WAIT_SECONDS", "RESTART_PAUSE_SECONDS", "database_away", "run_worker"]
+
+logger = logging.getLogger(__name__)
+
+BROKER_WAIT_SECONDS = 10.0
+"""How long the worker's queries wait for a connection to the database before the worker
+stops (procrastinate's pool ``timeout``; it waited 30 s before this loop restarted it)."""
+
+RESTART_PAUSE_SECONDS = 2.0
+"""The pause before a worker that stopped on its own is started again."""
+
+
+def database_away(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database could not be reached (psycopg's
+    ``OperationalError``, the pool's timeout among them, however procrastinate wrapped it),
+    rather than a fault a restart would only repeat."""
+    import psycopg
+
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, psycopg.OperationalError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def run_worker(queue_app: procrastinate.App, **options: Any) -> None:
+    """Run procrastinate's worker with ``options`` (``App.run_worker_async``'s) until this
+    process is asked to stop, starting it again each time it stops on its own or because
+    the database went away. Any other error ends the loop, raised."""
+    asyncio.run(_supervise(queue_app, options))
+
+
+async def _supervise(queue_app: procrastinate.App, options: dict[str, Any]) -> None:
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(number, stopping.set)
+    while True:
+        why = await _run_once(queue_app, options, stopping)
+        if stopping.is_set():
+            return
+        logger.warning(
+            "the worker stopped (%s); it starts again in %.0f s", why, RESTART_PAUSE_SECONDS
+        )
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), RESTART_PAUSE_SECONDS)
+        if stopping.is_set():
+            return
+
+
+async def _run_once(
+    queue_app: procrastinate.App, options: dict[str, Any], stopping: asyncio.Event
+) -> str:
+    """Run the worker until it stops or ``stopping`` is set; why it stopped, in words."""
+
+    async def open_and_run() -> None:
+        await queue_app.open_async()  # waits for the database too, so it is stoppable
+        await queue_app.run_worker_async(install_signal_handlers=False, **options)
+
+    try:
+        work = asyncio.create_task(open_and_run())
+        asked = asyncio.create_task(stopping.wait())
+        await asyncio.wait({work, asked}, return_when=asyncio.FIRST_COMPLETED)
+        asked.cancel()
+        if not work.done():
+            # procrastinate's graceful stop: no new job is taken, the running ones finish.
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+            return "asked to stop"
+        work.result()  # its error, if it ended with one
+        return "one of its tasks failed; the log above says which"
+    except Exception as exc:
+        if not database_away(exc):
+            raise
+        logger.debug("the worker's database could not be reached", exc_info=True)
+        return "its database could not be reached"
+    finally:
+        await queue_app.close_async()
