@@ -20,6 +20,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from ragloom_app.accounts import User
@@ -179,7 +180,10 @@ def index_router(
     async def upload(name: str, request: Request, user: User = Depends(current_user)) -> UploadOut:
         """Upload files (multipart, field ``files``, several at once) to be indexed by a job;
         follow it at ``/api/v1/jobs/{id}`` (the files' status also shows in GET .../files)."""
-        index = writable(name, user)
+        # Async only to read the body as it streams in; the database, the queue and the
+        # disk are worked on in a thread, never on the server's event loop (a queue that
+        # waited for its database there held every other request of the process).
+        index = await run_in_threadpool(writable, name, user)
         limit = app.settings.max_files_per_upload
         try:
             form = await request.form(max_files=limit, max_fields=limit)
@@ -188,23 +192,25 @@ def index_router(
         uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
         if not uploads:
             raise ApiError(422, "invalid_request", "no files in the field 'files'")
+        return await run_in_threadpool(submit, index, user, uploads)
+
+    def submit(index: BaseIndex, user: User, uploads: list[UploadFile]) -> UploadOut:
+        """Copy the uploads out of the request (each under a name of its position, never
+        one the client sent) and submit them as one job."""
         folder = Path(tempfile.mkdtemp(prefix="api-upload-", dir=_upload_dir(app)))
-        paths, names = [], []
-        for position, upload in enumerate(uploads):
-            path = folder / f"{position}"  # the name the client sent is never a path here
-            with path.open("wb") as out:
-                while chunk := await upload.read(_COPY_BYTES):
-                    out.write(chunk)
-            paths.append(path)
-            names.append(upload.filename or f"upload-{position}")
         try:
-            job = app.jobs.submit_files(
-                index, user.id, list(zip(names, paths, strict=True)), move=True
-            )
+            staged = []
+            for position, upload in enumerate(uploads):
+                path = folder / f"{position}"
+                with path.open("wb") as out:
+                    shutil.copyfileobj(upload.file, out, _COPY_BYTES)
+                staged.append((upload.filename or f"upload-{position}", path))
+            job = app.jobs.submit_files(index, user.id, staged, move=True)
         except JobLimitError as exc:
             raise ApiError(429, "busy", str(exc)) from None
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+        names = [name for name, _ in staged]
         return UploadOut(index=index.name, accepted=names, job=job_out(app, job))
 
     @router.delete("/indices/{name}/files/{file_id}", status_code=204, tags=["indices"])

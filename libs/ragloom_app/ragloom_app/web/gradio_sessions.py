@@ -17,6 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -55,7 +56,7 @@ class SessionBinding:
         if not path.startswith(_PREFIX):
             await self.app(scope, receive, send)
             return
-        user = self.user_id(request)
+        user = await run_in_threadpool(self.user_id, request)  # reads the database
         if user is None:
             await refusal(path, 401, "log in first")(scope, receive, send)
             return

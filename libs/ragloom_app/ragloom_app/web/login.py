@@ -29,6 +29,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -103,7 +104,8 @@ class LoginRedirect:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         is_page_load = scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == "/"
-        if is_page_load and self.user_id(Request(scope)) is None:
+        # The lookup reads the database: in a thread, never on the server's event loop.
+        if is_page_load and await run_in_threadpool(self.user_id, Request(scope)) is None:
             await RedirectResponse("/login", status_code=303)(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -207,7 +209,8 @@ def login_router(app: BaseApp) -> APIRouter:
             return page(request, status=401, name=name, message="Type a name and password.")
         address = request.client.host if request.client else ""
         try:
-            user, token = app.accounts.login(name, password, address)
+            # argon2 and the database: in a thread, not on the event loop.
+            user, token = await run_in_threadpool(app.accounts.login, name, password, address)
         except LoginRefused as exc:
             status = 429 if exc.retry_after > 0 else 401
             refused = page(request, status=status, name=name, message=f"{exc}.")
@@ -226,10 +229,10 @@ def login_router(app: BaseApp) -> APIRouter:
         token = request.cookies.get(SESSION_COOKIE, "")
         # Ending a session needs its token; forgetting a cookie whose session has ended
         # does not (it changes nothing but the browser's own cookie).
-        if token and app.accounts.session_user(token) is not None:
+        if token and await run_in_threadpool(app.accounts.session_user, token) is not None:
             if not _same(_field(form, "csrf"), logout_token(token)):
                 return HTMLResponse("The logout form expired: reload the page.", status_code=403)
-            app.accounts.logout(token)
+            await run_in_threadpool(app.accounts.logout, token)
         response = RedirectResponse("/login?ended=1", status_code=303)
         end_session_cookie(response)
         return response
