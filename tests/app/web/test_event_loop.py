@@ -78,12 +78,18 @@ def _gradio_request(url: str, app: BaseApp) -> Callable[[], httpx.Response]:
     return lambda: client.get("/gradio_api/info")
 
 
+def _gradio_config(url: str, app: BaseApp) -> Callable[[], httpx.Response]:
+    client = _logged_in(_browser(url))
+    return lambda: client.get("/config")  # gradio's own login check
+
+
 # What each request waits on (held below), and how the request is made.
 CASES: dict[str, tuple[str, str, Callable[[str, BaseApp], Callable[[], httpx.Response]]]] = {
     "an upload, its job queue waiting for the database": ("jobs", "submit_files", _upload),
     "a login, argon2 and the database": ("accounts", "login", _login),
     "a page load, its session read": ("accounts", "session_user", _page_load),
     "a gradio request, its session read": ("accounts", "session_user", _gradio_request),
+    "gradio's own login check": ("accounts", "session_user", _gradio_config),
 }
 
 
