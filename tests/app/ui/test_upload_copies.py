@@ -8,8 +8,8 @@ import gradio as gr
 import pytest
 
 from ragloom_app.app import BaseApp
-from ragloom_app.settings import AppSettings
 from ragloom_app.ui.files_tab import FilesHandlers, discard_upload_copies
+from tests.helpers.file_index import StoreSetup
 
 
 def _upload(cache: Path, name: str, text: str) -> dict[str, object]:
@@ -21,9 +21,10 @@ def _upload(cache: Path, name: str, text: str) -> dict[str, object]:
 
 
 @pytest.fixture
-def handlers(tmp_path: Path) -> FilesHandlers:
-    settings = AppSettings(
-        data_dir=tmp_path / "data",
+def handlers(tmp_path: Path, stores: StoreSetup) -> FilesHandlers:
+    """The Files tab's handlers of an app on the embedded stores, then on the servers."""
+    settings = stores.app_settings(
+        tmp_path / "data",
         embeddings={"hash": {"class": "ragloom_app.testing.HashEmbeddings"}},
         default_embedding="hash",
     )
