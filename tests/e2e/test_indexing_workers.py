@@ -102,14 +102,36 @@ def test_two_workers_index_the_jobs_of_an_app_in_parallel(
     assert len(index.list_sources()) == 12 and index.check().clean
 
 
+def _job_under_way(
+    app: BaseApp, workers: WorkerSetup, folder: Path, done_at_least: int = 1
+) -> tuple[JobView, subprocess.Popen[bytes]]:
+    """A 30-file job of "My files", a worker started, once it has indexed a file or more;
+    the job as then seen, and the worker."""
+    index = app.indices.get("My files")
+    job = app.jobs.submit_files(index, "local", _files(folder, folder.name, 30, 60), move=True)
+    worker = workers.start_worker()
+    return _running(app, job, workers, done_at_least), worker
+
+
+def test_sigterm_lets_the_job_finish_and_a_second_one_stops_the_worker_at_once(
+    setup: tuple[BaseApp, WorkerSetup], tmp_path: Path
+) -> None:
+    app, workers = setup
+    job, worker = _job_under_way(app, workers, tmp_path / "t")
+    worker.terminate()  # the first: no new job is taken, the one under way is finished
+    time.sleep(0.5)
+    assert worker.poll() is None, workers.logs()
+    worker.terminate()  # the second: at once, as a user pressing Ctrl-C again expects
+    assert worker.wait(timeout=15) == -signal.SIGTERM, workers.logs()
+    assert app.jobs.store.get(job.id).status == JobStatus.RUNNING  # type: ignore[union-attr]
+
+
 def test_a_job_is_cancelled_while_a_worker_runs_it(
     setup: tuple[BaseApp, WorkerSetup], tmp_path: Path
 ) -> None:
     app, workers = setup
     index = app.indices.get("My files")
-    job = app.jobs.submit_files(index, "local", _files(tmp_path / "in", "c", 30, 60), move=True)
-    workers.start_worker()
-    _running(app, job, workers, done_at_least=1)
+    job, _ = _job_under_way(app, workers, tmp_path / "c")
     app.jobs.cancel(job.id, "local")
     (ended,) = wait_finished(app, [job], workers)
     assert ended.status == JobStatus.CANCELLED
@@ -124,16 +146,14 @@ def test_a_worker_killed_in_the_middle_of_a_job_loses_nothing(
 ) -> None:
     app, workers = setup
     index = app.indices.get("My files")
-    job = app.jobs.submit_files(index, "local", _files(tmp_path / "in", "k", 30, 60), move=True)
-    victim = workers.start_worker()
-    before = _running(app, job, workers, done_at_least=3)
+    job, victim = _job_under_way(app, workers, tmp_path / "k", done_at_least=3)
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     assert app.jobs.store.get(job.id).status == JobStatus.RUNNING  # type: ignore[union-attr]
     workers.start_worker()  # finds the job stalled once its heartbeat is STALL s old
     (ended,) = wait_finished(app, [job], workers)
     assert ended.status == JobStatus.DONE and ended.attempts == 2, workers.logs()
-    assert ended.worker != before.worker
+    assert ended.worker != job.worker  # the job as seen under way, on the first worker
     # Those indexed before the kill come back "skipped" (the same content is there).
     assert {o["status"] for o in ended.outcomes} <= {"indexed", "skipped"}
     sources = index.list_sources()

@@ -125,8 +125,8 @@ def worker(concurrency: int) -> int:
 def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
     from ragloom_app.jobs.queues import (
         QUEUE_NAME,
-        TASK_NAME,
         JobSweeper,
+        ProcrastinateJobQueue,
         procrastinate_app,
     )
     from ragloom_app.jobs.store import JobStore
@@ -144,26 +144,26 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
     app.recover_indices()
     queue_app = procrastinate_app(app)
     stall = float(app.settings.job_stall_seconds)
-
-    def resubmit(job_id: str) -> None:
-        queue_app.tasks[TASK_NAME].defer(job_id=job_id)
-
-    with queue_app.open():
-        sweeper = JobSweeper(JobStore(app.engine), stall, resubmit)
+    # The sweeper submits from its own thread, through a pool of its own (as an app process
+    # does): the worker's pool belongs to the worker's event loop, and is closed while the
+    # worker starts again.
+    submitter = ProcrastinateJobQueue(app)
+    sweeper = JobSweeper(JobStore(app.engine), stall, submitter.submit)
+    try:
         sweeper.sweep()
         sweeper.start()
         _say(f"ragloom worker: running indexing jobs, {args.concurrency} at a time (Ctrl-C stops)")
         # Ctrl-C or SIGTERM: no new job is taken, and the jobs running finish first. A
         # worker killed outright loses its jobs to the others after JOB_STALL_SECONDS (the
         # sweepers); one that stopped because the database went away starts again.
-        try:
-            run_worker(
-                queue_app,
-                queues=[QUEUE_NAME],
-                concurrency=args.concurrency,
-                update_heartbeat_interval=max(stall / 4, 0.5),
-                stalled_worker_timeout=stall,
-            )
-        finally:
-            sweeper.stop()
+        run_worker(
+            queue_app,
+            queues=[QUEUE_NAME],
+            concurrency=args.concurrency,
+            update_heartbeat_interval=max(stall / 4, 0.5),
+            stalled_worker_timeout=stall,
+        )
+    finally:
+        sweeper.stop()
+        submitter.close()
     return 0

@@ -180,6 +180,24 @@ def test_an_upload_the_database_refuses_leaves_no_staged_files(
     assert not any((app.settings.data_dir / "jobs").glob("*"))
 
 
+def test_a_stalled_job_whose_resubmission_fails_is_taken_at_the_next_sweep(app: BaseApp) -> None:
+    """The queue's broker away as the sweeper submits a stalled job again: the job stays
+    running and stalled, not queued with nobody to run it, and the next turn submits it."""
+    store = JobStore(app.engine)
+    job = store.create(index_id=app.indices.get("My files").id, owner="local", kind="add", files=[])
+    _stall(app, job.id, "killed")
+
+    def broker_away(job_id: str) -> None:
+        raise OperationalError("INSERT", {}, Exception("the connection is lost"))
+
+    with pytest.raises(OperationalError):
+        JobSweeper(store, 1.0, broker_away).sweep()
+    assert store.get(job.id).status == JobStatus.RUNNING  # type: ignore[union-attr]
+    resubmitted: list[str] = []
+    assert JobSweeper(store, 1.0, resubmitted.append).sweep() == [job.id]
+    assert resubmitted == [job.id] and store.get(job.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
+
+
 def test_a_job_that_keeps_killing_its_workers_is_failed(app: BaseApp) -> None:
     index = app.indices.get("My files")
     store = JobStore(app.engine)

@@ -278,18 +278,24 @@ def test_a_server_that_refuses_connections_is_said_to_be_unavailable() -> None:
         assert isinstance(away.value.__cause__, psycopg.OperationalError)
 
 
-def test_a_connection_cut_off_fails_the_call_alone_and_leaves_nothing_half_written(
-    pg_store: PostgresFullTextStore, pg_url: str
+def test_a_connection_cut_off_mid_write_leaves_nothing_half_written(
+    pg_store: PostgresFullTextStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pg_store.add([chunk("kept", "kept words")])
     plain = pg_url.replace("postgresql+psycopg://", "postgresql://")
-    doomed = psycopg.connect(plain)
-    with psycopg.connect(plain, autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (doomed.info.backend_pid,))
-    cut = PostgresFullTextStore(lambda: doomed, pg_store.collection)
+    add_to_counts = writes.add_to_counts
+
+    def cut_first(cur: Any, *args: Any) -> None:
+        # The chunks and their terms are written; the server ends this connection now.
+        with psycopg.connect(plain, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (cur.connection.info.backend_pid,))
+        add_to_counts(cur, *args)
+
+    monkeypatch.setattr(writes, "add_to_counts", cut_first)
     with pytest.raises(StoreUnavailableError, match="PostgreSQL server could not be reached"):
-        cut.add([chunk("lost", "lost words"), chunk("kept", "replaced")])
-    # The next connection works: nothing of the cut call was stored.
+        pg_store.add([chunk("lost", "lost words"), chunk("kept", "replaced")])
+    monkeypatch.undo()
+    # The next connection works, and nothing of the cut transaction was kept.
     assert pg_store.ids() == {"kept"} and pg_store.count() == 1
     assert pg_store.query("lost replaced", k=5) == []
 

@@ -222,13 +222,15 @@ def public_router() -> APIRouter:
     """The routes that need no login: whether the server answers, and its version."""
     public = APIRouter(prefix=API_PREFIX)
 
+    # Async: answered on the event loop, never waiting for a thread of the pool, which
+    # requests waiting on the database may all hold.
     @public.get("/health", tags=["server"])
-    def health() -> HealthOut:
+    async def health() -> HealthOut:
         """Whether the server answers."""
         return HealthOut()
 
     @public.get("/version", tags=["server"])
-    def version() -> VersionOut:
+    async def version() -> VersionOut:
         """The version serving."""
         return VersionOut(version=ragloom_app.__version__)
 

@@ -79,10 +79,13 @@ class JobSweeper:
             if self.store.cancel_requested(job_id):
                 self.store.finish(job_id, JobStatus.CANCELLED, error="cancelled by its owner")
                 continue
-            if self.store.requeue_stalled(job_id, self.stall_seconds):
-                logger.warning("job %s lost its worker: queued again", job_id)
-                self.resubmit(job_id)
-                taken.append(job_id)
+            # Submitted before it is shown queued: if the submission fails (the broker
+            # away), the job stays running and stalled, and the next turn tries again. A
+            # claim takes a stalled job as it takes a queued one, and only once.
+            self.resubmit(job_id)
+            self.store.requeue_stalled(job_id, self.stall_seconds)
+            logger.warning("job %s lost its worker: queued again", job_id)
+            taken.append(job_id)
         return taken
 
     def start(self) -> None:

@@ -19,33 +19,22 @@ import logging
 import signal
 from typing import TYPE_CHECKING, Any
 
+from ragloom.stores.postgres_fulltext.outage import outage_words
+
 if TYPE_CHECKING:
     import procrastinate
 
-__all__ = ["BROKER_WAIT_SECONDS", "RESTART_PAUSE_SECONDS", "database_away", "run_worker"]
+__all__ = ["BROKER_WAIT_SECONDS", "RESTART_PAUSE_SECONDS", "run_worker"]
 
 logger = logging.getLogger(__name__)
 
 BROKER_WAIT_SECONDS = 10.0
 """How long the worker's queries wait for a connection to the database before the worker
-stops (procrastinate's pool ``timeout``; it waited 30 s before this loop restarted it)."""
+stops (procrastinate's pool ``timeout``; it waited 30 s before this loop restarted it).
+Opening the pool at a start waits psycopg_pool's own 30 s."""
 
 RESTART_PAUSE_SECONDS = 2.0
 """The pause before a worker that stopped on its own is started again."""
-
-
-def database_away(exc: BaseException) -> bool:
-    """Whether ``exc`` says the database could not be reached (psycopg's
-    ``OperationalError``, the pool's timeout among them, however procrastinate wrapped it),
-    rather than a fault a restart would only repeat."""
-    import psycopg
-
-    cause: BaseException | None = exc
-    while cause is not None:
-        if isinstance(cause, psycopg.OperationalError):
-            return True
-        cause = cause.__cause__ or cause.__context__
-    return False
 
 
 def run_worker(queue_app: procrastinate.App, **options: Any) -> None:
@@ -58,8 +47,17 @@ def run_worker(queue_app: procrastinate.App, **options: Any) -> None:
 async def _supervise(queue_app: procrastinate.App, options: dict[str, Any]) -> None:
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for number in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(number, stopping.set)
+    numbers = (signal.SIGINT, signal.SIGTERM)
+
+    def asked_to_stop() -> None:
+        # A second Ctrl-C or SIGTERM ends the process at once, without waiting for the
+        # jobs under way: the handlers go back to Python's own.
+        for number in numbers:
+            loop.remove_signal_handler(number)
+        stopping.set()
+
+    for number in numbers:
+        loop.add_signal_handler(number, asked_to_stop)
     while True:
         why = await _run_once(queue_app, options, stopping)
         if stopping.is_set():
@@ -96,7 +94,7 @@ async def _run_once(
         work.result()  # its error, if it ended with one
         return "one of its tasks failed; the log above says which"
     except Exception as exc:
-        if not database_away(exc):
+        if outage_words(exc) is None:
             raise
         logger.debug("the worker's database could not be reached", exc_info=True)
         return "its database could not be reached"

@@ -41,6 +41,7 @@ from ragloom.stores.bm25.tokenizer import TOKENIZER_VERSION, query_terms, tokeni
 from ragloom.stores.bm25.vocab import TermVocabulary
 from ragloom.stores.postgres_fulltext import schema, writes
 from ragloom.stores.postgres_fulltext.mirror import CollectionState, IndexMirror
+from ragloom.stores.postgres_fulltext.outage import outage_words
 
 __all__ = ["ConnectionFactory", "PostgresFullTextStore"]
 
@@ -66,32 +67,6 @@ WHERE c.name = %(name)s
 
 
 _Snapshot = tuple[Any, CollectionState, dict[str, int]]
-
-
-# PostgreSQL's SQLSTATEs of a server going away or not back yet ("57P01" shutting down,
-# "57P02" crashed, "57P03" starting up) and the class of connection exceptions ("08").
-_AWAY_WORDS = {
-    "57P01": "it was shutting down",
-    "57P02": "it was shutting down",
-    "57P03": "it was starting up",
-}
-
-
-def _away_words(exc: BaseException) -> str | None:
-    """Why PostgreSQL could not be reached, if ``exc`` (or the error it was raised from:
-    a pool wraps the driver's) is psycopg's word for a server that is away; else None.
-    Any other error (a bad statement, a timeout, a conflict) is not an outage."""
-    import psycopg  # the store is given psycopg's connections, so it is there
-
-    cause: BaseException | None = exc
-    while cause is not None and not isinstance(cause, psycopg.Error):
-        cause = cause.__cause__
-    if not isinstance(cause, psycopg.OperationalError):
-        return None
-    state = cause.sqlstate
-    if state is None or state.startswith("08"):  # no reply at all, or the connection's
-        return "the connection was refused or broke off"
-    return _AWAY_WORDS.get(state)
 
 
 class _NoCollection(Exception):
@@ -152,7 +127,7 @@ class PostgresFullTextStore(FullTextStore):
                         conn.rollback()
                     raise
         except Exception as exc:
-            away = _away_words(exc)
+            away = outage_words(exc)
             if away is None:
                 raise
             # Fixed words: the driver's own may name the host and port.
