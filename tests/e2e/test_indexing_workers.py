@@ -103,12 +103,13 @@ def test_two_workers_index_the_jobs_of_an_app_in_parallel(
 
 
 def _job_under_way(
-    app: BaseApp, workers: WorkerSetup, folder: Path, done_at_least: int = 1
+    app: BaseApp, workers: WorkerSetup, folder: Path, done_at_least: int = 1, count: int = 30
 ) -> tuple[JobView, subprocess.Popen[bytes]]:
-    """A 30-file job of "My files", a worker started, once it has indexed a file or more;
-    the job as then seen, and the worker."""
+    """A job of ``count`` files into "My files", a worker started, once it has indexed a
+    file or more; the job as then seen, and the worker."""
     index = app.indices.get("My files")
-    job = app.jobs.submit_files(index, "local", _files(folder, folder.name, 30, 60), move=True)
+    files = _files(folder, folder.name, count, 60)
+    job = app.jobs.submit_files(index, "local", files, move=True)
     worker = workers.start_worker()
     return _running(app, job, workers, done_at_least), worker
 
@@ -117,13 +118,15 @@ def test_sigterm_lets_the_job_finish_and_a_second_one_stops_the_worker_at_once(
     setup: tuple[BaseApp, WorkerSetup], tmp_path: Path
 ) -> None:
     app, workers = setup
-    job, worker = _job_under_way(app, workers, tmp_path / "t")
+    # Long enough (about 4 s here) to be under way still when the signals come.
+    job, worker = _job_under_way(app, workers, tmp_path / "t", count=150)
     worker.terminate()  # the first: no new job is taken, the one under way is finished
     time.sleep(0.5)
     assert worker.poll() is None, workers.logs()
-    worker.terminate()  # the second: at once, as a user pressing Ctrl-C again expects
-    assert worker.wait(timeout=15) == -signal.SIGTERM, workers.logs()
     assert app.jobs.store.get(job.id).status == JobStatus.RUNNING  # type: ignore[union-attr]
+    worker.terminate()  # the second: at once, as a user pressing Ctrl-C again expects
+    # Ended by the signal, not by finishing its job and its stop (status 0).
+    assert worker.wait(timeout=15) == -signal.SIGTERM, workers.logs()
 
 
 def test_a_job_is_cancelled_while_a_worker_runs_it(
