@@ -19,7 +19,7 @@ from sqlalchemy.exc import OperationalError
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs import JobView
-from ragloom_app.jobs.worker import BROKER_WAIT_SECONDS
+from ragloom_app.jobs.queues import BROKER_WAIT_SECONDS
 from tests.helpers.api_server import replay_app
 from tests.helpers.chroma_server import ChromaServer, chroma_server
 from tests.helpers.job_workers import WorkerSetup, wait_finished, worker_setup

@@ -36,6 +36,12 @@ __all__ = ["InProcessJobQueue", "JobQueue", "JobSweeper", "ProcrastinateJobQueue
 
 logger = logging.getLogger(__name__)
 
+BROKER_WAIT_SECONDS = 10.0
+"""How long a query of procrastinate's waits for a connection to the database (its pool's
+``timeout``; 30 s by default). A worker whose query waited that long stops, and ``ragloom
+worker`` starts it again (:mod:`ragloom_app.jobs.worker`); opening the pool at a start
+waits psycopg_pool's own 30 s."""
+
 TASK_NAME = "ragloom.index_job"
 """The procrastinate task that runs one job (its only argument: ``job_id``)."""
 QUEUE_NAME = "indexing"
@@ -217,8 +223,6 @@ def procrastinate_app(app: BaseApp) -> procrastinate.App:
     import procrastinate
 
     ensure_schema(app)
-    from ragloom_app.jobs.worker import BROKER_WAIT_SECONDS
-
     connector = procrastinate.PsycopgConnector(
         conninfo=conninfo(app.settings.database), timeout=BROKER_WAIT_SECONDS
     )

@@ -3,12 +3,13 @@ because PostgreSQL (the app database and the queue's broker) went away.
 
 procrastinate's worker stops when it cannot reach its database: fetching the next job,
 beating its heart or listening for new jobs waits for a connection from its pool for at
-most :data:`BROKER_WAIT_SECONDS`, and then the worker ends (its own docs leave restarting
-it to a supervisor). An outage longer than that used to end ``ragloom worker`` for good,
-and the jobs queued meanwhile waited for an operator (docs/reliability.md). This loop is
-that supervisor: the worker is started again, :data:`RESTART_PAUSE_SECONDS` later, until
-the process is asked to stop (Ctrl-C or SIGTERM). A job a stopped worker was running
-finishes first, as on Ctrl-C; one it could not finish is taken back by the sweepers.
+most :data:`~ragloom_app.jobs.queues.BROKER_WAIT_SECONDS`, and then the worker ends (its
+own docs leave restarting it to a supervisor). An outage longer than that used to end
+``ragloom worker`` for good, and the jobs queued meanwhile waited for an operator
+(docs/reliability.md). This loop is that supervisor: the worker is started again,
+:data:`RESTART_PAUSE_SECONDS` later, until the process is asked to stop (Ctrl-C or
+SIGTERM). A job a stopped worker was running finishes first, as on Ctrl-C; one it could
+not finish is taken back by the sweepers.
 """
 
 from __future__ import annotations
@@ -24,14 +25,9 @@ from ragloom.stores.postgres_fulltext.outage import outage_words
 if TYPE_CHECKING:
     import procrastinate
 
-__all__ = ["BROKER_WAIT_SECONDS", "RESTART_PAUSE_SECONDS", "run_worker"]
+__all__ = ["RESTART_PAUSE_SECONDS", "run_worker"]
 
 logger = logging.getLogger(__name__)
-
-BROKER_WAIT_SECONDS = 10.0
-"""How long the worker's queries wait for a connection to the database before the worker
-stops (procrastinate's pool ``timeout``; it waited 30 s before this loop restarted it).
-Opening the pool at a start waits psycopg_pool's own 30 s."""
 
 RESTART_PAUSE_SECONDS = 2.0
 """The pause before a worker that stopped on its own is started again."""

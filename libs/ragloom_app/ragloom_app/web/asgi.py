@@ -10,14 +10,13 @@ refusals carry the headers too), :class:`~.hosts.HostGuard`,
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
-from fastapi import APIRouter, FastAPI, Request
-from starlette.concurrency import run_in_threadpool
+from fastapi import APIRouter, FastAPI
 from starlette.middleware import Middleware
 from starlette.routing import Mount
 
@@ -25,7 +24,7 @@ from ragloom_app.settings import AppSettings
 from ragloom_app.web.gradio_sessions import SessionBinding
 from ragloom_app.web.headers import SecurityHeaders
 from ragloom_app.web.hosts import HostGuard
-from ragloom_app.web.login import LoginRedirect
+from ragloom_app.web.login import LoginRedirect, UserLookup
 from ragloom_app.web.requests import RequestGuard
 
 __all__ = ["WebApp", "build_web_app"]
@@ -55,7 +54,7 @@ def build_web_app(
     port: int,
     styling: Mapping[str, Any],
     routers: Sequence[APIRouter] = (),
-    user_id: Callable[[Request], str | None] | None = None,
+    user_id: UserLookup | None = None,
 ) -> WebApp:
     """Mount ``demo`` (queued, not launched) behind the guards, with the limits of ``settings``.
 
@@ -125,7 +124,7 @@ def build_web_app(
         mcp_server=False,
         pwa=False,
         enable_monitoring=False,
-        auth_dependency=None if user_id is None else _in_a_thread(user_id),
+        auth_dependency=user_id,
         **styling,
     )
     # launch() sets this; mounting does not. Until it is set gradio skips its check that
@@ -136,15 +135,3 @@ def build_web_app(
         route.app for route in asgi.routes if isinstance(route, Mount) and route.path == ""
     )
     return WebApp(asgi=asgi, demo=demo, gradio_app=gradio_app)
-
-
-def _in_a_thread(
-    user_id: Callable[[Request], str | None],
-) -> Callable[[Request], Awaitable[str | None]]:
-    """``user_id`` as gradio awaits it: gradio calls its ``auth_dependency`` on the event
-    loop, and the lookup reads the database, so it runs in the thread pool."""
-
-    async def lookup(request: Request) -> str | None:
-        return await run_in_threadpool(user_id, request)
-
-    return lookup

@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ragloom_app.web.login import UserLookup
 from ragloom_app.web.refusals import refusal
 
 __all__ = ["MAX_BOUND_SESSIONS", "SessionBinding"]
@@ -38,7 +37,7 @@ class SessionBinding:
     ``auth_dependency`` does.
     """
 
-    def __init__(self, app: ASGIApp, user_id: Callable[[Request], str | None]) -> None:
+    def __init__(self, app: ASGIApp, user_id: UserLookup) -> None:
         self.app = app
         self.user_id = user_id
         self._owners: OrderedDict[str, str] = OrderedDict()
@@ -56,7 +55,7 @@ class SessionBinding:
         if not path.startswith(_PREFIX):
             await self.app(scope, receive, send)
             return
-        user = await run_in_threadpool(self.user_id, request)  # reads the database
+        user = await self.user_id(request)
         if user is None:
             await refusal(path, 401, "log in first")(scope, receive, send)
             return

@@ -24,7 +24,7 @@ import hashlib
 import html
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -47,6 +47,7 @@ from ragloom_app.db.models import LOCAL_USER
 __all__ = [
     "LOGIN_CSRF_COOKIE",
     "LoginRedirect",
+    "UserLookup",
     "login_router",
     "logout_token",
     "ui_user_id",
@@ -77,20 +78,28 @@ def logout_token(session_token: str) -> str:
     return hashlib.sha256(b"ragloom-logout\0" + session_token.encode()).hexdigest()[:32]
 
 
-def ui_user_id(app: BaseApp) -> Callable[[Request], str | None]:
+UserLookup = Callable[[Request], Awaitable[str | None]]
+"""Names a request's user, or ``None`` (it must log in): awaited on the event loop."""
+
+
+def ui_user_id(app: BaseApp) -> UserLookup:
     """The gradio ``auth_dependency``: the id of the request's user, or ``None`` (refused).
 
     A live session names its user. Without one the request is the local user's unless
     login is required; a session cookie that is sent but has ended is refused either way
-    (as the API does), so the browser is sent to log in again.
+    (as the API does), so the browser is sent to log in again. The session is read from
+    the database in the thread pool, never on the server's event loop.
     """
 
-    def user_id(request: Request) -> str | None:
+    def lookup(request: Request) -> str | None:
         token = request.cookies.get(SESSION_COOKIE)
         if token:
             user = app.accounts.session_user(token)
             return user.id if user is not None else None
         return None if app.settings.require_login else LOCAL_USER
+
+    async def user_id(request: Request) -> str | None:
+        return await run_in_threadpool(lookup, request)
 
     return user_id
 
@@ -98,14 +107,13 @@ def ui_user_id(app: BaseApp) -> Callable[[Request], str | None]:
 class LoginRedirect:
     """ASGI middleware: a page load of ``/`` that ``user_id`` refuses goes to ``/login``."""
 
-    def __init__(self, app: ASGIApp, user_id: Callable[[Request], str | None]) -> None:
+    def __init__(self, app: ASGIApp, user_id: UserLookup) -> None:
         self.app = app
         self.user_id = user_id
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         is_page_load = scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == "/"
-        # The lookup reads the database: in a thread, never on the server's event loop.
-        if is_page_load and await run_in_threadpool(self.user_id, Request(scope)) is None:
+        if is_page_load and await self.user_id(Request(scope)) is None:
             await RedirectResponse("/login", status_code=303)(scope, receive, send)
             return
         await self.app(scope, receive, send)
