@@ -171,6 +171,24 @@ def test_only_the_head_title_is_the_page_title(tmp_path: Path) -> None:
     assert _read(tmp_path, "<title>Bare title</title><p>Body text</p>") == "Bare title\n\nBody text"
 
 
+def test_the_first_title_of_the_head_is_the_title_even_when_blank(tmp_path: Path) -> None:
+    page = "<head><title> </title><title>Second</title></head><p>Body text</p>"
+    assert _read(tmp_path, page) == "Body text"
+    entities = "<head><title>Caf&eacute; &amp;\n bar</title></head><p>x</p>"
+    assert _read(tmp_path, entities) == "Café & bar\n\nx"
+
+
+def test_text_after_the_end_of_the_page_is_read(tmp_path: Path) -> None:
+    # SQLite's manual closes some pages before their footer; browsers show it.
+    page = "<html><body><p>Body text</p></body></html>\n<p><i>Last <b>modified</b></i></p> 2020"
+    assert _read(tmp_path, page) == "Body text\n\nLast modified\n\n2020"
+
+
+def test_end_tags_of_nothing_open_are_ignored(tmp_path: Path) -> None:
+    page = "</div><p>One</span> two</td></p></li><div><b>bold</div> after</b></body></html>"
+    assert _read(tmp_path, page) == "One two\n\nbold\n\nafter"
+
+
 def test_a_page_with_too_many_elements_is_refused_before_parsing(tmp_path: Path) -> None:
     path = tmp_path / "many.html"
     path.write_text("<html><body>" + "<p>x</p>" * 9 + "</body></html>")  # 11 start tags

@@ -1,4 +1,4 @@
-"""HTML pages, reduced to the text a reader of the page sees, parsed by BeautifulSoup (lxml).
+"""HTML pages, reduced to the text a reader of the page sees, parsed by lxml (libxml2).
 
 The page's ``<title>`` becomes the first line. Scripts, styles, templates, the rest of the
 ``<head>`` and embedded media are dropped. Every block element (paragraph, ``<div>``, a
@@ -11,9 +11,11 @@ term with its definition, a table row with its headers) is in
 The bytes are decoded the way a browser would: a byte-order mark first, then the charset the
 page declares (``<meta charset>``, ``http-equiv`` or an XML declaration), then detection.
 
-BeautifulSoup keeps about a kilobyte of Python objects per element and builds some 80,000
-elements a second, so a page of more than :data:`MAX_HTML_ELEMENTS` start tags is refused
-before it is parsed (8 MB of ``<p>x</p>`` would take a gigabyte and 13 s).
+The page is read as lxml parses it, without building a tree: 6.5 times as fast as the
+BeautifulSoup tree it replaced, with the same text on every page of SQLite's manual (766
+pages: 0.64 s against 4.16 s), and a million elements take 1.6 s and under 90 MB. A page
+of more than :data:`MAX_HTML_ELEMENTS` start tags is still refused before it is parsed,
+to bound the time one page may take.
 """
 
 from __future__ import annotations
@@ -23,18 +25,17 @@ import logging
 import re
 from pathlib import Path
 
-from bs4 import BeautifulSoup
 from bs4.dammit import EncodingDetector
-from bs4.element import Tag
 
 from ragloom.loaders.base import (
     EmptyDocumentError,
+    LoaderError,
     TextBudget,
     UnreadableFileError,
     read_bytes,
     without_surrogates,
 )
-from ragloom.loaders.html_text import visible_paragraphs
+from ragloom.loaders.html_text import visible_text
 from ragloom.loaders.text import decode_text
 from ragloom.schema import Page
 
@@ -74,14 +75,11 @@ class HtmlReader:
         self._check_elements(markup, path)
         meter = self.budget.meter(len(data), "HTML file", path)
         try:
-            soup = BeautifulSoup(markup, "lxml")
-        except MemoryError:
-            raise  # the readers sandbox's limit says so; not a damaged file
+            title, paragraphs = visible_text(markup, meter)
+        except (MemoryError, LoaderError):
+            raise  # the readers sandbox's limit, or the text budget's: not a damaged file
         except Exception as exc:  # lxml is lenient; anything it still rejects is unreadable
             raise UnreadableFileError(f"not a valid HTML file: {exc}", path) from exc
-        title = _title(soup)
-        meter.add(len(title))
-        paragraphs = visible_paragraphs(soup, meter)
         if not paragraphs:
             raise EmptyDocumentError("the page has no visible text", path)
         if title:
@@ -115,15 +113,3 @@ def _declared_encoding(data: bytes) -> str | None:
         # read it as UTF-8 (a real UTF-16 file has a byte-order mark, which wins anyway).
         return "utf-8"
     return declared
-
-
-def _title(soup: BeautifulSoup) -> str:
-    """The page's title, whitespace collapsed, or ``""``."""
-    # lxml puts a document's <title> in <head>; a <title> elsewhere (inside an <svg>) is not
-    # the page's. Looking only there also spares a search of the whole tree.
-    html = soup.find("html", recursive=False)
-    head = html.find("head", recursive=False) if isinstance(html, Tag) else None
-    title = head.find("title") if isinstance(head, Tag) else None
-    if not isinstance(title, Tag):
-        return ""
-    return " ".join(title.get_text(" ").split())

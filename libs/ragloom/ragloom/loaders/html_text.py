@@ -25,15 +25,14 @@ runs of whitespace become one space. Every character is counted on the page's
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
+from lxml import etree
 
 from ragloom.loaders.base import TextMeter
 from ragloom.loaders.tabular import abbreviate_header
 
-__all__ = ["visible_paragraphs"]
+__all__ = ["visible_text"]
 
 # Never shown by a browser as text: code, metadata, and the fallback text of media elements
 # ("your browser does not support video") that would only add noise to the chunks.
@@ -94,17 +93,92 @@ _DEFINITION = frozenset({"dt", "dd"})
 _CELLS = frozenset({"td", "th"})
 _PREFORMATTED = frozenset({"pre", "textarea", "listing", "plaintext", "xmp"})
 
-# Markup that is not text even though bs4 stores it as a string.
-_NOT_TEXT = (Comment, Declaration, Doctype, ProcessingInstruction)
+
+def visible_text(markup: str, meter: TextMeter) -> tuple[str, list[str]]:
+    """The page's title and the text of its paragraphs, in order, counted on ``meter``.
+
+    The title is the first ``<title>`` in the ``<head>`` of the page's ``<html>``, its
+    whitespace collapsed (``""`` if none); a ``<title>`` elsewhere (inside an ``<svg>``) is
+    not the page's. Empty paragraphs are left out. Raises what lxml raises for markup it
+    rejects, and the meter's error past its budget.
+    """
+    events = _Events(_PageText(meter))
+    parser = etree.HTMLParser(recover=True, target=events)
+    parser.feed(markup)
+    parser.close()
+    return events.title, events.page.paragraphs
 
 
-def visible_paragraphs(root: Tag, meter: TextMeter) -> list[str]:
-    """The text of the page's paragraphs, in order, without empty ones, counted on ``meter``."""
-    builder = _PageText(meter)
-    for event, node in _walk(root):
-        builder.feed(event, node)
-    builder.finish()
-    return builder.paragraphs
+class _Events:
+    """lxml's parser target: passes the visible part of the page to a :class:`_PageText`.
+
+    lxml calls it as it parses (no tree is built: a tree would cost time and memory, and
+    libxml2's tree stops at 256 levels of nesting, dropping the rest of the page). What
+    follows an invisible or hidden element's start, up to its end, is left out; comments
+    and processing instructions never reach it (no ``comment`` or ``pi`` method).
+    """
+
+    def __init__(self, page: _PageText) -> None:
+        self.page = page
+        self.title = ""
+        self._open: list[str] = []  # the names of the elements the parser is inside
+        self._hidden_at: int | None = None  # the depth of the invisible one, if any
+        self._htmls = 0  # <html> elements at the top level so far
+        self._head_seen = False  # the first <html>'s first <head>...
+        self._in_head = False  # ...and whether the parser is inside it
+        self._title_seen = False
+        self._title: list[str] | None = None  # the page title's text, while inside it
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        depth = len(self._open)
+        self._open.append(tag)
+        if depth == 0 and tag == "html":
+            self._htmls += 1
+        elif depth == 1 and tag == "head" and self._htmls == 1 and not self._head_seen:
+            self._head_seen = self._in_head = True
+        elif tag == "title" and self._in_head and not self._title_seen:
+            self._title_seen = True
+            self._title = []
+        if self._hidden_at is not None:
+            return
+        if tag in _INVISIBLE or "hidden" in attrib:
+            self._hidden_at = depth
+        else:
+            self.page.feed("start", tag)
+
+    def end(self, tag: str) -> None:
+        # libxml2 closes what an end tag implies; an end tag of no open element is dropped.
+        if not self._open or (self._open[-1] != tag and tag not in self._open):
+            return
+        while self._open:
+            name = self._open.pop()
+            self._ended(name)
+            if name == tag:
+                return
+
+    def data(self, text: str) -> None:
+        if self._title is not None:
+            self._title.append(text)
+        if self._hidden_at is None:
+            self.page.feed("text", text)
+
+    def close(self) -> None:
+        while self._open:
+            self._ended(self._open.pop())
+        self.page.finish()
+
+    def _ended(self, name: str) -> None:
+        depth = len(self._open)
+        if self._title is not None and name == "title":
+            self.title = " ".join("".join(self._title).split())
+            self.page.meter.add(len(self.title))
+            self._title = None
+        if depth == 1 and name == "head":
+            self._in_head = False
+        if self._hidden_at is None:
+            self.page.feed("end", name)
+        elif depth == self._hidden_at:
+            self._hidden_at = None
 
 
 @dataclass
@@ -138,12 +212,12 @@ class _PageText:
         self.heading_lines = 0  # ...this many lines of them
         self.after_description = False  # a <dd> ended: the next <dt> starts a new pair
 
-    def feed(self, event: str, node: Tag | NavigableString) -> None:
-        """One event of :func:`_walk`."""
-        if isinstance(node, NavigableString):
-            self._text(str(node))
+    def feed(self, event: str, value: str) -> None:
+        """``("start", name)``, ``("text", text)`` or ``("end", name)``, in page order."""
+        if event == "text":
+            self._text(value)
             return
-        name = node.name
+        name = value
         if self.cell:
             self._in_cell(event, name)
         elif name in _CELLS:
@@ -295,28 +369,3 @@ class _PageText:
 
 def _header(cell: str, number: int) -> str:
     return abbreviate_header(cell or f"column {number}")
-
-
-def _walk(root: Tag) -> Iterator[tuple[str, Tag | NavigableString]]:
-    """Yield ``("start", tag)``, text nodes and ``("end", tag)`` in document order.
-
-    Invisible elements, hidden elements and comments are left out. Iterative, so a deeply
-    nested page cannot exhaust Python's recursion limit.
-    """
-    stack: list[tuple[str, Tag | NavigableString]] = [("start", root)]
-    while stack:
-        event, node = stack.pop()
-        if isinstance(node, NavigableString):
-            if not isinstance(node, _NOT_TEXT):
-                yield "text", node
-            continue
-        if event == "end":
-            yield "end", node
-            continue
-        if node.name in _INVISIBLE or node.has_attr("hidden"):
-            continue
-        yield "start", node
-        stack.append(("end", node))
-        for child in reversed(node.contents):
-            if isinstance(child, Tag | NavigableString):
-                stack.append(("start", child))
