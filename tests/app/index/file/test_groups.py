@@ -156,6 +156,41 @@ def test_the_next_files_are_read_while_a_group_embeds(
     assert index.check().clean
 
 
+def test_the_last_group_embeds_while_the_group_before_it_is_written(
+    index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Written first, the group before would leave the model idle at the end of every upload.
+    monkeypatch.setattr(groups, "EMBED_GROUP_CHUNKS", 2)
+    pipeline = index.get_indexing_pipeline({})
+    steps: list[str] = []
+    embed, write = pipeline.ingestor.embed, pipeline.ingestor.write
+
+    def embedding(chunks: Any) -> np.ndarray:
+        steps.append(f"embed {[c.source_name for c in chunks]}")
+        return embed(chunks)
+
+    def writing(chunks: Any, vectors: np.ndarray) -> None:
+        name = chunks[0].source_name
+        if name == "doc2.md":  # the group before the last: its writes wait for the model
+            deadline = time.monotonic() + 10
+            while "embed ['doc4.md']" not in steps and time.monotonic() < deadline:
+                time.sleep(0.01)
+        steps.append(f"write {name}")
+        write(chunks, vectors)
+
+    object.__setattr__(pipeline.ingestor, "embed", embedding)
+    object.__setattr__(pipeline.ingestor, "write", writing)
+    outcomes = pipeline.run(_documents(tmp_path / "in", 5))
+    assert [(o.name, o.status) for o in outcomes] == [(f"doc{n}.md", "indexed") for n in range(5)]
+    assert steps[-4:] == [
+        "embed ['doc4.md']",  # the last group, while the one ahead of it is written
+        "write doc2.md",
+        "write doc3.md",
+        "write doc4.md",
+    ]
+    assert index.check().clean
+
+
 def test_a_file_that_fails_keeps_its_place_in_the_upload(index: FileIndex, tmp_path: Path) -> None:
     first, second, third = _documents(tmp_path / "in", 3)
     empty = tmp_path / "in" / "empty.txt"

@@ -185,14 +185,20 @@ class UploadGroups:
             yield from self._finished(*previous)
 
     def flush(self) -> Iterator[_Event]:
-        """Finish every file added so far (before an outcome of another file, or at the end)."""
+        """Finish every file added so far (before an outcome of another file, or at the end).
+
+        The last group starts embedding before the group ahead of it is written to the
+        stores, as in :meth:`add`: the model is not left idle while those writes run.
+        """
+        pending = []
         if self._embedding is not None:
-            previous, self._embedding = self._embedding, None
-            yield from self._finished(*previous)
+            pending.append(self._embedding)
+            self._embedding = None
         if self._filling.files:
             group, self._filling = self._filling, self._new_group()
-            started = yield from self._started(group)
-            yield from self._finished(*started)
+            pending.append((yield from self._started(group)))
+        for group, vectors in pending:
+            yield from self._finished(group, vectors)
 
     def _started(
         self, group: FileGroup
