@@ -144,6 +144,7 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
 
     import ragloom.indexing
+    from ragloom.chunking import warm_readers_sandbox
     from ragloom.embeddings import SentenceTransformerEmbeddings
     from ragloom.loaders import read_file
     from ragloom.stores import BM25Store, ChromaVectorStore
@@ -165,6 +166,7 @@ def main() -> None:
         pipeline = index.get_indexing_pipeline({})
         splitter = pipeline.ingestor.splitter
         embeddings.embed_documents(["warm up"] * 4)
+        warm_readers_sandbox()  # as the app's server does when it starts
         if args.preload:
             preload(index, text, args.preload)
 
