@@ -191,6 +191,19 @@ def test_the_last_group_embeds_while_the_group_before_it_is_written(
     assert index.check().clean
 
 
+def test_the_last_files_of_an_upload_are_embedded_apart_to_be_written_sooner(
+    index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(groups, "LAST_PIECE_CHUNKS", 2)
+    calls, events = _grouped(index, tmp_path / "in", 7)
+    assert calls == [5, 2]  # the last 2 chunks apart; the rest in one call
+    fractions = [e.fraction for e in events if isinstance(e, IndexingProgress)]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert index.check().clean
+    # A group of at most twice LAST_PIECE_CHUNKS stays whole: 5 files, one call, in
+    # test_small_files_are_embedded_in_one_call_and_each_recorded_alone.
+
+
 def test_a_file_that_fails_keeps_its_place_in_the_upload(index: FileIndex, tmp_path: Path) -> None:
     first, second, third = _documents(tmp_path / "in", 3)
     empty = tmp_path / "in" / "empty.txt"
