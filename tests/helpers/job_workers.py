@@ -68,10 +68,12 @@ class WorkerSetup:
             assert time.monotonic() < deadline, self.logs()
             time.sleep(0.1)
 
-    def logs(self) -> str:
-        """What every worker printed, for a failing assertion."""
+    def logs(self, tail: int | None = 3000) -> str:
+        """What every worker printed: the last ``tail`` characters of each log (enough for
+        a failing assertion), or all of it (``None``), to look for a line."""
         return "\n".join(
-            p.read_text(errors="replace")[-3000:] for p in sorted(self.folder.glob("worker-*.log"))
+            p.read_text(errors="replace")[-tail if tail else 0 :]
+            for p in sorted(self.folder.glob("worker-*.log"))
         )
 
     def stop(self) -> None:

@@ -7,6 +7,8 @@ worker`` processes (the procrastinate queue): a queue only decides *where*
 the next worker, from the start: files indexed before come back ``skipped`` (same
 content), and the file that was cut short is indexed again, as its source row still says
 ``indexing`` and no live process holds its lock (:mod:`ragloom_app.index.file.worklock`).
+A job the database (PostgreSQL) went away under is run again the same way by its own
+worker, as soon as the database is back, rather than once its heartbeat is stale.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragloom.stores.postgres_fulltext.outage import outage_words
 from ragloom_app.db.models import IndexingJob, JobStatus
 from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
@@ -31,13 +34,17 @@ from ragloom_app.jobs.store import JobStore
 if TYPE_CHECKING:
     from ragloom_app.app import BaseApp
 
-__all__ = ["MAX_JOB_ATTEMPTS", "JobRunner", "staging_dir", "worker_name"]
+__all__ = ["MAX_JOB_ATTEMPTS", "OUTAGE_WAIT_SECONDS", "JobRunner", "staging_dir", "worker_name"]
 
 logger = logging.getLogger(__name__)
 
 MAX_JOB_ATTEMPTS = 3
 """Starts of a job (its workers dying under it) after which it is failed, not taken again."""
+OUTAGE_WAIT_SECONDS = 120.0
+"""How long a worker waits for its database to come back after it went away under a job;
+past that the job is left to the sweeper, which takes it once its heartbeat is stale."""
 _PROGRESS_EVERY = 0.5  # seconds between two progress writes of one job (outcomes: always)
+_OUTAGE_POLL_SECONDS = 1.0  # how often a worker waiting for its database asks again
 
 
 def worker_name(label: str = "app") -> str:
@@ -89,10 +96,41 @@ class JobRunner:
             return JobStatus.FAILED
         logger.info("job %s: %d files, run by %s", job_id, row.files_total, self.worker)
         with self._heartbeat(job_id):
-            status = self._run_claimed(row)
+            status = self._run_through_outages(row)
         if status in (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED):
             self._discard_staging(job_id)
         return status
+
+    def _run_through_outages(self, row: IndexingJob) -> JobStatus | None:
+        """Run the claimed job; each time the database goes away under it, run it again
+        from the start once the database is back, if the job is still this worker's."""
+        while True:
+            try:
+                return self._run_claimed(row)
+            except Exception as exc:
+                words = outage_words(exc)
+                if words is None:
+                    raise
+                logger.warning("job %s: the database went away (%s); waiting", row.id, words)
+                held = self._held_once_back(row.id)
+                if held is None:
+                    raise  # not back in time: the sweeper takes the job once it is
+                if not held:
+                    return None  # another worker took it meanwhile
+                logger.info("job %s: the database is back; running the job again", row.id)
+
+    def _held_once_back(self, job_id: str) -> bool | None:
+        """Whether the job is still this worker's once the database answers again (its
+        heartbeat renewed), or ``None`` if it did not within OUTAGE_WAIT_SECONDS."""
+        deadline = time.monotonic() + OUTAGE_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            time.sleep(_OUTAGE_POLL_SECONDS)
+            try:
+                return self.store.heartbeat(job_id, self.worker)
+            except Exception as exc:
+                if outage_words(exc) is None:
+                    raise
+        return None
 
     def _run_claimed(self, row: IndexingJob) -> JobStatus:
         try:
@@ -115,6 +153,8 @@ class JobRunner:
                         events.close()
                         return self._cancelled(row, tally)
         except Exception as exc:
+            if outage_words(exc) is not None:
+                raise  # the database went away, not the job's fault: run() tries again
             failure = user_error(exc, f"Indexing into {index.name!r}", log=logger)
             self.store.finish(
                 row.id,

@@ -22,7 +22,10 @@ def outage_words(exc: BaseException) -> str | None:
     """Why PostgreSQL could not be reached, if ``exc`` (or the error it was raised from: a
     pool or a queue library wraps the driver's) is psycopg's word for a server that is
     away; else ``None``."""
-    import psycopg  # imported here: only a caller that talks through psycopg asks
+    try:
+        import psycopg  # imported here: only a caller that talks through psycopg asks
+    except ImportError:  # no PostgreSQL driver installed (a laptop): no error of it either
+        return None
 
     cause: BaseException | None = exc
     while cause is not None and not isinstance(cause, psycopg.Error):
