@@ -377,6 +377,24 @@ def test_an_upload_stopped_midway_takes_out_the_files_it_did_not_report(
     assert index.check().clean
 
 
+def test_an_upload_stopped_as_its_last_group_starts_takes_out_every_file_of_it(
+    index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The last files are split from the group when it starts (LAST_PIECE_CHUNKS): a stop
+    # right then must take them out too, and free their locks for the next upload.
+    monkeypatch.setattr(groups, "LAST_PIECE_CHUNKS", 2)
+    paths = _documents(tmp_path / "in", 7)
+    events = index.get_indexing_pipeline({}).stream(paths)
+    for event in events:
+        if isinstance(event, IndexingProgress) and event.message.startswith("embedding"):
+            break
+    events.close()
+    assert _statuses(index) == {}
+    assert index.check().clean
+    again = index.get_indexing_pipeline({}).run(paths)
+    assert [o.status for o in again] == ["indexed"] * 7
+
+
 def test_a_crash_while_a_group_is_stored_leaves_the_rest_to_the_recovery(
     index: FileIndex, tmp_path: Path
 ) -> None:

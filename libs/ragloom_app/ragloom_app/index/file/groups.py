@@ -96,8 +96,12 @@ class FileGroup:
     def split_last(self) -> FileGroup | None:
         """Take out the files that hold the group's last :data:`LAST_PIECE_CHUNKS` chunks
         (at least one file, never all), as a group of their own; ``None`` for a group of
-        at most twice as many chunks."""
-        if len(self.files) < 2 or self.chunk_count <= 2 * LAST_PIECE_CHUNKS:
+        at most twice as many chunks, or whose last file alone holds more."""
+        if (
+            len(self.files) < 2
+            or self.chunk_count <= 2 * LAST_PIECE_CHUNKS
+            or len(self.files[-1].chunks) > LAST_PIECE_CHUNKS
+        ):
             return None
         cut, chunks = len(self.files) - 1, len(self.files[-1].chunks)
         while cut > 1 and chunks + len(self.files[cut - 1].chunks) <= LAST_PIECE_CHUNKS:
@@ -182,7 +186,7 @@ class UploadGroups:
         self._finish = finish
         self._filling = FileGroup(first=True)
         self._embedding: tuple[FileGroup, Future[np.ndarray]] | None = None
-        self._last: Future[np.ndarray] | None = None  # the embedding started last
+        self._submitted: list[Future[np.ndarray]] = []  # embeddings not done, in order
         self._unreported = [self._filling]  # every group with files not yet reported
 
     def holds(self, digest: str) -> bool:
@@ -217,10 +221,11 @@ class UploadGroups:
             self._embedding = None
         if self._filling.files:
             group, self._filling = self._filling, self._new_group()
-            last = group.split_last()
+            last = group.split_last() if self._ahead else None
+            if last is not None:  # reported after the group, and discarded with it if need be
+                self._unreported.insert(self._unreported.index(group) + 1, last)
             pending.append((yield from self._started(group)))
             if last is not None:
-                self._unreported.insert(self._unreported.index(group) + 1, last)
                 pending.append((yield from self._started(last)))
         for group, vectors in pending:
             yield from self._finished(group, vectors)
@@ -240,8 +245,9 @@ class UploadGroups:
         stops ``ragloom index add`` at once rather than after a large file's embedding.
         """
         future: Future[np.ndarray] = Future()
-        before = self._last
-        self._last = future
+        self._submitted = [f for f in self._submitted if not f.done()]
+        before = self._submitted[-1] if self._submitted else None
+        self._submitted.append(future)
 
         def run() -> None:
             if before is not None:
@@ -304,9 +310,9 @@ class UploadGroups:
 
     def close(self) -> None:
         """Drop what is still to embed; a group the thread embeds now is no one's any more."""
-        if self._last is not None:
-            self._last.cancel()
-            self._last = None
+        for future in self._submitted:
+            future.cancel()  # only those not started; each thread then ends at once
+        self._submitted.clear()
 
 
 class _OneByOne:
