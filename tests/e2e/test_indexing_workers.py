@@ -268,6 +268,8 @@ def test_a_job_running_through_a_database_restart_ends_with_every_file_accounted
         # indexed before come back "skipped"), by the same worker process, which still
         # held it: the sweeper had nothing to take back.
         assert ended.attempts == 1, (ended, workers.logs())
+        # The outage reached the job (the worker logs at WARNING: not the "back" line).
+        assert f"job {job.id}: the database went away" in workers.logs(None)
         outcomes = {o["file"]: o for o in ended.outcomes}
         assert len(outcomes) == 30
         for outcome in outcomes.values():

@@ -26,10 +26,10 @@ import re
 from pathlib import Path
 
 from bs4.dammit import EncodingDetector
+from lxml import etree
 
 from ragloom.loaders.base import (
     EmptyDocumentError,
-    LoaderError,
     TextBudget,
     UnreadableFileError,
     read_bytes,
@@ -76,9 +76,7 @@ class HtmlReader:
         meter = self.budget.meter(len(data), "HTML file", path)
         try:
             title, paragraphs = visible_text(markup, meter)
-        except (MemoryError, LoaderError):
-            raise  # the readers sandbox's limit, or the text budget's: not a damaged file
-        except Exception as exc:  # lxml is lenient; anything it still rejects is unreadable
+        except etree.LxmlError as exc:  # lxml is lenient; what it still rejects is unreadable
             raise UnreadableFileError(f"not a valid HTML file: {exc}", path) from exc
         if not paragraphs:
             raise EmptyDocumentError("the page has no visible text", path)

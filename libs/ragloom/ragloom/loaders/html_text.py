@@ -1,4 +1,4 @@
-"""The visible text of a parsed HTML page, as paragraphs that keep technical structure.
+"""The visible text of an HTML page as lxml parses it, in paragraphs that keep structure.
 
 What answers a question about technical documentation is often not prose: a signature, a
 term and its definition, a row of a table of options. So, besides prose paragraphs:
@@ -196,15 +196,15 @@ class _Row:
 
 
 class _PageText:
-    """Builds paragraphs from the walk's events (see the module for the rules)."""
+    """Builds paragraphs from the parser's events (see the module for the rules)."""
 
     def __init__(self, meter: TextMeter) -> None:
         self.meter = meter
         self.paragraphs: list[str] = []
         self.lines: list[str] = []
         self.current: list[str] = []
-        self.preformatted = 0  # <pre> elements the walk is inside
-        self.definition = 0  # <dt>/<dd> elements the walk is inside
+        self.preformatted = 0  # <pre> elements the parser is inside
+        self.definition = 0  # <dt>/<dd> elements the parser is inside
         self.cell = 0  # depth inside a table cell: its content is one run of text
         self.tables: list[_Table] = []
         self.rows: list[_Row] = []

@@ -29,12 +29,19 @@ from ragloom.stores.postgres_fulltext.outage import outage_words
 from ragloom_app.db.models import IndexingJob, JobStatus
 from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
-from ragloom_app.jobs.store import JobStore
+from ragloom_app.jobs.store import FINAL, JobStore
 
 if TYPE_CHECKING:
     from ragloom_app.app import BaseApp
 
-__all__ = ["MAX_JOB_ATTEMPTS", "OUTAGE_WAIT_SECONDS", "JobRunner", "staging_dir", "worker_name"]
+__all__ = [
+    "MAX_JOB_ATTEMPTS",
+    "MAX_OUTAGE_RERUNS",
+    "OUTAGE_WAIT_SECONDS",
+    "JobRunner",
+    "staging_dir",
+    "worker_name",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +50,8 @@ MAX_JOB_ATTEMPTS = 3
 OUTAGE_WAIT_SECONDS = 120.0
 """How long a worker waits for its database to come back after it went away under a job;
 past that the job is left to the sweeper, which takes it once its heartbeat is stale."""
+MAX_OUTAGE_RERUNS = 3
+"""Times a worker runs a job again itself after the database went away under it."""
 _PROGRESS_EVERY = 0.5  # seconds between two progress writes of one job (outcomes: always)
 _OUTAGE_POLL_SECONDS = 1.0  # how often a worker waiting for its database asks again
 
@@ -102,31 +111,41 @@ class JobRunner:
         return status
 
     def _run_through_outages(self, row: IndexingJob) -> JobStatus | None:
-        """Run the claimed job; each time the database goes away under it, run it again
-        from the start once the database is back, if the job is still this worker's."""
+        """Run the claimed job; when the database goes away under it, run it again from
+        the start once the database is back, if this claim still holds and no cancel was
+        asked for, at most MAX_OUTAGE_RERUNS times (then the sweeper takes it, counting
+        an attempt: a job whose writes bring the server down again is not run for ever)."""
+        reruns = 0
         while True:
             try:
                 return self._run_claimed(row)
             except Exception as exc:
                 words = outage_words(exc)
-                if words is None:
+                if words is None or reruns >= MAX_OUTAGE_RERUNS:
                     raise
                 logger.warning("job %s: the database went away (%s); waiting", row.id, words)
-                held = self._held_once_back(row.id)
+                held = self._held_once_back(row)
                 if held is None:
                     raise  # not back in time: the sweeper takes the job once it is
-                if not held:
-                    return None  # another worker took it meanwhile
-                logger.info("job %s: the database is back; running the job again", row.id)
+            if not held:
+                # Finished (its last write went through), or taken back and claimed again.
+                current = self.store.row(row.id)
+                return current.status if current is not None and current.status in FINAL else None
+            if self.store.cancel_requested(row.id):
+                current = self.store.row(row.id)
+                outcomes = list(current.outcomes) if current is not None else []
+                return self._cancelled(row, _Tally(outcomes=outcomes))
+            reruns += 1
+            logger.info("job %s: the database is back; running the job again", row.id)
 
-    def _held_once_back(self, job_id: str) -> bool | None:
-        """Whether the job is still this worker's once the database answers again (its
-        heartbeat renewed), or ``None`` if it did not within OUTAGE_WAIT_SECONDS."""
+    def _held_once_back(self, row: IndexingJob) -> bool | None:
+        """Whether this claim of the job still holds once the database answers again (its
+        heartbeat renewed), or ``None`` if it did not answer within OUTAGE_WAIT_SECONDS."""
         deadline = time.monotonic() + OUTAGE_WAIT_SECONDS
         while time.monotonic() < deadline:
             time.sleep(_OUTAGE_POLL_SECONDS)
             try:
-                return self.store.heartbeat(job_id, self.worker)
+                return self.store.heartbeat(row.id, self.worker, attempts=row.attempts)
             except Exception as exc:
                 if outage_words(exc) is None:
                     raise
@@ -154,7 +173,7 @@ class JobRunner:
                         return self._cancelled(row, tally)
         except Exception as exc:
             if outage_words(exc) is not None:
-                raise  # the database went away, not the job's fault: run() tries again
+                raise  # the database went away, not the job's fault: tried again above
             failure = user_error(exc, f"Indexing into {index.name!r}", log=logger)
             self.store.finish(
                 row.id,

@@ -225,14 +225,17 @@ class JobStore:
             current=None,
         )
 
-    def heartbeat(self, job_id: str, worker: str) -> bool:
-        """Say ``worker`` still runs the job; ``False`` if it no longer holds it."""
-        return self._move(
-            job_id,
+    def heartbeat(self, job_id: str, worker: str, attempts: int | None = None) -> bool:
+        """Say ``worker`` still runs the job; ``False`` if it no longer holds it. With
+        ``attempts``, only that claim of it (every claim counts one more attempt): the
+        same worker name may claim it again, from another thread."""
+        conditions = [
             col(IndexingJob.status) == JobStatus.RUNNING,
             col(IndexingJob.worker) == worker,
-            heartbeat_at=_now(),
-        )
+        ]
+        if attempts is not None:
+            conditions.append(col(IndexingJob.attempts) == attempts)
+        return self._move(job_id, *conditions, heartbeat_at=_now())
 
     def progress(
         self,

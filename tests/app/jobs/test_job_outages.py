@@ -1,0 +1,125 @@
+"""A job the database goes away under is run again by its own worker once it is back.
+
+The outage is a psycopg error raised where the job runs (as a lost connection raises it
+through SQLAlchemy), on the app database of the ``database_url`` fixture; the real
+PostgreSQL restart is in tests/e2e/test_indexing_workers.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy import update
+from sqlmodel import Session, col
+
+from ragloom_app.app import BaseApp
+from ragloom_app.db.models import IndexingJob, JobStatus
+from ragloom_app.jobs import runner as runner_module
+from ragloom_app.jobs.runner import MAX_OUTAGE_RERUNS, JobRunner
+from ragloom_app.jobs.store import JobStore
+from tests.helpers.api_server import replay_app
+
+
+@pytest.fixture
+def app(tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[BaseApp]:
+    monkeypatch.setattr(runner_module, "_OUTAGE_POLL_SECONDS", 0.01)
+    app = replay_app(tmp_path, database_url=database_url)
+    yield app
+    app.jobs.close()
+
+
+def _outage() -> Exception:
+    """What a query raises when PostgreSQL went away: psycopg's error under SQLAlchemy's."""
+    try:
+        raise psycopg.OperationalError("connection to server at 127.0.0.1 failed")
+    except psycopg.OperationalError as cause:
+        try:
+            raise RuntimeError("(psycopg.OperationalError) connection failed") from cause
+        except RuntimeError as exc:
+            return exc
+
+
+def _job(app: BaseApp) -> tuple[JobRunner, str]:
+    """A job with no files, claimed by nobody yet, and a runner for it."""
+    index = app.indices.get("My files")
+    job = JobStore(app.engine).create(index_id=index.id, owner="local", kind="add", files=[])
+    return JobRunner(app, "worker-a"), job.id
+
+
+def _failing(
+    runner: JobRunner, monkeypatch: pytest.MonkeyPatch, times: int, meanwhile: Callable[[], None]
+) -> list[int]:
+    """Make the runner's first ``times`` runs of a job meet an outage, calling
+    ``meanwhile`` during each; returns the list the runs are counted in."""
+    runs: list[int] = []
+    run_claimed = runner._run_claimed
+
+    def outage_first(row: IndexingJob) -> JobStatus:
+        runs.append(1)
+        if len(runs) <= times:
+            meanwhile()
+            raise _outage()
+        return run_claimed(row)
+
+    monkeypatch.setattr(runner, "_run_claimed", outage_first)
+    return runs
+
+
+def test_the_same_claim_runs_the_job_again_once_the_database_answers(
+    app: BaseApp, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner, job_id = _job(app)
+    runs = _failing(runner, monkeypatch, 1, lambda: None)
+    with caplog.at_level(logging.INFO, logger="ragloom_app.jobs.runner"):
+        assert runner.run(job_id) == JobStatus.DONE
+    assert len(runs) == 2
+    row = JobStore(app.engine).row(job_id)
+    assert row is not None and row.status == JobStatus.DONE and row.attempts == 1
+    assert "the database is back; running the job again" in caplog.text
+
+
+def test_a_job_that_keeps_meeting_outages_is_left_to_the_sweeper(
+    app: BaseApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner, job_id = _job(app)
+    runs = _failing(runner, monkeypatch, 100, lambda: None)
+    with pytest.raises(RuntimeError, match="connection failed"):
+        runner.run(job_id)
+    assert len(runs) == 1 + MAX_OUTAGE_RERUNS
+    row = JobStore(app.engine).row(job_id)
+    assert row is not None and row.status == JobStatus.RUNNING  # its heartbeat goes stale
+
+
+def test_a_job_claimed_again_meanwhile_is_not_run_twice(
+    app: BaseApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner, job_id = _job(app)
+
+    def claimed_again() -> None:  # by the sweeper and another thread of the same worker
+        with Session(app.engine) as session:
+            session.exec(
+                update(IndexingJob)  # type: ignore[call-overload]
+                .where(col(IndexingJob.id) == job_id)
+                .values(attempts=IndexingJob.attempts + 1)
+            )
+            session.commit()
+
+    runs = _failing(runner, monkeypatch, 1, claimed_again)
+    assert runner.run(job_id) is None
+    assert len(runs) == 1
+
+
+def test_a_job_cancelled_during_the_outage_is_cancelled_not_run_again(
+    app: BaseApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner, job_id = _job(app)
+    store = JobStore(app.engine)
+    runs = _failing(runner, monkeypatch, 1, lambda: store.request_cancel(job_id))
+    assert runner.run(job_id) == JobStatus.CANCELLED
+    assert len(runs) == 1
+    row = store.row(job_id)
+    assert row is not None and row.status == JobStatus.CANCELLED
