@@ -189,6 +189,24 @@ def test_end_tags_of_nothing_open_are_ignored(tmp_path: Path) -> None:
     assert _read(tmp_path, page) == "One two\n\nbold\n\nafter"
 
 
+def test_an_error_while_parsing_is_the_one_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # lxml calls its target's close() even after a callback raised, and raises what close()
+    # raises instead: finishing the page there would have turned this into a budget error.
+    from ragloom.loaders import html_text
+
+    def out_of_memory(self: object, text: str) -> None:
+        self.current.append(text)  # type: ignore[attr-defined]
+        raise MemoryError
+
+    monkeypatch.setattr(html_text._PageText, "_text", out_of_memory)
+    path = tmp_path / "page.html"
+    path.write_text("<p>" + "x" * 150 + "</p>")
+    with pytest.raises(MemoryError):
+        HtmlReader(TextBudget(max_chars=100, min_chars=100)).read(path)
+
+
 def test_a_page_with_too_many_elements_is_refused_before_parsing(tmp_path: Path) -> None:
     path = tmp_path / "many.html"
     path.write_text("<html><body>" + "<p>x</p>" * 9 + "</body></html>")  # 11 start tags

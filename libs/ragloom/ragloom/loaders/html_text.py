@@ -106,6 +106,7 @@ def visible_text(markup: str, meter: TextMeter) -> tuple[str, list[str]]:
     parser = etree.HTMLParser(recover=True, target=events)
     parser.feed(markup)
     parser.close()
+    events.finish()
     return events.title, events.page.paragraphs
 
 
@@ -163,6 +164,12 @@ class _Events:
             self.page.feed("text", text)
 
     def close(self) -> None:
+        # lxml calls this even after a callback raised, and would raise what this raises
+        # instead; the page is finished by finish(), once parsing went through.
+        return None
+
+    def finish(self) -> None:
+        """End what is still open and the last paragraph, after the parse."""
         while self._open:
             self._ended(self._open.pop())
         self.page.finish()
