@@ -278,12 +278,21 @@ class _Heartbeat:
         )
 
     def _beat(self) -> None:
+        failing = False  # the traceback is logged at the first failure of a run of them
         while not self._stop.wait(self._every):
             try:
                 if not self._store.heartbeat(self._job_id, self._worker):
                     return  # finished, or taken by another worker
-            except Exception:  # the database down for a moment: try at the next beat
-                logger.warning("job %s: heartbeat failed", self._job_id, exc_info=True)
+            except Exception as exc:  # the database down for a moment: try at the next beat
+                logger.warning(
+                    "job %s: heartbeat failed (%s)",
+                    self._job_id,
+                    outage_words(exc) or type(exc).__name__,
+                    exc_info=not failing,
+                )
+                failing = True
+            else:
+                failing = False
 
     def __enter__(self) -> None:
         self._thread.start()
