@@ -110,6 +110,13 @@ def visible_text(markup: str, meter: TextMeter) -> tuple[str, list[str]]:
     return events.title, events.page.paragraphs
 
 
+# The page title's search (_Events): (waiting for, element, depth) that moves it on, and
+# (waiting for, element ending, depth) that ends it empty-handed.
+_TITLE_PATH = frozenset({("html", "html", 0), ("head", "head", 1)})
+_TITLE_NEXT = {"html": "head", "head": "title", "title": ""}
+_TITLE_GIVE_UP = frozenset({("head", "html", 0), ("title", "head", 1)})
+
+
 class _Events:
     """lxml's parser target: passes the visible part of the page to a :class:`_PageText`.
 
@@ -124,22 +131,19 @@ class _Events:
         self.title = ""
         self._open: list[str] = []  # the names of the elements the parser is inside
         self._hidden_at: int | None = None  # the depth of the invisible one, if any
-        self._htmls = 0  # <html> elements at the top level so far
-        self._head_seen = False  # the first <html>'s first <head>...
-        self._in_head = False  # ...and whether the parser is inside it
-        self._title_seen = False
+        # The page title's search: what it waits for next, on the path to it (the first
+        # <html> at the top, its first <head>, the first <title> in that), "" once over.
+        self._title_stage = "html"
         self._title: list[str] | None = None  # the page title's text, while inside it
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
         depth = len(self._open)
         self._open.append(tag)
-        if depth == 0 and tag == "html":
-            self._htmls += 1
-        elif depth == 1 and tag == "head" and self._htmls == 1 and not self._head_seen:
-            self._head_seen = self._in_head = True
-        elif tag == "title" and self._in_head and not self._title_seen:
-            self._title_seen = True
-            self._title = []
+        stage = self._title_stage
+        if (stage, tag, depth) in _TITLE_PATH or (stage == tag == "title"):
+            self._title_stage = _TITLE_NEXT[stage]
+            if tag == "title":
+                self._title = []
         if self._hidden_at is not None:
             return
         if tag in _INVISIBLE or "hidden" in attrib:
@@ -180,8 +184,8 @@ class _Events:
             self.title = " ".join("".join(self._title).split())
             self.page.meter.add(len(self.title))
             self._title = None
-        if depth == 1 and name == "head":
-            self._in_head = False
+        elif (self._title_stage, name, depth) in _TITLE_GIVE_UP:
+            self._title_stage = ""  # its <html> or <head> ended without what was looked for
         if self._hidden_at is None:
             self.page.feed("end", name)
         elif depth == self._hidden_at:
