@@ -20,7 +20,7 @@ import logging
 import signal
 from typing import TYPE_CHECKING, Any
 
-from ragloom.stores.postgres_fulltext.outage import outage_words
+from ragloom.postgres_outage import outage_words
 
 if TYPE_CHECKING:
     import procrastinate

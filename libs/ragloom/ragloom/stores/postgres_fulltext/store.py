@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ragloom.postgres_outage import outage_words
 from ragloom.schema import Chunk
 from ragloom.storable import storable_text
 from ragloom.stores.base import FullTextStore, StoreUnavailableError
@@ -41,7 +42,6 @@ from ragloom.stores.bm25.tokenizer import TOKENIZER_VERSION, query_terms, tokeni
 from ragloom.stores.bm25.vocab import TermVocabulary
 from ragloom.stores.postgres_fulltext import schema, writes
 from ragloom.stores.postgres_fulltext.mirror import CollectionState, IndexMirror
-from ragloom.stores.postgres_fulltext.outage import outage_words
 
 __all__ = ["ConnectionFactory", "PostgresFullTextStore"]
 
