@@ -166,6 +166,36 @@ def test_a_job_the_worker_could_not_claim_with_the_database_away_runs_later(
     assert [o["status"] for o in done.outcomes] == ["indexed"]
 
 
+def test_a_queued_job_its_queue_never_got_is_submitted_by_the_sweeper(
+    app: BaseApp, tmp_path: Path
+) -> None:
+    """The row written, the hand-over to the queue lost (the database went away between
+    the two, or before the worker that took the job could claim it): once the job has
+    waited ``JOB_STALL_SECONDS``, the sweeper submits it again, and it runs once."""
+    app.jobs.start()
+    index = app.indices.get("My files")
+    store = JobStore(app.engine)
+    lost = store.create(index_id=index.id, owner="local", kind="add", files=[])
+    done = _finished(app, lost, timeout=30)
+    assert done.status == JobStatus.DONE and done.attempts == 1
+
+
+def test_the_sweeper_submits_only_jobs_that_waited_their_stall_time(app: BaseApp) -> None:
+    store = JobStore(app.engine)
+    index_id = app.indices.get("My files").id
+    old, _new = (store.create(index_id=index_id, owner="local", kind="add", files=[]) for _ in "ab")
+    with Session(app.engine) as session:
+        session.exec(
+            update(IndexingJob)  # type: ignore[call-overload]
+            .where(col(IndexingJob.id) == old.id)
+            .values(created_at=datetime.now(UTC) - timedelta(seconds=60))
+        )
+        session.commit()
+    submitted: list[str] = []
+    assert JobSweeper(store, 30.0, submitted.append).sweep() == []  # none was running
+    assert submitted == [old.id]  # the new one may be waiting its turn in the queue
+
+
 def test_an_upload_the_database_refuses_leaves_no_staged_files(
     app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -207,7 +207,8 @@ class IndexingJob(SQLModel, table=True):
     or, for ``kind`` ``reindex``, the source ids to index again. ``outcomes`` holds one
     entry per file once it is done. ``heartbeat_at`` is renewed while a worker runs the
     job: a ``running`` job whose heartbeat is older than the stall timeout lost its worker
-    and is taken again.
+    and is taken again; such a job queued again has its heartbeat set to that moment, so
+    a ``queued`` job waits from ``heartbeat_at`` or, if it never ran, ``created_at``.
     """
 
     __tablename__ = "indexing_jobs"

@@ -15,6 +15,7 @@ that died, so neither queue loses one.
 from __future__ import annotations
 
 import abc
+import contextlib
 import logging
 import queue
 import threading
@@ -53,7 +54,8 @@ class JobQueue(abc.ABC):
 
     @abc.abstractmethod
     def submit(self, job_id: str) -> None:
-        """Have a worker run the job (already stored as ``queued``)."""
+        """Have a worker run the job (already stored as ``queued``). A job this queue
+        holds already, not yet taken by a worker, is not queued a second time."""
 
     def close(self) -> None:  # noqa: B027 - a queue with nothing to stop keeps this
         """Stop what this object started (threads, connections); queued jobs stay queued."""
@@ -61,8 +63,16 @@ class JobQueue(abc.ABC):
 
 class JobSweeper:
     """Takes back the jobs of dead workers: cancelled if their owner asked, else queued
-    again and submitted. Runs every ``stall_seconds / 2`` in a thread of its own, with
-    ``also`` (if given) at each turn before the sweep."""
+    again and submitted; and submits again the jobs queued for ``stall_seconds`` or more,
+    which the queue may never have been handed (below). Runs every ``stall_seconds / 2``
+    in a thread of its own, with ``also`` (if given) at each turn before the sweep.
+
+    A queued job whose queue lost it: the database went away between writing its row and
+    handing it over (procrastinate's defer failed), or as a worker that had taken it from
+    the queue was about to claim it, or the reply to the row's commit was lost. Each
+    queue's :meth:`JobQueue.submit` ignores a job it still holds, so submitting one that
+    is only waiting its turn costs a query and runs nothing twice.
+    """
 
     def __init__(
         self,
@@ -92,6 +102,8 @@ class JobSweeper:
             self.store.requeue_stalled(job_id, self.stall_seconds)
             logger.warning("job %s lost its worker: queued again", job_id)
             taken.append(job_id)
+        for job_id in self.store.waiting(self.stall_seconds):
+            self.resubmit(job_id)
         return taken
 
     def start(self) -> None:
@@ -138,10 +150,11 @@ class InProcessJobQueue(JobQueue):
             for n in range(workers)
         ]
         # Jobs a worker could not even claim (the database away): tried again by the
-        # sweeper's thread at its next turn. Guarded by _retry_lock.
+        # sweeper's thread at its next turn. The three sets are guarded by _lock.
         self._retry: set[str] = set()
         self._failed: set[str] = set()  # jobs whose failure was logged with its trace
-        self._retry_lock = threading.Lock()
+        self._held: set[str] = set()  # jobs in _pending, not yet taken by a worker thread
+        self._lock = threading.Lock()
         self._sweeper = JobSweeper(
             self._runner.store, self._runner.stall_seconds, self.submit, also=self._resubmit
         )
@@ -153,13 +166,19 @@ class InProcessJobQueue(JobQueue):
         self._sweeper.start()
 
     def submit(self, job_id: str) -> None:
+        with self._lock:
+            if job_id in self._held:
+                return
+            self._held.add(job_id)
         self._pending.put(job_id)
 
     def _work(self) -> None:
         while (job_id := self._pending.get()) is not None:
+            with self._lock:
+                self._held.discard(job_id)
             try:
                 self._runner.run(job_id)
-                with self._retry_lock:
+                with self._lock:
                     self._failed.discard(job_id)
             except Exception:
                 # The database away (or a bug). A job claimed before it failed is taken
@@ -167,7 +186,7 @@ class InProcessJobQueue(JobQueue):
                 # is still queued, and only this process knew to run it: the sweeper's
                 # next turn submits it again (a claim takes a job once, so a second try
                 # never runs it twice). Said with its trace once per job, not every turn.
-                with self._retry_lock:
+                with self._lock:
                     again = job_id in self._failed
                     self._failed.add(job_id)
                     self._retry.add(job_id)
@@ -180,7 +199,7 @@ class InProcessJobQueue(JobQueue):
 
     def _resubmit(self) -> None:
         """Submit again the jobs that failed before they could be claimed."""
-        with self._retry_lock:
+        with self._lock:
             jobs, self._retry = sorted(self._retry), set()
         for job_id in jobs:
             self.submit(job_id)
@@ -200,7 +219,12 @@ class ProcrastinateJobQueue(JobQueue):
         self._procrastinate.open()
 
     def submit(self, job_id: str) -> None:
-        self._procrastinate.tasks[TASK_NAME].defer(job_id=job_id)
+        from procrastinate.exceptions import AlreadyEnqueued
+
+        # The job's id is its queueing lock: procrastinate keeps one task of it waiting.
+        task = self._procrastinate.tasks[TASK_NAME]
+        with contextlib.suppress(AlreadyEnqueued):
+            task.configure(queueing_lock=job_id).defer(job_id=job_id)
 
     def close(self) -> None:
         self._procrastinate.close()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import func, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -154,6 +154,21 @@ class JobStore:
         with Session(self.engine) as session:
             return list(session.exec(query))
 
+    def waiting(self, stall_seconds: float, limit: int = 1000) -> list[str]:
+        """Jobs queued (first, or again after their worker died) at least ``stall_seconds``
+        ago, oldest first: those a queue may never have been handed, which the sweeper
+        submits again (a submission of a job still waiting in its queue is a no-op)."""
+        cutoff = _now() - timedelta(seconds=stall_seconds)
+        touched = func.coalesce(col(IndexingJob.heartbeat_at), col(IndexingJob.created_at))
+        query = (
+            select(IndexingJob.id)
+            .where(IndexingJob.status == JobStatus.QUEUED, touched < cutoff)
+            .order_by(col(IndexingJob.created_at))
+            .limit(limit)
+        )
+        with Session(self.engine) as session:
+            return list(session.exec(query))
+
     # -- changing --------------------------------------------------------------------------
     def create(
         self,
@@ -214,7 +229,7 @@ class JobStore:
         )
 
     def requeue_stalled(self, job_id: str, stall_seconds: float) -> bool:
-        """Put a running job whose worker died back in the queue."""
+        """Put a running job whose worker died back in the queue (waiting from now)."""
         cutoff = _now() - timedelta(seconds=stall_seconds)
         return self._move(
             job_id,
@@ -223,6 +238,7 @@ class JobStore:
             status=JobStatus.QUEUED,
             worker=None,
             current=None,
+            heartbeat_at=_now(),
         )
 
     def heartbeat(self, job_id: str, worker: str, attempts: int | None = None) -> bool:
