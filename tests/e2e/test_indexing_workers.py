@@ -280,3 +280,27 @@ def test_a_job_running_through_a_database_restart_ends_with_every_file_accounted
         for source in sources:  # none left "indexing": each done, or failed saying why
             assert source["status"] == "indexed" or source["reason"], source
         assert index.check().clean
+
+
+def test_sigterm_while_a_job_waits_for_the_database_stops_the_worker_soon(
+    tmp_path: Path,
+) -> None:
+    """A worker whose job waits for PostgreSQL to come back (up to OUTAGE_WAIT_SECONDS)
+    is asked to stop: it leaves the job to the sweepers and ends, rather than holding the
+    stop until the database is back and the job run again."""
+    with _restartable(tmp_path, stall=120.0) as (server, app, workers):
+        index = app.indices.get("My files")
+        job = app.jobs.submit_files(index, "local", _files(tmp_path / "in", "s", 30, 60), move=True)
+        worker = workers.start_worker()
+        _running(app, job, workers, done_at_least=3)
+        server.stop()
+        deadline = time.monotonic() + 60
+        while f"job {job.id}: the database went away" not in workers.logs(None):
+            assert time.monotonic() < deadline and worker.poll() is None, workers.logs()
+            time.sleep(0.2)
+        stopped = time.monotonic()
+        worker.terminate()
+        assert worker.wait(timeout=60) == 0, workers.logs()
+        assert time.monotonic() - stopped < 30, workers.logs()
+        assert f"job {job.id}: the worker is stopping; left to the sweepers" in workers.logs(None)
+        server.start()

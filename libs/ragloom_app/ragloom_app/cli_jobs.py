@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import threading
 from typing import Any
 
 import click
@@ -142,7 +143,8 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
     # worker left half done (its files, its jobs) is taken up first.
     app.embeddings().embed_documents(["warm up"])
     app.recover_indices()
-    queue_app = procrastinate_app(app)
+    stopping = threading.Event()  # set at Ctrl-C or SIGTERM: see run_worker
+    queue_app = procrastinate_app(app, stopping)
     stall = float(app.settings.job_stall_seconds)
     # The sweeper submits from its own thread, through a pool of its own (as an app process
     # does): the worker's pool belongs to the worker's event loop, and is closed while the
@@ -158,6 +160,7 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
         # sweepers); one that stopped because the database went away starts again.
         run_worker(
             queue_app,
+            stopping,
             queues=[QUEUE_NAME],
             concurrency=args.concurrency,
             update_heartbeat_interval=max(stall / 4, 0.5),

@@ -8,6 +8,7 @@ PostgreSQL restart is in tests/e2e/test_indexing_workers.py.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -123,3 +124,19 @@ def test_a_job_cancelled_during_the_outage_is_cancelled_not_run_again(
     assert len(runs) == 1
     row = store.row(job_id)
     assert row is not None and row.status == JobStatus.CANCELLED
+
+
+def test_a_worker_asked_to_stop_during_the_outage_leaves_the_job_at_once(
+    app: BaseApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C or SIGTERM while a job waits for the database (``ragloom worker`` sets the
+    runner's ``stopping``): the job is left to the sweepers, not waited for for minutes."""
+    monkeypatch.setattr(runner_module, "_OUTAGE_POLL_SECONDS", 60.0)
+    runner, job_id = _job(app)
+    runs = _failing(runner, monkeypatch, 1, runner.stopping.set)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="connection failed"):
+        runner.run(job_id)
+    assert time.monotonic() - started < 30 and len(runs) == 1
+    row = JobStore(app.engine).row(job_id)
+    assert row is not None and row.status == JobStatus.RUNNING  # its heartbeat goes stale

@@ -206,6 +206,7 @@ class InProcessJobQueue(JobQueue):
 
     def close(self) -> None:
         self._sweeper.stop()
+        self._runner.stopping.set()  # a job waiting for the database gives up
         for _ in self._threads:
             self._pending.put(None)
 
@@ -241,9 +242,10 @@ def conninfo(database_url: str) -> str:
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def procrastinate_app(app: BaseApp) -> procrastinate.App:
+def procrastinate_app(app: BaseApp, stopping: threading.Event | None = None) -> procrastinate.App:
     """A procrastinate app on the app database, its schema made once, with the task that
-    runs a job registered (the worker runs it; the app process only defers it)."""
+    runs a job registered (the worker runs it; the app process only defers it).
+    ``stopping`` is the worker's (see :class:`~ragloom_app.jobs.runner.JobRunner`)."""
     import procrastinate
 
     ensure_schema(app)
@@ -251,7 +253,7 @@ def procrastinate_app(app: BaseApp) -> procrastinate.App:
         conninfo=conninfo(app.settings.database), timeout=BROKER_WAIT_SECONDS
     )
     queue_app = procrastinate.App(connector=connector)
-    runner = JobRunner(app, worker_name("worker"))
+    runner = JobRunner(app, worker_name("worker"), stopping)
 
     @queue_app.task(name=TASK_NAME, queue=QUEUE_NAME)
     def index_job(job_id: str) -> None:

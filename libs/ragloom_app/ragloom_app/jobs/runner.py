@@ -74,12 +74,17 @@ class _Tally:
 
 
 class JobRunner:
-    """Runs jobs of one app (its indices, its database) as worker ``worker``."""
+    """Runs jobs of one app (its indices, its database) as worker ``worker``.
 
-    def __init__(self, app: BaseApp, worker: str) -> None:
+    ``stopping``, once set, says the worker's process is asked to stop: a job the database
+    went away under is then not waited for, but left to the sweepers at once.
+    """
+
+    def __init__(self, app: BaseApp, worker: str, stopping: threading.Event | None = None):
         self.app = app
         self.worker = worker
         self.store = JobStore(app.engine)
+        self.stopping = stopping if stopping is not None else threading.Event()
 
     @property
     def stall_seconds(self) -> float:
@@ -140,10 +145,13 @@ class JobRunner:
 
     def _held_once_back(self, row: IndexingJob) -> bool | None:
         """Whether this claim of the job still holds once the database answers again (its
-        heartbeat renewed), or ``None`` if it did not answer within OUTAGE_WAIT_SECONDS."""
+        heartbeat renewed), or ``None`` if it did not answer within OUTAGE_WAIT_SECONDS
+        or the worker was asked to stop meanwhile."""
         deadline = time.monotonic() + OUTAGE_WAIT_SECONDS
         while time.monotonic() < deadline:
-            time.sleep(_OUTAGE_POLL_SECONDS)
+            if self.stopping.wait(_OUTAGE_POLL_SECONDS):
+                logger.warning("job %s: the worker is stopping; left to the sweepers", row.id)
+                return None
             try:
                 return self.store.heartbeat(row.id, self.worker, attempts=row.attempts)
             except Exception as exc:

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import threading
 from typing import TYPE_CHECKING, Any
 
 from ragloom.postgres_outage import outage_words
@@ -33,14 +34,20 @@ RESTART_PAUSE_SECONDS = 2.0
 """The pause before a worker that stopped on its own is started again."""
 
 
-def run_worker(queue_app: procrastinate.App, **options: Any) -> None:
+def run_worker(
+    queue_app: procrastinate.App, stopping: threading.Event | None = None, **options: Any
+) -> None:
     """Run procrastinate's worker with ``options`` (``App.run_worker_async``'s) until this
     process is asked to stop, starting it again each time it stops on its own or because
-    the database went away. Any other error ends the loop, raised."""
-    asyncio.run(_supervise(queue_app, options))
+    the database went away. Any other error ends the loop, raised. ``stopping`` (the job
+    runner's) is set at the first Ctrl-C or SIGTERM, so that a job waiting for the
+    database to come back gives up rather than hold the stop for minutes."""
+    asyncio.run(_supervise(queue_app, options, stopping or threading.Event()))
 
 
-async def _supervise(queue_app: procrastinate.App, options: dict[str, Any]) -> None:
+async def _supervise(
+    queue_app: procrastinate.App, options: dict[str, Any], told: threading.Event
+) -> None:
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     numbers = (signal.SIGINT, signal.SIGTERM)
@@ -50,6 +57,7 @@ async def _supervise(queue_app: procrastinate.App, options: dict[str, Any]) -> N
         # jobs under way: the handlers go back to Python's own.
         for number in numbers:
             loop.remove_signal_handler(number)
+        told.set()
         stopping.set()
 
     for number in numbers:
