@@ -245,6 +245,18 @@ def _indexed_by(
     assert index.check().clean
 
 
+def _cut_by_an_outage(
+    server: PostgresServer, app: BaseApp, workers: WorkerSetup, folder: Path
+) -> tuple[JobView, subprocess.Popen[bytes]]:
+    """A 30-file job, a worker running it, and PostgreSQL stopped once 3 files are done."""
+    index = app.indices.get("My files")
+    job = app.jobs.submit_files(index, "local", _files(folder, folder.name, 30, 60), move=True)
+    worker = workers.start_worker()
+    _running(app, job, workers, done_at_least=3)
+    server.stop()
+    return job, worker
+
+
 def test_a_job_running_through_a_database_restart_ends_with_every_file_accounted_for(
     tmp_path: Path,
 ) -> None:
@@ -255,10 +267,7 @@ def test_a_job_running_through_a_database_restart_ends_with_every_file_accounted
     given far longer to go stale than the test takes, and it is never claimed twice."""
     with _restartable(tmp_path, stall=120.0) as (server, app, workers):
         index = app.indices.get("My files")
-        job = app.jobs.submit_files(index, "local", _files(tmp_path / "in", "r", 30, 60), move=True)
-        worker = workers.start_worker()
-        _running(app, job, workers, done_at_least=3)
-        server.stop()
+        job, worker = _cut_by_an_outage(server, app, workers, tmp_path / "r")
         time.sleep(2.0)
         server.start()
         (ended,) = wait_finished(app, [job], workers, timeout=100)
@@ -289,11 +298,7 @@ def test_sigterm_while_a_job_waits_for_the_database_stops_the_worker_soon(
     is asked to stop: it leaves the job to the sweepers and ends, rather than holding the
     stop until the database is back and the job run again."""
     with _restartable(tmp_path, stall=120.0) as (server, app, workers):
-        index = app.indices.get("My files")
-        job = app.jobs.submit_files(index, "local", _files(tmp_path / "in", "s", 30, 60), move=True)
-        worker = workers.start_worker()
-        _running(app, job, workers, done_at_least=3)
-        server.stop()
+        job, worker = _cut_by_an_outage(server, app, workers, tmp_path / "s")
         deadline = time.monotonic() + 60
         while f"job {job.id}: the database went away" not in workers.logs(None):
             assert time.monotonic() < deadline and worker.poll() is None, workers.logs()
