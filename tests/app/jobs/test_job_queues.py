@@ -34,6 +34,13 @@ def _job(app: BaseApp) -> str:
     return JobStore(app.engine).create(index_id=index_id, owner="local", kind="add", files=[]).id
 
 
+def _done(app: BaseApp, job_id: str) -> None:
+    deadline = time.monotonic() + 30
+    while JobStore(app.engine).get(job_id).status != JobStatus.DONE:  # type: ignore[union-attr]
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 def test_the_in_process_queue_runs_a_job_submitted_again_while_it_waits_once(
     app: BaseApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -55,37 +62,48 @@ def test_the_in_process_queue_runs_a_job_submitted_again_while_it_waits_once(
         assert started.wait(30)
         for _ in range(3):  # the sweeper's turns while it waits
             queue.submit(waiting)
+        assert queue.unheld([busy, waiting]) == [busy]  # busy was taken by the worker
         release.set()
-        deadline = time.monotonic() + 30
-        while JobStore(app.engine).get(waiting).status != JobStatus.DONE:  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, runs
-            time.sleep(0.05)
+        last = _job(app)  # one worker, in order: anything submitted before has run
+        queue.submit(last)
+        _done(app, last)
     finally:
         queue.close()
-    assert runs.count(waiting) == 1
-    assert JobStore(app.engine).get(busy).status == JobStatus.DONE  # type: ignore[union-attr]
+    assert runs == [busy, waiting, last]
 
 
 @pytest.mark.postgres
-def test_procrastinate_keeps_one_task_of_a_job_waiting(
+def test_procrastinate_holds_one_task_of_a_job_waiting_and_tells_the_lost_ones(
     tmp_path: Path, postgres_server: PostgresServer
 ) -> None:
+    """The queueing lock covers the tasks waiting for a worker ('todo'): a job whose task
+    a worker took and dropped ('doing' for good: killed before it claimed the job), or
+    whose task failed (the database away as it claimed), can be deferred again."""
     with database(postgres_server) as url:
         app = replay_app(tmp_path, database_url=url)
         queue = ProcrastinateJobQueue(app)
         try:
-            job_id = _job(app)
-            for _ in range(3):
+            held, dropped, failed, never = (_job(app) for _ in range(4))
+            for job_id in (held, held, held, dropped, failed):
                 queue.submit(job_id)
+            with app.engine.begin() as connection:
+                for job_id, status in ((dropped, "doing"), (failed, "failed")):
+                    connection.execute(
+                        text("UPDATE procrastinate_jobs SET status = :s WHERE queueing_lock = :j"),
+                        {"s": status, "j": job_id},
+                    )
+            assert queue.unheld([held, dropped, failed, never]) == [dropped, failed, never]
+            for job_id in (dropped, failed, never):
+                queue.submit(job_id)
+            assert queue.unheld([held, dropped, failed, never]) == []
             with app.engine.connect() as connection:
                 waiting = connection.execute(
                     text(
-                        "SELECT count(*) FROM procrastinate_jobs"
-                        " WHERE args->>'job_id' = :job AND status = 'todo'"
-                    ),
-                    {"job": job_id},
-                ).scalar()
-            assert waiting == 1
+                        "SELECT args->>'job_id', count(*) FROM procrastinate_jobs"
+                        " WHERE status = 'todo' GROUP BY 1"
+                    )
+                ).all()
+            assert dict(waiting) == {held: 1, dropped: 1, failed: 1, never: 1}
         finally:
             queue.close()
             app.jobs.close()

@@ -49,16 +49,21 @@ def _finished(app: BaseApp, job: JobView, timeout: float = 60) -> JobView:
     return seen
 
 
-def _stall(app: BaseApp, job_id: str, worker: str) -> None:
-    """Leave the job as a worker killed while running it leaves it."""
-    assert app.jobs.store.claim(job_id, worker, stall_seconds=1.0)
+def _a_minute_ago(app: BaseApp, job_id: str, column: str) -> None:
+    """Set the job's ``column`` (a time) to a minute ago."""
     with Session(app.engine) as session:
         session.exec(
             update(IndexingJob)  # type: ignore[call-overload]
             .where(col(IndexingJob.id) == job_id)
-            .values(heartbeat_at=datetime.now(UTC) - timedelta(seconds=60))
+            .values({column: datetime.now(UTC) - timedelta(seconds=60)})
         )
         session.commit()
+
+
+def _stall(app: BaseApp, job_id: str, worker: str) -> None:
+    """Leave the job as a worker killed while running it leaves it."""
+    assert app.jobs.store.claim(job_id, worker, stall_seconds=1.0)
+    _a_minute_ago(app, job_id, "heartbeat_at")
 
 
 def test_a_job_indexes_every_file_and_reports_each(app: BaseApp, tmp_path: Path) -> None:
@@ -184,16 +189,62 @@ def test_the_sweeper_submits_only_jobs_that_waited_their_stall_time(app: BaseApp
     store = JobStore(app.engine)
     index_id = app.indices.get("My files").id
     old, _new = (store.create(index_id=index_id, owner="local", kind="add", files=[]) for _ in "ab")
-    with Session(app.engine) as session:
-        session.exec(
-            update(IndexingJob)  # type: ignore[call-overload]
-            .where(col(IndexingJob.id) == old.id)
-            .values(created_at=datetime.now(UTC) - timedelta(seconds=60))
-        )
-        session.commit()
+    _a_minute_ago(app, old.id, "created_at")
     submitted: list[str] = []
     assert JobSweeper(store, 30.0, submitted.append).sweep() == []  # none was running
     assert submitted == [old.id]  # the new one may be waiting its turn in the queue
+
+
+def test_a_job_queued_again_waits_its_stall_time_before_it_is_submitted_again(
+    app: BaseApp,
+) -> None:
+    store = JobStore(app.engine)
+    index_id = app.indices.get("My files").id
+    job = store.create(index_id=index_id, owner="local", kind="add", files=[])
+    _a_minute_ago(app, job.id, "created_at")
+    _stall(app, job.id, "killed")
+    submitted: list[str] = []
+    assert JobSweeper(store, 1.0, submitted.append).sweep() == [job.id]
+    assert submitted == [job.id]  # once: queued again now, not 60 s ago
+
+
+def test_a_job_cancelled_as_the_sweeper_takes_it_back_is_cancelled(
+    app: BaseApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = JobStore(app.engine)
+    job = store.create(index_id=app.indices.get("My files").id, owner="local", kind="add", files=[])
+    _stall(app, job.id, "killed")
+    looked = store.cancel_requested
+
+    def cancelled_just_after(job_id: str) -> bool:
+        seen = looked(job_id)
+        store.request_cancel(job_id)  # the owner presses Cancel as the sweeper looks
+        return seen
+
+    monkeypatch.setattr(store, "cancel_requested", cancelled_just_after)
+    assert JobSweeper(store, 1.0, lambda _: None).sweep() == []
+    cancelled = store.get(job.id)
+    assert cancelled is not None and cancelled.status == JobStatus.CANCELLED
+    assert store.waiting(0.0) == []  # nothing left queued that a claim would refuse
+
+
+def test_an_upload_whose_job_could_not_be_queued_is_accepted_and_run_later(
+    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job's row written, its hand-over to the queue failed (the broker away): the
+    upload is accepted, and the sweeper queues the job once it waited its stall time."""
+    app.jobs.start()
+
+    def broker_away(job_id: str) -> None:
+        raise OperationalError("INSERT", {}, Exception("the connection is lost"))
+
+    monkeypatch.setattr(app.jobs.queue, "submit", broker_away)  # the sweeper's is its own
+    job = app.jobs.submit_files(
+        app.indices.get("My files"), "local", _documents(tmp_path / "in", 2), move=False
+    )
+    done = _finished(app, job, timeout=30)
+    assert done.status == JobStatus.DONE and done.attempts == 1
+    assert [o["status"] for o in done.outcomes] == ["indexed"] * 2
 
 
 def test_an_upload_the_database_refuses_leaves_no_staged_files(

@@ -19,7 +19,7 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from sqlalchemy import make_url, text
@@ -57,6 +57,11 @@ class JobQueue(abc.ABC):
         """Have a worker run the job (already stored as ``queued``). A job this queue
         holds already, not yet taken by a worker, is not queued a second time."""
 
+    def unheld(self, job_ids: Sequence[str]) -> list[str]:
+        """Those of ``job_ids`` this queue does not hold waiting for a worker (all of them,
+        for a queue that cannot tell): the sweeper submits only these again."""
+        return list(job_ids)
+
     def close(self) -> None:  # noqa: B027 - a queue with nothing to stop keeps this
         """Stop what this object started (threads, connections); queued jobs stay queued."""
 
@@ -69,9 +74,10 @@ class JobSweeper:
 
     A queued job whose queue lost it: the database went away between writing its row and
     handing it over (procrastinate's defer failed), or as a worker that had taken it from
-    the queue was about to claim it, or the reply to the row's commit was lost. Each
-    queue's :meth:`JobQueue.submit` ignores a job it still holds, so submitting one that
-    is only waiting its turn costs a query and runs nothing twice.
+    the queue was about to claim it, or the reply to the row's commit was lost. ``unheld``
+    (the queue's :meth:`JobQueue.unheld`) leaves out the jobs the queue still holds, in
+    one query, and each queue's :meth:`JobQueue.submit` ignores a job it holds anyway: a
+    job only waiting its turn is neither run twice nor queued again at every turn.
     """
 
     def __init__(
@@ -80,11 +86,13 @@ class JobSweeper:
         stall_seconds: float,
         resubmit: Callable[[str], None],
         also: Callable[[], object] | None = None,
+        unheld: Callable[[Sequence[str]], list[str]] | None = None,
     ):
         self.store = store
         self.stall_seconds = stall_seconds
         self.resubmit = resubmit
         self.also = also
+        self.unheld = unheld if unheld is not None else list
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -99,10 +107,12 @@ class JobSweeper:
             # away), the job stays running and stalled, and the next turn tries again. A
             # claim takes a stalled job as it takes a queued one, and only once.
             self.resubmit(job_id)
-            self.store.requeue_stalled(job_id, self.stall_seconds)
-            logger.warning("job %s lost its worker: queued again", job_id)
-            taken.append(job_id)
-        for job_id in self.store.waiting(self.stall_seconds):
+            if self.store.requeue_stalled(job_id, self.stall_seconds):
+                logger.warning("job %s lost its worker: queued again", job_id)
+                taken.append(job_id)
+            elif self.store.cancel_requested(job_id):  # asked just now: it is not requeued
+                self.store.finish(job_id, JobStatus.CANCELLED, error="cancelled by its owner")
+        for job_id in self.unheld(self.store.waiting(self.stall_seconds)):
             self.resubmit(job_id)
         return taken
 
@@ -156,7 +166,11 @@ class InProcessJobQueue(JobQueue):
         self._held: set[str] = set()  # jobs in _pending, not yet taken by a worker thread
         self._lock = threading.Lock()
         self._sweeper = JobSweeper(
-            self._runner.store, self._runner.stall_seconds, self.submit, also=self._resubmit
+            self._runner.store,
+            self._runner.stall_seconds,
+            self.submit,
+            also=self._resubmit,
+            unheld=self.unheld,
         )
         for thread in self._threads:
             thread.start()
@@ -171,6 +185,10 @@ class InProcessJobQueue(JobQueue):
                 return
             self._held.add(job_id)
         self._pending.put(job_id)
+
+    def unheld(self, job_ids: Sequence[str]) -> list[str]:
+        with self._lock:
+            return [job_id for job_id in job_ids if job_id not in self._held]
 
     def _work(self) -> None:
         while (job_id := self._pending.get()) is not None:
@@ -226,6 +244,18 @@ class ProcrastinateJobQueue(JobQueue):
         task = self._procrastinate.tasks[TASK_NAME]
         with contextlib.suppress(AlreadyEnqueued):
             task.configure(queueing_lock=job_id).defer(job_id=job_id)
+
+    def unheld(self, job_ids: Sequence[str]) -> list[str]:
+        if not job_ids:
+            return []
+        # The tasks waiting for a worker ('todo'), by their queueing lock: the job's id.
+        query = text(
+            "SELECT queueing_lock FROM procrastinate_jobs"
+            " WHERE status = 'todo' AND queueing_lock = ANY(:ids)"
+        )
+        with self._app.engine.connect() as connection:
+            held = set(connection.execute(query, {"ids": list(job_ids)}).scalars())
+        return [job_id for job_id in job_ids if job_id not in held]
 
     def close(self) -> None:
         self._procrastinate.close()

@@ -105,7 +105,7 @@ class JobService:
             # No job (the database away): nobody would ever run or remove these files.
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        self.queue.submit(job.id)
+        self._hand_over(job)
         return job
 
     def submit_reindex(
@@ -115,8 +115,22 @@ class JobService:
         self._check_room(owner)
         entries = [{"name": name, "source_id": source_id} for name, source_id in sources]
         job = self.store.create(index_id=index.id, owner=owner, kind="reindex", files=entries)
-        self.queue.submit(job.id)
+        self._hand_over(job)
         return job
+
+    def _hand_over(self, job: JobView) -> None:
+        """Submit the stored job to the queue. If that fails (the database, procrastinate's
+        broker, went away just after the job's row was written), the job is not lost and
+        the caller is not told it failed: the sweepers submit it once it has waited
+        ``JOB_STALL_SECONDS`` (:class:`~ragloom_app.jobs.queues.JobSweeper`)."""
+        try:
+            self.queue.submit(job.id)
+        except Exception:
+            logger.warning(
+                "job %s is stored but could not be queued now; the sweepers will queue it",
+                job.id,
+                exc_info=True,
+            )
 
     # -- reading and cancelling ------------------------------------------------------------
     def get(self, job_id: str, user_id: str, is_admin: bool = False) -> JobView:

@@ -154,7 +154,7 @@ class JobStore:
         with Session(self.engine) as session:
             return list(session.exec(query))
 
-    def waiting(self, stall_seconds: float, limit: int = 1000) -> list[str]:
+    def waiting(self, stall_seconds: float) -> list[str]:
         """Jobs queued (first, or again after their worker died) at least ``stall_seconds``
         ago, oldest first: those a queue may never have been handed, which the sweeper
         submits again (a submission of a job still waiting in its queue is a no-op)."""
@@ -162,9 +162,12 @@ class JobStore:
         touched = func.coalesce(col(IndexingJob.heartbeat_at), col(IndexingJob.created_at))
         query = (
             select(IndexingJob.id)
-            .where(IndexingJob.status == JobStatus.QUEUED, touched < cutoff)
+            .where(
+                IndexingJob.status == JobStatus.QUEUED,
+                touched < cutoff,
+                col(IndexingJob.cancel_requested).is_(False),
+            )
             .order_by(col(IndexingJob.created_at))
-            .limit(limit)
         )
         with Session(self.engine) as session:
             return list(session.exec(query))
@@ -229,12 +232,14 @@ class JobStore:
         )
 
     def requeue_stalled(self, job_id: str, stall_seconds: float) -> bool:
-        """Put a running job whose worker died back in the queue (waiting from now)."""
+        """Put a running job whose worker died back in the queue (waiting from now), unless
+        its owner asked it to stop (a claim would never take it)."""
         cutoff = _now() - timedelta(seconds=stall_seconds)
         return self._move(
             job_id,
             col(IndexingJob.status) == JobStatus.RUNNING,
             col(IndexingJob.heartbeat_at) < cutoff,
+            col(IndexingJob.cancel_requested).is_(False),
             status=JobStatus.QUEUED,
             worker=None,
             current=None,
@@ -309,15 +314,20 @@ class JobStore:
     def request_cancel(self, job_id: str) -> JobStatus | None:
         """Cancel a queued job at once, ask a running one to stop; the job's state after
         (``None`` if there is no such job)."""
-        self._move(
-            job_id,
-            col(IndexingJob.status) == JobStatus.QUEUED,
-            status=JobStatus.CANCELLED,
-            cancel_requested=True,
-            finished_at=_now(),
-            error="cancelled by its owner before it started",
-        )
+
+        def cancel_if_queued() -> None:
+            self._move(
+                job_id,
+                col(IndexingJob.status) == JobStatus.QUEUED,
+                status=JobStatus.CANCELLED,
+                cancel_requested=True,
+                finished_at=_now(),
+                error="cancelled by its owner before it started",
+            )
+
+        cancel_if_queued()
         self._move(job_id, col(IndexingJob.status) == JobStatus.RUNNING, cancel_requested=True)
+        cancel_if_queued()  # running a moment ago, and queued again by a sweeper since
         job = self.get(job_id)
         return job.status if job is not None else None
 
