@@ -6,6 +6,7 @@ embeddings, and counts the calls that reach the embedding model.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import zipfile
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ import pytest
 from sqlmodel import Session, select
 
 from ragloom.embeddings import EmbeddingsError
+from ragloom.schema import Chunk
 from ragloom_app.db.models import ChunkRecord, Source
 from ragloom_app.index.base import FileOutcome, IndexingProgress
 from ragloom_app.index.file import FileIndex, groups
@@ -194,14 +196,47 @@ def test_the_last_group_embeds_while_the_group_before_it_is_written(
 def test_the_last_files_of_an_upload_are_embedded_apart_to_be_written_sooner(
     index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(groups, "LAST_PIECE_CHUNKS", 2)
+    monkeypatch.setattr(groups, "LAST_PIECE_MIN_GROUP", 2)
     calls, events = _grouped(index, tmp_path / "in", 7)
-    assert calls == [5, 2]  # the last 2 chunks apart; the rest in one call
+    assert calls == [5, 2]  # the files of the last sixth (7/6 chunks) apart; the rest at once
     fractions = [e.fraction for e in events if isinstance(e, IndexingProgress)]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     assert index.check().clean
-    # A group of at most twice LAST_PIECE_CHUNKS stays whole: 5 files, one call, in
+    # A group of at most LAST_PIECE_MIN_GROUP chunks stays whole: 5 files, one call, in
     # test_small_files_are_embedded_in_one_call_and_each_recorded_alone.
+
+
+def _group_of(*chunk_counts: int) -> groups.FileGroup:
+    files = [
+        groups.PreparedFile(
+            source_id=f"s{n}",
+            name=f"f{n}",
+            digest=f"d{n}",
+            chunks=[Chunk(f"s{n}-{i}", "text", f"s{n}", f"f{n}") for i in range(count)],
+            held=contextlib.ExitStack(),
+        )
+        for n, count in enumerate(chunk_counts)
+    ]
+    return groups.FileGroup(files)
+
+
+@pytest.mark.parametrize(
+    ("chunks", "kept", "apart"),
+    [
+        ([7] * 10, [7] * 8, [7, 7]),  # 70 chunks: the files of at least 70/6 apart
+        ([60, 5], [60], [5]),  # too few, but the first file is never taken
+        ([5, 60], [5], [60]),  # a large last file goes apart alone
+        ([10, 10, 10], [10, 10, 10], None),  # 30 chunks: written in a few tens of ms
+        ([40], [40], None),  # one file: nothing to write while it embeds
+    ],
+)
+def test_the_last_sixth_of_an_uploads_last_group_is_split_off(
+    chunks: list[int], kept: list[int], apart: list[int] | None
+) -> None:
+    group = _group_of(*chunks)
+    last = group.split_last()
+    assert [len(f.chunks) for f in group.files] == kept
+    assert (None if last is None else [len(f.chunks) for f in last.files]) == apart
 
 
 def test_a_file_that_fails_keeps_its_place_in_the_upload(index: FileIndex, tmp_path: Path) -> None:
@@ -380,9 +415,9 @@ def test_an_upload_stopped_midway_takes_out_the_files_it_did_not_report(
 def test_an_upload_stopped_as_its_last_group_starts_takes_out_every_file_of_it(
     index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The last files are split from the group when it starts (LAST_PIECE_CHUNKS): a stop
+    # The last files are split from the group when it starts (LAST_PIECE_SHARE): a stop
     # right then must take them out too, and free their locks for the next upload.
-    monkeypatch.setattr(groups, "LAST_PIECE_CHUNKS", 2)
+    monkeypatch.setattr(groups, "LAST_PIECE_MIN_GROUP", 2)
     paths = _documents(tmp_path / "in", 7)
     events = index.get_indexing_pipeline({}).stream(paths)
     for event in events:

@@ -36,7 +36,8 @@ from ragloom_app.index.base import FileOutcome, IndexingProgress
 __all__ = [
     "EMBED_GROUP_CHUNKS",
     "FIRST_GROUP_CHUNKS",
-    "LAST_PIECE_CHUNKS",
+    "LAST_PIECE_MIN_GROUP",
+    "LAST_PIECE_SHARE",
     "FileGroup",
     "PreparedFile",
     "UploadGroups",
@@ -53,11 +54,16 @@ EMBED_GROUP_CHUNKS = 256
 #: The first group of an upload is embedded once it holds this many: the model starts
 #: after a few files are read rather than twenty, and the first file is reported sooner.
 FIRST_GROUP_CHUNKS = 64
-#: The files of an upload's last group that hold its last this-many chunks are embedded
-#: apart, while the rest of the group is written: only their writes are left once the
-#: model is done (about 1 ms a chunk and a few a file), not the whole group's (0.2 to
-#: 0.4 s for 256 chunks). A group of at most twice as many is not split.
-LAST_PIECE_CHUNKS = 16
+#: The files of an upload's last group that hold at least this share of its chunks (the
+#: last ones) are embedded apart, while the rest of the group is written: the model is
+#: not left idle meanwhile, and only the few files of that piece are written once it is
+#: done. Writing a chunk (Chroma, the full text, the database) takes about a seventh of
+#: the time the bundled model takes to embed it on 2 cores (2 against 14 ms), so a sixth
+#: of the chunks covers the writes of the rest (docs/performance.md).
+LAST_PIECE_SHARE = 1 / 6
+#: A last group of at most this many chunks is embedded whole: its writes take a few
+#: tens of milliseconds.
+LAST_PIECE_MIN_GROUP = 32
 
 
 @dataclass(eq=False)
@@ -94,17 +100,14 @@ class FileGroup:
         return self.chunk_count >= target
 
     def split_last(self) -> FileGroup | None:
-        """Take out the files that hold the group's last :data:`LAST_PIECE_CHUNKS` chunks
-        (at least one file, never all), as a group of their own; ``None`` for a group of
-        at most twice as many chunks, or whose last file alone holds more."""
-        if (
-            len(self.files) < 2
-            or self.chunk_count <= 2 * LAST_PIECE_CHUNKS
-            or len(self.files[-1].chunks) > LAST_PIECE_CHUNKS
-        ):
+        """Take out the last files, those holding at least :data:`LAST_PIECE_SHARE` of the
+        group's chunks (at least one file, never all), as a group of their own; ``None``
+        for a group of at most :data:`LAST_PIECE_MIN_GROUP` chunks or a single file."""
+        total = self.chunk_count
+        if len(self.files) < 2 or total <= LAST_PIECE_MIN_GROUP:
             return None
-        cut, chunks = len(self.files) - 1, len(self.files[-1].chunks)
-        while cut > 1 and chunks + len(self.files[cut - 1].chunks) <= LAST_PIECE_CHUNKS:
+        cut, chunks = len(self.files), 0
+        while cut > 1 and chunks < total * LAST_PIECE_SHARE:
             cut -= 1
             chunks += len(self.files[cut].chunks)
         last = FileGroup(self.files[cut:])
