@@ -60,6 +60,11 @@ def test_indices_survive_a_restart(tmp_path: Path) -> None:
             r"DEFAULT_REASONING: 'telepathy' is not a registered mode",
         ),
         ("default_llm", "gpt-9", r"DEFAULT_LLM: 'gpt-9' is not in LLMS"),
+        (
+            "default_embedding",
+            "e5-huge",
+            r"DEFAULT_EMBEDDING: 'e5-huge' is not in EMBEDDINGS \(local",
+        ),
         ("indices", [{"name": "X"}], r"INDICES\[0\]: needs 'name' and 'type'"),
     ],
 )

@@ -174,6 +174,11 @@ class BaseApp:
                 raise SettingsError(
                     f"SELECTABLE_LLMS: {name!r} is not in LLMS ({', '.join(self.llm_specs)})"
                 )
+        if self.settings.default_embedding not in self.embedding_specs:
+            raise SettingsError(
+                f"DEFAULT_EMBEDDING: {self.settings.default_embedding!r} is not in EMBEDDINGS "
+                f"({', '.join(self.embedding_specs)})"
+            )
         focus = self.settings.focus_embedding
         if focus is not None and focus not in self.embedding_specs:
             raise SettingsError(
