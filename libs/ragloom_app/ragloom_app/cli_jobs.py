@@ -150,7 +150,13 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
     # does): the worker's pool belongs to the worker's event loop, and is closed while the
     # worker starts again.
     submitter = ProcrastinateJobQueue(app)
-    sweeper = JobSweeper(JobStore(app.engine), stall, submitter.submit, unheld=submitter.unheld)
+    sweeper = JobSweeper(
+        JobStore(app.engine),
+        stall,
+        submitter.submit,
+        unheld=submitter.unheld,
+        data_dir=app.settings.data_dir,
+    )
     try:
         sweeper.sweep()
         sweeper.start()

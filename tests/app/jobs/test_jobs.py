@@ -19,7 +19,8 @@ from ragloom_app.app import BaseApp
 from ragloom_app.db.models import IndexingJob, JobStatus
 from ragloom_app.jobs import JobLimitError, JobView, UnknownJobError
 from ragloom_app.jobs.queues import JobSweeper
-from ragloom_app.jobs.runner import MAX_JOB_ATTEMPTS, JobRunner, staging_dir
+from ragloom_app.jobs.runner import MAX_JOB_ATTEMPTS, JobRunner
+from ragloom_app.jobs.staging import staging_dir
 from ragloom_app.jobs.store import JobStore
 from tests.helpers.api_server import replay_app
 

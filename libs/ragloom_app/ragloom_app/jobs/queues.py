@@ -20,12 +20,14 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import make_url, text
 
 from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs.runner import JobRunner, worker_name
+from ragloom_app.jobs.staging import remove_leftover_staging
 from ragloom_app.jobs.store import JobStore
 
 if TYPE_CHECKING:
@@ -70,7 +72,9 @@ class JobSweeper:
     """Takes back the jobs of dead workers: cancelled if their owner asked, else queued
     again and submitted; and submits again the jobs queued for ``stall_seconds`` or more,
     which the queue may never have been handed (below). Runs every ``stall_seconds / 2``
-    in a thread of its own, with ``also`` (if given) at each turn before the sweep.
+    in a thread of its own, with ``also`` (if given) at each turn before the sweep. With
+    ``data_dir``, each turn also removes the staged uploads no job will read
+    (:func:`~ragloom_app.jobs.staging.remove_leftover_staging`).
 
     A queued job whose queue lost it: the database went away between writing its row and
     handing it over (procrastinate's defer failed), or as a worker that had taken it from
@@ -87,12 +91,14 @@ class JobSweeper:
         resubmit: Callable[[str], None],
         also: Callable[[], object] | None = None,
         unheld: Callable[[Sequence[str]], list[str]] | None = None,
+        data_dir: Path | None = None,
     ):
         self.store = store
         self.stall_seconds = stall_seconds
         self.resubmit = resubmit
         self.also = also
         self.unheld = unheld if unheld is not None else list
+        self.data_dir = data_dir
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -114,6 +120,8 @@ class JobSweeper:
                 self.store.finish(job_id, JobStatus.CANCELLED, error="cancelled by its owner")
         for job_id in self.unheld(self.store.waiting(self.stall_seconds)):
             self.resubmit(job_id)
+        if self.data_dir is not None:
+            remove_leftover_staging(self.data_dir, self.store)
         return taken
 
     def start(self) -> None:
@@ -171,6 +179,7 @@ class InProcessJobQueue(JobQueue):
             self.submit,
             also=self._resubmit,
             unheld=self.unheld,
+            data_dir=app.settings.data_dir,
         )
         for thread in self._threads:
             thread.start()

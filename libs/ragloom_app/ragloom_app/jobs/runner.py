@@ -22,13 +22,13 @@ import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragloom.postgres_outage import outage_words
 from ragloom_app.db.models import IndexingJob, JobStatus
 from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
+from ragloom_app.jobs.staging import staging_dir
 from ragloom_app.jobs.store import FINAL, JobStore
 
 if TYPE_CHECKING:
@@ -39,7 +39,6 @@ __all__ = [
     "MAX_OUTAGE_RERUNS",
     "OUTAGE_WAIT_SECONDS",
     "JobRunner",
-    "staging_dir",
     "worker_name",
 ]
 
@@ -59,11 +58,6 @@ _OUTAGE_POLL_SECONDS = 1.0  # how often a worker waiting for its database asks a
 def worker_name(label: str = "app") -> str:
     """A name that tells which process runs a job: ``host:pid:label``."""
     return f"{socket.gethostname()}:{os.getpid()}:{label}"
-
-
-def staging_dir(data_dir: Path, job_id: str) -> Path:
-    """Where the files of an upload wait for their job (shared by the job's workers)."""
-    return data_dir / "jobs" / job_id
 
 
 @dataclass

@@ -10,11 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragloom.postgres_outage import outage_words
 from ragloom_app.db.models import JobStatus
 from ragloom_app.errors import UserFacingError
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.jobs.queues import InProcessJobQueue, JobQueue, ProcrastinateJobQueue
-from ragloom_app.jobs.runner import staging_dir
+from ragloom_app.jobs.staging import staging_dir
 from ragloom_app.jobs.store import JobStore, JobView
 
 if TYPE_CHECKING:
@@ -101,9 +102,13 @@ class JobService:
             job = self.store.create(
                 job_id=job_id, index_id=index.id, owner=owner, kind="add", files=entries
             )
-        except Exception:
-            # No job (the database away): nobody would ever run or remove these files.
-            shutil.rmtree(folder, ignore_errors=True)
+        except Exception as exc:
+            # PostgreSQL away as the row was committed: it may be written all the same
+            # (the reply was lost), so the files stay for that job; the sweepers remove
+            # them once it is clear that there is none (staging.py). Any other failure
+            # wrote no job, and nobody would ever run or remove these files.
+            if outage_words(exc) is None:
+                shutil.rmtree(folder, ignore_errors=True)
             raise
         self._hand_over(job)
         return job

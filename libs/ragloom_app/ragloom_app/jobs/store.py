@@ -98,6 +98,16 @@ class JobStore:
             row = session.get(IndexingJob, job_id)
             return JobView.of(row) if row is not None else None
 
+    def statuses(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
+        """The status of each of ``job_ids`` that exists."""
+        if not job_ids:
+            return {}
+        query = select(IndexingJob.id, IndexingJob.status).where(
+            col(IndexingJob.id).in_(list(job_ids))
+        )
+        with Session(self.engine) as session:
+            return {job_id: JobStatus(status) for job_id, status in session.exec(query)}
+
     def row(self, job_id: str) -> IndexingJob | None:
         """The job's row itself (its staged ``files`` included), or ``None``."""
         with Session(self.engine) as session:

@@ -1,0 +1,105 @@
+"""Staged uploads no job will read are removed by the sweepers: those of finished jobs and
+of jobs that do not exist (once nothing was added to them for a grace time), never those
+of a queued or running job. An upload whose row may have been written despite an error
+keeps its files for that job."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy import update
+from sqlalchemy.exc import OperationalError
+from sqlmodel import Session, col
+
+from ragloom_app.app import BaseApp
+from ragloom_app.db.models import IndexingJob, JobStatus
+from ragloom_app.jobs.queues import JobSweeper
+from ragloom_app.jobs.staging import remove_leftover_staging, staging_dir
+from ragloom_app.jobs.store import JobStore
+from tests.helpers.api_server import replay_app
+
+
+@pytest.fixture
+def app(tmp_path: Path, database_url: str) -> Iterator[BaseApp]:
+    started = replay_app(tmp_path, database_url=database_url, job_stall_seconds=1.0)
+    yield started
+    started.jobs.close()
+
+
+def _staged(app: BaseApp, job_id: str, age_seconds: float = 0.0) -> Path:
+    folder = staging_dir(app.settings.data_dir, job_id)
+    folder.mkdir(parents=True)
+    (folder / "0").write_text("an upload")
+    then = time.time() - age_seconds
+    os.utime(folder, (then, then))
+    return folder
+
+
+def _job(store: JobStore, app: BaseApp) -> str:
+    index_id = app.indices.get("My files").id
+    return store.create(index_id=index_id, owner="local", kind="add", files=[]).id
+
+
+def test_only_the_folders_no_job_will_read_are_removed(app: BaseApp) -> None:
+    store = JobStore(app.engine)
+    queued, running, done = _job(store, app), _job(store, app), _job(store, app)
+    assert store.claim(running, "worker", stall_seconds=30)
+    assert store.finish(done, JobStatus.CANCELLED)
+    for job_id in (queued, running, done):
+        _staged(app, job_id)
+    _staged(app, "no-row-fresh")  # an upload still being copied, its row not yet written
+    _staged(app, "no-row-old", age_seconds=7200)  # its process died before the row
+    removed = remove_leftover_staging(app.settings.data_dir, store)
+    assert sorted(removed) == sorted([done, "no-row-old"])
+    left = {p.name for p in (app.settings.data_dir / "jobs").iterdir()}
+    assert left == {queued, running, "no-row-fresh"}
+
+
+def test_a_job_the_sweeper_cancels_leaves_no_staged_files(app: BaseApp) -> None:
+    """A dead worker's job whose owner asked to cancel: the sweeper finishes it, and no
+    worker will run it to remove its upload."""
+    store = JobStore(app.engine)
+    job_id = _job(store, app)
+    assert store.claim(job_id, "killed", stall_seconds=30)
+    store.request_cancel(job_id)
+    folder = _staged(app, job_id)
+    with Session(app.engine) as session:  # its heartbeat stopped a minute ago
+        session.exec(
+            update(IndexingJob)  # type: ignore[call-overload]
+            .where(col(IndexingJob.id) == job_id)
+            .values(heartbeat_at=datetime.now(UTC) - timedelta(seconds=60))
+        )
+        session.commit()
+    sweeper = JobSweeper(store, 1.0, lambda _: None, data_dir=app.settings.data_dir)
+    assert sweeper.sweep() == []
+    assert store.get(job_id).status == JobStatus.CANCELLED  # type: ignore[union-attr]
+    assert not folder.exists()
+
+
+def test_an_upload_whose_row_may_have_been_written_keeps_its_files(
+    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL's connection broke as the job's row was committed: the commit may have
+    gone through, so the staged files stay for that job (removed later if there is none)."""
+
+    def connection_lost(*args: object, **kwargs: object) -> None:
+        try:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        except psycopg.OperationalError as exc:
+            raise OperationalError("COMMIT", {}, exc) from exc
+
+    monkeypatch.setattr(JobStore, "create", connection_lost)
+    upload = tmp_path / "upload.md"
+    upload.write_text("Zorblax")
+    with pytest.raises(OperationalError):
+        app.jobs.submit_files(app.indices.get("My files"), "local", [("a.md", upload)], move=False)
+    (kept,) = (app.settings.data_dir / "jobs").iterdir()
+    assert (kept / "0").read_text() == "Zorblax"
+    monkeypatch.undo()
+    assert remove_leftover_staging(app.settings.data_dir, JobStore(app.engine), 0.0) == [kept.name]
