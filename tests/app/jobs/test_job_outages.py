@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from sqlalchemy import update
 from sqlmodel import Session, col
@@ -23,6 +22,7 @@ from ragloom_app.jobs import runner as runner_module
 from ragloom_app.jobs.runner import MAX_OUTAGE_RERUNS, JobRunner
 from ragloom_app.jobs.store import JobStore
 from tests.helpers.api_server import replay_app
+from tests.helpers.outages import postgres_away
 
 
 @pytest.fixture
@@ -31,17 +31,6 @@ def app(tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> I
     app = replay_app(tmp_path, database_url=database_url)
     yield app
     app.jobs.close()
-
-
-def _outage() -> Exception:
-    """What a query raises when PostgreSQL went away: psycopg's error under SQLAlchemy's."""
-    try:
-        raise psycopg.OperationalError("connection to server at 127.0.0.1 failed")
-    except psycopg.OperationalError as cause:
-        try:
-            raise RuntimeError("(psycopg.OperationalError) connection failed") from cause
-        except RuntimeError as exc:
-            return exc
 
 
 def _job(app: BaseApp) -> tuple[JobRunner, str]:
@@ -63,7 +52,7 @@ def _failing(
         runs.append(1)
         if len(runs) <= times:
             meanwhile()
-            raise _outage()
+            raise postgres_away()
         return run_claimed(row)
 
     monkeypatch.setattr(runner, "_run_claimed", outage_first)

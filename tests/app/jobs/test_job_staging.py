@@ -19,6 +19,7 @@ from sqlmodel import Session, col
 
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import IndexingJob, JobStatus
+from ragloom_app.jobs import queues
 from ragloom_app.jobs.queues import JobSweeper
 from ragloom_app.jobs.staging import remove_leftover_staging, staging_dir
 from ragloom_app.jobs.store import JobStore
@@ -53,12 +54,25 @@ def test_only_the_folders_no_job_will_read_are_removed(app: BaseApp) -> None:
     assert store.finish(done, JobStatus.CANCELLED)
     for job_id in (queued, running, done):
         _staged(app, job_id)
-    _staged(app, "no-row-fresh")  # an upload still being copied, its row not yet written
-    _staged(app, "no-row-old", age_seconds=7200)  # its process died before the row
+    fresh, old = "a" * 32, "b" * 32  # ids of no job
+    _staged(app, fresh)  # an upload still being copied, its row not yet written
+    _staged(app, old, age_seconds=7200)  # its process died before the row
     removed = remove_leftover_staging(app.settings.data_dir, store)
-    assert sorted(removed) == sorted([done, "no-row-old"])
+    assert sorted(removed) == sorted([done, old])
     left = {p.name for p in (app.settings.data_dir / "jobs").iterdir()}
-    assert left == {queued, running, "no-row-fresh"}
+    assert left == {queued, running, fresh}
+
+
+def test_what_is_not_a_job_folder_is_left_alone(app: BaseApp, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("not the app's")
+    jobs = app.settings.data_dir / "jobs"
+    _staged(app, "lost+found", age_seconds=7200)
+    (jobs / ("c" * 32)).symlink_to(elsewhere)  # named as a job, but a link
+    os.utime(jobs / ("c" * 32), (0, 0), follow_symlinks=False)
+    assert remove_leftover_staging(app.settings.data_dir, JobStore(app.engine), 0.0) == []
+    assert (jobs / "lost+found").is_dir() and (elsewhere / "keep").exists()
 
 
 def test_a_job_the_sweeper_cancels_leaves_no_staged_files(app: BaseApp) -> None:
@@ -103,3 +117,27 @@ def test_an_upload_whose_row_may_have_been_written_keeps_its_files(
     assert (kept / "0").read_text() == "Zorblax"
     monkeypatch.undo()
     assert remove_leftover_staging(app.settings.data_dir, JobStore(app.engine), 0.0) == [kept.name]
+
+
+def test_trouble_removing_staged_uploads_stops_neither_the_sweep_nor_the_queue(
+    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(*args: object, **kwargs: object) -> list[str]:
+        raise PermissionError("jobs/: permission denied")
+
+    monkeypatch.setattr(queues, "remove_leftover_staging", refused)
+    store = JobStore(app.engine)
+    stalled = _job(store, app)
+    assert store.claim(stalled, "killed", stall_seconds=30)
+    sweeper = JobSweeper(store, 0.0, lambda _: None, data_dir=app.settings.data_dir)
+    assert sweeper.sweep() == [stalled]  # the jobs were swept all the same
+    upload = tmp_path / "a.md"
+    upload.write_text("Zorblax")
+    job = app.jobs.submit_files(
+        app.indices.get("My files"), "local", [("a.md", upload)], move=False
+    )
+    deadline = time.monotonic() + 30
+    while (seen := store.get(job.id)) is None or not seen.finished:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert seen.status == JobStatus.DONE

@@ -23,6 +23,7 @@ from ragloom_app.jobs.runner import MAX_JOB_ATTEMPTS, JobRunner
 from ragloom_app.jobs.staging import staging_dir
 from ragloom_app.jobs.store import JobStore
 from tests.helpers.api_server import replay_app
+from tests.helpers.outages import postgres_away
 
 
 @pytest.fixture
@@ -215,18 +216,51 @@ def test_a_job_cancelled_as_the_sweeper_takes_it_back_is_cancelled(
     store = JobStore(app.engine)
     job = store.create(index_id=app.indices.get("My files").id, owner="local", kind="add", files=[])
     _stall(app, job.id, "killed")
-    looked = store.cancel_requested
 
-    def cancelled_just_after(job_id: str) -> bool:
-        seen = looked(job_id)
-        store.request_cancel(job_id)  # the owner presses Cancel as the sweeper looks
-        return seen
+    def resubmit(job_id: str) -> None:
+        store.request_cancel(job_id)  # the owner presses Cancel as the sweeper takes it
 
-    monkeypatch.setattr(store, "cancel_requested", cancelled_just_after)
-    assert JobSweeper(store, 1.0, lambda _: None).sweep() == []
+    assert JobSweeper(store, 1.0, resubmit).sweep() == []
     cancelled = store.get(job.id)
     assert cancelled is not None and cancelled.status == JobStatus.CANCELLED
-    assert store.waiting(0.0) == []  # nothing left queued that a claim would refuse
+
+
+def test_a_job_claimed_as_the_sweeper_takes_it_back_is_left_to_its_new_worker(
+    app: BaseApp,
+) -> None:
+    """Claimed by a live worker the moment the sweeper submits it, and cancelled at once:
+    that worker sees the cancel between two files; the sweeper does not end the job under
+    it (and remove the upload it reads)."""
+    store = JobStore(app.engine)
+    job = store.create(index_id=app.indices.get("My files").id, owner="local", kind="add", files=[])
+    _stall(app, job.id, "killed")
+
+    def claimed_and_cancelled(job_id: str) -> None:
+        assert store.claim(job_id, "live", stall_seconds=1.0)
+        store.request_cancel(job_id)
+
+    assert JobSweeper(store, 1.0, claimed_and_cancelled).sweep() == []
+    running = store.get(job.id)
+    assert running is not None and running.status == JobStatus.RUNNING
+    assert running.worker == "live" and running.cancel_requested
+
+
+def test_a_queued_job_left_with_its_cancel_asked_is_cancelled_by_the_sweeper(
+    app: BaseApp,
+) -> None:
+    """Rows an older release left queued with a cancel asked: no claim takes them, and
+    they counted against their owner's jobs for good."""
+    store = JobStore(app.engine)
+    job = store.create(index_id=app.indices.get("My files").id, owner="local", kind="add", files=[])
+    with Session(app.engine) as session:
+        session.exec(
+            update(IndexingJob)  # type: ignore[call-overload]
+            .where(col(IndexingJob.id) == job.id)
+            .values(cancel_requested=True)
+        )
+        session.commit()
+    assert JobSweeper(store, 30.0, lambda _: pytest.fail("submitted")).sweep() == []
+    assert store.get(job.id).status == JobStatus.CANCELLED  # type: ignore[union-attr]
 
 
 def test_an_upload_whose_job_could_not_be_queued_is_accepted_and_run_later(
@@ -237,7 +271,7 @@ def test_an_upload_whose_job_could_not_be_queued_is_accepted_and_run_later(
     app.jobs.start()
 
     def broker_away(job_id: str) -> None:
-        raise OperationalError("INSERT", {}, Exception("the connection is lost"))
+        raise postgres_away("could not defer")
 
     monkeypatch.setattr(app.jobs.queue, "submit", broker_away)  # the sweeper's is its own
     job = app.jobs.submit_files(
@@ -246,6 +280,26 @@ def test_an_upload_whose_job_could_not_be_queued_is_accepted_and_run_later(
     done = _finished(app, job, timeout=30)
     assert done.status == JobStatus.DONE and done.attempts == 1
     assert [o["status"] for o in done.outcomes] == ["indexed"] * 2
+
+
+def test_an_upload_whose_queue_fails_otherwise_fails_its_job_saying_so(
+    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app.jobs.start()
+
+    def broken(job_id: str) -> None:
+        raise ValueError("a setting the queue cannot use")
+
+    monkeypatch.setattr(app.jobs.queue, "submit", broken)
+    with pytest.raises(ValueError, match="a setting the queue cannot use"):
+        app.jobs.submit_files(
+            app.indices.get("My files"), "local", _documents(tmp_path / "in", 1), move=False
+        )
+    (failed,) = app.jobs.store.jobs("local")
+    assert (
+        failed.status == JobStatus.FAILED and failed.error == "it could not be queued: ValueError"
+    )
+    assert not staging_dir(app.settings.data_dir, failed.id).exists()
 
 
 def test_an_upload_the_database_refuses_leaves_no_staged_files(

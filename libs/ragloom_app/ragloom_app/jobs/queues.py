@@ -106,9 +106,8 @@ class JobSweeper:
         """One pass; returns the ids of the jobs queued again."""
         taken: list[str] = []
         for job_id in self.store.stalled(self.stall_seconds):
-            if self.store.cancel_requested(job_id):
-                self.store.finish(job_id, JobStatus.CANCELLED, error="cancelled by its owner")
-                continue
+            if self.store.cancel_stalled(job_id, self.stall_seconds):
+                continue  # its owner asked it to stop: no worker will
             # Submitted before it is shown queued: if the submission fails (the broker
             # away), the job stays running and stalled, and the next turn tries again. A
             # claim takes a stalled job as it takes a queued one, and only once.
@@ -116,12 +115,16 @@ class JobSweeper:
             if self.store.requeue_stalled(job_id, self.stall_seconds):
                 logger.warning("job %s lost its worker: queued again", job_id)
                 taken.append(job_id)
-            elif self.store.cancel_requested(job_id):  # asked just now: it is not requeued
-                self.store.finish(job_id, JobStatus.CANCELLED, error="cancelled by its owner")
+            else:  # a cancel asked just now; or claimed meanwhile, and then left alone
+                self.store.cancel_stalled(job_id, self.stall_seconds)
+        self.store.cancel_flagged_queued()
         for job_id in self.unheld(self.store.waiting(self.stall_seconds)):
             self.resubmit(job_id)
         if self.data_dir is not None:
-            remove_leftover_staging(self.data_dir, self.store)
+            try:
+                remove_leftover_staging(self.data_dir, self.store)
+            except Exception:  # its own trouble must not stop the sweep of jobs
+                logger.warning("removing leftover staged uploads failed", exc_info=True)
         return taken
 
     def start(self) -> None:
@@ -183,9 +186,14 @@ class InProcessJobQueue(JobQueue):
         )
         for thread in self._threads:
             thread.start()
-        for job in self._runner.store.jobs(statuses=[JobStatus.QUEUED], limit=10_000)[::-1]:
-            self.submit(job.id)
-        self._sweeper.sweep()
+        try:
+            for job in self._runner.store.jobs(statuses=[JobStatus.QUEUED], limit=10_000)[::-1]:
+                self.submit(job.id)
+            self._sweeper.sweep()
+        except Exception:
+            # The database away as the app starts: the sweeper's turns take the jobs
+            # waiting (JobSweeper) once it is back. The queue itself works.
+            logger.warning("taking up the waiting jobs failed; the sweeper will", exc_info=True)
         self._sweeper.start()
 
     def submit(self, job_id: str) -> None:

@@ -124,13 +124,20 @@ class JobService:
         return job
 
     def _hand_over(self, job: JobView) -> None:
-        """Submit the stored job to the queue. If that fails (the database, procrastinate's
-        broker, went away just after the job's row was written), the job is not lost and
-        the caller is not told it failed: the sweepers submit it once it has waited
-        ``JOB_STALL_SECONDS`` (:class:`~ragloom_app.jobs.queues.JobSweeper`)."""
+        """Submit the stored job to the queue. If PostgreSQL (procrastinate's broker) went
+        away just after the job's row was written, the job is not lost and the caller is
+        not told it failed: the sweepers submit it once it has waited ``JOB_STALL_SECONDS``
+        (:class:`~ragloom_app.jobs.queues.JobSweeper`). Any other failure (a setting, a
+        bug) fails the job, saying why, and is raised."""
         try:
-            self.queue.submit(job.id)
-        except Exception:
+            self.queue.submit(job.id)  # the queue is started by the first job
+        except Exception as exc:
+            if outage_words(exc) is None:
+                self.store.finish(
+                    job.id, JobStatus.FAILED, error=f"it could not be queued: {type(exc).__name__}"
+                )
+                shutil.rmtree(staging_dir(self.app.settings.data_dir, job.id), ignore_errors=True)
+                raise
             logger.warning(
                 "job %s is stored but could not be queued now; the sweepers will queue it",
                 job.id,

@@ -8,7 +8,7 @@ once the job is done, failed or cancelled. Some folders are left behind all the 
 - writing the row failed in a way that may still have written it (PostgreSQL's reply to
   the commit lost), so the files are kept for the job that may exist;
 - the job ended where no worker removes its folder (a sweeper cancelling a dead worker's
-  job, a job whose index was deleted).
+  job).
 
 :func:`remove_leftover_staging`, run by the sweepers at each turn, removes those: the
 folders of finished jobs and of jobs that do not exist, the latter only once nothing has
@@ -19,6 +19,7 @@ into a new folder before its row is written).
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import time
 from pathlib import Path
@@ -33,6 +34,8 @@ __all__ = ["STAGING_GRACE_SECONDS", "remove_leftover_staging", "staging_dir"]
 
 logger = logging.getLogger(__name__)
 
+_JOB_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex: the ids JobService gives
+
 STAGING_GRACE_SECONDS = 3600.0
 """How long a staging folder with no job row is kept after its last change: longer than
 copying any upload takes, and than the clocks of the machines sharing the folder differ."""
@@ -46,12 +49,21 @@ def staging_dir(data_dir: Path, job_id: str) -> Path:
 def remove_leftover_staging(
     data_dir: Path, store: JobStore, grace_seconds: float = STAGING_GRACE_SECONDS
 ) -> list[str]:
-    """Remove the staging folders no job will read; the job ids whose folders went."""
+    """Remove the staging folders no job will read; the job ids whose folders went.
+
+    Only folders named as jobs are (32 hexadecimal digits) are looked at, never through a
+    symbolic link: anything else under ``jobs/`` is not the app's to remove.
+    """
     root = data_dir / "jobs"
     try:
-        folders = {entry.name: entry for entry in root.iterdir() if entry.is_dir()}
+        entries = list(root.iterdir())
     except FileNotFoundError:
         return []
+    folders = {
+        entry.name: entry
+        for entry in entries
+        if _JOB_ID.fullmatch(entry.name) and not entry.is_symlink() and entry.is_dir()
+    }
     if not folders:
         return []
     statuses = store.statuses(list(folders))
@@ -64,9 +76,12 @@ def remove_leftover_staging(
         try:
             if status is None and folder.stat().st_mtime > cutoff:
                 continue  # perhaps an upload whose row is about to be written
+            shutil.rmtree(folder)
         except FileNotFoundError:
             continue  # its worker removed it just now
-        shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            logger.warning("could not remove the staged upload %s", folder, exc_info=True)
+            continue
         removed.append(job_id)
     if removed:
         logger.info("removed the staged files of %d jobs no worker will run", len(removed))

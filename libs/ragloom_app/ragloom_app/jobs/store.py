@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, update
+from sqlalchemy import case, func, literal, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -26,10 +26,24 @@ ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
 """States in which a job still has work to do."""
 FINAL = (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED)
 """States a job never leaves."""
+# The status column's own type: a literal status is then stored as the column stores it.
+_STATUS_TYPE = IndexingJob.__table__.c.status.type  # type: ignore[attr-defined]
+_IDS_PER_QUERY = 500  # ids bound in one IN list (PostgreSQL's driver takes 65,535 at most)
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _stalled(stall_seconds: float, *, cancel_asked: bool) -> tuple[Any, ...]:
+    """The conditions of a running job whose heartbeat is ``stall_seconds`` old, with or
+    without a cancel asked."""
+    cutoff = _now() - timedelta(seconds=stall_seconds)
+    return (
+        col(IndexingJob.status) == JobStatus.RUNNING,
+        col(IndexingJob.heartbeat_at) < cutoff,
+        col(IndexingJob.cancel_requested).is_(cancel_asked),
+    )
 
 
 @dataclass(frozen=True)
@@ -100,13 +114,15 @@ class JobStore:
 
     def statuses(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
         """The status of each of ``job_ids`` that exists."""
-        if not job_ids:
-            return {}
-        query = select(IndexingJob.id, IndexingJob.status).where(
-            col(IndexingJob.id).in_(list(job_ids))
-        )
+        found: dict[str, JobStatus] = {}
         with Session(self.engine) as session:
-            return {job_id: JobStatus(status) for job_id, status in session.exec(query)}
+            for start in range(0, len(job_ids), _IDS_PER_QUERY):
+                part = list(job_ids[start : start + _IDS_PER_QUERY])
+                query = select(IndexingJob.id, IndexingJob.status).where(
+                    col(IndexingJob.id).in_(part)
+                )
+                found.update((job_id, JobStatus(status)) for job_id, status in session.exec(query))
+        return found
 
     def row(self, job_id: str) -> IndexingJob | None:
         """The job's row itself (its staged ``files`` included), or ``None``."""
@@ -244,17 +260,42 @@ class JobStore:
     def requeue_stalled(self, job_id: str, stall_seconds: float) -> bool:
         """Put a running job whose worker died back in the queue (waiting from now), unless
         its owner asked it to stop (a claim would never take it)."""
-        cutoff = _now() - timedelta(seconds=stall_seconds)
         return self._move(
             job_id,
-            col(IndexingJob.status) == JobStatus.RUNNING,
-            col(IndexingJob.heartbeat_at) < cutoff,
-            col(IndexingJob.cancel_requested).is_(False),
+            *_stalled(stall_seconds, cancel_asked=False),
             status=JobStatus.QUEUED,
             worker=None,
             current=None,
             heartbeat_at=_now(),
         )
+
+    def cancel_stalled(self, job_id: str, stall_seconds: float) -> bool:
+        """Cancel a running job whose worker died and whose owner asked it to stop; only
+        while its heartbeat is still stale (a live worker that claimed it meanwhile sees
+        the request itself, between two files)."""
+        return self._move(
+            job_id,
+            *_stalled(stall_seconds, cancel_asked=True),
+            status=JobStatus.CANCELLED,
+            error="cancelled by its owner",
+            finished_at=_now(),
+            current=None,
+        )
+
+    def cancel_flagged_queued(self) -> int:
+        """Cancel the queued jobs whose owner asked them to stop (left so by a release
+        before 2026-12-05, when a cancel could meet a sweeper): no claim takes them."""
+        with Session(self.engine) as session:
+            result = session.exec(
+                update(IndexingJob)
+                .where(
+                    col(IndexingJob.status) == JobStatus.QUEUED,
+                    col(IndexingJob.cancel_requested).is_(True),
+                )
+                .values(status=JobStatus.CANCELLED, finished_at=_now(), current=None)
+            )
+            session.commit()
+            return int(result.rowcount or 0)
 
     def heartbeat(self, job_id: str, worker: str, attempts: int | None = None) -> bool:
         """Say ``worker`` still runs the job; ``False`` if it no longer holds it. With
@@ -324,20 +365,23 @@ class JobStore:
     def request_cancel(self, job_id: str) -> JobStatus | None:
         """Cancel a queued job at once, ask a running one to stop; the job's state after
         (``None`` if there is no such job)."""
-
-        def cancel_if_queued() -> None:
-            self._move(
-                job_id,
-                col(IndexingJob.status) == JobStatus.QUEUED,
-                status=JobStatus.CANCELLED,
-                cancel_requested=True,
-                finished_at=_now(),
-                error="cancelled by its owner before it started",
-            )
-
-        cancel_if_queued()
-        self._move(job_id, col(IndexingJob.status) == JobStatus.RUNNING, cancel_requested=True)
-        cancel_if_queued()  # running a moment ago, and queued again by a sweeper since
+        # One statement, so that no move of the job's between two (a sweeper queueing it
+        # again, a worker claiming it) can lose the cancel.
+        queued = col(IndexingJob.status) == JobStatus.QUEUED
+        self._move(
+            job_id,
+            col(IndexingJob.status).in_([JobStatus.QUEUED, JobStatus.RUNNING]),
+            cancel_requested=True,
+            status=case(
+                (queued, literal(JobStatus.CANCELLED, _STATUS_TYPE)),
+                else_=col(IndexingJob.status),
+            ),
+            finished_at=case((queued, _now()), else_=col(IndexingJob.finished_at)),
+            error=case(
+                (queued, "cancelled by its owner before it started"),
+                else_=col(IndexingJob.error),
+            ),
+        )
         job = self.get(job_id)
         return job.status if job is not None else None
 
