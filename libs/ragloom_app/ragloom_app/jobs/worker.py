@@ -46,7 +46,7 @@ def run_worker(
 
 
 async def _supervise(
-    queue_app: procrastinate.App, options: dict[str, Any], told: threading.Event
+    queue_app: procrastinate.App, options: dict[str, Any], runner_stopping: threading.Event
 ) -> None:
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -57,7 +57,7 @@ async def _supervise(
         # jobs under way: the handlers go back to Python's own.
         for number in numbers:
             loop.remove_signal_handler(number)
-        told.set()
+        runner_stopping.set()
         stopping.set()
 
     for number in numbers:
