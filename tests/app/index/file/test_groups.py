@@ -165,30 +165,30 @@ def test_the_last_group_embeds_while_the_group_before_it_is_written(
     monkeypatch.setattr(groups, "EMBED_GROUP_CHUNKS", 2)
     pipeline = index.get_indexing_pipeline({})
     steps: list[str] = []
-    embed, write = pipeline.ingestor.embed, pipeline.ingestor.write
+    embed, store = pipeline.ingestor.embed, pipeline.ingestor.vector_store
+    write = store.add
 
     def embedding(chunks: Any) -> np.ndarray:
         steps.append(f"embed {[c.source_name for c in chunks]}")
         return embed(chunks)
 
     def writing(chunks: Any, vectors: np.ndarray) -> None:
-        name = chunks[0].source_name
-        if name == "doc2.md":  # the group before the last: its writes wait for the model
+        names = [c.source_name for c in chunks]
+        if names[0] == "doc2.md":  # the group before the last: its writes wait for the model
             deadline = time.monotonic() + 10
             while "embed ['doc4.md']" not in steps and time.monotonic() < deadline:
                 time.sleep(0.01)
-        steps.append(f"write {name}")
+        steps.append(f"write {names}")
         write(chunks, vectors)
 
     object.__setattr__(pipeline.ingestor, "embed", embedding)
-    object.__setattr__(pipeline.ingestor, "write", writing)
+    object.__setattr__(store, "add", writing)
     outcomes = pipeline.run(_documents(tmp_path / "in", 5))
     assert [(o.name, o.status) for o in outcomes] == [(f"doc{n}.md", "indexed") for n in range(5)]
-    assert steps[-4:] == [
+    assert steps[-3:] == [
         "embed ['doc4.md']",  # the last group, while the one ahead of it is written
-        "write doc2.md",
-        "write doc3.md",
-        "write doc4.md",
+        "write ['doc2.md', 'doc3.md']",
+        "write ['doc4.md']",
     ]
     assert index.check().clean
 
@@ -237,6 +237,42 @@ def test_the_last_sixth_of_an_uploads_last_group_is_split_off(
     last = group.split_last()
     assert [len(f.chunks) for f in group.files] == kept
     assert (None if last is None else [len(f.chunks) for f in last.files]) == apart
+
+
+def _vector_writes(pipeline: FileIndexingPipeline, fail_first: bool = False) -> list[int]:
+    """The chunks of each write to the pipeline's vector store, as it goes on; with
+    ``fail_first``, the first write raises (the store away for a moment)."""
+    calls: list[int] = []
+    store = pipeline.ingestor.vector_store
+    original = store.add
+
+    def counted(chunks: Any, vectors: Any) -> None:
+        calls.append(len(chunks))
+        if fail_first and len(calls) == 1:
+            raise ConnectionError("the vector store is away for a moment")
+        original(chunks, vectors)
+
+    object.__setattr__(store, "add", counted)
+    return calls
+
+
+def test_a_groups_vectors_are_written_in_one_call(index: FileIndex, tmp_path: Path) -> None:
+    """A write costs the store the same few ms whatever its size: one for the group."""
+    pipeline = index.get_indexing_pipeline({})
+    writes = _vector_writes(pipeline)
+    outcomes = pipeline.run(_documents(tmp_path / "in", 5))
+    assert [o.status for o in outcomes] == ["indexed"] * 5
+    assert writes == [5]
+    assert index.vector_store.count() == 5 and index.check().clean
+
+
+def test_a_group_write_that_fails_is_done_file_by_file(index: FileIndex, tmp_path: Path) -> None:
+    pipeline = index.get_indexing_pipeline({})
+    writes = _vector_writes(pipeline, fail_first=True)
+    outcomes = pipeline.run(_documents(tmp_path / "in", 3))
+    assert [o.status for o in outcomes] == ["indexed"] * 3
+    assert writes == [3, 1, 1, 1]
+    assert index.vector_store.count() == 3 and index.check().clean
 
 
 def test_a_file_that_fails_keeps_its_place_in_the_upload(index: FileIndex, tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "LAST_PIECE_SHARE",
     "FileGroup",
     "PreparedFile",
+    "StoreVectors",
     "UploadGroups",
 ]
 
@@ -166,10 +167,12 @@ def _release(
         logger.warning("could not release %s", prepared.name, exc_info=True)
 
 
-#: What :class:`UploadGroups` is given to embed a group's chunks, and to finish one file
-#: with its vectors (or the exception that left it without).
+#: What :class:`UploadGroups` is given to embed a group's chunks; to write a group's
+#: vectors to the vector store at once; and to finish one file with its vectors (or the
+#: exception that left it without), told whether they are in the vector store already.
 Embed = Callable[[Sequence[Chunk]], np.ndarray]
-Finish = Callable[[PreparedFile, "np.ndarray | Exception"], FileOutcome]
+StoreVectors = Callable[[Sequence[Chunk], np.ndarray], None]
+Finish = Callable[[PreparedFile, "np.ndarray | Exception", bool], FileOutcome]
 
 _Event = IndexingProgress | FileOutcome
 
@@ -183,10 +186,18 @@ class UploadGroups:
     exception stops the upload, and :meth:`close` in every case.
     """
 
-    def __init__(self, embed: Embed, finish: Finish, *, ahead: bool = True) -> None:
+    def __init__(
+        self,
+        embed: Embed,
+        finish: Finish,
+        *,
+        ahead: bool = True,
+        store_vectors: StoreVectors | None = None,
+    ) -> None:
         self._embed = embed
         self._ahead = ahead
         self._finish = finish
+        self._store_vectors = store_vectors
         self._filling = FileGroup(first=True)
         self._embedding: tuple[FileGroup, Future[np.ndarray]] | None = None
         self._submitted: list[Future[np.ndarray]] = []  # embeddings not done, in order
@@ -275,6 +286,7 @@ class UploadGroups:
             vectors = embedding.result()
         except Exception as exc:
             vectors = _OneByOne(self._embed, exc, len(group.files))
+        stored = not isinstance(vectors, _OneByOne) and self._stored(group, vectors)
         offset = 0
         for prepared in list(group.files):
             count = len(prepared.chunks)
@@ -283,13 +295,29 @@ class UploadGroups:
             else:
                 mine = vectors[offset : offset + count]
             offset += count
-            outcome = self._finish(prepared, mine)
+            outcome = self._finish(prepared, mine, stored)
             # Recorded: a stop from here on keeps it, even before the caller hears of it
             # (a reindexed file's old version is gone once the new one is flipped).
             group.finished(prepared)
             yield IndexingProgress(outcome.name, prepared.span[1], outcome.status)
             yield outcome
         self._unreported.remove(group)
+
+    def _stored(self, group: FileGroup, vectors: np.ndarray) -> bool:
+        """Write the whole group's vectors in one call, if given a way to: a call costs
+        the store some 5 ms whatever its size (embedded Chroma), and a page of a manual
+        has a dozen chunks. Each file's row still says ``indexing`` until it is finished
+        on its own, as when a file's vectors are written just before its row is flipped;
+        a stop or a crash meanwhile takes them out as it does then. ``False`` if the call
+        failed: each file then writes its own, and fails with its own reason."""
+        if self._store_vectors is None:
+            return False
+        try:
+            self._store_vectors([c for f in group.files for c in f.chunks], vectors)
+        except Exception:
+            logger.warning("writing a group's vectors at once failed; file by file", exc_info=True)
+            return False
+        return True
 
     def _new_group(self) -> FileGroup:
         group = FileGroup()

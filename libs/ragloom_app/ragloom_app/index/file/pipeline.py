@@ -130,7 +130,12 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         shown = list(names) if names is not None else [p.name for p in paths]
         total = len(paths) or 1
         budget = UploadBudget(self.max_upload_bytes, self.max_upload_chunks)
-        groups = UploadGroups(self.ingestor.embed, self._finish_prepared, ahead=self.embed_ahead)
+        groups = UploadGroups(
+            self.ingestor.embed,
+            self._finish_prepared,
+            ahead=self.embed_ahead,
+            store_vectors=self.ingestor.vector_store.add,
+        )
         try:
             try:
                 for position, (path, raw_name) in enumerate(zip(paths, shown, strict=True)):
@@ -239,9 +244,13 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         yield _logged(outcome)
 
     def _finish_prepared(
-        self, prepared: PreparedFile, vectors: np.ndarray | Exception
+        self, prepared: PreparedFile, vectors: np.ndarray | Exception, stored: bool
     ) -> FileOutcome:
-        return _logged(self._finish(prepared.source_id, prepared.name, prepared.chunks, vectors))
+        return _logged(
+            self._finish(
+                prepared.source_id, prepared.name, prepared.chunks, vectors, vectors_stored=stored
+            )
+        )
 
     def _prepare(
         self,

@@ -172,12 +172,19 @@ class SourceSteps:
         name: str,
         chunks: Sequence[Chunk],
         vectors: np.ndarray | Exception,
+        *,
+        vectors_stored: bool = False,
     ) -> FileOutcome:
-        """Write a chunked source's chunks with their vectors, then flip it to indexed."""
+        """Write a chunked source's chunks with their vectors, then flip it to indexed.
+        With ``vectors_stored`` the vectors are in the vector store already (written with
+        the rest of an upload's group): only the full text is written here."""
         try:
             if isinstance(vectors, Exception):
                 raise vectors
-            self.ingestor.write(chunks, vectors)
+            if vectors_stored:
+                self.ingestor.fulltext_store.add(chunks)
+            else:
+                self.ingestor.write(chunks, vectors)
             flipped = self._flip(source_id, chunks)
         except Exception as exc:
             return self._failed(source_id, name, exc)
