@@ -275,6 +275,32 @@ def test_a_group_write_that_fails_is_done_file_by_file(index: FileIndex, tmp_pat
     assert index.vector_store.count() == 3 and index.check().clean
 
 
+def test_a_file_of_a_group_that_fails_after_the_group_write_leaves_no_vectors(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    """The group's vectors are written at once; the middle file's full text then fails:
+    that file fails alone, its vectors taken out, and the others are indexed."""
+    pipeline = index.get_indexing_pipeline({})
+    writes = _vector_writes(pipeline)
+    fulltext = pipeline.ingestor.fulltext_store
+    add = fulltext.add
+
+    def refusing(chunks: Any) -> None:
+        if chunks and chunks[0].source_name == "doc1.md":
+            raise OSError("the full-text store refused it")
+        add(chunks)
+
+    object.__setattr__(fulltext, "add", refusing)
+    outcomes = pipeline.run(_documents(tmp_path / "in", 3))
+    assert [(o.name, o.status) for o in outcomes] == [
+        ("doc0.md", "indexed"),
+        ("doc1.md", "failed"),
+        ("doc2.md", "indexed"),
+    ]
+    assert writes == [3]
+    assert index.vector_store.count() == 2 and index.check().clean
+
+
 def test_a_file_that_fails_keeps_its_place_in_the_upload(index: FileIndex, tmp_path: Path) -> None:
     first, second, third = _documents(tmp_path / "in", 3)
     empty = tmp_path / "in" / "empty.txt"

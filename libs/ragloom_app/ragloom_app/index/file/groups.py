@@ -3,9 +3,10 @@
 A page of a manual makes 6 or 7 chunks. Embedded file by file, each page was one or two
 short batches of mixed lengths; the chunks of several files embedded in one call are
 batched by token length across files, as the raw model is measured (docs/performance.md,
-"Indexing throughput"). Each file is still written to the stores and flipped to
-``indexed`` on its own, with its own outcome: grouping changes when a file is embedded,
-not what is recorded of it.
+"Indexing throughput"). A group's vectors go to the vector store in one write; each
+file's full text is then written, and the file flipped to ``indexed``, on its own, with
+its own outcome: grouping changes when a file is embedded and its vectors written, not
+what is recorded of it.
 
 :class:`UploadGroups` embeds a full group in a thread of its own while the next group's
 files are read and chunked (in the readers sandbox, another process) and the group before
@@ -307,9 +308,14 @@ class UploadGroups:
         """Write the whole group's vectors in one call, if given a way to: a call costs
         the store some 5 ms whatever its size (embedded Chroma), and a page of a manual
         has a dozen chunks. Each file's row still says ``indexing`` until it is finished
-        on its own, as when a file's vectors are written just before its row is flipped;
-        a stop or a crash meanwhile takes them out as it does then. ``False`` if the call
-        failed: each file then writes its own, and fails with its own reason."""
+        on its own. A file that fails, or that the caller stops listening for (a cancel),
+        has its vectors taken out; a crash or a stop by an exception leaves them, under a
+        row that says ``indexing``, for the recovery (at the next start, or ``ragloom
+        index check --repair``), which removes what such a source wrote before indexing
+        it again. Until then vector hits without a full text are left out of searches.
+        ``False`` if the call failed: each file then writes its own, and fails with its
+        own reason (vectors a part of the call wrote stay under a failed file only if
+        taking them out fails too: ``index check --repair`` deletes those)."""
         if self._store_vectors is None:
             return False
         try:

@@ -29,8 +29,9 @@ Each file is read and chunked in the readers sandbox within its own budgets of c
 time (:mod:`ragloom.chunking`); each call of :meth:`FileIndexingPipeline.stream` (one
 upload) also has a budget of bytes and chunks for all its files (:mod:`.budget`). The
 chunks of consecutive small files of an upload are embedded together, in a thread while
-the next files are read (:mod:`.groups`); each file is still stored, flipped and reported
-on its own, in upload order.
+the next files are read (:mod:`.groups`), and a group's vectors written in one call; each
+file's full text is still stored, and the file flipped and reported, on its own, in
+upload order.
 """
 
 from __future__ import annotations
