@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
 from ragloom.embeddings import EmbeddingsError
 from ragloom.schema import Chunk
 from ragloom_app.db.models import ChunkRecord, Source
 from ragloom_app.index.base import FileOutcome, IndexingProgress
-from ragloom_app.index.file import FileIndex, groups
+from ragloom_app.index.file import FileIndex, groups, source_steps
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
 from tests.helpers.file_index import StoreSetup, hash_file_index
 
@@ -299,6 +300,24 @@ def test_a_file_of_a_group_that_fails_after_the_group_write_leaves_no_vectors(
     ]
     assert writes == [3]
     assert index.vector_store.count() == 2 and index.check().clean
+
+
+def test_a_flip_committed_whose_reply_was_lost_keeps_the_file_indexed(
+    index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database commits a file's flip, then the connection breaks before the reply:
+    the file is indexed, and undoing its writes as for a failure would leave an indexed
+    file without its vectors (a CI run found 5 such chunks after a PostgreSQL restart)."""
+    record = source_steps.record_indexed
+
+    def committed_then_lost(*args: Any, **kwargs: Any) -> Any:
+        record(*args, **kwargs)
+        raise OperationalError("COMMIT", {}, Exception("server closed the connection"))
+
+    monkeypatch.setattr(source_steps, "record_indexed", committed_then_lost)
+    (outcome,) = index.get_indexing_pipeline({}).run(_documents(tmp_path / "in", 1))
+    assert (outcome.status, outcome.chunks) == ("indexed", 1)
+    assert index.vector_store.count() == 1 and index.check().clean
 
 
 def test_a_file_that_fails_keeps_its_place_in_the_upload(index: FileIndex, tmp_path: Path) -> None:

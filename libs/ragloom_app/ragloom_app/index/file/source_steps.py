@@ -204,7 +204,13 @@ class SourceSteps:
         full = disk_full_reason(self.data_dir)
         if full:
             reason = f"{reason.split(':', 1)[0]}: {full}{reference_of(reason)}"
-        self._fail(source_id, reason)
+        if not self._fail(source_id, reason):
+            with Session(self.engine) as session:
+                source = session.get(Source, source_id)
+            if source is not None and source.status == SourceStatus.INDEXED:
+                # Its flip was committed although the error came after (a reply lost).
+                chunks = source.chunk_count
+                return FileOutcome(name, "indexed", chunks=chunks, source_id=source_id)
         return FileOutcome(name, "failed", reason=reason, source_id=source_id)
 
     def _flip(self, source_id: str, chunks: Sequence[Chunk]) -> bool:
@@ -241,13 +247,22 @@ class SourceSteps:
         """Set a source's status (only from ``only_if`` if given); ``False`` if not set."""
         return set_status(self.engine, source_id, status, reason, only_if=only_if)
 
-    def _fail(self, source_id: str, reason: str) -> None:
-        """Undo what a file wrote to the stores and record why it failed.
+    def _fail(self, source_id: str, reason: str) -> bool:
+        """Record why a source failed, then undo what it wrote to the stores; ``False``
+        (nothing done) if the source was no longer ``indexing``.
 
-        The failure is recorded even when the undoing fails too (a store that is down is
-        often why the file failed): what a store may still hold of it is no source's, and
-        ``ragloom index check --repair`` deletes it.
+        A flip whose commit went through while its reply was lost (the database going
+        away) left the source ``indexed``, every store holding it: it must not lose its
+        vectors. A database that cannot be reached raises here, before anything is undone:
+        the row still says ``indexing``, and the recovery removes what the source wrote
+        before indexing it again. What a store still holds of a failed source when undoing
+        fails (a store that is down is often why the file failed) is no indexed source's,
+        and ``ragloom index check --repair`` deletes it.
         """
+        if not self._set_status(
+            source_id, SourceStatus.FAILED, reason, only_if=SourceStatus.INDEXING
+        ):
+            return False
         try:
             self._remove_from_stores(source_id)
         except Exception:
@@ -256,7 +271,7 @@ class SourceSteps:
                 source_id,
                 exc_info=True,
             )
-        self._set_status(source_id, SourceStatus.FAILED, reason, only_if=SourceStatus.INDEXING)
+        return True
 
     def _remove_from_stores(self, source_id: str) -> None:
         self.ingestor.vector_store.delete_source(source_id)
