@@ -66,3 +66,14 @@ def hash_file_index(
     )
     assert isinstance(index, FileIndex)
     return index
+
+
+def one_chunk_documents(folder: Path, count: int) -> list[Path]:
+    """``count`` one-chunk Markdown files in ``folder``, each with content of its own."""
+    folder.mkdir(exist_ok=True)
+    paths = []
+    for n in range(count):
+        path = folder / f"doc{n}.md"
+        path.write_text(f"Document {n} says the Zorblax code is {1000 + n}.", encoding="utf-8")
+        paths.append(path)
+    return paths

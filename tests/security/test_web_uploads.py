@@ -138,7 +138,7 @@ def test_the_data_folder_and_everything_in_it_is_owner_only(
 
 
 def test_an_existing_open_data_folder_is_tightened(tmp_path: Path) -> None:
-    from ragloom_app.app import make_private_folder
+    from ragloom_app.data_folder import make_private_folder
 
     folder = tmp_path / "appdata"
     folder.mkdir()
@@ -148,7 +148,7 @@ def test_an_existing_open_data_folder_is_tightened(tmp_path: Path) -> None:
 
 
 def test_a_data_folder_of_another_user_is_refused(tmp_path: Path) -> None:
-    from ragloom_app.app import make_private_folder
+    from ragloom_app.data_folder import make_private_folder
     from ragloom_app.settings import SettingsError
 
     folder = tmp_path / "theirs"

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from ragloom_app.index.file import FileIndex
 from ragloom_app.settings import AppSettings
-from tests.helpers.file_index import StoreSetup
+from tests.helpers.file_index import StoreSetup, hash_file_index
 from tests.helpers.recovery import REACTOR
 
 
@@ -27,3 +28,9 @@ def upload(tmp_path: Path) -> Path:
     path = tmp_path / "reactor.md"
     path.write_text(REACTOR)
     return path
+
+
+@pytest.fixture
+def index(tmp_path: Path, stores: StoreSetup) -> FileIndex:
+    """A file index on ``stores``, with hash embeddings (a module may define its own)."""
+    return hash_file_index(tmp_path / "data", setup=stores)
