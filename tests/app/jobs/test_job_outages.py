@@ -13,8 +13,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import update
-from sqlmodel import Session, col
 
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import IndexingJob, JobStatus
@@ -22,6 +20,7 @@ from ragloom_app.jobs import runner as runner_module
 from ragloom_app.jobs.runner import MAX_OUTAGE_RERUNS, JobRunner
 from ragloom_app.jobs.store import JobStore
 from tests.helpers.api_server import replay_app
+from tests.helpers.jobs import alter_job, empty_job
 from tests.helpers.outages import postgres_away
 
 
@@ -35,9 +34,7 @@ def app(tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> I
 
 def _job(app: BaseApp) -> tuple[JobRunner, str]:
     """A job with no files, claimed by nobody yet, and a runner for it."""
-    index = app.indices.get("My files")
-    job = JobStore(app.engine).create(index_id=index.id, owner="local", kind="add", files=[])
-    return JobRunner(app, "worker-a"), job.id
+    return JobRunner(app, "worker-a"), empty_job(app)
 
 
 def _failing(
@@ -90,13 +87,7 @@ def test_a_job_claimed_again_meanwhile_is_not_run_twice(
     runner, job_id = _job(app)
 
     def claimed_again() -> None:  # by the sweeper and another thread of the same worker
-        with Session(app.engine) as session:
-            session.exec(
-                update(IndexingJob)  # type: ignore[call-overload]
-                .where(col(IndexingJob.id) == job_id)
-                .values(attempts=IndexingJob.attempts + 1)
-            )
-            session.commit()
+        alter_job(app, job_id, attempts=IndexingJob.attempts + 1)
 
     runs = _failing(runner, monkeypatch, 1, claimed_again)
     assert runner.run(job_id) is None

@@ -6,7 +6,6 @@ procrastinate on PostgreSQL."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +16,8 @@ from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs.queues import InProcessJobQueue, ProcrastinateJobQueue
 from ragloom_app.jobs.runner import JobRunner
-from ragloom_app.jobs.store import JobStore
 from tests.helpers.api_server import replay_app
+from tests.helpers.jobs import empty_job, finished_job
 from tests.helpers.postgres import PostgresServer, database
 
 
@@ -29,22 +28,10 @@ def app(tmp_path: Path, database_url: str) -> Iterator[BaseApp]:
     started.jobs.close()
 
 
-def _job(app: BaseApp) -> str:
-    index_id = app.indices.get("My files").id
-    return JobStore(app.engine).create(index_id=index_id, owner="local", kind="add", files=[]).id
-
-
-def _done(app: BaseApp, job_id: str) -> None:
-    deadline = time.monotonic() + 30
-    while JobStore(app.engine).get(job_id).status != JobStatus.DONE:  # type: ignore[union-attr]
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-
-
 def test_the_in_process_queue_runs_a_job_submitted_again_while_it_waits_once(
     app: BaseApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    busy, waiting = _job(app), _job(app)
+    busy, waiting = empty_job(app), empty_job(app)
     release, started = threading.Event(), threading.Event()
     runs: list[str] = []
     run = JobRunner.run
@@ -64,9 +51,9 @@ def test_the_in_process_queue_runs_a_job_submitted_again_while_it_waits_once(
             queue.submit(waiting)
         assert queue.unheld([busy, waiting]) == [busy]  # busy was taken by the worker
         release.set()
-        last = _job(app)  # one worker, in order: anything submitted before has run
+        last = empty_job(app)  # one worker, in order: anything submitted before has run
         queue.submit(last)
-        _done(app, last)
+        assert finished_job(app, last).status == JobStatus.DONE
     finally:
         queue.close()
     assert runs == [busy, waiting, last]
@@ -83,7 +70,7 @@ def test_procrastinate_holds_one_task_of_a_job_waiting_and_tells_the_lost_ones(
         app = replay_app(tmp_path, database_url=url)
         queue = ProcrastinateJobQueue(app)
         try:
-            held, dropped, failed, never = (_job(app) for _ in range(4))
+            held, dropped, failed, never = (empty_job(app) for _ in range(4))
             for job_id in (held, held, held, dropped, failed):
                 queue.submit(job_id)
             with app.engine.begin() as connection:

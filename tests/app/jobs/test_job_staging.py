@@ -8,22 +8,20 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
 import pytest
-from sqlalchemy import update
 from sqlalchemy.exc import OperationalError
-from sqlmodel import Session, col
 
 from ragloom_app.app import BaseApp
-from ragloom_app.db.models import IndexingJob, JobStatus
+from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs import queues
 from ragloom_app.jobs.queues import JobSweeper
 from ragloom_app.jobs.staging import remove_leftover_staging, staging_dir
 from ragloom_app.jobs.store import JobStore
 from tests.helpers.api_server import replay_app
+from tests.helpers.jobs import backdate, empty_job, finished_job
 
 
 @pytest.fixture
@@ -42,14 +40,9 @@ def _staged(app: BaseApp, job_id: str, age_seconds: float = 0.0) -> Path:
     return folder
 
 
-def _job(store: JobStore, app: BaseApp) -> str:
-    index_id = app.indices.get("My files").id
-    return store.create(index_id=index_id, owner="local", kind="add", files=[]).id
-
-
 def test_only_the_folders_no_job_will_read_are_removed(app: BaseApp) -> None:
     store = JobStore(app.engine)
-    queued, running, done = _job(store, app), _job(store, app), _job(store, app)
+    queued, running, done = empty_job(app), empty_job(app), empty_job(app)
     assert store.claim(running, "worker", stall_seconds=30)
     assert store.finish(done, JobStatus.CANCELLED)
     for job_id in (queued, running, done):
@@ -79,17 +72,11 @@ def test_a_job_the_sweeper_cancels_leaves_no_staged_files(app: BaseApp) -> None:
     """A dead worker's job whose owner asked to cancel: the sweeper finishes it, and no
     worker will run it to remove its upload."""
     store = JobStore(app.engine)
-    job_id = _job(store, app)
+    job_id = empty_job(app)
     assert store.claim(job_id, "killed", stall_seconds=30)
     store.request_cancel(job_id)
     folder = _staged(app, job_id)
-    with Session(app.engine) as session:  # its heartbeat stopped a minute ago
-        session.exec(
-            update(IndexingJob)  # type: ignore[call-overload]
-            .where(col(IndexingJob.id) == job_id)
-            .values(heartbeat_at=datetime.now(UTC) - timedelta(seconds=60))
-        )
-        session.commit()
+    backdate(app, job_id, "heartbeat_at")  # its heartbeat stopped a minute ago
     sweeper = JobSweeper(store, 1.0, lambda _: None, data_dir=app.settings.data_dir)
     assert sweeper.sweep() == []
     assert store.get(job_id).status == JobStatus.CANCELLED  # type: ignore[union-attr]
@@ -127,7 +114,7 @@ def test_trouble_removing_staged_uploads_stops_neither_the_sweep_nor_the_queue(
 
     monkeypatch.setattr(queues, "remove_leftover_staging", refused)
     store = JobStore(app.engine)
-    stalled = _job(store, app)
+    stalled = empty_job(app)
     assert store.claim(stalled, "killed", stall_seconds=30)
     sweeper = JobSweeper(store, 0.0, lambda _: None, data_dir=app.settings.data_dir)
     assert sweeper.sweep() == [stalled]  # the jobs were swept all the same
@@ -136,8 +123,4 @@ def test_trouble_removing_staged_uploads_stops_neither_the_sweep_nor_the_queue(
     job = app.jobs.submit_files(
         app.indices.get("My files"), "local", [("a.md", upload)], move=False
     )
-    deadline = time.monotonic() + 30
-    while (seen := store.get(job.id)) is None or not seen.finished:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    assert seen.status == JobStatus.DONE
+    assert finished_job(app, job.id).status == JobStatus.DONE

@@ -5,24 +5,21 @@ when its worker died, within a bounded number of tries."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import update
 from sqlalchemy.exc import OperationalError
-from sqlmodel import Session, col
 
 from ragloom_app.app import BaseApp
-from ragloom_app.db.models import IndexingJob, JobStatus
-from ragloom_app.jobs import JobLimitError, JobView, UnknownJobError
+from ragloom_app.db.models import JobStatus
+from ragloom_app.jobs import JobLimitError, UnknownJobError
 from ragloom_app.jobs.queues import JobSweeper
 from ragloom_app.jobs.runner import MAX_JOB_ATTEMPTS, JobRunner
 from ragloom_app.jobs.staging import staging_dir
 from ragloom_app.jobs.store import JobStore
 from tests.helpers.api_server import replay_app
+from tests.helpers.jobs import alter_job, backdate, empty_job, finished_job
 from tests.helpers.outages import postgres_away
 
 
@@ -43,29 +40,10 @@ def _documents(folder: Path, count: int) -> list[tuple[str, Path]]:
     return files
 
 
-def _finished(app: BaseApp, job: JobView, timeout: float = 60) -> JobView:
-    deadline = time.monotonic() + timeout
-    while not (seen := app.jobs.store.get(job.id) or job).finished:
-        assert time.monotonic() < deadline, seen
-        time.sleep(0.05)
-    return seen
-
-
-def _a_minute_ago(app: BaseApp, job_id: str, column: str) -> None:
-    """Set the job's ``column`` (a time) to a minute ago."""
-    with Session(app.engine) as session:
-        session.exec(
-            update(IndexingJob)  # type: ignore[call-overload]
-            .where(col(IndexingJob.id) == job_id)
-            .values({column: datetime.now(UTC) - timedelta(seconds=60)})
-        )
-        session.commit()
-
-
 def _stall(app: BaseApp, job_id: str, worker: str) -> None:
     """Leave the job as a worker killed while running it leaves it."""
     assert app.jobs.store.claim(job_id, worker, stall_seconds=1.0)
-    _a_minute_ago(app, job_id, "heartbeat_at")
+    backdate(app, job_id, "heartbeat_at")
 
 
 def test_a_job_indexes_every_file_and_reports_each(app: BaseApp, tmp_path: Path) -> None:
@@ -73,7 +51,7 @@ def test_a_job_indexes_every_file_and_reports_each(app: BaseApp, tmp_path: Path)
     files = [*_documents(tmp_path / "in", 3), ("notes.exe", tmp_path / "in" / "upload-0")]
     job = app.jobs.submit_files(index, "local", files, move=False)
     assert job.status == JobStatus.QUEUED and job.names == [n for n, _ in files]
-    done = _finished(app, job)
+    done = finished_job(app, job.id, timeout=60)
     assert done.status == JobStatus.DONE and done.fraction == 1.0 and done.files_done == 4
     assert [(o["file"], o["status"]) for o in done.outcomes] == [
         ("doc0.md", "indexed"),
@@ -89,13 +67,11 @@ def test_a_job_indexes_every_file_and_reports_each(app: BaseApp, tmp_path: Path)
 
 
 def test_a_queued_job_is_cancelled_at_once_and_never_runs(app: BaseApp, tmp_path: Path) -> None:
-    index = app.indices.get("My files")
-    store = JobStore(app.engine)  # stored but not submitted: it waits in the queue
-    job = store.create(index_id=index.id, owner="local", kind="add", files=[])
-    cancelled = app.jobs.cancel(job.id, "local")
+    job_id = empty_job(app)  # stored but not submitted: it waits in the queue
+    cancelled = app.jobs.cancel(job_id, "local")
     assert cancelled.status == JobStatus.CANCELLED and cancelled.finished_at is not None
-    assert JobRunner(app, "late-worker").run(job.id) is None
-    assert app.jobs.cancel(job.id, "local").status == JobStatus.CANCELLED  # changes nothing
+    assert JobRunner(app, "late-worker").run(job_id) is None
+    assert app.jobs.cancel(job_id, "local").status == JobStatus.CANCELLED  # changes nothing
 
 
 def test_a_running_job_stops_after_the_file_it_is_on(
@@ -111,7 +87,7 @@ def test_a_running_job_stops_after_the_file_it_is_on(
         return progress(self, job_id, *args, **values)
 
     monkeypatch.setattr(JobStore, "progress", cancel_after_the_first_file)
-    done = _finished(app, job)
+    done = finished_job(app, job.id, timeout=60)
     assert done.status == JobStatus.CANCELLED and done.cancel_requested
     assert [(o["file"], o["status"]) for o in done.outcomes] == [
         ("doc0.md", "indexed"),
@@ -139,11 +115,11 @@ def test_a_job_whose_worker_died_is_taken_again_and_finished(app: BaseApp, tmp_p
     assert JobRunner(app, "another").run(job.id) is not None  # stalled: it may be taken
 
     # The same, found by the sweeper rather than by a worker told to run it.
-    job2 = store.create(index_id=index.id, owner="local", kind="add", files=[])
-    _stall(app, job2.id, "killed-worker")
+    job2_id = empty_job(app)
+    _stall(app, job2_id, "killed-worker")
     resubmitted: list[str] = []
-    assert JobSweeper(store, 1.0, resubmitted.append).sweep() == [job2.id]
-    assert resubmitted == [job2.id] and store.get(job2.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
+    assert JobSweeper(store, 1.0, resubmitted.append).sweep() == [job2_id]
+    assert resubmitted == [job2_id] and store.get(job2_id).status == JobStatus.QUEUED  # type: ignore[union-attr]
     done = store.get(job.id)
     assert done is not None and done.status == JobStatus.DONE and done.attempts == 2
     assert done.worker == "another" and [o["status"] for o in done.outcomes] == ["indexed"] * 2
@@ -168,7 +144,7 @@ def test_a_job_the_worker_could_not_claim_with_the_database_away_runs_later(
     job = app.jobs.submit_files(
         app.indices.get("My files"), "local", _documents(tmp_path / "in", 1), move=False
     )
-    done = _finished(app, job)
+    done = finished_job(app, job.id, timeout=60)
     assert refused and done.status == JobStatus.DONE and done.attempts == 1
     assert [o["status"] for o in done.outcomes] == ["indexed"]
 
@@ -180,48 +156,44 @@ def test_a_queued_job_its_queue_never_got_is_submitted_by_the_sweeper(
     the two, or before the worker that took the job could claim it): once the job has
     waited ``JOB_STALL_SECONDS``, the sweeper submits it again, and it runs once."""
     app.jobs.start()
-    index = app.indices.get("My files")
-    store = JobStore(app.engine)
-    lost = store.create(index_id=index.id, owner="local", kind="add", files=[])
-    done = _finished(app, lost, timeout=30)
+    lost_id = empty_job(app)
+    done = finished_job(app, lost_id)
     assert done.status == JobStatus.DONE and done.attempts == 1
 
 
 def test_the_sweeper_submits_only_jobs_that_waited_their_stall_time(app: BaseApp) -> None:
     store = JobStore(app.engine)
-    index_id = app.indices.get("My files").id
-    old, _new = (store.create(index_id=index_id, owner="local", kind="add", files=[]) for _ in "ab")
-    _a_minute_ago(app, old.id, "created_at")
+    old_id, _new_id = empty_job(app), empty_job(app)
+    backdate(app, old_id, "created_at")
     submitted: list[str] = []
     assert JobSweeper(store, 30.0, submitted.append).sweep() == []  # none was running
-    assert submitted == [old.id]  # the new one may be waiting its turn in the queue
+    assert submitted == [old_id]  # the new one may be waiting its turn in the queue
 
 
 def test_a_job_queued_again_waits_its_stall_time_before_it_is_submitted_again(
     app: BaseApp,
 ) -> None:
     store = JobStore(app.engine)
-    index_id = app.indices.get("My files").id
-    job = store.create(index_id=index_id, owner="local", kind="add", files=[])
-    _a_minute_ago(app, job.id, "created_at")
-    _stall(app, job.id, "killed")
+    job_id = empty_job(app)
+    backdate(app, job_id, "created_at")
+    _stall(app, job_id, "killed")
     submitted: list[str] = []
-    assert JobSweeper(store, 1.0, submitted.append).sweep() == [job.id]
-    assert submitted == [job.id]  # once: queued again now, not 60 s ago
+    assert JobSweeper(store, 1.0, submitted.append).sweep() == [job_id]
+    assert submitted == [job_id]  # once: queued again now, not 60 s ago
 
 
 def test_a_job_cancelled_as_the_sweeper_takes_it_back_is_cancelled(
     app: BaseApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = JobStore(app.engine)
-    job = store.create(index_id=app.indices.get("My files").id, owner="local", kind="add", files=[])
-    _stall(app, job.id, "killed")
+    job_id = empty_job(app)
+    _stall(app, job_id, "killed")
 
     def resubmit(job_id: str) -> None:
         store.request_cancel(job_id)  # the owner presses Cancel as the sweeper takes it
 
     assert JobSweeper(store, 1.0, resubmit).sweep() == []
-    cancelled = store.get(job.id)
+    cancelled = store.get(job_id)
     assert cancelled is not None and cancelled.status == JobStatus.CANCELLED
 
 
@@ -232,35 +204,35 @@ def test_a_job_claimed_as_the_sweeper_takes_it_back_is_left_to_its_new_worker(
     that worker sees the cancel between two files; the sweeper does not end the job under
     it (and remove the upload it reads)."""
     store = JobStore(app.engine)
-    job = store.create(index_id=app.indices.get("My files").id, owner="local", kind="add", files=[])
-    _stall(app, job.id, "killed")
+    job_id = empty_job(app)
+    _stall(app, job_id, "killed")
 
     def claimed_and_cancelled(job_id: str) -> None:
         assert store.claim(job_id, "live", stall_seconds=1.0)
         store.request_cancel(job_id)
 
     assert JobSweeper(store, 1.0, claimed_and_cancelled).sweep() == []
-    running = store.get(job.id)
+    running = store.get(job_id)
     assert running is not None and running.status == JobStatus.RUNNING
     assert running.worker == "live" and running.cancel_requested
 
 
-def test_a_queued_job_left_with_its_cancel_asked_is_cancelled_by_the_sweeper(
-    app: BaseApp,
+def test_a_queued_job_left_with_its_cancel_asked_is_cancelled_by_the_first_sweep(
+    app: BaseApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Rows an older release left queued with a cancel asked: no claim takes them, and
-    they counted against their owner's jobs for good."""
+    they counted against their owner's jobs for good. Only a sweeper's first turn looks
+    for them: no release since leaves them."""
     store = JobStore(app.engine)
-    job = store.create(index_id=app.indices.get("My files").id, owner="local", kind="add", files=[])
-    with Session(app.engine) as session:
-        session.exec(
-            update(IndexingJob)  # type: ignore[call-overload]
-            .where(col(IndexingJob.id) == job.id)
-            .values(cancel_requested=True)
-        )
-        session.commit()
-    assert JobSweeper(store, 30.0, lambda _: pytest.fail("submitted")).sweep() == []
-    assert store.get(job.id).status == JobStatus.CANCELLED  # type: ignore[union-attr]
+    job_id = empty_job(app)
+    alter_job(app, job_id, cancel_requested=True)
+    sweeper = JobSweeper(store, 30.0, lambda _: pytest.fail("submitted"))
+    assert sweeper.sweep() == []
+    cancelled = store.get(job_id)
+    assert cancelled is not None and cancelled.status == JobStatus.CANCELLED
+    assert cancelled.error == "cancelled by its owner before it started"
+    monkeypatch.setattr(store, "cancel_flagged_queued", lambda: pytest.fail("looked again"))
+    assert sweeper.sweep() == []
 
 
 def test_an_upload_whose_job_could_not_be_queued_is_accepted_and_run_later(
@@ -277,7 +249,7 @@ def test_an_upload_whose_job_could_not_be_queued_is_accepted_and_run_later(
     job = app.jobs.submit_files(
         app.indices.get("My files"), "local", _documents(tmp_path / "in", 2), move=False
     )
-    done = _finished(app, job, timeout=30)
+    done = finished_job(app, job.id)
     assert done.status == JobStatus.DONE and done.attempts == 1
     assert [o["status"] for o in done.outcomes] == ["indexed"] * 2
 
@@ -320,40 +292,39 @@ def test_a_stalled_job_whose_resubmission_fails_is_taken_at_the_next_sweep(app: 
     """The queue's broker away as the sweeper submits a stalled job again: the job stays
     running and stalled, not queued with nobody to run it, and the next turn submits it."""
     store = JobStore(app.engine)
-    job = store.create(index_id=app.indices.get("My files").id, owner="local", kind="add", files=[])
-    _stall(app, job.id, "killed")
+    job_id = empty_job(app)
+    _stall(app, job_id, "killed")
 
     def broker_away(job_id: str) -> None:
         raise OperationalError("INSERT", {}, Exception("the connection is lost"))
 
     with pytest.raises(OperationalError):
         JobSweeper(store, 1.0, broker_away).sweep()
-    assert store.get(job.id).status == JobStatus.RUNNING  # type: ignore[union-attr]
+    assert store.get(job_id).status == JobStatus.RUNNING  # type: ignore[union-attr]
     resubmitted: list[str] = []
-    assert JobSweeper(store, 1.0, resubmitted.append).sweep() == [job.id]
-    assert resubmitted == [job.id] and store.get(job.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
+    assert JobSweeper(store, 1.0, resubmitted.append).sweep() == [job_id]
+    assert resubmitted == [job_id] and store.get(job_id).status == JobStatus.QUEUED  # type: ignore[union-attr]
 
 
 def test_a_job_that_keeps_killing_its_workers_is_failed(app: BaseApp) -> None:
-    index = app.indices.get("My files")
     store = JobStore(app.engine)
-    job = store.create(index_id=index.id, owner="local", kind="add", files=[])
+    job_id = empty_job(app)
     for n in range(MAX_JOB_ATTEMPTS):  # each start, its worker is killed
-        _stall(app, job.id, f"killed-{n}")
-        assert JobSweeper(store, 1.0, lambda _: None).sweep() == [job.id]
-    assert JobRunner(app, "next").run(job.id) == JobStatus.FAILED
-    failed = store.get(job.id)
+        _stall(app, job_id, f"killed-{n}")
+        assert JobSweeper(store, 1.0, lambda _: None).sweep() == [job_id]
+    assert JobRunner(app, "next").run(job_id) == JobStatus.FAILED
+    failed = store.get(job_id)
     assert failed is not None and failed.status == JobStatus.FAILED
     assert failed.error == f"its worker stopped {MAX_JOB_ATTEMPTS} times while running it"
 
 
 def test_a_worker_that_was_killed_with_a_cancel_asked_leaves_it_cancelled(app: BaseApp) -> None:
     store = JobStore(app.engine)
-    job = store.create(index_id=app.indices.get("My files").id, owner="local", kind="add", files=[])
-    _stall(app, job.id, "killed")
-    assert store.request_cancel(job.id) == JobStatus.RUNNING  # asked; nobody heeds it
+    job_id = empty_job(app)
+    _stall(app, job_id, "killed")
+    assert store.request_cancel(job_id) == JobStatus.RUNNING  # asked; nobody heeds it
     assert JobSweeper(store, 1.0, lambda _: pytest.fail("resubmitted")).sweep() == []
-    assert store.get(job.id).status == JobStatus.CANCELLED  # type: ignore[union-attr]
+    assert store.get(job_id).status == JobStatus.CANCELLED  # type: ignore[union-attr]
 
 
 def test_what_can_go_wrong_with_the_job_itself_fails_it_with_the_reason(
@@ -361,7 +332,7 @@ def test_what_can_go_wrong_with_the_job_itself_fails_it_with_the_reason(
 ) -> None:
     index = app.indices.get("My files")
     gone = app.jobs.submit_files(index, "local", _documents(tmp_path / "a", 1), move=False)
-    done = _finished(app, gone)
+    done = finished_job(app, gone.id, timeout=60)
     assert done.status == JobStatus.DONE
     store = JobStore(app.engine)
     lost = store.create(

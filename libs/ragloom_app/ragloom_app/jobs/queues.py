@@ -101,6 +101,7 @@ class JobSweeper:
         self.data_dir = data_dir
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._flagged_cancelled = False
 
     def sweep(self) -> list[str]:
         """One pass; returns the ids of the jobs queued again."""
@@ -117,7 +118,9 @@ class JobSweeper:
                 taken.append(job_id)
             else:  # a cancel asked just now; or claimed meanwhile, and then left alone
                 self.store.cancel_stalled(job_id, self.stall_seconds)
-        self.store.cancel_flagged_queued()
+        if not self._flagged_cancelled:  # only an older release left such rows
+            self.store.cancel_flagged_queued()
+            self._flagged_cancelled = True
         for job_id in self.unheld(self.store.waiting(self.stall_seconds)):
             self.resubmit(job_id)
         if self.data_dir is not None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import socket
 import threading
 import time
@@ -28,7 +27,7 @@ from ragloom.postgres_outage import outage_words
 from ragloom_app.db.models import IndexingJob, JobStatus
 from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
-from ragloom_app.jobs.staging import staging_dir
+from ragloom_app.jobs.staging import discard_staging, staging_dir
 from ragloom_app.jobs.store import FINAL, JobStore
 
 if TYPE_CHECKING:
@@ -100,13 +99,13 @@ class JobRunner:
                 worker=self.worker,
                 error=f"its worker stopped {row.attempts - 1} times while running it",
             )
-            self._discard_staging(job_id)
+            discard_staging(self.app.settings.data_dir, job_id)
             return JobStatus.FAILED
         logger.info("job %s: %d files, run by %s", job_id, row.files_total, self.worker)
         with self._heartbeat(job_id):
             status = self._run_through_outages(row)
         if status in (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED):
-            self._discard_staging(job_id)
+            discard_staging(self.app.settings.data_dir, job_id)
         return status
 
     def _run_through_outages(self, row: IndexingJob) -> JobStatus | None:
@@ -260,9 +259,6 @@ class JobRunner:
         )
         logger.info("job %s cancelled after %d files", row.id, len(tally.outcomes))
         return JobStatus.CANCELLED
-
-    def _discard_staging(self, job_id: str) -> None:
-        shutil.rmtree(staging_dir(self.app.settings.data_dir, job_id), ignore_errors=True)
 
     # -- heartbeat -------------------------------------------------------------------------
     def _heartbeat(self, job_id: str) -> _Heartbeat:

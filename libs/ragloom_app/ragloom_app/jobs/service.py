@@ -15,7 +15,7 @@ from ragloom_app.db.models import JobStatus
 from ragloom_app.errors import UserFacingError
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.jobs.queues import InProcessJobQueue, JobQueue, ProcrastinateJobQueue
-from ragloom_app.jobs.staging import staging_dir
+from ragloom_app.jobs.staging import discard_staging, staging_dir
 from ragloom_app.jobs.store import JobStore, JobView
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class JobService:
                     shutil.copyfile(path, target)
                 entries.append({"name": name, "path": str(position)})
         except OSError as exc:
-            shutil.rmtree(folder, ignore_errors=True)
+            discard_staging(self.app.settings.data_dir, job_id)
             raise UserFacingError(
                 f"the upload could not be kept for indexing: {exc.strerror or exc}"
             ) from exc
@@ -108,7 +108,7 @@ class JobService:
             # them once it is clear that there is none (staging.py). Any other failure
             # wrote no job, and nobody would ever run or remove these files.
             if outage_words(exc) is None:
-                shutil.rmtree(folder, ignore_errors=True)
+                discard_staging(self.app.settings.data_dir, job_id)
             raise
         self._hand_over(job)
         return job
@@ -136,7 +136,7 @@ class JobService:
                 self.store.finish(
                     job.id, JobStatus.FAILED, error=f"it could not be queued: {type(exc).__name__}"
                 )
-                shutil.rmtree(staging_dir(self.app.settings.data_dir, job.id), ignore_errors=True)
+                discard_staging(self.app.settings.data_dir, job.id)
                 raise
             logger.warning(
                 "job %s is stored but could not be queued now; the sweepers will queue it",
@@ -164,7 +164,7 @@ class JobService:
         self.get(job_id, user_id, is_admin)
         status = self.store.request_cancel(job_id)
         if status == JobStatus.CANCELLED:
-            shutil.rmtree(staging_dir(self.app.settings.data_dir, job_id), ignore_errors=True)
+            discard_staging(self.app.settings.data_dir, job_id)
         return self.get(job_id, user_id, is_admin)
 
     def busy(self, index: BaseIndex) -> bool:

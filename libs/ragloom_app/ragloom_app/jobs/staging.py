@@ -30,7 +30,7 @@ from ragloom_app.jobs.store import FINAL
 if TYPE_CHECKING:
     from ragloom_app.jobs.store import JobStore
 
-__all__ = ["STAGING_GRACE_SECONDS", "remove_leftover_staging", "staging_dir"]
+__all__ = ["STAGING_GRACE_SECONDS", "discard_staging", "remove_leftover_staging", "staging_dir"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +44,15 @@ copying any upload takes, and than the clocks of the machines sharing the folder
 def staging_dir(data_dir: Path, job_id: str) -> Path:
     """Where the files of an upload wait for their job (shared by the job's workers)."""
     return data_dir / "jobs" / job_id
+
+
+def discard_staging(data_dir: Path, job_id: str) -> None:
+    """Remove a job's staged upload, if it is there: its job is over, or was never written.
+
+    Never raises: a folder that cannot be removed now is left to
+    :func:`remove_leftover_staging`.
+    """
+    shutil.rmtree(staging_dir(data_dir, job_id), ignore_errors=True)
 
 
 def remove_leftover_staging(

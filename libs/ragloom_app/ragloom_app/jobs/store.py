@@ -292,7 +292,12 @@ class JobStore:
                     col(IndexingJob.status) == JobStatus.QUEUED,
                     col(IndexingJob.cancel_requested).is_(True),
                 )
-                .values(status=JobStatus.CANCELLED, finished_at=_now(), current=None)
+                .values(
+                    status=JobStatus.CANCELLED,
+                    finished_at=_now(),
+                    current=None,
+                    error="cancelled by its owner before it started",
+                )
             )
             session.commit()
             return int(result.rowcount or 0)

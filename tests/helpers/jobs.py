@@ -1,0 +1,56 @@
+"""Indexing jobs as the tests of ``ragloom_app.jobs`` make, age and wait on them.
+
+The rows are written through :class:`~ragloom_app.jobs.store.JobStore`, as the service
+writes them; only :func:`alter_job` and :func:`backdate` reach past it, to leave a row as
+time, a killed worker or an older release would.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import update
+from sqlmodel import Session, col
+
+from ragloom_app.app import BaseApp
+from ragloom_app.db.models import IndexingJob
+from ragloom_app.jobs.store import JobStore, JobView
+
+__all__ = ["alter_job", "backdate", "empty_job", "finished_job"]
+
+
+def empty_job(app: BaseApp, index_name: str = "My files") -> str:
+    """The id of a new queued job with no files on ``index_name``, handed to no queue."""
+    index_id = app.indices.get(index_name).id
+    store = JobStore(app.engine)
+    return store.create(index_id=index_id, owner="local", kind="add", files=[]).id
+
+
+def finished_job(app: BaseApp, job_id: str, timeout: float = 30) -> JobView:
+    """The job once it is done, failed or cancelled; an assertion past ``timeout``."""
+    store = JobStore(app.engine)
+    deadline = time.monotonic() + timeout
+    while (seen := store.get(job_id)) is None or not seen.finished:
+        assert time.monotonic() < deadline, seen
+        time.sleep(0.05)
+    return seen
+
+
+def alter_job(app: BaseApp, job_id: str, **values: Any) -> None:
+    """Write ``values`` (columns of :class:`IndexingJob`, or SQL expressions of them) into
+    the job's row, bypassing the store's rules."""
+    with Session(app.engine) as session:
+        session.exec(
+            update(IndexingJob)
+            .where(col(IndexingJob.id) == job_id)
+            .values(values)
+        )
+        session.commit()
+
+
+def backdate(app: BaseApp, job_id: str, column: str, seconds: float = 60) -> None:
+    """Set the job's ``column`` (a time: ``heartbeat_at``, ``created_at``…) to ``seconds``
+    ago, as a worker killed that long ago leaves its heartbeat."""
+    alter_job(app, job_id, **{column: datetime.now(UTC) - timedelta(seconds=seconds)})
