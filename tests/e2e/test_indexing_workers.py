@@ -2,7 +2,8 @@
 submits are indexed by several workers in parallel, a job is cancelled while a worker runs
 it, and a worker killed with SIGKILL in the middle of a job loses nothing: another takes
 the job, every file ends indexed, and the index checks clean. PostgreSQL restarted while a
-worker waits, and while it runs a job, is survived by the same worker process."""
+worker waits, and while it runs a job, is survived by the same worker process. A worker
+starts what its first job needs (its readers sandbox) before it takes jobs."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import OperationalError
 
+from ragloom.chunking import READERS_LIMITS
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs import JobView
@@ -309,3 +311,25 @@ def test_sigterm_while_a_job_waits_for_the_database_stops_the_worker_soon(
         assert time.monotonic() - stopped < 30, workers.logs()
         assert f"job {job.id}: the worker is stopping; left to the sweepers" in workers.logs(None)
         server.start()
+
+
+def _children(pid: int) -> dict[int, str]:
+    """The processes ``pid`` started (its threads' children), with their command lines."""
+    found = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in map(int, (task / "children").read_text().split()):
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            found[child] = cmdline.replace(b"\0", b" ").decode(errors="replace")
+    return found
+
+
+def test_a_worker_starts_its_readers_sandbox_before_it_takes_jobs(
+    setup: tuple[BaseApp, WorkerSetup],
+) -> None:
+    """Its first job does not pay for starting the processes files are read in (a
+    forkserver and its workers, about a second)."""
+    _, workers = setup
+    worker = workers.start_worker()
+    workers.wait_ready()
+    (server,) = [pid for pid, cmd in _children(worker.pid).items() if "forkserver" in cmd]
+    assert len(_children(server)) == READERS_LIMITS.workers

@@ -42,11 +42,7 @@ def alter_job(app: BaseApp, job_id: str, **values: Any) -> None:
     """Write ``values`` (columns of :class:`IndexingJob`, or SQL expressions of them) into
     the job's row, bypassing the store's rules."""
     with Session(app.engine) as session:
-        session.exec(
-            update(IndexingJob)
-            .where(col(IndexingJob.id) == job_id)
-            .values(values)
-        )
+        session.exec(update(IndexingJob).where(col(IndexingJob.id) == job_id).values(values))
         session.commit()
 
 

@@ -124,6 +124,7 @@ def worker(concurrency: int) -> int:
 
 
 def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
+    from ragloom.chunking import warm_readers_sandbox
     from ragloom_app.jobs.queues import (
         QUEUE_NAME,
         JobSweeper,
@@ -139,9 +140,12 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
             "JOB_QUEUE: `ragloom worker` runs the jobs of the 'procrastinate' queue; with "
             f"{app.settings.job_queue!r} the app runs its jobs itself"
         )
-    # The embedding model is loaded before the first job, not by it; then what a stopped
-    # worker left half done (its files, its jobs) is taken up first.
+    # The embedding model and the readers sandbox are started before the first job, not
+    # by it (about a second each); then what a stopped worker left half done (its files,
+    # its jobs) is taken up first. A sandbox that cannot start is logged: the files then
+    # fail with the reason.
     app.embeddings().embed_documents(["warm up"])
+    warm_readers_sandbox()
     app.recover_indices()
     stopping = threading.Event()  # set at Ctrl-C or SIGTERM: see run_worker
     queue_app = procrastinate_app(app, stopping)
