@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import update
@@ -16,9 +17,17 @@ from sqlmodel import Session, col
 
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import IndexingJob
+from ragloom_app.jobs.staging import staging_dir
 from ragloom_app.jobs.store import JobStore, JobView
 
-__all__ = ["alter_job", "backdate", "empty_job", "finished_job"]
+__all__ = [
+    "alter_job",
+    "backdate",
+    "empty_job",
+    "finished_job",
+    "numbered_documents",
+    "staged_job",
+]
 
 
 def empty_job(app: BaseApp, index_name: str = "My files") -> str:
@@ -26,6 +35,35 @@ def empty_job(app: BaseApp, index_name: str = "My files") -> str:
     index_id = app.indices.get(index_name).id
     store = JobStore(app.engine)
     return store.create(index_id=index_id, owner="local", kind="add", files=[]).id
+
+
+def numbered_documents(folder: Path, count: int) -> list[tuple[str, Path]]:
+    """``count`` one-line documents in ``folder``, each with a code of its own, as (shown
+    name, path) pairs: ``doc0.md`` says the Zorblax code is 1000, and so on."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    for n in range(count):
+        path = folder / f"upload-{n}"
+        path.write_text(f"Document {n} says the Zorblax code is {1000 + n}.", encoding="utf-8")
+        files.append((f"doc{n}.md", path))
+    return files
+
+
+def staged_job(
+    app: BaseApp, files: list[tuple[str, Path]], job_id: str, index_name: str = "My files"
+) -> str:
+    """A queued job over ``files``, staged as :meth:`JobService.submit_files` stages an
+    upload, but handed to no queue: the test runs it."""
+    folder = staging_dir(app.settings.data_dir, job_id)
+    folder.mkdir(parents=True)
+    for position, (_, path) in enumerate(files):
+        (folder / str(position)).write_bytes(path.read_bytes())
+    entries = [{"name": name, "path": str(n)} for n, (name, _) in enumerate(files)]
+    index_id = app.indices.get(index_name).id
+    store = JobStore(app.engine)
+    return store.create(
+        job_id=job_id, index_id=index_id, owner="local", kind="add", files=entries
+    ).id
 
 
 def finished_job(app: BaseApp, job_id: str, timeout: float = 30) -> JobView:

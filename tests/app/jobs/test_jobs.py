@@ -19,7 +19,14 @@ from ragloom_app.jobs.runner import MAX_JOB_ATTEMPTS, JobRunner
 from ragloom_app.jobs.staging import staging_dir
 from ragloom_app.jobs.store import JobStore
 from tests.helpers.api_server import replay_app
-from tests.helpers.jobs import alter_job, backdate, empty_job, finished_job
+from tests.helpers.jobs import (
+    alter_job,
+    backdate,
+    empty_job,
+    finished_job,
+    numbered_documents,
+    staged_job,
+)
 from tests.helpers.outages import postgres_away
 
 
@@ -30,16 +37,6 @@ def app(tmp_path: Path, database_url: str) -> Iterator[BaseApp]:
     started.jobs.close()
 
 
-def _documents(folder: Path, count: int) -> list[tuple[str, Path]]:
-    folder.mkdir(exist_ok=True)
-    files = []
-    for n in range(count):
-        path = folder / f"upload-{n}"
-        path.write_text(f"Document {n} says the Zorblax code is {1000 + n}.", encoding="utf-8")
-        files.append((f"doc{n}.md", path))
-    return files
-
-
 def _stall(app: BaseApp, job_id: str, worker: str) -> None:
     """Leave the job as a worker killed while running it leaves it."""
     assert app.jobs.store.claim(job_id, worker, stall_seconds=1.0)
@@ -48,7 +45,7 @@ def _stall(app: BaseApp, job_id: str, worker: str) -> None:
 
 def test_a_job_indexes_every_file_and_reports_each(app: BaseApp, tmp_path: Path) -> None:
     index = app.indices.get("My files")
-    files = [*_documents(tmp_path / "in", 3), ("notes.exe", tmp_path / "in" / "upload-0")]
+    files = [*numbered_documents(tmp_path / "in", 3), ("notes.exe", tmp_path / "in" / "upload-0")]
     job = app.jobs.submit_files(index, "local", files, move=False)
     assert job.status == JobStatus.QUEUED and job.names == [n for n, _ in files]
     done = finished_job(app, job.id, timeout=60)
@@ -78,7 +75,7 @@ def test_a_running_job_stops_after_the_file_it_is_on(
     app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = app.indices.get("My files")
-    job = app.jobs.submit_files(index, "local", _documents(tmp_path / "in", 4), move=True)
+    job = app.jobs.submit_files(index, "local", numbered_documents(tmp_path / "in", 4), move=True)
     progress = JobStore.progress
 
     def cancel_after_the_first_file(self: JobStore, job_id: str, *args, **values):  # type: ignore[no-untyped-def]
@@ -100,19 +97,10 @@ def test_a_running_job_stops_after_the_file_it_is_on(
 
 
 def test_a_job_whose_worker_died_is_taken_again_and_finished(app: BaseApp, tmp_path: Path) -> None:
-    index = app.indices.get("My files")
     store = JobStore(app.engine)
-    files = _documents(tmp_path / "in", 2)
-    folder = staging_dir(app.settings.data_dir, "dead0000")
-    folder.mkdir(parents=True)
-    for position, (_, path) in enumerate(files):
-        (folder / str(position)).write_bytes(path.read_bytes())
-    entries = [{"name": name, "path": str(n)} for n, (name, _) in enumerate(files)]
-    job = store.create(
-        job_id="dead0000", index_id=index.id, owner="local", kind="add", files=entries
-    )
-    _stall(app, job.id, "killed-worker")
-    assert JobRunner(app, "another").run(job.id) is not None  # stalled: it may be taken
+    job_id = staged_job(app, numbered_documents(tmp_path / "in", 2), "dead0000")
+    _stall(app, job_id, "killed-worker")
+    assert JobRunner(app, "another").run(job_id) is not None  # stalled: it may be taken
 
     # The same, found by the sweeper rather than by a worker told to run it.
     job2_id = empty_job(app)
@@ -120,7 +108,7 @@ def test_a_job_whose_worker_died_is_taken_again_and_finished(app: BaseApp, tmp_p
     resubmitted: list[str] = []
     assert JobSweeper(store, 1.0, resubmitted.append).sweep() == [job2_id]
     assert resubmitted == [job2_id] and store.get(job2_id).status == JobStatus.QUEUED  # type: ignore[union-attr]
-    done = store.get(job.id)
+    done = store.get(job_id)
     assert done is not None and done.status == JobStatus.DONE and done.attempts == 2
     assert done.worker == "another" and [o["status"] for o in done.outcomes] == ["indexed"] * 2
 
@@ -142,7 +130,7 @@ def test_a_job_the_worker_could_not_claim_with_the_database_away_runs_later(
     app.jobs.start()  # a queue starting now would take the queued job from the database
     monkeypatch.setattr(JobStore, "claim", away_once)
     job = app.jobs.submit_files(
-        app.indices.get("My files"), "local", _documents(tmp_path / "in", 1), move=False
+        app.indices.get("My files"), "local", numbered_documents(tmp_path / "in", 1), move=False
     )
     done = finished_job(app, job.id, timeout=60)
     assert refused and done.status == JobStatus.DONE and done.attempts == 1
@@ -247,7 +235,7 @@ def test_an_upload_whose_job_could_not_be_queued_is_accepted_and_run_later(
 
     monkeypatch.setattr(app.jobs.queue, "submit", broker_away)  # the sweeper's is its own
     job = app.jobs.submit_files(
-        app.indices.get("My files"), "local", _documents(tmp_path / "in", 2), move=False
+        app.indices.get("My files"), "local", numbered_documents(tmp_path / "in", 2), move=False
     )
     done = finished_job(app, job.id)
     assert done.status == JobStatus.DONE and done.attempts == 1
@@ -265,7 +253,7 @@ def test_an_upload_whose_queue_fails_otherwise_fails_its_job_saying_so(
     monkeypatch.setattr(app.jobs.queue, "submit", broken)
     with pytest.raises(ValueError, match="a setting the queue cannot use"):
         app.jobs.submit_files(
-            app.indices.get("My files"), "local", _documents(tmp_path / "in", 1), move=False
+            app.indices.get("My files"), "local", numbered_documents(tmp_path / "in", 1), move=False
         )
     (failed,) = app.jobs.store.jobs("local")
     assert (
@@ -283,7 +271,7 @@ def test_an_upload_the_database_refuses_leaves_no_staged_files(
     monkeypatch.setattr(JobStore, "create", away)
     with pytest.raises(OperationalError):
         app.jobs.submit_files(
-            app.indices.get("My files"), "local", _documents(tmp_path / "in", 2), move=False
+            app.indices.get("My files"), "local", numbered_documents(tmp_path / "in", 2), move=False
         )
     assert not any((app.settings.data_dir / "jobs").glob("*"))
 
@@ -331,7 +319,7 @@ def test_what_can_go_wrong_with_the_job_itself_fails_it_with_the_reason(
     app: BaseApp, tmp_path: Path
 ) -> None:
     index = app.indices.get("My files")
-    gone = app.jobs.submit_files(index, "local", _documents(tmp_path / "a", 1), move=False)
+    gone = app.jobs.submit_files(index, "local", numbered_documents(tmp_path / "a", 1), move=False)
     done = finished_job(app, gone.id, timeout=60)
     assert done.status == JobStatus.DONE
     store = JobStore(app.engine)
@@ -361,5 +349,5 @@ def test_jobs_are_their_owners_and_bounded_per_user(app: BaseApp, tmp_path: Path
     app.settings.max_jobs_per_user = 2
     store.create(index_id=index.id, owner="alice", kind="add", files=[])
     with pytest.raises(JobLimitError, match="MAX_JOBS_PER_USER"):
-        app.jobs.submit_files(index, "alice", _documents(tmp_path / "in", 1), move=False)
+        app.jobs.submit_files(index, "alice", numbered_documents(tmp_path / "in", 1), move=False)
     assert store.ahead_of(store.create(index_id=index.id, owner="bob", kind="add", files=[])) == 2

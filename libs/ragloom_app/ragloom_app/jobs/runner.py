@@ -37,6 +37,7 @@ __all__ = [
     "MAX_JOB_ATTEMPTS",
     "MAX_OUTAGE_RERUNS",
     "OUTAGE_WAIT_SECONDS",
+    "ClaimLostError",
     "JobRunner",
     "worker_name",
 ]
@@ -52,6 +53,11 @@ MAX_OUTAGE_RERUNS = 3
 """Times a worker runs a job again itself after the database went away under it."""
 _PROGRESS_EVERY = 0.5  # seconds between two progress writes of one job (outcomes: always)
 _OUTAGE_POLL_SECONDS = 1.0  # how often a worker waiting for its database asks again
+
+
+class ClaimLostError(RuntimeError):
+    """This run's claim of the job was taken back by a sweeper (its heartbeat looked
+    stale) and the job claimed again: the run stops, leaving the job to the new claim."""
 
 
 def worker_name(label: str = "app") -> str:
@@ -93,18 +99,22 @@ class JobRunner:
         if row is None:  # deleted with its index just now
             return None
         if row.attempts > MAX_JOB_ATTEMPTS:
-            self.store.finish(
+            if not self.store.finish(
                 job_id,
                 JobStatus.FAILED,
                 worker=self.worker,
+                attempts=row.attempts,
                 error=f"its worker stopped {row.attempts - 1} times while running it",
-            )
+            ):
+                return None
             discard_staging(self.app.settings.data_dir, job_id)
             return JobStatus.FAILED
         logger.info("job %s: %d files, run by %s", job_id, row.files_total, self.worker)
-        with self._heartbeat(job_id):
+        with self._heartbeat(row):
             status = self._run_through_outages(row)
-        if status in (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED):
+        # Only the claim that ended the job removes its upload: a claim taken back from
+        # this one (a stall) may still be reading it.
+        if status in FINAL:
             discard_staging(self.app.settings.data_dir, job_id)
         return status
 
@@ -152,43 +162,58 @@ class JobRunner:
                     raise
         return None
 
-    def _run_claimed(self, row: IndexingJob) -> JobStatus:
+    def _run_claimed(self, row: IndexingJob) -> JobStatus | None:
+        """Run the job under this claim; its final state, or ``None`` if the claim was
+        lost (the job taken back by a sweeper) before this run could end it."""
         try:
             index = self.app.indices.get(row.index_id)
         except KeyError:
             self.store.finish(row.id, JobStatus.FAILED, error="its index was deleted")
-            return JobStatus.FAILED
+            return JobStatus.FAILED  # whoever holds it: nobody can run it
         tally = _Tally(outcomes=[])
         try:
             # Closed at once on a cancel: files the pipeline holds unreported are taken out.
             with contextlib.closing(self._events(index, row)) as events:
                 for event in events:
                     if isinstance(event, IndexingProgress):
-                        self._record(row.id, tally, event.name, fraction=event.fraction)
+                        self._record(row, tally, event.name, fraction=event.fraction)
                         continue
                     tally.outcomes.append(event.to_dict())
-                    self._record(row.id, tally, event.name, force=True)
+                    self._record(row, tally, event.name, force=True)
                     # Between files only: the file just done is recorded with its outcome.
                     if self.store.cancel_requested(row.id):
                         events.close()
                         return self._cancelled(row, tally)
+        except ClaimLostError:
+            # Taken back by a sweeper (this worker stalled past JOB_STALL_SECONDS: a
+            # machine asleep, a process paused) and claimed again: the new claim runs the
+            # job from the start. The files this run holds unreported were taken out as
+            # its events were closed, so the new claim does not skip them as busy.
+            logger.warning("job %s was taken from %s; it stops", row.id, self.worker)
+            return None
         except Exception as exc:
             if outage_words(exc) is not None:
                 raise  # the database went away, not the job's fault: tried again above
             failure = user_error(exc, f"Indexing into {index.name!r}", log=logger)
-            self.store.finish(
+            if not self.store.finish(
                 row.id,
                 JobStatus.FAILED,
                 worker=self.worker,
+                attempts=row.attempts,
                 error=failure.message,
                 outcomes=tally.outcomes,
-            )
+            ):
+                return None
             return JobStatus.FAILED
         if not self.store.finish(
-            row.id, JobStatus.DONE, worker=self.worker, outcomes=tally.outcomes
+            row.id,
+            JobStatus.DONE,
+            worker=self.worker,
+            attempts=row.attempts,
+            outcomes=tally.outcomes,
         ):
             logger.warning("job %s was taken from %s before it finished", row.id, self.worker)
-            return JobStatus.RUNNING
+            return None
         return JobStatus.DONE
 
     def _events(
@@ -215,7 +240,7 @@ class JobRunner:
 
     def _record(
         self,
-        job_id: str,
+        row: IndexingJob,
         tally: _Tally,
         current: str,
         *,
@@ -228,16 +253,18 @@ class JobRunner:
         if not force and now - tally.last_write < _PROGRESS_EVERY:
             return
         tally.last_write = now
-        self.store.progress(
-            job_id,
+        if not self.store.progress(
+            row.id,
             self.worker,
+            attempts=row.attempts,
             fraction=tally.fraction,
             current=current,
             outcomes=list(tally.outcomes),
             files_done=len(tally.outcomes),
-        )
+        ):
+            raise ClaimLostError(row.id)
 
-    def _cancelled(self, row: IndexingJob, tally: _Tally) -> JobStatus:
+    def _cancelled(self, row: IndexingJob, tally: _Tally) -> JobStatus | None:
         done = {o["file"] for o in tally.outcomes}
         left = [str(f["name"]) for f in row.files if str(f["name"]) not in done]
         outcomes = tally.outcomes + [
@@ -250,26 +277,32 @@ class JobRunner:
             }
             for name in left
         ]
-        self.store.finish(
+        if not self.store.finish(
             row.id,
             JobStatus.CANCELLED,
             worker=self.worker,
+            attempts=row.attempts,
             error="cancelled by its owner; the files indexed before stay indexed",
             outcomes=outcomes,
-        )
+        ):
+            return None  # taken back meanwhile: the new claim sees the cancel
         logger.info("job %s cancelled after %d files", row.id, len(tally.outcomes))
         return JobStatus.CANCELLED
 
     # -- heartbeat -------------------------------------------------------------------------
-    def _heartbeat(self, job_id: str) -> _Heartbeat:
-        return _Heartbeat(self.store, job_id, self.worker, max(self.stall_seconds / 4, 0.25))
+    def _heartbeat(self, row: IndexingJob) -> _Heartbeat:
+        every = max(self.stall_seconds / 4, 0.25)
+        return _Heartbeat(self.store, row.id, self.worker, row.attempts, every)
 
 
 class _Heartbeat:
     """Renews a job's heartbeat from a thread while the block runs."""
 
-    def __init__(self, store: JobStore, job_id: str, worker: str, every: float) -> None:
+    def __init__(
+        self, store: JobStore, job_id: str, worker: str, attempts: int, every: float
+    ) -> None:
         self._store, self._job_id, self._worker, self._every = store, job_id, worker, every
+        self._attempts = attempts
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._beat, name=f"ragloom-job-heartbeat-{job_id[:8]}", daemon=True
@@ -279,8 +312,8 @@ class _Heartbeat:
         failing = False  # the traceback is logged at the first failure of a run of them
         while not self._stop.wait(self._every):
             try:
-                if not self._store.heartbeat(self._job_id, self._worker):
-                    return  # finished, or taken by another worker
+                if not self._store.heartbeat(self._job_id, self._worker, self._attempts):
+                    return  # finished, or taken back (the run sees it at its next write)
             except Exception as exc:  # the database down for a moment: try at the next beat
                 logger.warning(
                     "job %s: heartbeat failed (%s)",

@@ -302,17 +302,23 @@ class JobStore:
             session.commit()
             return int(result.rowcount or 0)
 
-    def heartbeat(self, job_id: str, worker: str, attempts: int | None = None) -> bool:
-        """Say ``worker`` still runs the job; ``False`` if it no longer holds it. With
-        ``attempts``, only that claim of it (every claim counts one more attempt): the
-        same worker name may claim it again, from another thread."""
+    @staticmethod
+    def _held_by(worker: str, attempts: int | None) -> list[Any]:
+        """The conditions for a running job held by ``worker``; with ``attempts``, by that
+        claim of it (every claim counts one more attempt): the same worker name may claim
+        it again, from another thread, once a sweeper took it back from a stalled one."""
         conditions = [
             col(IndexingJob.status) == JobStatus.RUNNING,
             col(IndexingJob.worker) == worker,
         ]
         if attempts is not None:
             conditions.append(col(IndexingJob.attempts) == attempts)
-        return self._move(job_id, *conditions, heartbeat_at=_now())
+        return conditions
+
+    def heartbeat(self, job_id: str, worker: str, attempts: int | None = None) -> bool:
+        """Say ``worker`` (its claim ``attempts``) still runs the job; ``False`` if it no
+        longer holds it."""
+        return self._move(job_id, *self._held_by(worker, attempts), heartbeat_at=_now())
 
     def progress(
         self,
@@ -323,8 +329,10 @@ class JobStore:
         current: str | None,
         outcomes: list[dict[str, Any]] | None = None,
         files_done: int | None = None,
+        attempts: int | None = None,
     ) -> bool:
-        """Record how far the job is (and its outcomes so far); renews the heartbeat."""
+        """Record how far the job is (and its outcomes so far); renews the heartbeat.
+        ``False`` if ``worker`` (its claim ``attempts``) no longer holds the job."""
         values: dict[str, Any] = {
             "fraction": min(max(fraction, 0.0), 1.0),
             "current": current,
@@ -334,12 +342,7 @@ class JobStore:
             values["outcomes"] = outcomes
         if files_done is not None:
             values["files_done"] = files_done
-        return self._move(
-            job_id,
-            col(IndexingJob.status) == JobStatus.RUNNING,
-            col(IndexingJob.worker) == worker,
-            **values,
-        )
+        return self._move(job_id, *self._held_by(worker, attempts), **values)
 
     def finish(
         self,
@@ -349,11 +352,13 @@ class JobStore:
         worker: str | None = None,
         error: str | None = None,
         outcomes: list[dict[str, Any]] | None = None,
+        attempts: int | None = None,
     ) -> bool:
-        """Move an active job to a final ``status`` (only ``worker``'s, if given)."""
+        """Move an active job to a final ``status``: only ``worker``'s running job (its
+        claim ``attempts``), if given. ``False`` if it was not moved."""
         conditions: list[Any] = [col(IndexingJob.status).in_(list(ACTIVE))]
         if worker is not None:
-            conditions.append(col(IndexingJob.worker) == worker)
+            conditions = self._held_by(worker, attempts)
         values: dict[str, Any] = {
             "status": status,
             "error": error,
