@@ -40,7 +40,7 @@ import contextlib
 import logging
 import sys
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +57,7 @@ from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, index_archive, sho
 from ragloom_app.index.file.groups import PreparedFile, UploadGroups
 from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
 from ragloom_app.index.file.source_steps import INTERRUPTED_REASON, SourceSteps, sha256_of
-from ragloom_app.index.file.worklock import is_busy
+from ragloom_app.index.file.worklock import is_busy, wait_until_free
 
 __all__ = ["INTERRUPTED_REASON", "FileIndexingPipeline", "sha256_of"]
 
@@ -77,6 +77,11 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
 
     #: Embed a full group in a thread while the next files are read (:mod:`.groups`).
     embed_ahead: bool = True
+    #: How long a file waits for a copy of it that another upload is indexing, to see
+    #: whether that copy ends indexed (then the file is skipped) or not (then it is
+    #: indexed: a cancel or a failure of the other upload does not lose it). Past it, the
+    #: file is skipped as "being indexed right now".
+    busy_wait_seconds: float = 120.0
 
     def __init__(
         self,
@@ -228,8 +233,21 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
             # A copy of a file not yet finished: decided once that one is indexed.
             yield from groups.flush()
         prepared = self._prepare(
-            path, name, reindex, budget, digest=digest, spend_bytes=spend_bytes
+            path, name, reindex, budget, digest=digest, spend_bytes=spend_bytes, wait=not reindex
         )
+        if isinstance(prepared, _BusyCopy):
+            # Finished first, so that this upload holds no file while it waits: two uploads
+            # never wait for each other.
+            yield from groups.flush()
+            busy = prepared.source
+            yield IndexingProgress(
+                name, span[0], f"waiting: the same content is being indexed as {busy.name!r}"
+            )
+            wait_until_free(self.locks_dir, busy.id, self.busy_wait_seconds)
+            prepared = self._prepare(
+                path, name, reindex, budget, digest=digest, spend_bytes=spend_bytes
+            )
+            assert not isinstance(prepared, _BusyCopy)  # returned only when asked to wait
         if isinstance(prepared, PreparedFile):
             prepared.span = span
             yield prepared
@@ -262,11 +280,14 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         *,
         spend_bytes: bool = True,
         digest: str | None = None,
-    ) -> FileOutcome | PreparedFile:
+        wait: bool = False,
+    ) -> FileOutcome | PreparedFile | _BusyCopy:
         """Check, deduplicate, record, store and chunk one file, or its outcome already.
 
         ``digest`` is given for a file that passed :meth:`_check_file` already. A file
-        skipped as already indexed spends nothing of the upload's budget.
+        skipped as already indexed spends nothing of the upload's budget. A copy of the
+        file that another upload is indexing now makes it skipped as "being indexed right
+        now"; with ``wait``, that copy is returned instead, for the caller to wait for.
         """
         if digest is None:
             problem = self._check_file(path, name)
@@ -285,6 +306,8 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
                     source_id=existing.id,
                 )
             busy = next((source for source in same if is_busy(self.locks_dir, source.id)), None)
+            if busy is not None and wait:
+                return _BusyCopy(busy)
             if busy is not None:
                 return FileOutcome(
                     name,
@@ -326,6 +349,13 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
                 .order_by(case((col(Source.status) == SourceStatus.INDEXED, 0), else_=1))
             )
             return list(session.exec(query))
+
+
+@dataclass(frozen=True)
+class _BusyCopy:
+    """A source of the same content as a file, that another upload is indexing now."""
+
+    source: Source
 
 
 def _logged(outcome: FileOutcome) -> FileOutcome:

@@ -17,10 +17,11 @@ import contextlib
 import fcntl
 import logging
 import os
+import time
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["WorkLock", "is_busy"]
+__all__ = ["WorkLock", "is_busy", "wait_until_free"]
 
 logger = logging.getLogger(__name__)
 
@@ -96,3 +97,15 @@ def is_busy(folder: Path, key: str) -> bool:
     finally:
         os.close(fd)  # closing also drops a lock taken just above
     return False
+
+
+def wait_until_free(folder: Path, key: str, timeout: float, poll: float = 0.1) -> bool:
+    """Wait until no live process holds the lock ``key``, for ``timeout`` seconds at most;
+    whether it is free. Polled (flock has no timeout), taking nothing."""
+    deadline = time.monotonic() + timeout
+    while is_busy(folder, key):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(poll, left))
+    return True

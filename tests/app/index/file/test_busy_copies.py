@@ -1,0 +1,110 @@
+"""A file whose copy another upload is indexing waits to see how that copy ends.
+
+Two uploads of the same content at once (a user who sends a batch again because the
+first looks slow) index it once: the second waits for the first's copy. If that copy ends
+indexed, the second file is skipped as already there; if it does not (the first upload
+cancelled, or the copy failed), the second file is indexed, not lost to a skip that
+trusted a copy that never came. The waiting upload finishes its own files first, so two
+uploads never wait for each other.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragloom_app.index.base import FileOutcome, IndexingProgress
+from ragloom_app.index.file import FileIndex
+
+
+def _underway(index: FileIndex, path: Path) -> Iterator[IndexingProgress | FileOutcome]:
+    """An upload of ``path`` stopped as its file is being embedded: it holds the file."""
+    events = index.get_indexing_pipeline({}).stream([path])
+    for event in events:
+        if isinstance(event, IndexingProgress) and event.message.startswith("embedding"):
+            return events
+    pytest.fail("the upload never reached its embedding")
+
+
+class _Upload(threading.Thread):
+    """An upload of ``paths`` in a thread of its own, as each job runs; its events kept."""
+
+    def __init__(self, index: FileIndex, paths: list[Path]) -> None:
+        super().__init__(daemon=True)
+        self.pipeline = index.get_indexing_pipeline({})
+        self.paths = paths
+        self.events: list[IndexingProgress | FileOutcome] = []
+        self.waiting = threading.Event()
+
+    def run(self) -> None:
+        for event in self.pipeline.stream(self.paths):
+            self.events.append(event)
+            if isinstance(event, IndexingProgress) and event.message.startswith("waiting"):
+                self.waiting.set()
+
+    @property
+    def outcomes(self) -> list[tuple[str, str, str | None]]:
+        return [(e.name, e.status, e.reason) for e in self.events if isinstance(e, FileOutcome)]
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    """Two documents; the second is what both uploads hold."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    first, second = folder / "first.md", folder / "second.md"
+    first.write_text("The first document says the Zorblax code is 1001.")
+    second.write_text("The second document says the Zorblax code is 1002.")
+    return first, second
+
+
+def test_a_copy_whose_upload_is_cancelled_is_indexed_by_the_upload_that_waited(
+    index: FileIndex, files: tuple[Path, Path]
+) -> None:
+    first, second = files
+    underway = _underway(index, second)
+    upload = _Upload(index, [first, second])
+    upload.start()
+    assert upload.waiting.wait(30)
+    # Its own file before the copy is finished while it waits: it holds nothing.
+    assert upload.outcomes == [("first.md", "indexed", None)]
+    underway.close()  # the first upload is cancelled: its copy is taken out
+    upload.join(30)
+    assert not upload.is_alive()
+    assert upload.outcomes == [("first.md", "indexed", None), ("second.md", "indexed", None)]
+    assert sorted(s["name"] for s in index.list_sources()) == ["first.md", "second.md"]
+    assert index.check().clean
+
+
+def test_a_copy_that_ends_indexed_makes_the_upload_that_waited_skip_it(
+    index: FileIndex, files: tuple[Path, Path]
+) -> None:
+    _, second = files
+    underway = _underway(index, second)
+    upload = _Upload(index, [second])
+    upload.start()
+    assert upload.waiting.wait(30)
+    assert [e.status for e in underway if isinstance(e, FileOutcome)] == ["indexed"]
+    upload.join(30)
+    ((name, status, reason),) = upload.outcomes
+    assert (name, status) == ("second.md", "skipped")
+    assert reason == "already indexed as 'second.md' (same content)"
+    assert [s["name"] for s in index.list_sources()] == ["second.md"]
+    assert index.check().clean
+
+
+def test_a_copy_still_underway_past_the_wait_is_skipped_as_being_indexed(
+    index: FileIndex, files: tuple[Path, Path]
+) -> None:
+    _, second = files
+    underway = _underway(index, second)
+    pipeline = index.get_indexing_pipeline({})
+    pipeline.busy_wait_seconds = 0.2
+    (outcome,) = pipeline.run([second])
+    assert outcome.status == "skipped"
+    assert outcome.reason == "being indexed right now as 'second.md' (same content)"
+    assert [e.status for e in underway if isinstance(e, FileOutcome)] == ["indexed"]
+    assert index.check().clean
