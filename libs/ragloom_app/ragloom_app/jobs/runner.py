@@ -188,7 +188,8 @@ class JobRunner:
             # Taken back by a sweeper (this worker stalled past JOB_STALL_SECONDS: a
             # machine asleep, a process paused) and claimed again: the new claim runs the
             # job from the start. The files this run holds unreported were taken out as
-            # its events were closed, so the new claim does not skip them as busy.
+            # its events were closed; the new claim, which waits for such files, then
+            # indexes them (or, past its wait, fails them with the reason).
             logger.warning("job %s was taken from %s; it stops", row.id, self.worker)
             return None
         except Exception as exc:

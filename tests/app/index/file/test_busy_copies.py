@@ -13,16 +13,22 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
+from ragloom.embeddings import EmbeddingsError
 from ragloom_app.index.base import FileOutcome, IndexingProgress
 from ragloom_app.index.file import FileIndex
+from ragloom_app.index.file.pipeline import FileIndexingPipeline
 
 
-def _underway(index: FileIndex, path: Path) -> Iterator[IndexingProgress | FileOutcome]:
+def _underway(
+    index: FileIndex, path: Path, pipeline: FileIndexingPipeline | None = None
+) -> Iterator[IndexingProgress | FileOutcome]:
     """An upload of ``path`` stopped as its file is being embedded: it holds the file."""
-    events = index.get_indexing_pipeline({}).stream([path])
+    events = (pipeline or index.get_indexing_pipeline({})).stream([path])
     for event in events:
         if isinstance(event, IndexingProgress) and event.message.startswith("embedding"):
             return events
@@ -96,15 +102,40 @@ def test_a_copy_that_ends_indexed_makes_the_upload_that_waited_skip_it(
     assert index.check().clean
 
 
-def test_a_copy_still_underway_past_the_wait_is_skipped_as_being_indexed(
+def test_a_copy_that_fails_is_indexed_by_the_upload_that_waited(
     index: FileIndex, files: tuple[Path, Path]
 ) -> None:
+    _, second = files
+    failing = index.get_indexing_pipeline({})
+
+    def refused(chunks: Any) -> np.ndarray:
+        raise EmbeddingsError("the model refused it")
+
+    object.__setattr__(failing.ingestor, "embed", refused)
+    underway = _underway(index, second, failing)
+    upload = _Upload(index, [second])
+    upload.start()
+    assert upload.waiting.wait(30)
+    assert [e.status for e in underway if isinstance(e, FileOutcome)] == ["failed"]
+    upload.join(30)
+    assert upload.outcomes == [("second.md", "indexed", None)]
+    assert [(s["name"], s["status"]) for s in index.list_sources()] == [("second.md", "indexed")]
+    assert index.check().clean
+
+
+def test_a_copy_still_underway_past_the_wait_fails_the_file_saying_why(
+    index: FileIndex, files: tuple[Path, Path]
+) -> None:
+    """How that copy will end is unknown: a skip would lose the file if it failed."""
     _, second = files
     underway = _underway(index, second)
     pipeline = index.get_indexing_pipeline({})
     pipeline.busy_wait_seconds = 0.2
     (outcome,) = pipeline.run([second])
-    assert outcome.status == "skipped"
-    assert outcome.reason == "being indexed right now as 'second.md' (same content)"
+    assert (outcome.status, outcome.reason) == (
+        "failed",
+        "the same content is still being indexed as 'second.md' after 0 s: add it again "
+        "once that ends",
+    )
     assert [e.status for e in underway if isinstance(e, FileOutcome)] == ["indexed"]
     assert index.check().clean

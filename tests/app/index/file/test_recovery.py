@@ -267,12 +267,12 @@ def test_a_file_a_live_process_is_indexing_is_left_alone(
         assert report.clean, report.problems  # its chunks in the stores are not "extra"
         assert report.notes == ["1 files are being worked on now: 'reactor.md'"]
         assert len(index.vector_store.ids()) >= 1
-        # The same content uploaded meanwhile is not indexed twice: once it has waited
-        # for that process's copy (test_busy_copies.py), it is skipped.
+        # The same content uploaded meanwhile is not indexed twice: past its wait for
+        # that process's copy (test_busy_copies.py), it fails, saying why.
         pipeline = index.get_indexing_pipeline({})
         pipeline.busy_wait_seconds = 0.1
         (outcome,) = pipeline.run([upload])
-        assert outcome.status == "skipped" and "being indexed right now" in outcome.reason
+        assert outcome.status == "failed" and "still being indexed" in (outcome.reason or "")
     finally:
         worker.release()
     (problem,) = index.check().problems

@@ -80,7 +80,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
     #: How long a file waits for a copy of it that another upload is indexing, to see
     #: whether that copy ends indexed (then the file is skipped) or not (then it is
     #: indexed: a cancel or a failure of the other upload does not lose it). Past it, the
-    #: file is skipped as "being indexed right now".
+    #: file fails, saying to add it again once that copy is done.
     busy_wait_seconds: float = 120.0
 
     def __init__(
@@ -243,11 +243,22 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
             yield IndexingProgress(
                 name, span[0], f"waiting: the same content is being indexed as {busy.name!r}"
             )
-            wait_until_free(self.locks_dir, busy.id, self.busy_wait_seconds)
-            prepared = self._prepare(
-                path, name, reindex, budget, digest=digest, spend_bytes=spend_bytes
-            )
-            assert not isinstance(prepared, _BusyCopy)  # returned only when asked to wait
+            if wait_until_free(self.locks_dir, busy.id, self.busy_wait_seconds):
+                prepared = self._prepare(
+                    path, name, reindex, budget, digest=digest, spend_bytes=spend_bytes
+                )
+                assert not isinstance(prepared, _BusyCopy)  # returned only when asked to wait
+            else:
+                # Not "skipped": how that copy ends is unknown, and a skip would lose the
+                # file if it does not end indexed.
+                prepared = FileOutcome(
+                    name,
+                    "failed",
+                    reason=(
+                        f"the same content is still being indexed as {busy.name!r} after "
+                        f"{self.busy_wait_seconds:.0f} s: add it again once that ends"
+                    ),
+                )
         if isinstance(prepared, PreparedFile):
             prepared.span = span
             yield prepared
