@@ -41,6 +41,15 @@ def _taken_back(app: BaseApp, job_id: str) -> None:
     assert store.claim(job_id, WORKER, stall_seconds=1.0)
 
 
+def test_a_claim_is_told_its_attempt_by_the_statement_that_makes_it(app: BaseApp) -> None:
+    store = JobStore(app.engine)
+    job_id = empty_job(app)
+    assert store.claim(job_id, WORKER, stall_seconds=1.0) == 1
+    assert store.claim(job_id, WORKER, stall_seconds=30.0) is None  # held, not stalled
+    backdate(app, job_id, "heartbeat_at")
+    assert store.claim(job_id, WORKER, stall_seconds=1.0) == 2  # a stalled one, taken
+
+
 def test_an_old_claims_writes_change_nothing(app: BaseApp) -> None:
     store = JobStore(app.engine)
     job_id = empty_job(app)

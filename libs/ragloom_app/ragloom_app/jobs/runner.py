@@ -93,11 +93,13 @@ class JobRunner:
     def run(self, job_id: str) -> JobStatus | None:
         """Run the job if this worker can claim it; its final state, or ``None`` if it was
         not this worker's to run (taken by another, finished, cancelled, unknown)."""
-        if not self.store.claim(job_id, self.worker, self.stall_seconds):
+        attempts = self.store.claim(job_id, self.worker, self.stall_seconds)
+        if attempts is None:
             return None
         row = self.store.row(job_id)
         if row is None:  # deleted with its index just now
             return None
+        row.attempts = attempts  # this claim's, whatever happened to the row since
         if row.attempts > MAX_JOB_ATTEMPTS:
             if not self.store.finish(
                 job_id,

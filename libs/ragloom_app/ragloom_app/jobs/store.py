@@ -233,29 +233,41 @@ class JobStore:
             session.commit()
             return bool(result.rowcount)
 
-    def claim(self, job_id: str, worker: str, stall_seconds: float) -> bool:
+    def claim(self, job_id: str, worker: str, stall_seconds: float) -> int | None:
         """Take the job for ``worker``: if it is queued, or running on a worker that
-        stopped its heartbeat ``stall_seconds`` ago. Its progress starts afresh."""
+        stopped its heartbeat ``stall_seconds`` ago. Its progress starts afresh. The
+        claim's attempt number (what its later writes name it by), or ``None`` if the job
+        was not taken: returned by the same statement, since the job may be taken back and
+        claimed again before another could read it."""
         cutoff = _now() - timedelta(seconds=stall_seconds)
         now = _now()
-        return self._move(
-            job_id,
-            (col(IndexingJob.status) == JobStatus.QUEUED)
-            | (
-                (col(IndexingJob.status) == JobStatus.RUNNING)
-                & (col(IndexingJob.heartbeat_at) < cutoff)
-            ),
-            col(IndexingJob.cancel_requested).is_(False),
-            status=JobStatus.RUNNING,
-            worker=worker,
-            started_at=now,
-            heartbeat_at=now,
-            attempts=IndexingJob.attempts + 1,
-            files_done=0,
-            fraction=0.0,
-            current=None,
-            outcomes=[],
-        )
+        with Session(self.engine) as session:
+            attempts = session.exec(
+                update(IndexingJob)
+                .where(
+                    col(IndexingJob.id) == job_id,
+                    (col(IndexingJob.status) == JobStatus.QUEUED)
+                    | (
+                        (col(IndexingJob.status) == JobStatus.RUNNING)
+                        & (col(IndexingJob.heartbeat_at) < cutoff)
+                    ),
+                    col(IndexingJob.cancel_requested).is_(False),
+                )
+                .values(
+                    status=JobStatus.RUNNING,
+                    worker=worker,
+                    started_at=now,
+                    heartbeat_at=now,
+                    attempts=IndexingJob.attempts + 1,
+                    files_done=0,
+                    fraction=0.0,
+                    current=None,
+                    outcomes=[],
+                )
+                .returning(col(IndexingJob.attempts))
+            ).scalar_one_or_none()
+            session.commit()
+            return attempts
 
     def requeue_stalled(self, job_id: str, stall_seconds: float) -> bool:
         """Put a running job whose worker died back in the queue (waiting from now), unless
