@@ -139,3 +139,32 @@ def test_a_copy_still_underway_past_the_wait_fails_the_file_saying_why(
     )
     assert [e.status for e in underway if isinstance(e, FileOutcome)] == ["indexed"]
     assert index.check().clean
+
+
+def test_two_uploads_of_the_same_files_in_opposite_orders_both_end(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    """Whatever the interleaving: neither waits while it holds a file, so both end, and
+    each file ends indexed once. (Two uploads that look for a new file at the same instant
+    may both index it; the later flip then replaces the earlier: one source per content.)"""
+    folder = tmp_path / "many"
+    folder.mkdir()
+    paths = []
+    for n in range(6):
+        path = folder / f"doc{n}.md"
+        path.write_text(f"Document {n} says the Zorblax code is {1000 + n}.")
+        paths.append(path)
+    uploads = [_Upload(index, paths), _Upload(index, paths[::-1])]
+    for upload in uploads:
+        upload.start()
+    for upload in uploads:
+        upload.join(60)
+        assert not upload.is_alive()
+    for path in paths:
+        statuses = {
+            status for upload in uploads for name, status, _ in upload.outcomes if name == path.name
+        }
+        assert "indexed" in statuses and statuses <= {"indexed", "skipped"}, (path.name, statuses)
+    sources = index.list_sources()
+    assert sorted(s["name"] for s in sources) == [p.name for p in paths]
+    assert {s["status"] for s in sources} == {"indexed"} and index.check().clean
