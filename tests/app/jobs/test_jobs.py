@@ -283,15 +283,19 @@ def test_a_stalled_job_whose_resubmission_fails_is_taken_at_the_next_sweep(app: 
     job_id = empty_job(app)
     _stall(app, job_id, "killed")
 
-    def broker_away(job_id: str) -> None:
-        raise OperationalError("INSERT", {}, Exception("the connection is lost"))
-
-    with pytest.raises(OperationalError):
-        JobSweeper(store, 1.0, broker_away).sweep()
-    assert store.get(job_id).status == JobStatus.RUNNING  # type: ignore[union-attr]
     resubmitted: list[str] = []
-    assert JobSweeper(store, 1.0, resubmitted.append).sweep() == [job_id]
-    assert resubmitted == [job_id] and store.get(job_id).status == JobStatus.QUEUED  # type: ignore[union-attr]
+
+    def broker_away_once(job_id: str) -> None:
+        resubmitted.append(job_id)
+        if len(resubmitted) == 1:
+            raise OperationalError("INSERT", {}, Exception("the connection is lost"))
+
+    sweeper = JobSweeper(store, 1.0, broker_away_once)
+    with pytest.raises(OperationalError):
+        sweeper.sweep()
+    assert store.get(job_id).status == JobStatus.RUNNING  # type: ignore[union-attr]
+    assert sweeper.sweep() == [job_id]  # the same sweeper's next turn
+    assert resubmitted == [job_id, job_id] and store.get(job_id).status == JobStatus.QUEUED  # type: ignore[union-attr]
 
 
 def test_a_job_that_keeps_killing_its_workers_is_failed(app: BaseApp) -> None:
