@@ -154,22 +154,31 @@ class JobStore:
 
     def count_active(self, *, owner: str | None = None, index_id: int | None = None) -> int:
         """Jobs queued or running, of ``owner`` or of an index."""
-        query = select(IndexingJob.id).where(col(IndexingJob.status).in_(list(ACTIVE)))
+        query = (
+            select(func.count())
+            .select_from(IndexingJob)
+            .where(col(IndexingJob.status).in_(list(ACTIVE)))
+        )
         if owner is not None:
             query = query.where(IndexingJob.owner == owner)
         if index_id is not None:
             query = query.where(IndexingJob.index_id == index_id)
         with Session(self.engine) as session:
-            return len(session.exec(query).all())
+            return int(session.exec(query).one())
 
     def ahead_of(self, job: JobView) -> int:
         """Jobs of any user queued or running that were created before ``job``: its
         place in the line."""
-        query = select(IndexingJob.id).where(
-            col(IndexingJob.status).in_(list(ACTIVE)), col(IndexingJob.created_at) < job.created_at
+        query = (
+            select(func.count())
+            .select_from(IndexingJob)
+            .where(
+                col(IndexingJob.status).in_(list(ACTIVE)),
+                col(IndexingJob.created_at) < job.created_at,
+            )
         )
         with Session(self.engine) as session:
-            return len(session.exec(query).all())
+            return int(session.exec(query).one())
 
     def stalled(self, stall_seconds: float) -> list[str]:
         """Running jobs whose worker sent no heartbeat for ``stall_seconds``."""
