@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,13 +18,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from ragloom_app.db.models import IndexingJob, JobStatus
+from ragloom_app.jobs.view import ACTIVE, FINAL, JobView
 
 __all__ = ["ACTIVE", "FINAL", "JobStore", "JobView"]
 
-ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
-"""States in which a job still has work to do."""
-FINAL = (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED)
-"""States a job never leaves."""
 # The status column's own type: a literal status is then stored as the column stores it.
 _STATUS_TYPE = IndexingJob.__table__.c.status.type  # type: ignore[attr-defined]
 _IDS_PER_QUERY = 500  # ids bound in one IN list (PostgreSQL's driver takes 65,535 at most)
@@ -44,59 +40,6 @@ def _stalled(stall_seconds: float, *, cancel_asked: bool) -> tuple[Any, ...]:
         col(IndexingJob.heartbeat_at) < cutoff,
         col(IndexingJob.cancel_requested).is_(cancel_asked),
     )
-
-
-@dataclass(frozen=True)
-class JobView:
-    """A job as its owner sees it: what it indexes, how far it is, and what came of it."""
-
-    id: str
-    index_id: int
-    owner: str
-    kind: str
-    status: JobStatus
-    files_total: int
-    files_done: int
-    fraction: float
-    current: str | None
-    error: str | None
-    cancel_requested: bool
-    worker: str | None
-    attempts: int
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    names: list[str] = field(default_factory=list)
-    outcomes: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def finished(self) -> bool:
-        """Whether the job is in a final state."""
-        return self.status in FINAL
-
-    @classmethod
-    def of(cls, row: IndexingJob) -> JobView:
-        """The view of a database row."""
-        return cls(
-            id=row.id,
-            index_id=row.index_id,
-            owner=row.owner,
-            kind=row.kind,
-            status=JobStatus(row.status),
-            files_total=row.files_total,
-            files_done=row.files_done,
-            fraction=row.fraction,
-            current=row.current,
-            error=row.error,
-            cancel_requested=row.cancel_requested,
-            worker=row.worker,
-            attempts=row.attempts,
-            created_at=row.created_at,
-            started_at=row.started_at,
-            finished_at=row.finished_at,
-            names=[str(f.get("name", "")) for f in row.files or []],
-            outcomes=list(row.outcomes or []),
-        )
 
 
 class JobStore:
