@@ -48,9 +48,13 @@ def _cmd_index_add(app: Any, args: argparse.Namespace) -> int:
     index = app.indices.get(args.index) if args.index else app.indices.indices[0]
     outcomes: list[FileOutcome] = []
     pipeline = index.get_indexing_pipeline({})
+    said = ""
     for event in pipeline.stream(_expand(args.paths), reindex=args.reindex):
         if isinstance(event, IndexingProgress):
-            _say(f"[{event.fraction:4.0%}] {event.name}: {event.message}", file=sys.stderr)
+            line = f"[{event.fraction:4.0%}] {event.name}: {event.message}"
+            if line != said:  # a file waiting says so again every few seconds
+                _say(line, file=sys.stderr)
+                said = line
         else:
             outcomes.append(event)
             if not args.json:

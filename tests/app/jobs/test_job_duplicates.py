@@ -1,13 +1,14 @@
-"""The same files uploaded twice, as two jobs at once, and the first job cancelled: every
-file ends indexed once. The second job waits for the files the first holds, and indexes
-those the first's cancel took out (before, it skipped them as "being indexed right now",
-and they were indexed nowhere)."""
+"""The same files uploaded twice, as two jobs at once. The second job waits for the files
+the first holds: if the first is cancelled, the second indexes those its cancel took out
+(before, it skipped them as "being indexed right now", and they were indexed nowhere); if
+the second is cancelled while it waits, it ends at once, not after the wait."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,34 +28,40 @@ def app(tmp_path: Path, database_url: str) -> Iterator[BaseApp]:
     started.jobs.close()
 
 
+class _Gates:
+    """The first job's group (doc0 and doc1) held in its embedding until ``release``; a
+    job that starts waiting for a busy copy sets ``waiting``."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.held, self.release, self.waiting = (threading.Event() for _ in range(3))
+        embed, wait = HashEmbeddings.embed_documents, pipeline_module.wait_until_free
+
+        def gated(embeddings: HashEmbeddings, texts: Sequence[str]) -> np.ndarray:
+            if any("code is 1000" in text for text in texts):
+                self.held.set()
+                assert self.release.wait(30)
+            return embed(embeddings, texts)
+
+        def noticed(*args: Any, **kwargs: Any) -> bool:
+            self.waiting.set()
+            return wait(*args, **kwargs)
+
+        monkeypatch.setattr(HashEmbeddings, "embed_documents", gated)
+        monkeypatch.setattr(pipeline_module, "wait_until_free", noticed)
+
+
 def test_a_cancelled_job_does_not_lose_the_files_a_second_upload_of_them_waited_for(
     app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     doc0, doc1 = numbered_documents(tmp_path / "in", 2)
-    # The first job's group (both files) is held in its embedding until released.
-    embed, held, release = HashEmbeddings.embed_documents, threading.Event(), threading.Event()
-
-    def gated(self: HashEmbeddings, texts: Sequence[str]) -> np.ndarray:
-        if any("code is 1000" in text for text in texts):
-            held.set()
-            assert release.wait(30)
-        return embed(self, texts)
-
-    monkeypatch.setattr(HashEmbeddings, "embed_documents", gated)
-    wait, waiting = pipeline_module.wait_until_free, threading.Event()
-
-    def noticed(*args: object, **kwargs: object) -> bool:
-        waiting.set()
-        return wait(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(pipeline_module, "wait_until_free", noticed)
+    gates = _Gates(monkeypatch)
     index = app.indices.get("My files")
     first = app.jobs.submit_files(index, "local", [doc0, doc1], move=False)
-    assert held.wait(30)
+    assert gates.held.wait(30)
     again = app.jobs.submit_files(index, "local", [doc1], move=False)
-    assert waiting.wait(30)  # the second job waits for doc1, which the first holds
+    assert gates.waiting.wait(30)  # the second job waits for doc1, which the first holds
     app.jobs.cancel(first.id, "local")
-    release.set()
+    gates.release.set()
     cancelled, done = finished_job(app, first.id), finished_job(app, again.id)
     assert cancelled.status == JobStatus.CANCELLED
     assert [(o["file"], o["status"]) for o in cancelled.outcomes] == [
@@ -63,5 +70,25 @@ def test_a_cancelled_job_does_not_lose_the_files_a_second_upload_of_them_waited_
     ]
     assert done.status == JobStatus.DONE
     assert [(o["file"], o["status"]) for o in done.outcomes] == [("doc1.md", "indexed")]
+    assert sorted(s["name"] for s in index.list_sources()) == ["doc0.md", "doc1.md"]
+    assert index.check().clean
+
+
+def test_a_job_waiting_for_a_busy_copy_is_cancelled_without_waiting_it_out(
+    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc0, doc1 = numbered_documents(tmp_path / "in", 2)
+    gates = _Gates(monkeypatch)
+    index = app.indices.get("My files")
+    first = app.jobs.submit_files(index, "local", [doc0, doc1], move=False)
+    assert gates.held.wait(30)
+    again = app.jobs.submit_files(index, "local", [doc1], move=False)
+    assert gates.waiting.wait(30)
+    app.jobs.cancel(again.id, "local")
+    cancelled = finished_job(app, again.id)  # while the first still holds doc1
+    assert cancelled.status == JobStatus.CANCELLED
+    assert [(o["file"], o["status"]) for o in cancelled.outcomes] == [("doc1.md", "cancelled")]
+    gates.release.set()
+    assert finished_job(app, first.id).status == JobStatus.DONE
     assert sorted(s["name"] for s in index.list_sources()) == ["doc0.md", "doc1.md"]
     assert index.check().clean

@@ -79,11 +79,17 @@ class IndexResources:
 
 @dataclass(frozen=True)
 class IndexingProgress:
-    """Progress of one file: ``fraction`` of the whole upload done, and what happens."""
+    """Progress of one file: ``fraction`` of the whole upload done, and what happens.
+
+    ``waiting`` says the upload is waiting, holding no file (for a copy of this one that
+    another upload is indexing): the caller may stop it here (a job's cancel) as safely as
+    between two files. Such an event comes again every few seconds while it waits.
+    """
 
     name: str
     fraction: float
     message: str
+    waiting: bool = False
 
 
 @dataclass(frozen=True)

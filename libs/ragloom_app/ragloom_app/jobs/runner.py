@@ -179,6 +179,10 @@ class JobRunner:
                 for event in events:
                     if isinstance(event, IndexingProgress):
                         self._record(row, tally, event.name, fraction=event.fraction)
+                        # Waiting, the upload holds no file: a cancel need not wait.
+                        if event.waiting and self.store.cancel_requested(row.id):
+                            events.close()
+                            return self._cancelled(row, tally)
                         continue
                     tally.outcomes.append(event.to_dict())
                     self._record(row, tally, event.name, force=True)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -64,6 +65,7 @@ __all__ = ["INTERRUPTED_REASON", "FileIndexingPipeline", "sha256_of"]
 logger = logging.getLogger(__name__)
 
 _Event = IndexingProgress | FileOutcome
+_WAIT_SLICE_SECONDS = 2.0  # how often a file waiting for a busy copy says so
 
 
 class FileIndexingPipeline(SourceSteps, IndexingPipeline):
@@ -240,10 +242,16 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
             # never wait for each other.
             yield from groups.flush()
             busy = prepared.source
-            yield IndexingProgress(
-                name, span[0], f"waiting: the same content is being indexed as {busy.name!r}"
-            )
-            if wait_until_free(self.locks_dir, busy.id, self.busy_wait_seconds):
+            waiting = f"waiting: the same content is being indexed as {busy.name!r}"
+            deadline = time.monotonic() + self.busy_wait_seconds
+            while True:
+                # In slices, each announced: the caller may stop the upload between them.
+                yield IndexingProgress(name, span[0], waiting, waiting=True)
+                left = max(deadline - time.monotonic(), 0.0)
+                free = wait_until_free(self.locks_dir, busy.id, min(left, _WAIT_SLICE_SECONDS))
+                if free or time.monotonic() >= deadline:
+                    break
+            if free:
                 prepared = self._prepare(
                     path, name, reindex, budget, digest=digest, spend_bytes=spend_bytes
                 )
