@@ -16,6 +16,7 @@ import pytest
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
 from ragloom_app.index.file import pipeline as pipeline_module
+from ragloom_app.jobs import JobView
 from ragloom_app.testing import HashEmbeddings
 from tests.helpers.api_server import replay_app
 from tests.helpers.jobs import finished_job, numbered_documents
@@ -50,19 +51,29 @@ class _Gates:
         monkeypatch.setattr(pipeline_module, "wait_until_free", noticed)
 
 
-def test_a_cancelled_job_does_not_lose_the_files_a_second_upload_of_them_waited_for(
-    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    doc0, doc1 = numbered_documents(tmp_path / "in", 2)
+def _second_job_waiting(
+    app: BaseApp, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[_Gates, JobView, JobView]:
+    """A job of doc0 and doc1 held in its embedding, and a second job of doc1 waiting for
+    the first's copy of it."""
+    doc0, doc1 = numbered_documents(folder / "in", 2)
     gates = _Gates(monkeypatch)
     index = app.indices.get("My files")
     first = app.jobs.submit_files(index, "local", [doc0, doc1], move=False)
     assert gates.held.wait(30)
     again = app.jobs.submit_files(index, "local", [doc1], move=False)
-    assert gates.waiting.wait(30)  # the second job waits for doc1, which the first holds
+    assert gates.waiting.wait(30)
+    return gates, first, again
+
+
+def test_a_cancelled_job_does_not_lose_the_files_a_second_upload_of_them_waited_for(
+    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gates, first, again = _second_job_waiting(app, tmp_path, monkeypatch)
     app.jobs.cancel(first.id, "local")
     gates.release.set()
     cancelled, done = finished_job(app, first.id), finished_job(app, again.id)
+    index = app.indices.get("My files")
     assert cancelled.status == JobStatus.CANCELLED
     assert [(o["file"], o["status"]) for o in cancelled.outcomes] == [
         ("doc0.md", "indexed"),
@@ -77,18 +88,13 @@ def test_a_cancelled_job_does_not_lose_the_files_a_second_upload_of_them_waited_
 def test_a_job_waiting_for_a_busy_copy_is_cancelled_without_waiting_it_out(
     app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    doc0, doc1 = numbered_documents(tmp_path / "in", 2)
-    gates = _Gates(monkeypatch)
-    index = app.indices.get("My files")
-    first = app.jobs.submit_files(index, "local", [doc0, doc1], move=False)
-    assert gates.held.wait(30)
-    again = app.jobs.submit_files(index, "local", [doc1], move=False)
-    assert gates.waiting.wait(30)
+    gates, first, again = _second_job_waiting(app, tmp_path, monkeypatch)
     app.jobs.cancel(again.id, "local")
     cancelled = finished_job(app, again.id)  # while the first still holds doc1
     assert cancelled.status == JobStatus.CANCELLED
     assert [(o["file"], o["status"]) for o in cancelled.outcomes] == [("doc1.md", "cancelled")]
     gates.release.set()
     assert finished_job(app, first.id).status == JobStatus.DONE
+    index = app.indices.get("My files")
     assert sorted(s["name"] for s in index.list_sources()) == ["doc0.md", "doc1.md"]
     assert index.check().clean
