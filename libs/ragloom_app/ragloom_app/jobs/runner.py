@@ -28,7 +28,8 @@ from ragloom_app.db.models import IndexingJob, JobStatus
 from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
 from ragloom_app.jobs.staging import discard_staging, staging_dir
-from ragloom_app.jobs.store import FINAL, JobStore
+from ragloom_app.jobs.store import JobStore
+from ragloom_app.jobs.view import FINAL
 
 if TYPE_CHECKING:
     from ragloom_app.app import BaseApp

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragloom_app.jobs.store import FINAL
+from ragloom_app.jobs.view import FINAL
 
 if TYPE_CHECKING:
     from ragloom_app.jobs.store import JobStore
