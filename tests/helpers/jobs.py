@@ -19,6 +19,7 @@ from ragloom_app.app import BaseApp
 from ragloom_app.db.models import IndexingJob
 from ragloom_app.jobs.staging import staging_dir
 from ragloom_app.jobs.store import JobStore, JobView
+from tests.helpers.file_index import one_chunk_documents
 
 __all__ = [
     "alter_job",
@@ -38,15 +39,9 @@ def empty_job(app: BaseApp, index_name: str = "My files") -> str:
 
 
 def numbered_documents(folder: Path, count: int) -> list[tuple[str, Path]]:
-    """``count`` one-line documents in ``folder``, each with a code of its own, as (shown
-    name, path) pairs: ``doc0.md`` says the Zorblax code is 1000, and so on."""
-    folder.mkdir(parents=True, exist_ok=True)
-    files = []
-    for n in range(count):
-        path = folder / f"upload-{n}"
-        path.write_text(f"Document {n} says the Zorblax code is {1000 + n}.", encoding="utf-8")
-        files.append((f"doc{n}.md", path))
-    return files
+    """:func:`~tests.helpers.file_index.one_chunk_documents` as (shown name, path) pairs, as
+    a job takes its files: ``doc0.md`` says the Zorblax code is 1000, and so on."""
+    return [(path.name, path) for path in one_chunk_documents(folder, count)]
 
 
 def staged_job(

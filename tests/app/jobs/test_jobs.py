@@ -45,7 +45,7 @@ def _stall(app: BaseApp, job_id: str, worker: str) -> None:
 
 def test_a_job_indexes_every_file_and_reports_each(app: BaseApp, tmp_path: Path) -> None:
     index = app.indices.get("My files")
-    files = [*numbered_documents(tmp_path / "in", 3), ("notes.exe", tmp_path / "in" / "upload-0")]
+    files = [*numbered_documents(tmp_path / "in", 3), ("notes.exe", tmp_path / "in" / "doc0.md")]
     job = app.jobs.submit_files(index, "local", files, move=False)
     assert job.status == JobStatus.QUEUED and job.names == [n for n, _ in files]
     done = finished_job(app, job.id, timeout=60)

@@ -180,15 +180,13 @@ class JobRunner:
                 for event in events:
                     if isinstance(event, IndexingProgress):
                         self._record(row, tally, event.name, fraction=event.fraction)
-                        # Waiting, the upload holds no file: a cancel need not wait.
-                        if event.waiting and self.store.cancel_requested(row.id):
-                            events.close()
-                            return self._cancelled(row, tally)
-                        continue
-                    tally.outcomes.append(event.to_dict())
-                    self._record(row, tally, event.name, force=True)
-                    # Between files only: the file just done is recorded with its outcome.
-                    if self.store.cancel_requested(row.id):
+                    else:
+                        tally.outcomes.append(event.to_dict())
+                        self._record(row, tally, event.name, force=True)
+                    # Only where the upload holds no file unreported: between files (the
+                    # file just done is recorded with its outcome), or while it waits.
+                    between = not isinstance(event, IndexingProgress) or event.waiting
+                    if between and self.store.cancel_requested(row.id):
                         events.close()
                         return self._cancelled(row, tally)
         except ClaimLostError:

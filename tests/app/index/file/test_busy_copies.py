@@ -22,6 +22,7 @@ from ragloom.embeddings import EmbeddingsError
 from ragloom_app.index.base import FileOutcome, IndexingProgress
 from ragloom_app.index.file import FileIndex
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
+from tests.helpers.file_index import one_chunk_documents
 
 
 def _underway(
@@ -51,6 +52,20 @@ class _Upload(threading.Thread):
             if isinstance(event, IndexingProgress) and event.message.startswith("waiting"):
                 self.waiting.set()
 
+    @classmethod
+    def waiting_for_a_copy(cls, index: FileIndex, paths: list[Path]) -> _Upload:
+        """The upload started, once it waits for a copy another upload holds."""
+        upload = cls(index, paths)
+        upload.start()
+        assert upload.waiting.wait(30)
+        return upload
+
+    def ended(self) -> list[tuple[str, str, str | None]]:
+        """Its outcomes, once it has ended."""
+        self.join(30)
+        assert not self.is_alive()
+        return self.outcomes
+
     @property
     def outcomes(self) -> list[tuple[str, str, str | None]]:
         return [(e.name, e.status, e.reason) for e in self.events if isinstance(e, FileOutcome)]
@@ -72,15 +87,11 @@ def test_a_copy_whose_upload_is_cancelled_is_indexed_by_the_upload_that_waited(
 ) -> None:
     first, second = files
     underway = _underway(index, second)
-    upload = _Upload(index, [first, second])
-    upload.start()
-    assert upload.waiting.wait(30)
+    upload = _Upload.waiting_for_a_copy(index, [first, second])
     # Its own file before the copy is finished while it waits: it holds nothing.
     assert upload.outcomes == [("first.md", "indexed", None)]
     underway.close()  # the first upload is cancelled: its copy is taken out
-    upload.join(30)
-    assert not upload.is_alive()
-    assert upload.outcomes == [("first.md", "indexed", None), ("second.md", "indexed", None)]
+    assert upload.ended() == [("first.md", "indexed", None), ("second.md", "indexed", None)]
     assert sorted(s["name"] for s in index.list_sources()) == ["first.md", "second.md"]
     assert index.check().clean
 
@@ -90,12 +101,9 @@ def test_a_copy_that_ends_indexed_makes_the_upload_that_waited_skip_it(
 ) -> None:
     _, second = files
     underway = _underway(index, second)
-    upload = _Upload(index, [second])
-    upload.start()
-    assert upload.waiting.wait(30)
+    upload = _Upload.waiting_for_a_copy(index, [second])
     assert [e.status for e in underway if isinstance(e, FileOutcome)] == ["indexed"]
-    upload.join(30)
-    ((name, status, reason),) = upload.outcomes
+    ((name, status, reason),) = upload.ended()
     assert (name, status) == ("second.md", "skipped")
     assert reason == "already indexed as 'second.md' (same content)"
     assert [s["name"] for s in index.list_sources()] == ["second.md"]
@@ -113,12 +121,9 @@ def test_a_copy_that_fails_is_indexed_by_the_upload_that_waited(
 
     object.__setattr__(failing.ingestor, "embed", refused)
     underway = _underway(index, second, failing)
-    upload = _Upload(index, [second])
-    upload.start()
-    assert upload.waiting.wait(30)
+    upload = _Upload.waiting_for_a_copy(index, [second])
     assert [e.status for e in underway if isinstance(e, FileOutcome)] == ["failed"]
-    upload.join(30)
-    assert upload.outcomes == [("second.md", "indexed", None)]
+    assert upload.ended() == [("second.md", "indexed", None)]
     assert [(s["name"], s["status"]) for s in index.list_sources()] == [("second.md", "indexed")]
     assert index.check().clean
 
@@ -147,19 +152,12 @@ def test_two_uploads_of_the_same_files_in_opposite_orders_both_end(
     """Whatever the interleaving: neither waits while it holds a file, so both end, and
     each file ends indexed once. (Two uploads that look for a new file at the same instant
     may both index it; the later flip then replaces the earlier: one source per content.)"""
-    folder = tmp_path / "many"
-    folder.mkdir()
-    paths = []
-    for n in range(6):
-        path = folder / f"doc{n}.md"
-        path.write_text(f"Document {n} says the Zorblax code is {1000 + n}.")
-        paths.append(path)
+    paths = one_chunk_documents(tmp_path / "many", 6)
     uploads = [_Upload(index, paths), _Upload(index, paths[::-1])]
     for upload in uploads:
         upload.start()
     for upload in uploads:
-        upload.join(60)
-        assert not upload.is_alive()
+        upload.ended()
     for path in paths:
         statuses = {
             status for upload in uploads for name, status, _ in upload.outcomes if name == path.name
