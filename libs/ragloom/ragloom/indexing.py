@@ -90,11 +90,21 @@ class FileIngestor(BaseComponent):
         return vectors
 
     def write(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        """Write ``chunks`` with their ``vectors`` (from :meth:`embed`) to both stores."""
-        if not chunks:
-            return
-        self.vector_store.add(chunks, vectors)
-        self.fulltext_store.add(chunks)
+        """Write ``chunks`` with their ``vectors`` (from :meth:`embed`) to both stores:
+        :meth:`write_vectors`, then :meth:`write_fulltext`."""
+        self.write_vectors(chunks, vectors)
+        self.write_fulltext(chunks)
+
+    def write_vectors(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Write ``chunks`` with their ``vectors`` to the vector store only (several
+        files' chunks may go in one call: a call costs a store more than a chunk does)."""
+        if chunks:
+            self.vector_store.add(chunks, vectors)
+
+    def write_fulltext(self, chunks: Sequence[Chunk]) -> None:
+        """Write ``chunks`` to the full-text store only (their vectors written already)."""
+        if chunks:
+            self.fulltext_store.add(chunks)
 
     def run(self, path: Path, source_id: str, source_name: str) -> list[Chunk]:
         """Read, split, embed and store a file; returns its chunks."""

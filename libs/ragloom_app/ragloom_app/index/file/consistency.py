@@ -366,9 +366,9 @@ class FileIndexChecker:
             chunks = self._chunks(ids[start : start + _BATCH])
             if store_name == "vector":
                 vectors = ingestor.embeddings.embed_documents([c.text for c in chunks])
-                ingestor.vector_store.add(chunks, vectors)
+                ingestor.write_vectors(chunks, vectors)
             else:
-                ingestor.fulltext_store.add(chunks)
+                ingestor.write_fulltext(chunks)
 
     def _chunks(self, ids: list[str]) -> list[Chunk]:
         with Session(self.engine) as session:

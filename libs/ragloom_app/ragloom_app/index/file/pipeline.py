@@ -142,7 +142,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
             self.ingestor.embed,
             self._finish_prepared,
             ahead=self.embed_ahead,
-            store_vectors=self.ingestor.vector_store.add,
+            store_vectors=self.ingestor.write_vectors,
         )
         try:
             try:

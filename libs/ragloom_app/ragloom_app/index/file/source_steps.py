@@ -182,7 +182,7 @@ class SourceSteps:
             if isinstance(vectors, Exception):
                 raise vectors
             if vectors_stored:
-                self.ingestor.fulltext_store.add(chunks)
+                self.ingestor.write_fulltext(chunks)
             else:
                 self.ingestor.write(chunks, vectors)
             flipped = self._flip(source_id, chunks)
