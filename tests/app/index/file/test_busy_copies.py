@@ -150,8 +150,7 @@ def test_two_uploads_of_the_same_files_in_opposite_orders_both_end(
     index: FileIndex, tmp_path: Path
 ) -> None:
     """Whatever the interleaving: neither waits while it holds a file, so both end, and
-    each file ends indexed once. (Two uploads that look for a new file at the same instant
-    may both index it; the later flip then replaces the earlier: one source per content.)"""
+    each file ends indexed once."""
     paths = one_chunk_documents(tmp_path / "many", 6)
     uploads = [_Upload(index, paths), _Upload(index, paths[::-1])]
     for upload in uploads:
@@ -162,7 +161,42 @@ def test_two_uploads_of_the_same_files_in_opposite_orders_both_end(
         statuses = {
             status for upload in uploads for name, status, _ in upload.outcomes if name == path.name
         }
-        assert "indexed" in statuses and statuses <= {"indexed", "skipped"}, (path.name, statuses)
+        assert statuses == {"indexed", "skipped"}, (path.name, statuses)
     sources = index.list_sources()
     assert sorted(s["name"] for s in sources) == [p.name for p in paths]
     assert {s["status"] for s in sources} == {"indexed"} and index.check().clean
+
+
+def test_two_uploads_that_look_for_a_new_file_at_the_same_instant_index_it_once(
+    index: FileIndex, files: tuple[Path, Path]
+) -> None:
+    """The second upload's look for a copy waits until the first's row is written: it
+    then finds that copy (and waits for it) instead of finding none and indexing it too."""
+    _, second = files
+    first_upload, second_upload = _Upload(index, [second]), _Upload(index, [second])
+    looked, go_on, second_looked = threading.Event(), threading.Event(), threading.Event()
+    same_content = first_upload.pipeline._same_content
+
+    def look_then_pause(digest: str) -> Any:
+        found = same_content(digest)
+        looked.set()  # the first upload found no copy; it writes its row once told to
+        assert go_on.wait(30)
+        return found
+
+    def look(digest: str) -> Any:
+        second_looked.set()
+        return same_content(digest)
+
+    first_upload.pipeline._same_content = look_then_pause  # type: ignore[method-assign]
+    second_upload.pipeline._same_content = look  # type: ignore[method-assign]
+    first_upload.start()
+    assert looked.wait(30)
+    second_upload.start()
+    assert not second_looked.wait(1.0)  # it waits for the first upload's look to end
+    go_on.set()
+    assert first_upload.ended() == [("second.md", "indexed", None)]
+    assert second_upload.ended() == [
+        ("second.md", "skipped", "already indexed as 'second.md' (same content)")
+    ]
+    assert [s["name"] for s in index.list_sources()] == ["second.md"]
+    assert index.check().clean

@@ -58,7 +58,7 @@ from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, index_archive, sho
 from ragloom_app.index.file.groups import PreparedFile, UploadGroups
 from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
 from ragloom_app.index.file.source_steps import INTERRUPTED_REASON, SourceSteps, sha256_of
-from ragloom_app.index.file.worklock import is_busy, wait_until_free
+from ragloom_app.index.file.worklock import WorkLock, is_busy, wait_until_free
 
 __all__ = ["INTERRUPTED_REASON", "FileIndexingPipeline", "sha256_of"]
 
@@ -313,35 +313,39 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
             if problem:
                 return FileOutcome(name, "failed", reason=problem)
             digest = sha256_of(path)
-        same = self._same_content(digest)
-        existing = same[0] if same else None
-        if existing is not None:
-            if existing.status == SourceStatus.INDEXED and not reindex:
-                return FileOutcome(
-                    name,
-                    "skipped",
-                    chunks=existing.chunk_count,
-                    reason=f"already indexed as {existing.name!r} (same content)",
-                    source_id=existing.id,
-                )
-            busy = next((source for source in same if is_busy(self.locks_dir, source.id)), None)
-            if busy is not None and wait:
-                return _BusyCopy(busy)
-            if busy is not None:
-                return FileOutcome(
-                    name,
-                    "skipped",
-                    reason=f"being indexed right now as {busy.name!r} (same content)",
-                    source_id=busy.id,
-                )
-        if budget is not None:
-            over = budget.spend_file(path) if spend_bytes else budget.used_up()
-            if over:
-                return FileOutcome(name, "failed", reason=over)
-        if existing is not None and existing.status != SourceStatus.INDEXED:
-            self.remove(existing.id)  # nothing of it to keep (an indexed one is replaced
-            # only once its new version is flipped: a reindex that fails keeps the old)
-        return self._begin(path, name, digest, budget)
+        # Held from the look for a copy until this file's row is written (released then,
+        # not at the end of the copy and the chunking): two uploads of one new content at
+        # the same instant would both find none and both index it.
+        with WorkLock(self.locks_dir, f"content-{digest}") as looking:
+            same = self._same_content(digest)
+            existing = same[0] if same else None
+            if existing is not None:
+                if existing.status == SourceStatus.INDEXED and not reindex:
+                    return FileOutcome(
+                        name,
+                        "skipped",
+                        chunks=existing.chunk_count,
+                        reason=f"already indexed as {existing.name!r} (same content)",
+                        source_id=existing.id,
+                    )
+                busy = next((source for source in same if is_busy(self.locks_dir, source.id)), None)
+                if busy is not None and wait:
+                    return _BusyCopy(busy)
+                if busy is not None:
+                    return FileOutcome(
+                        name,
+                        "skipped",
+                        reason=f"being indexed right now as {busy.name!r} (same content)",
+                        source_id=busy.id,
+                    )
+            if budget is not None:
+                over = budget.spend_file(path) if spend_bytes else budget.used_up()
+                if over:
+                    return FileOutcome(name, "failed", reason=over)
+            if existing is not None and existing.status != SourceStatus.INDEXED:
+                self.remove(existing.id)  # nothing of it to keep (an indexed one is replaced
+                # only once its new version is flipped: a reindex that fails keeps the old)
+            return self._begin(path, name, digest, budget, recorded=looking.release)
 
     def _check_file(self, path: Path, name: str) -> str | None:
         suffix = Path(name).suffix.lower()

@@ -15,7 +15,7 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -86,9 +86,16 @@ class SourceSteps:
         return chunks
 
     def _begin(
-        self, path: Path, name: str, digest: str, budget: UploadBudget | None = None
+        self,
+        path: Path,
+        name: str,
+        digest: str,
+        budget: UploadBudget | None = None,
+        *,
+        recorded: Callable[[], None] | None = None,
     ) -> FileOutcome | PreparedFile:
-        """Record a new source, store its copy and chunk it; its hold goes with it."""
+        """Record a new source, store its copy and chunk it; its hold goes with it.
+        ``recorded`` is called once its row is written (and held)."""
         source_id = uuid.uuid4().hex
         stored = self.files_dir / f"{digest}{Path(name).suffix.lower()}"
         with contextlib.ExitStack() as held:
@@ -110,6 +117,8 @@ class SourceSteps:
                     )
                 )
                 session.commit()
+            if recorded is not None:
+                recorded()
             held.enter_context(attempt_underway(self.engine, source_id))
             try:
                 self._keep_copy(path, stored, source_id)
