@@ -16,11 +16,12 @@ import pytest
 
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import IndexingJob, JobStatus
+from ragloom_app.index.file.source_steps import SourceSteps
 from ragloom_app.jobs import runner as runner_module
 from ragloom_app.jobs.runner import MAX_OUTAGE_RERUNS, JobRunner
 from ragloom_app.jobs.store import JobStore
 from tests.helpers.api_server import replay_app
-from tests.helpers.jobs import alter_job, empty_job
+from tests.helpers.jobs import alter_job, empty_job, numbered_documents, staged_job
 from tests.helpers.outages import postgres_away
 
 
@@ -104,6 +105,35 @@ def test_a_job_cancelled_during_the_outage_is_cancelled_not_run_again(
     assert len(runs) == 1
     row = store.row(job_id)
     assert row is not None and row.status == JobStatus.CANCELLED
+
+
+def test_a_file_the_outage_cut_short_is_finished_when_the_job_is_cancelled_meanwhile(
+    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database goes away as a file is being written, and its owner cancels the job
+    during the outage: the job is not run again, but the file it was on is finished (as a
+    cancel lets it finish), not left shown queued until the next start of a worker."""
+    job_id = staged_job(app, numbered_documents(tmp_path / "in", 2), "cut-short")
+    store, finish, cut = JobStore(app.engine), SourceSteps._finish, []
+
+    def cut_short(steps: SourceSteps, *args: object, **kwargs: object) -> object:
+        if not cut:
+            cut.append(True)
+            store.request_cancel(job_id)
+            raise postgres_away()
+        return finish(steps, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SourceSteps, "_finish", cut_short)
+    assert JobRunner(app, "worker-a").run(job_id) == JobStatus.CANCELLED
+    row = store.row(job_id)
+    assert row is not None and cut
+    index = app.indices.get("My files")
+    indexed = {s["name"] for s in index.list_sources() if s["status"] == "indexed"}
+    reported = {o["file"]: o["status"] for o in row.outcomes}
+    assert indexed and set(reported) == {"doc0.md", "doc1.md"}
+    assert {name for name, status in reported.items() if status == "indexed"} == indexed
+    assert {s["status"] for s in index.list_sources()} == {"indexed"}
+    assert index.check().clean
 
 
 def test_a_worker_asked_to_stop_during_the_outage_leaves_the_job_at_once(

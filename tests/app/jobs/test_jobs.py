@@ -5,6 +5,7 @@ when its worker died, within a bounded number of tries."""
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,6 +95,36 @@ def test_a_running_job_stops_after_the_file_it_is_on(
     ]
     assert [s["name"] for s in index.list_sources()] == ["doc0.md"]
     assert index.check().clean and not staging_dir(app.settings.data_dir, job.id).exists()
+
+
+def test_a_cancel_lists_each_file_not_reached_once_whatever_its_name(
+    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An archive is reported by its members' outcomes, not listed cancelled as well; two
+    files of one name (from two folders) are two files, each listed."""
+    docs = numbered_documents(tmp_path / "in", 4)
+    archive = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.write(docs[0][1], "doc0.md")
+    files = [("bundle.zip", archive), ("notes.md", docs[1][1]), ("notes.md", docs[2][1])]
+    job_id = staged_job(app, [*files, ("last.md", docs[3][1])], "names")
+    progress = JobStore.progress
+
+    def cancel_after_the_archive(self: JobStore, job_id: str, *args, **values):  # type: ignore[no-untyped-def]
+        if any(o["file"] == "bundle.zip/doc0.md" for o in values.get("outcomes") or []):
+            self.request_cancel(job_id)
+        return progress(self, job_id, *args, **values)
+
+    monkeypatch.setattr(JobStore, "progress", cancel_after_the_archive)
+    assert JobRunner(app, "w").run(job_id) == JobStatus.CANCELLED
+    done = JobStore(app.engine).get(job_id)
+    assert done is not None
+    assert [(o["file"], o["status"]) for o in done.outcomes] == [
+        ("bundle.zip/doc0.md", "indexed"),
+        ("notes.md", "cancelled"),
+        ("notes.md", "cancelled"),
+        ("last.md", "cancelled"),
+    ]
 
 
 def test_a_job_whose_worker_died_is_taken_again_and_finished(app: BaseApp, tmp_path: Path) -> None:

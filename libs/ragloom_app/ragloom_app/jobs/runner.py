@@ -145,9 +145,26 @@ class JobRunner:
             if self.store.cancel_requested(row.id):
                 current = self.store.row(row.id)
                 outcomes = list(current.outcomes) if current is not None else []
+                outcomes += self._finish_cut_short(row)
                 return self._cancelled(row, _Tally(outcomes=outcomes))
             reruns += 1
             logger.info("job %s: the database is back; running the job again", row.id)
+
+    def _finish_cut_short(self, row: IndexingJob) -> list[dict[str, Any]]:
+        """Finish the files the outage cut short, as a cancel lets the file it is on
+        finish; the outcomes of the job's own. Left alone, they would wait, shown queued,
+        for the next start of a worker or of ``ragloom serve`` (the index's recovery)."""
+        try:
+            recovered = self.app.indices.get(row.index_id).recover()
+        except Exception:  # the index deleted, the database gone again: left to a start
+            logger.warning("job %s: finishing its interrupted files failed", row.id, exc_info=True)
+            return []
+        names = [str(entry["name"]) for entry in row.files]
+        return [
+            outcome.to_dict()
+            for outcome in recovered
+            if any(_reports(outcome.name, name) for name in names)
+        ]
 
     def _held_once_back(self, row: IndexingJob) -> bool | None:
         """Whether this claim of the job still holds once the database answers again (its
@@ -271,8 +288,7 @@ class JobRunner:
             raise ClaimLostError(row.id)
 
     def _cancelled(self, row: IndexingJob, tally: _Tally) -> JobStatus | None:
-        done = {o["file"] for o in tally.outcomes}
-        left = [str(f["name"]) for f in row.files if str(f["name"]) not in done]
+        left = _unreported([str(f["name"]) for f in row.files], tally.outcomes)
         outcomes = tally.outcomes + [
             {
                 "file": name,
@@ -337,3 +353,21 @@ class _Heartbeat:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+
+def _reports(outcome_name: str, file_name: str) -> bool:
+    """Whether an outcome is of the uploaded file ``file_name``: the file itself, or a
+    member of it, an archive (named ``archive/member``)."""
+    return outcome_name == file_name or outcome_name.startswith(f"{file_name}/")
+
+
+def _unreported(names: list[str], outcomes: list[dict[str, Any]]) -> list[str]:
+    """The uploaded files (by shown name, in order) that no outcome is of. Two files of
+    one name (from two folders) take two outcomes; an archive takes one of its members'."""
+    left = list(names)
+    for outcome in outcomes:
+        exact = [i for i, name in enumerate(left) if name == outcome["file"]]
+        found = exact or [i for i, name in enumerate(left) if _reports(outcome["file"], name)]
+        if found:
+            del left[found[0]]
+    return left
