@@ -162,8 +162,7 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
         data_dir=app.settings.data_dir,
     )
     try:
-        sweeper.sweep()
-        sweeper.start()
+        sweeper.start(at_once=True)  # in its thread: a failed turn must not end the worker
         _say(f"ragloom worker: running indexing jobs, {args.concurrency} at a time (Ctrl-C stops)")
         # Ctrl-C or SIGTERM: no new job is taken, and the jobs running finish first. A
         # worker killed outright loses its jobs to the others after JOB_STALL_SECONDS (the

@@ -5,6 +5,8 @@ when its worker died, within a bounded number of tries."""
 
 from __future__ import annotations
 
+import logging
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,6 +189,53 @@ def test_the_sweeper_submits_only_jobs_that_waited_their_stall_time(app: BaseApp
     submitted: list[str] = []
     assert JobSweeper(store, 30.0, submitted.append).sweep() == []  # none was running
     assert submitted == [old_id]  # the new one may be waiting its turn in the queue
+
+
+def _resubmitted_by_a_started_sweeper(sweeper: JobSweeper, resubmitted: list[str]) -> list[str]:
+    """What ``sweeper``, started with its first turn at once, resubmits within 5 s."""
+    sweeper.start(at_once=True)
+    try:
+        deadline = time.monotonic() + 5
+        while not resubmitted and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        sweeper.stop()
+    return resubmitted
+
+
+def test_a_sweeper_started_at_once_takes_back_a_dead_workers_job_without_a_pause(
+    app: BaseApp,
+) -> None:
+    """``ragloom worker`` starts its sweeper so: its first turn need not wait half of
+    JOB_STALL_SECONDS."""
+    store, job_id = JobStore(app.engine), empty_job(app)
+    assert store.claim(job_id, "killed", stall_seconds=30.0)
+    backdate(app, job_id, "heartbeat_at")
+    resubmitted: list[str] = []
+    sweeper = JobSweeper(store, 30.0, resubmitted.append)
+    assert _resubmitted_by_a_started_sweeper(sweeper, resubmitted) == [job_id]
+
+
+def test_a_sweepers_first_turn_that_fails_is_tried_again_at_the_next(
+    app: BaseApp, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The database away as ``ragloom worker`` starts: its first sweep used to end it."""
+    store, job_id = JobStore(app.engine), empty_job(app)
+    _stall(app, job_id, "killed")
+    stalled, refused = store.stalled, []
+
+    def away_once(seconds: float) -> list[str]:
+        if not refused:
+            refused.append(True)
+            raise postgres_away()
+        return stalled(seconds)
+
+    monkeypatch.setattr(store, "stalled", away_once)
+    resubmitted: list[str] = []
+    with caplog.at_level(logging.WARNING, logger="ragloom_app.jobs.queues"):
+        sweeper = JobSweeper(store, 1.0, resubmitted.append)
+        assert _resubmitted_by_a_started_sweeper(sweeper, resubmitted) == [job_id]
+    assert refused and "sweeping stalled jobs failed" in caplog.text
 
 
 def test_a_job_queued_again_waits_its_stall_time_before_it_is_submitted_again(

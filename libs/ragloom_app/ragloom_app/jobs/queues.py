@@ -130,16 +130,21 @@ class JobSweeper:
                 logger.warning("removing leftover staged uploads failed", exc_info=True)
         return taken
 
-    def start(self) -> None:
-        """Sweep in the background until :meth:`stop`."""
+    def start(self, *, at_once: bool = False) -> None:
+        """Sweep in the background until :meth:`stop`; the first turn now if ``at_once``
+        (a turn that fails, the database away, is tried again at the next)."""
         if self._thread is not None:
             return
-        self._thread = threading.Thread(target=self._loop, name="ragloom-job-sweeper", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, args=(at_once,), name="ragloom-job-sweeper", daemon=True
+        )
         self._thread.start()
 
-    def _loop(self) -> None:
+    def _loop(self, at_once: bool) -> None:
         failing = False
-        while not self._stop.wait(max(self.stall_seconds / 2, 0.5)):
+        pause = max(self.stall_seconds / 2, 0.5)
+        while not self._stop.wait(0.0 if at_once else pause):
+            at_once = False
             try:
                 if self.also is not None:
                     self.also()
