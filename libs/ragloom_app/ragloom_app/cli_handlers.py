@@ -269,7 +269,7 @@ def _cmd_modes(app: Any, args: argparse.Namespace) -> int:
 def _embedding_identity(app: Any) -> dict[str, Any]:
     from ragloom_app.index.file.transfer import embedding_identity
 
-    spec = app.settings.embeddings[app.settings.default_embedding]
+    spec = app.embedding_specs[app.settings.default_embedding]  # a plugin's too
     return embedding_identity(spec, app.embeddings().dimension)
 
 

@@ -14,12 +14,14 @@ import pytest
 
 from ragloom_app.app import BaseApp
 from ragloom_app.index.file import FileIndex
+from ragloom_app.index.file.recovery import clean_leftovers, recover_index
 from ragloom_app.index.file.transfer import (
     ImportLimits,
     IndexTransferError,
     embedding_identity,
     export_index,
     import_index,
+    importer,
 )
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from tests.helpers.api_server import replay_app
@@ -156,6 +158,20 @@ def _member(good: Path, prefix: str) -> str:
         return next(n for n in archive.namelist() if n.startswith(prefix))
 
 
+def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | None]:
+    """``member`` (a ``.jsonl``) with its first record's ``values`` changed; a value of
+    :class:`bytes` is written into the JSON as it is (``1e400``: not a number JSON dumps)."""
+    with zipfile.ZipFile(good) as archive:
+        first, *rest = archive.read(member).decode().splitlines()
+    record = json.loads(first)
+    raw = {key: value for key, value in values.items() if isinstance(value, bytes)}
+    record.update({key: value for key, value in values.items() if key not in raw})
+    line = json.dumps({**record, **{key: f"@{key}@" for key in raw}})
+    for key, value in raw.items():
+        line = line.replace(f'"@{key}@"', value.decode())
+    return {member: "\n".join([line, *rest, ""]).encode()}
+
+
 @pytest.mark.parametrize(
     ("broken", "message"),
     [
@@ -167,6 +183,21 @@ def _member(good: Path, prefix: str) -> str:
         (lambda good: {_member(good, "files/"): b"not the file"}, "does not match its sha256"),
         (lambda good: {"chunks.jsonl": b"[1, 2]\n"}, "not an object"),
         (lambda good: {"sources.jsonl": b'{"name": "x"}\n'}, "bad record"),
+        (
+            lambda good: _first_line(good, "sources.jsonl", name="invoice\u202efdp.exe"),
+            "bad record .*changes how it is displayed",
+        ),
+        (lambda good: _first_line(good, "sources.jsonl", name="a\x00b.md"), "NUL"),
+        (lambda good: _first_line(good, "sources.jsonl", name="a/../b.md"), "bad record"),
+        (
+            lambda good: _first_line(good, "sources.jsonl", chunks=10**8),
+            "more chunks than the manifest leaves",
+        ),
+        (lambda good: _first_line(good, "sources.jsonl", size=b"1e400"), "bad record"),
+        (lambda good: _first_line(good, "sources.jsonl", size=None), "bad record"),
+        (lambda good: _first_line(good, "chunks.jsonl", start=2**40), "bad chunk"),
+        (lambda good: _first_line(good, "chunks.jsonl", page=b"1e400"), "bad chunk"),
+        (lambda good: _first_line(good, "chunks.jsonl", text=7), "bad chunk"),
     ],
     ids=[
         "path-member",
@@ -177,6 +208,15 @@ def _member(good: Path, prefix: str) -> str:
         "file-hash",
         "chunk-not-object",
         "source-record",
+        "name-reordered",
+        "name-nul",
+        "name-dot-dot",
+        "chunk-count-bomb",
+        "size-overflow",
+        "size-null",
+        "offset-too-large",
+        "page-overflow",
+        "text-not-text",
     ],
 )
 def test_a_broken_or_hostile_export_is_refused_and_leaves_no_index(
@@ -208,3 +248,120 @@ def test_what_is_not_an_export_or_too_big_or_of_another_model_is_refused(
     with pytest.raises(ValueError, match=r"exists|taken|unique|UNIQUE"):
         import_index(app.indices, good, _identity(app), type_id=FILE_INDEX)  # "My files"
     assert [i.name for i in app.indices.indices] == ["My files"]
+
+
+def test_an_export_damaged_or_packed_oddly_is_refused_and_leaves_no_index(
+    exported: tuple[BaseApp, Path], tmp_path: Path
+) -> None:
+    app, good = exported
+    stored, odd = tmp_path / "stored.zip", tmp_path / "bzip2.zip"
+    with zipfile.ZipFile(good) as source:
+        members = {name: source.read(name) for name in source.namelist()}
+    for target, packing in ((stored, zipfile.ZIP_STORED), (odd, zipfile.ZIP_BZIP2)):
+        with zipfile.ZipFile(target, "w") as out:
+            for name, data in members.items():
+                out.writestr(name, data, packing if name == "chunks.jsonl" else zipfile.ZIP_STORED)
+    data = bytearray(stored.read_bytes())  # one byte of a chunk's text changed: a bad CRC
+    where = data.index(members["chunks.jsonl"][:40]) + 30
+    data[where] ^= 0x01
+    damaged = tmp_path / "damaged.zip"
+    damaged.write_bytes(bytes(data))
+    for path, message in ((damaged, "the export is damaged"), (odd, "compressed in a way")):
+        with pytest.raises(IndexTransferError, match=message):
+            import_index(app.indices, path, _identity(app), type_id=FILE_INDEX, name="Imported")
+        assert [i.name for i in app.indices.indices] == ["My files"]
+
+
+def test_a_file_underway_in_an_import_is_left_alone_by_other_processes(
+    exported: tuple[BaseApp, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another ``ragloom`` command starting (it deletes partial copies no process holds)
+    or ``index check --repair`` (it indexes again files left ``indexing``) while a file is
+    imported: its copy and its row are held, as an upload's are."""
+    app, good = exported
+    seen: list[str] = []
+    copy_checked = importer._copy_checked
+
+    def copy_with_others_starting(
+        archive: zipfile.ZipFile, member: str, target: Path, partial: Path
+    ) -> None:
+        pipeline = app.indices.get("Imported").get_indexing_pipeline({})
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_bytes(b"half a file")  # as far as the copy has gone
+        clean_leftovers(pipeline)
+        seen.extend(o.status for o in recover_index(pipeline))
+        assert partial.read_bytes() == b"half a file"
+        copy_checked(archive, member, target, partial)
+
+    monkeypatch.setattr(importer, "_copy_checked", copy_with_others_starting)
+    index, report = import_index(
+        app.indices, good, _identity(app), type_id=FILE_INDEX, name="Imported"
+    )
+    assert report.sources == 3 and seen == []  # nothing taken over
+    assert index.check().clean and {s["status"] for s in index.list_sources()} == {"indexed"}
+
+
+def test_an_export_is_written_only_into_a_folder_that_exists(
+    exported: tuple[BaseApp, Path], tmp_path: Path
+) -> None:
+    app, _ = exported
+    index = _file_index(app)
+    with pytest.raises(IndexTransferError, match="no folder"):
+        export_index(index, tmp_path / "missing" / "x.zip", _identity(app))
+    with pytest.raises(IndexTransferError, match="is a folder"):
+        export_index(index, tmp_path, _identity(app))
+
+
+def test_an_export_leaves_out_a_file_removed_while_it_is_written(
+    exported: tuple[BaseApp, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app, _ = exported
+    index = _file_index(app)
+    first, *_ = index.list_sources()
+    vectors = index.vector_store.vectors
+
+    def removed_meanwhile(ids: list[str]) -> dict[str, object]:
+        if any(i.startswith(str(first["id"])) for i in ids):
+            index.get_indexing_pipeline({}).remove(str(first["id"]))
+        return vectors(ids)
+
+    monkeypatch.setattr(index.vector_store, "vectors", removed_meanwhile)
+    report = export_index(index, tmp_path / "during.zip", _identity(app))
+    assert (report.sources, report.chunks) == (2, 2)
+    monkeypatch.undo()
+    moved, _ = import_index(
+        app.indices, tmp_path / "during.zip", _identity(app), type_id=FILE_INDEX, name="Moved"
+    )
+    assert sorted(s["name"] for s in moved.list_sources()) == sorted(
+        s["name"] for s in index.list_sources()
+    )
+    assert moved.check().clean
+
+
+def test_an_export_holding_one_content_twice_imports_it_once_and_says_so(
+    exported: tuple[BaseApp, Path], tmp_path: Path
+) -> None:
+    """An index from before one source per content was kept: the later copy replaces the
+    earlier, and the report counts the files the index holds."""
+    app, good = exported
+    with zipfile.ZipFile(good) as archive:
+        sources = archive.read("sources.jsonl").splitlines(keepends=True)
+        chunks = archive.read("chunks.jsonl").splitlines(keepends=True)
+        vectors = archive.read("vectors.f32")
+    assert json.loads(sources[0])["chunks"] == 1  # one chunk each: the lines pair up
+    width = len(vectors) // len(chunks)
+    twice = _rewritten(
+        good,
+        tmp_path / "twice.zip",
+        {
+            "sources.jsonl": b"".join([sources[0], *sources]),
+            "chunks.jsonl": b"".join([chunks[0], *chunks]),
+            "vectors.f32": vectors[:width] + vectors,
+            "manifest.json": _manifest(good, sources=len(sources) + 1, chunks=len(chunks) + 1),
+        },
+    )
+    index, report = import_index(
+        app.indices, twice, _identity(app), type_id=FILE_INDEX, name="Imported"
+    )
+    assert report.sources == len(sources) == len(index.list_sources())
+    assert index.check().clean

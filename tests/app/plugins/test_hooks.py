@@ -18,6 +18,7 @@ import click
 import pytest
 
 from ragloom_app.app import BaseApp
+from ragloom_app.cli_handlers import _embedding_identity
 from ragloom_app.plugins import hookimpl
 from ragloom_app.plugins.manager import create_plugin_manager
 from ragloom_app.settings import AppSettings, SettingsError
@@ -114,6 +115,18 @@ def test_hook_ragloom_embeddings_without_arguments_still_works(tmp_path: Path) -
     )
     app = _start(tmp_path, plugin, default_embedding="h")
     assert isinstance(app.embeddings(), HashEmbeddings)
+
+
+def test_an_index_embedded_by_a_plugins_model_names_it_in_its_export(tmp_path: Path) -> None:
+    """``ragloom index export`` and ``import`` read the model of the app's tables, which
+    hold the plugins' models too (they read the settings' only, and failed on these)."""
+    plugin = type(
+        "Plugin", (), {"ragloom_embeddings": staticmethod(hookimpl(lambda: {"h": HashEmbeddings}))}
+    )
+    app = _start(tmp_path, plugin, default_embedding="h")
+    identity = _embedding_identity(app)
+    assert identity["class"] == f"{HashEmbeddings.__module__}.HashEmbeddings"
+    assert identity["dimension"] == app.embeddings().dimension
 
 
 def test_an_optional_hook_ragloom_lacks_is_ignored_and_the_plugin_loads(

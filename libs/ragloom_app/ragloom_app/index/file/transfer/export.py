@@ -27,6 +27,10 @@ __all__ = ["export_index"]
 def export_index(index: FileIndex, target: Path, embedding: Mapping[str, Any]) -> TransferReport:
     """Write ``index`` to the zip ``target`` (see the module docs); ``embedding`` is
     :func:`embedding_identity` of the model its vectors were made with."""
+    if not target.parent.is_dir():
+        raise IndexTransferError(f"no folder {str(target.parent)!r} to write the export in")
+    if target.is_dir():
+        raise IndexTransferError(f"{str(target)!r} is a folder: name the export's file")
     engine = index.resources.engine
     with Session(engine) as session:
         sources = list(
@@ -47,8 +51,11 @@ def export_index(index: FileIndex, target: Path, embedding: Mapping[str, Any]) -
             members["chunks.jsonl"].open("wb") as chunk_lines,
             members["vectors.f32"].open("wb") as vectors,
         ):
-            for source in indexed:
+            for source in list(indexed):
                 count = _export_source(index, source, chunk_lines, vectors, embedding)
+                if count is None:  # removed or indexed again since the list was read
+                    indexed.remove(source)
+                    continue
                 source_lines.write(_line(_source_record(source, count)))
                 chunks_written += count
         try:
@@ -98,7 +105,9 @@ def _source_record(source: Source, chunks: int) -> dict[str, Any]:
 
 def _export_source(
     index: FileIndex, source: Source, lines: IO[bytes], vectors: IO[bytes], embedding: Any
-) -> int:
+) -> int | None:
+    """Write one file's chunks and vectors; its chunk count, or ``None`` if it is no
+    longer indexed (removed, or replaced by its new version, while the export ran)."""
     with Session(index.resources.engine) as session:
         rows = list(
             session.exec(
@@ -109,6 +118,8 @@ def _export_source(
         )
     found = index.vector_store.vectors([r.id for r in rows])
     missing = [r.id for r in rows if r.id not in found]
+    if (missing or not rows) and not _still_indexed(index, source):
+        return None
     if missing:
         raise IndexTransferError(
             f"{source.name!r} has {len(missing)} chunks without a vector: run "
@@ -121,6 +132,12 @@ def _export_source(
             raise IndexTransferError(f"a vector of {source.name!r} has shape {vector.shape}")
         vectors.write(vector.tobytes())
     return len(rows)
+
+
+def _still_indexed(index: FileIndex, source: Source) -> bool:
+    with Session(index.resources.engine) as session:
+        current = session.get(Source, source.id)
+    return current is not None and current.status == SourceStatus.INDEXED
 
 
 def _line(record: Mapping[str, Any]) -> bytes:

@@ -56,9 +56,11 @@ class TransferReport:
 
 
 def embedding_identity(spec: Mapping[str, Any], dimension: int) -> dict[str, Any]:
-    """What identifies the vectors' model, from its ``EMBEDDINGS`` entry (no secret)."""
+    """What identifies the vectors' model, from its ``EMBEDDINGS`` entry or a plugin's
+    (whose ``class`` may be the class itself), with no secret."""
+    cls = spec.get("class", "")
     return {
-        "class": str(spec.get("class", "")),
+        "class": f"{cls.__module__}.{cls.__qualname__}" if isinstance(cls, type) else str(cls),
         "model": str(spec.get("model") or spec.get("model_path") or "bundled"),
         "backend": str(spec.get("backend", "")),
         "precision": str(spec.get("precision", "fp32")),

@@ -8,7 +8,9 @@ import logging
 import re
 import uuid
 import zipfile
+import zlib
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -16,8 +18,11 @@ import numpy as np
 from sqlmodel import Session
 
 from ragloom.schema import Chunk
+from ragloom.storable import storable_text
 from ragloom_app.db.models import LOCAL_USER, Source, SourceStatus
 from ragloom_app.index.file.index import FileIndex
+from ragloom_app.index.file.names import UnsafeNameError, clean_name
+from ragloom_app.index.file.pipeline import FileIndexingPipeline
 from ragloom_app.index.file.source_rows import record_indexed
 from ragloom_app.index.file.transfer.format import (
     BATCH,
@@ -28,11 +33,19 @@ from ragloom_app.index.file.transfer.format import (
     IndexTransferError,
     TransferReport,
 )
+from ragloom_app.index.file.worklock import WorkLock
 from ragloom_app.index.manager import IndexManager
 
 __all__ = ["import_index"]
 
 logger = logging.getLogger(__name__)
+
+_ENCRYPTED = 0x1  # the zip's general purpose flag for an encrypted member
+_COMPRESSIONS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)  # what an export writes
+# What reading a member raises when its bytes are damaged; caught where they are read.
+_DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError)
+_MAX_OFFSET = 2**31 - 1  # a page or a character offset: PostgreSQL's integer
+_MAX_NAME_CHARS = 4096  # an archive member's name: the archive's and its folders'
 
 
 def import_index(
@@ -72,11 +85,17 @@ def import_index(
         index = manager.create(wanted, type_id, config, owner=owner, shared=shared)
         assert isinstance(index, FileIndex)
         try:
-            sources, chunks = _import_sources(index, archive, manifest, limits)
+            try:
+                sources, chunks = _import_sources(index, archive, manifest, limits)
+            except _DAMAGED as exc:  # read as it is used: a bad CRC, a broken deflate stream
+                raise IndexTransferError(f"the export is damaged: {exc}") from None
             index.fulltext_store.ensure_index()
         except BaseException:
             logger.warning("import of %s failed: deleting the index %r", source, index.name)
-            manager.delete(index.id)
+            try:
+                manager.delete(index.id)
+            except Exception:  # often what failed the import (a server away): say the first
+                logger.exception("the half-imported index %r could not be deleted", index.name)
             raise
     return index, TransferReport(index.name, sources, chunks, warnings=tuple(warnings))
 
@@ -87,6 +106,13 @@ def _checked_manifest(archive: zipfile.ZipFile, limits: ImportLimits) -> dict[st
     if strange or not set(names) >= FIXED_MEMBERS or len(names) != len(set(names)):
         shown = ", ".join(repr(n) for n in strange[:3]) or "missing or repeated members"
         raise IndexTransferError(f"not an index export: {shown}")
+    odd = [
+        info.filename
+        for info in archive.infolist()
+        if info.flag_bits & _ENCRYPTED or info.compress_type not in _COMPRESSIONS
+    ]
+    if odd:
+        raise IndexTransferError(f"{odd[0]!r} is encrypted or compressed in a way exports are not")
     total = sum(info.file_size for info in archive.infolist())
     if total > limits.max_bytes:
         raise IndexTransferError(
@@ -151,7 +177,8 @@ def _import_sources(
     index: FileIndex, archive: zipfile.ZipFile, manifest: Mapping[str, Any], limits: ImportLimits
 ) -> tuple[int, int]:
     dimension = int(manifest["embedding"]["dimension"])
-    sources = chunks = 0
+    pipeline = index.get_indexing_pipeline({})
+    sources = chunks = replaced = 0
     with (
         archive.open("sources.jsonl") as source_lines,
         archive.open("chunks.jsonl") as chunk_lines,
@@ -162,85 +189,161 @@ def _import_sources(
             sources += 1
             if sources > manifest["sources"]:
                 raise IndexTransferError("sources.jsonl holds more files than the manifest says")
-            chunks += _import_source(index, archive, record, records, vector_bytes, dimension)
+            fields = _SourceFields.of(record, pipeline, archive, manifest["chunks"] - chunks)
+            replaced += _import_source(pipeline, archive, fields, records, vector_bytes, dimension)
+            chunks += fields.count
     if chunks != manifest["chunks"] or sources != manifest["sources"]:
         raise IndexTransferError("the export holds fewer files or chunks than its manifest says")
-    return sources, chunks
+    return sources - replaced, chunks
+
+
+@dataclass(frozen=True)
+class _SourceFields:
+    """One record of ``sources.jsonl``, checked as a new upload's file is."""
+
+    name: str
+    digest: str
+    count: int
+    size: int
+    member: str | None
+    """Its stored copy in the export (``files/<sha256><suffix>``), if the export holds it."""
+    suffix: str
+
+    @classmethod
+    def of(
+        cls,
+        record: Mapping[str, Any],
+        pipeline: FileIndexingPipeline,
+        archive: zipfile.ZipFile,
+        room: int,
+    ) -> _SourceFields:
+        """The record's fields; ``room`` is how many chunks the manifest leaves."""
+        try:
+            digest, suffix = str(record["sha256"]), str(record.get("suffix", ""))
+            count, size = _bounded(record["chunks"], 2**62), _bounded(record.get("size", 0), 2**62)
+            assert re.fullmatch(r"[0-9a-f]{64}", digest) and STORED_MEMBER.fullmatch(
+                f"files/{digest}{suffix}"
+            )
+            name = _checked_name(record["name"])
+        except (AssertionError, KeyError, TypeError, ValueError, OverflowError) as exc:
+            why = f" ({exc})" if isinstance(exc, UnsafeNameError) else ""
+            raise IndexTransferError(
+                f"sources.jsonl holds a bad record{why}: {record!r:.200}"
+            ) from None
+        # Checked before any chunk is read: a record may claim millions.
+        if count > room:
+            raise IndexTransferError(f"{name!r} has more chunks than the manifest leaves")
+        if count > pipeline.ingestor.max_chunks:
+            raise IndexTransferError(
+                f"{name!r} has {count} chunks; this deployment's limit for one file is "
+                f"{pipeline.ingestor.max_chunks} (MAX_FILE_CHUNKS)"
+            )
+        member = f"files/{digest}{suffix}"
+        if member not in archive.NameToInfo:
+            return cls(name, digest, count, size, None, suffix)
+        if archive.getinfo(member).file_size > pipeline.max_file_bytes:
+            raise IndexTransferError(
+                f"the stored copy of {name!r} is larger than this deployment's limit for a "
+                f"file ({pipeline.max_file_bytes / 1e6:.0f} MB)"
+            )
+        return cls(name, digest, count, size, member, suffix)
+
+
+def _checked_name(raw: object) -> str:
+    """A file's name as an upload's is cleaned; an archive member's has ``/`` in it."""
+    if not isinstance(raw, str) or len(raw) > _MAX_NAME_CHARS:
+        raise ValueError("a file name")
+    return "/".join(clean_name(part) for part in raw.split("/"))
+
+
+def _bounded(value: object, limit: int) -> int:
+    """``value`` as an integer from 0 to ``limit``: JSON holds floats, huge numbers, text."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
+        raise ValueError(f"{value!r:.40} is not a whole number from 0 to {limit}")
+    return value
 
 
 def _import_source(
-    index: FileIndex,
+    pipeline: FileIndexingPipeline,
     archive: zipfile.ZipFile,
-    record: Mapping[str, Any],
+    fields: _SourceFields,
     chunk_records: Iterator[dict[str, Any]],
     vector_bytes: IO[bytes],
     dimension: int,
 ) -> int:
-    try:
-        name, digest = str(record["name"]), str(record["sha256"])
-        count, suffix = int(record["chunks"]), str(record.get("suffix", ""))
-        assert re.fullmatch(r"[0-9a-f]{64}", digest) and count >= 0
-    except (AssertionError, KeyError, TypeError, ValueError):
-        raise IndexTransferError(f"sources.jsonl holds a bad record: {record!r:.200}") from None
+    """Import one file; how many earlier files of the same content it replaced."""
     source_id = uuid.uuid4().hex
-    stored = index.files_dir / f"{digest}{suffix}"
-    member = f"files/{digest}{suffix}"
-    with Session(index.resources.engine) as session:
-        session.add(
-            Source(
-                id=source_id,
-                index_id=index.id,
-                name=name,
-                sha256=digest,
-                size=int(record.get("size", 0)),
-                status=SourceStatus.INDEXING,
-                stored_path=str(stored) if member in archive.namelist() else None,
-                attempts=1,
-            )
-        )
-        session.commit()
-    if member in archive.namelist():
-        _copy_checked(archive, member, stored, digest)
-    chunks: list[Chunk] = []
-    for position in range(count):
-        try:
-            values = next(chunk_records)
-            chunks.append(
-                Chunk(
-                    id=f"{source_id}-{position:05d}",
-                    text=str(values["text"]),
-                    source_id=source_id,
-                    source_name=name,
-                    page=None if values.get("page") is None else int(values["page"]),
-                    start=int(values["start"]),
-                    end=int(values["end"]),
+    stored = pipeline.files_dir / f"{fields.digest}{fields.suffix}"
+    # Held as an upload's file is (its row ``indexing``, its partial copy): another
+    # process's start or `index check --repair` leaves them to this one.
+    with WorkLock(pipeline.locks_dir, source_id):
+        with Session(pipeline.engine) as session:
+            session.add(
+                Source(
+                    id=source_id,
+                    index_id=pipeline.index_id,
+                    name=fields.name,
+                    sha256=fields.digest,
+                    size=fields.size,
+                    status=SourceStatus.INDEXING,
+                    stored_path=str(stored) if fields.member else None,
+                    attempts=1,
                 )
             )
-        except StopIteration:
-            raise IndexTransferError("chunks.jsonl ends before its files' chunks do") from None
-        except (KeyError, TypeError, ValueError):
-            raise IndexTransferError(f"chunks.jsonl holds a bad chunk of {name!r}") from None
-    for start in range(0, count, BATCH):
-        part = chunks[start : start + BATCH]
-        raw = vector_bytes.read(len(part) * dimension * 4)
-        matrix = np.frombuffer(raw, dtype="<f4").reshape(len(part), dimension)
-        if not np.isfinite(matrix).all():
-            raise IndexTransferError(f"a vector of {name!r} is not finite")
-        index.vector_store.add(part, matrix.astype(np.float32))
-        index.fulltext_store.add(part)
-    flip = record_indexed(index.resources.engine, index.id, source_id, chunks)
+            session.commit()
+        if fields.member:
+            _copy_checked(archive, fields.member, stored, pipeline.partial_path(source_id))
+        chunks, text_left = [], 2 * pipeline.max_file_bytes  # what the largest file may make
+        for position in range(fields.count):
+            chunks.append(_chunk(next(chunk_records, None), source_id, fields.name, position))
+            text_left -= len(chunks[-1].text)
+            if text_left < 0:  # the chunks are held until the file's rows are written
+                raise IndexTransferError(
+                    f"the chunks of {fields.name!r} hold more text than a file within this "
+                    f"deployment's limit ({pipeline.max_file_bytes / 1e6:.0f} MB) makes"
+                )
+        for start in range(0, fields.count, BATCH):
+            part = chunks[start : start + BATCH]
+            raw = vector_bytes.read(len(part) * dimension * 4)
+            matrix = np.frombuffer(raw, dtype="<f4").reshape(len(part), dimension)
+            if not np.isfinite(matrix).all():
+                raise IndexTransferError(f"a vector of {fields.name!r} is not finite")
+            pipeline.ingestor.write(part, matrix.astype(np.float32))
+        flip = record_indexed(pipeline.engine, pipeline.index_id, source_id, chunks)
     if not flip.done:
-        raise IndexTransferError(f"{name!r} was removed while it was imported")
+        raise IndexTransferError(f"{fields.name!r} was removed while it was imported")
     # An export holding the same content twice (an index from before one source per
     # content was kept): the later copy replaces the earlier, as a reindex does.
     for earlier in flip.replaced:
-        index.get_indexing_pipeline({}).remove(earlier)
-    return count
+        pipeline.remove(earlier)
+    return len(flip.replaced)
 
 
-def _copy_checked(archive: zipfile.ZipFile, member: str, target: Path, digest: str) -> None:
+def _chunk(values: dict[str, Any] | None, source_id: str, name: str, position: int) -> Chunk:
+    """One line of ``chunks.jsonl`` as the chunk ``position`` of the file ``name``."""
+    if values is None:
+        raise IndexTransferError("chunks.jsonl ends before its files' chunks do")
+    try:
+        text = values["text"]
+        assert isinstance(text, str)
+        page = values.get("page")
+        return Chunk(
+            id=f"{source_id}-{position:05d}",
+            text=storable_text(text),
+            source_id=source_id,
+            source_name=name,
+            page=None if page is None else _bounded(page, _MAX_OFFSET),
+            start=_bounded(values["start"], _MAX_OFFSET),
+            end=_bounded(values["end"], _MAX_OFFSET),
+        )
+    except (AssertionError, KeyError, TypeError, ValueError):
+        raise IndexTransferError(f"chunks.jsonl holds a bad chunk of {name!r}") from None
+
+
+def _copy_checked(archive: zipfile.ZipFile, member: str, target: Path, partial: Path) -> None:
+    """Copy ``member`` to ``target`` through ``partial`` if it has the sha256 it is named by."""
+    digest = member.removeprefix("files/")[:64]
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
     hasher = hashlib.sha256()
     try:
         with archive.open(member) as handle, partial.open("wb") as out:
