@@ -100,7 +100,7 @@ def test_a_conversation_started_on_one_goes_on_on_the_other(
     assert asked == ["How hot is the reactor?", "And how is it cooled?"]
 
 
-def test_an_index_created_or_deleted_through_one_is_seen_by_the_other(
+def test_an_index_created_shared_or_deleted_through_one_is_seen_by_the_other(
     two_apps: tuple[BaseApp, BaseApp],
 ) -> None:
     first, second = two_apps
@@ -108,6 +108,8 @@ def test_an_index_created_or_deleted_through_one_is_seen_by_the_other(
     assert second.indices.get("Team notes").id == made.id
     assert [i.name for i in second.indices.readable_by("alice")] == ["My files", "Team notes"]
     assert [i.name for i in second.indices.readable_by("bob")] == ["My files"]
+    first.indices.share(made)  # as an import does once every file is in
+    assert [i.name for i in second.indices.readable_by("bob")] == ["My files", "Team notes"]
     first.indices.delete("Team notes")
     assert [i.name for i in second.indices.indices] == ["My files"]
 

@@ -272,12 +272,13 @@ def test_an_export_damaged_or_packed_oddly_is_refused_and_leaves_no_index(
         assert [i.name for i in app.indices.indices] == ["My files"]
 
 
-def test_a_file_underway_in_an_import_is_left_alone_by_other_processes(
+def test_a_file_underway_in_an_import_is_left_alone_by_other_processes_and_users(
     exported: tuple[BaseApp, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another ``ragloom`` command starting (it deletes partial copies no process holds)
     or ``index check --repair`` (it indexes again files left ``indexing``) while a file is
-    imported: its copy and its row are held, as an upload's are."""
+    imported: its copy and its row are held, as an upload's are. Other users see the
+    index (shared, as asked) once it is whole."""
     app, good = exported
     seen: list[str] = []
     copy_checked = importer._copy_checked
@@ -286,6 +287,8 @@ def test_a_file_underway_in_an_import_is_left_alone_by_other_processes(
         archive: zipfile.ZipFile, member: str, target: Path, partial: Path
     ) -> None:
         pipeline = app.indices.get("Imported").get_indexing_pipeline({})
+        # Half imported: its owner's alone until it is whole.
+        assert [i.name for i in app.indices.readable_by("someone-else")] == ["My files"]
         target.parent.mkdir(parents=True, exist_ok=True)
         partial.write_bytes(b"half a file")  # as far as the copy has gone
         clean_leftovers(pipeline)
@@ -298,6 +301,7 @@ def test_a_file_underway_in_an_import_is_left_alone_by_other_processes(
         app.indices, good, _identity(app), type_id=FILE_INDEX, name="Imported"
     )
     assert report.sources == 3 and seen == []  # nothing taken over
+    assert [i.name for i in app.indices.readable_by("someone-else")] == ["My files", "Imported"]
     assert index.check().clean and {s["status"] for s in index.list_sources()} == {"indexed"}
 
 

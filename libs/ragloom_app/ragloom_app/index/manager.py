@@ -278,6 +278,20 @@ class IndexManager:
         logger.info("created index %r (%s)", name, type_id)
         return index
 
+    def share(self, index: BaseIndex, shared: bool = True) -> None:
+        """Make ``index`` readable by every user (or, with ``shared=False``, its owner's
+        alone), here and, at their next listing, in the other processes."""
+        with Session(self._engine) as session:
+            record = session.get(IndexRecord, index.id)
+            if record is None:
+                raise UnknownIndexError(f"no index named {index.name!r}")
+            record.shared = shared
+            session.add(record)
+            session.commit()
+            owner = record.owner
+        with self._lock:
+            self._access[index.id] = IndexAccess(owner, shared)
+
     def delete(self, name_or_id: str | int) -> None:
         """Delete an index and everything it stored."""
         index = self.get(name_or_id)

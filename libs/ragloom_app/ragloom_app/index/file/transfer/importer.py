@@ -82,7 +82,9 @@ def import_index(
         except (ValueError, TypeError) as exc:
             raise IndexTransferError(f"the export's index settings are not usable: {exc}") from None
         wanted = name or str(manifest["index"]["name"])
-        index = manager.create(wanted, type_id, config, owner=owner, shared=shared)
+        # Its owner's alone until every file is in: nobody else searches half an index
+        # (one an import killed outright leaves so, for its owner to delete).
+        index = manager.create(wanted, type_id, config, owner=owner, shared=False)
         assert isinstance(index, FileIndex)
         try:
             try:
@@ -90,6 +92,8 @@ def import_index(
             except _DAMAGED as exc:  # read as it is used: a bad CRC, a broken deflate stream
                 raise IndexTransferError(f"the export is damaged: {exc}") from None
             index.fulltext_store.ensure_index()
+            if shared:
+                manager.share(index)
         except BaseException:
             logger.warning("import of %s failed: deleting the index %r", source, index.name)
             try:
