@@ -6,6 +6,7 @@ when its worker died, within a bounded number of tries."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import zipfile
 from collections.abc import Iterator
@@ -435,3 +436,30 @@ def test_jobs_are_their_owners_and_bounded_per_user(app: BaseApp, tmp_path: Path
     with pytest.raises(JobLimitError, match="MAX_JOBS_PER_USER"):
         app.jobs.submit_files(index, "alice", numbered_documents(tmp_path / "in", 1), move=False)
     assert store.ahead_of(store.create(index_id=index.id, owner="bob", kind="add", files=[])) == 2
+
+
+def test_uploads_sent_together_never_pass_the_per_user_bound(app: BaseApp) -> None:
+    """Each finds room before it is staged; only as many as the bound are written, since
+    the count and the insert go one at a time per owner (another owner is not held up)."""
+    index_id, store = app.indices.get("My files").id, JobStore(app.engine)
+    start, made, refused = threading.Barrier(8), [], []
+
+    def submit(owner: str) -> None:
+        start.wait()
+        try:
+            made.append(
+                store.create(index_id=index_id, owner=owner, kind="add", files=[], active_limit=2)
+            )
+        except JobLimitError:
+            refused.append(owner)
+
+    threads = [
+        threading.Thread(target=submit, args=(owner,)) for owner in ["alice"] * 6 + ["bob"] * 2
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(job.owner for job in made) == ["alice", "alice", "bob", "bob"]
+    assert refused == ["alice"] * 4
+    assert store.count_active(owner="alice") == 2

@@ -16,7 +16,7 @@ from ragloom_app.errors import UserFacingError
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.jobs.queues import InProcessJobQueue, JobQueue, ProcrastinateJobQueue
 from ragloom_app.jobs.staging import discard_staging, staging_dir
-from ragloom_app.jobs.store import JobStore, JobView
+from ragloom_app.jobs.store import JobLimitError, JobStore, JobView
 
 if TYPE_CHECKING:
     from ragloom_app.app import BaseApp
@@ -24,10 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["JobLimitError", "JobService", "UnknownJobError"]
 
 logger = logging.getLogger(__name__)
-
-
-class JobLimitError(UserFacingError):
-    """The user has ``MAX_JOBS_PER_USER`` jobs queued or running already."""
 
 
 class UnknownJobError(UserFacingError, KeyError):
@@ -67,12 +63,11 @@ class JobService:
 
     # -- submitting ------------------------------------------------------------------------
     def _check_room(self, owner: str) -> None:
+        """Refuse at once, before an upload is staged; the insert counts again, one at a
+        time per owner (:meth:`JobStore.create`)."""
         limit = self.app.settings.max_jobs_per_user
         if self.store.count_active(owner=owner) >= limit:
-            raise JobLimitError(
-                f"{limit} of your indexing jobs are queued or running (MAX_JOBS_PER_USER): "
-                "wait for one to finish"
-            )
+            raise JobLimitError(limit)
 
     def submit_files(
         self, index: BaseIndex, owner: str, files: Sequence[tuple[str, Path]], *, move: bool
@@ -100,7 +95,12 @@ class JobService:
             ) from exc
         try:
             job = self.store.create(
-                job_id=job_id, index_id=index.id, owner=owner, kind="add", files=entries
+                job_id=job_id,
+                index_id=index.id,
+                owner=owner,
+                kind="add",
+                files=entries,
+                active_limit=self.app.settings.max_jobs_per_user,
             )
         except Exception as exc:
             # PostgreSQL away as the row was committed: it may be written all the same
@@ -119,7 +119,13 @@ class JobService:
         """Queue indexing again the given (shown name, source id) files of ``index``."""
         self._check_room(owner)
         entries = [{"name": name, "source_id": source_id} for name, source_id in sources]
-        job = self.store.create(index_id=index.id, owner=owner, kind="reindex", files=entries)
+        job = self.store.create(
+            index_id=index.id,
+            owner=owner,
+            kind="reindex",
+            files=entries,
+            active_limit=self.app.settings.max_jobs_per_user,
+        )
         self._hand_over(job)
         return job
 

@@ -13,17 +13,19 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, func, literal, update
+from sqlalchemy import case, func, literal, text, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from ragloom_app.db.models import IndexingJob, JobStatus
+from ragloom_app.errors import UserFacingError
 from ragloom_app.jobs.view import ACTIVE, FINAL, JobView
 
-__all__ = ["ACTIVE", "FINAL", "JobStore", "JobView"]
+__all__ = ["ACTIVE", "FINAL", "JobLimitError", "JobStore", "JobView"]
 
 # The status column's own type: a literal status is then stored as the column stores it.
 _STATUS_TYPE = IndexingJob.__table__.c.status.type  # type: ignore[attr-defined]
+_OWNER_LOCKS = 7_261_024  # the first key of PostgreSQL's advisory locks of a job's owner
 _IDS_PER_QUERY = 500  # ids bound in one IN list (PostgreSQL's driver takes 65,535 at most)
 
 
@@ -40,6 +42,29 @@ def _stalled(stall_seconds: float, *, cancel_asked: bool) -> tuple[Any, ...]:
         col(IndexingJob.heartbeat_at) < cutoff,
         col(IndexingJob.cancel_requested).is_(cancel_asked),
     )
+
+
+class JobLimitError(UserFacingError):
+    """The user has ``MAX_JOBS_PER_USER`` jobs queued or running already."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"{limit} of your indexing jobs are queued or running (MAX_JOBS_PER_USER): "
+            "wait for one to finish"
+        )
+
+
+def _serialize_owner(session: Session, owner: str) -> None:
+    """Begin the session's transaction holding what makes another that also calls this
+    for ``owner`` wait until it ends: PostgreSQL's advisory lock of the transaction, keyed
+    by the owner; SQLite's write lock, taken at once (``BEGIN IMMEDIATE``)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.exec(  # type: ignore[call-overload]
+            text("SELECT pg_advisory_xact_lock(:space, hashtext(:owner))"),
+            params={"space": _OWNER_LOCKS, "owner": owner},
+        )
+    else:
+        session.exec(text("BEGIN IMMEDIATE"))  # type: ignore[call-overload]
 
 
 class JobStore:
@@ -159,8 +184,12 @@ class JobStore:
         kind: str,
         files: list[dict[str, Any]],
         job_id: str | None = None,
+        active_limit: int | None = None,
     ) -> JobView:
-        """A new queued job over ``files`` (see :class:`IndexingJob`)."""
+        """A new queued job over ``files`` (see :class:`IndexingJob`). With
+        ``active_limit``, :class:`JobLimitError` if ``owner`` has that many jobs queued
+        or running already: counted and inserted one at a time per owner, so that uploads
+        sent together cannot all find room for one more."""
         row = IndexingJob(
             id=job_id or uuid.uuid4().hex,
             index_id=index_id,
@@ -170,6 +199,15 @@ class JobStore:
             files_total=len(files),
         )
         with Session(self.engine) as session:
+            if active_limit is not None:
+                _serialize_owner(session, owner)
+                active = session.exec(
+                    select(func.count())
+                    .select_from(IndexingJob)
+                    .where(col(IndexingJob.status).in_(list(ACTIVE)), IndexingJob.owner == owner)
+                ).one()
+                if active >= active_limit:
+                    raise JobLimitError(active_limit)
             session.add(row)
             session.commit()
             session.refresh(row)
