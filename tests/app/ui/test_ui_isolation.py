@@ -16,6 +16,7 @@ import pytest
 
 from ragloom_app.accounts import User
 from ragloom_app.app import BaseApp
+from ragloom_app.index.manager import UnknownIndexError
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.ui.account_tab import AccountHandlers, login_bar_html
 from ragloom_app.ui.chat_handlers import ChatHandlers
@@ -154,6 +155,11 @@ def test_files_and_indices_show_only_what_the_user_may_read(app: BaseApp, tmp_pa
         files.index_files("Alice notes", [str(upload)], bob, progress=lambda *a, **k: None)
     with pytest.warns(UserWarning):
         assert "no index named" in panel.delete("Alice notes", None, [], bob).status
+    # An index gone (an API delete that lost a race to another) is named alone, never
+    # with the others: once, all of them were listed, private ones included.
+    with pytest.raises(UnknownIndexError) as gone:
+        app.indices.delete("Gone meanwhile")
+    assert str(gone.value) == "no index named 'Gone meanwhile'"
     assert [i.name for i in app.indices.readable_by(existing_user(app, "alice").id)][
         -1
     ] == "Alice notes"

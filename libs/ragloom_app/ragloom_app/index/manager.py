@@ -317,8 +317,9 @@ class IndexManager:
         if name_or_id in self.unavailable:
             reason = self.unavailable[str(name_or_id)]
             raise UnknownIndexError(f"the index {name_or_id!r} is unavailable: {reason}")
-        known = ", ".join(repr(i.name) for i in self.indices) or "none"
-        raise UnknownIndexError(f"no index named {name_or_id!r} (known: {known})")
+        # Never the names of the others: this reaches users (an API delete that lost a
+        # race), and some of those indices are private to other users.
+        raise UnknownIndexError(f"no index named {name_or_id!r}")
 
     def _known(self, name_or_id: str | int) -> BaseIndex | None:
         with self._lock:
