@@ -10,10 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlmodel import Session
 
 from ragloom_app.app import BaseApp
+from ragloom_app.db.models import IndexRecord
 from ragloom_app.index.base import FileOutcome
 from ragloom_app.index.file import FileIndex
+from ragloom_app.index.manager import new_store_name
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from tests.helpers.api_server import replay_app
 from tests.helpers.chroma_server import ChromaServer, chroma_server
@@ -112,6 +115,26 @@ def test_an_index_created_shared_or_deleted_through_one_is_seen_by_the_other(
     assert [i.name for i in second.indices.readable_by("bob")] == ["My files", "Team notes"]
     first.indices.delete("Team notes")
     assert [i.name for i in second.indices.indices] == ["My files"]
+
+
+def test_an_index_deleted_and_its_id_given_to_a_new_one_elsewhere_is_not_kept(
+    two_apps: tuple[BaseApp, BaseApp],
+) -> None:
+    """The first process deleted an index and made a new one, which got its id (SQLite
+    reuses the highest; here the rows are changed as that leaves them), between two
+    listings of the second: the second starts the new index and forgets the old object,
+    instead of keeping it under the new one's owner and sharing."""
+    first, second = two_apps
+    doomed = first.indices.create("Alice drafts", FILE_INDEX, {}, owner="alice", shared=False)
+    assert second.indices.get("Alice drafts").id == doomed.id
+    with Session(first.engine) as session:
+        record = session.get(IndexRecord, doomed.id)
+        assert record is not None
+        record.name, record.owner, record.store_name = "Bob plans", "bob", new_store_name()
+        session.add(record)
+        session.commit()
+    assert [i.name for i in second.indices.readable_by("bob")] == ["My files", "Bob plans"]
+    assert [i.name for i in second.indices.readable_by("alice")] == ["My files"]
 
 
 def test_processes_starting_together_make_the_default_index_once(

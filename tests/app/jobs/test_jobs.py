@@ -414,8 +414,9 @@ def test_what_can_go_wrong_with_the_job_itself_fails_it_with_the_reason(
     assert JobRunner(app, "w").run(lost.id) == JobStatus.FAILED
     assert "the staged upload is gone" in (store.get(lost.id).error or "")  # type: ignore[union-attr]
     other = app.indices.create("Doomed", next(iter(app.indices.index_types)))
-    orphan = store.create(index_id=other.id, owner="local", kind="add", files=[])
     app.indices.delete(other.id)
+    # Written by a process that had not seen the delete yet.
+    orphan = store.create(index_id=other.id, owner="local", kind="add", files=[])
     assert JobRunner(app, "w").run(orphan.id) == JobStatus.FAILED
     assert store.get(orphan.id).error == "its index was deleted"  # type: ignore[union-attr]
 
@@ -463,3 +464,19 @@ def test_uploads_sent_together_never_pass_the_per_user_bound(app: BaseApp) -> No
     assert sorted(job.owner for job in made) == ["alice", "alice", "bob", "bob"]
     assert refused == ["alice"] * 4
     assert store.count_active(owner="alice") == 2
+
+
+def test_a_deleted_indexs_jobs_go_with_it_and_never_reach_an_index_given_its_id(
+    app: BaseApp, tmp_path: Path
+) -> None:
+    """SQLite gives a new index the highest id again: alice's job of her deleted index
+    would have run into bob's new private one, and shown her its name."""
+    file_index = next(iter(app.indices.index_types))
+    doomed = app.indices.create("Alice drafts", file_index, owner="alice", shared=False)
+    job_id = staged_job(app, numbered_documents(tmp_path / "in", 1), "doomed", "Alice drafts")
+    alter_job(app, job_id, owner="alice")
+    app.indices.delete(doomed.id)
+    assert app.jobs.jobs("alice") == [] and JobStore(app.engine).get(job_id) is None
+    reused = app.indices.create("Bob plans", file_index, owner="bob", shared=False)
+    assert JobRunner(app, "w").run(job_id) is None
+    assert reused.list_sources() == []  # type: ignore[attr-defined]

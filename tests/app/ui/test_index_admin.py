@@ -109,6 +109,20 @@ def test_delete_asks_first_then_removes_the_index(
         assert "no index named 'Team'" in handlers.delete("Team", "My files", [])[5]
 
 
+def test_an_index_files_are_being_indexed_into_is_not_deleted(
+    app: BaseApp, handlers: IndexAdminHandlers
+) -> None:
+    """As the API refuses it: the owner cancels the jobs or waits."""
+    handlers.create("Team", FILE_INDEX, [], None, *_form_values(handlers))
+    team_id = app.indices.get("Team").id
+    job = app.jobs.store.create(index_id=team_id, owner=LOCAL_USER, kind="add", files=[])
+    with pytest.warns(UserWarning, match="being indexed into"):
+        handlers.delete("Team", "Team", [])
+    assert [i.name for i in app.indices.indices] == ["My files", "Team"]
+    app.jobs.cancel(job.id, LOCAL_USER)
+    assert handlers.delete("Team", "Team", [])[5] == "Deleted the index 'Team'."
+
+
 def test_file_filter_lists_indexed_files_across_indices(app: BaseApp, tmp_path: Path) -> None:
     team = app.indices.create("Team", FILE_INDEX)
     (tmp_path / "plan.md").write_text("# Plan\n\nShip the reactor in May.\n", encoding="utf-8")

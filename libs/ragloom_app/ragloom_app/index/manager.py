@@ -11,10 +11,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, delete, select
 
 from ragloom.loaders import FileReader, default_readers
-from ragloom_app.db.models import LOCAL_USER, IndexRecord
+from ragloom_app.db.models import LOCAL_USER, IndexingJob, IndexRecord
 from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, IndexResources
 from ragloom_app.settings import SettingsError
@@ -65,6 +65,12 @@ class IndexAccess:
         """Whether ``user_id`` may add and remove files, change or delete it; an admin
         writes shared indices, never another user's private one."""
         return self.owner == user_id or (is_admin and self.shared)
+
+
+def _same_index(live: BaseIndex, record: IndexRecord) -> bool:
+    """Whether ``record`` is the index ``live`` was started from (not a later one given
+    its id): an index keeps its store's name and its own name for life."""
+    return live.name == record.name and live.resources.store_name == record.store_name
 
 
 class IndexManager:
@@ -138,7 +144,13 @@ class IndexManager:
             for record in records:
                 assert record.id is not None
                 access = IndexAccess(record.owner, record.shared)
-                if record.id in self._indices:
+                live = self._indices.get(record.id)
+                if live is not None and not _same_index(live, record):
+                    # Deleted elsewhere and its id given to a new index since the last look.
+                    logger.info("index %r was deleted elsewhere", live.name)
+                    del self._indices[record.id]
+                    live = None
+                if live is not None:
                     self._access[record.id] = access
                 elif record.name not in self.unavailable and self._registered(
                     record.name, record.index_type, access
@@ -293,14 +305,20 @@ class IndexManager:
             self._access[index.id] = IndexAccess(owner, shared)
 
     def delete(self, name_or_id: str | int) -> None:
-        """Delete an index and everything it stored."""
+        """Delete an index and everything it stored, its indexing jobs too.
+
+        A later index may get this one's id (SQLite reuses the highest): a job of this
+        one left behind would then run into that index, and show its name to this one's
+        owner. A worker still running one stops at its next write, which finds no job.
+        """
         index = self.get(name_or_id)
         index.on_delete()
         with Session(self._engine) as session:
+            session.exec(delete(IndexingJob).where(col(IndexingJob.index_id) == index.id))
             record = session.get(IndexRecord, index.id)
             if record is not None:
                 session.delete(record)
-                session.commit()
+            session.commit()
         with self._lock:
             self._indices.pop(index.id, None)
             self._access.pop(index.id, None)

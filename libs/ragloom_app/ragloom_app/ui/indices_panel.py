@@ -225,6 +225,10 @@ class IndexAdminHandlers:
         user = ui_user(self.app, request)
         try:
             index = self._writable(name, user)
+            if self.app.jobs.busy(index):  # as the API refuses it
+                message = f"Files are being indexed into {name!r}: cancel the jobs or wait."
+                notify.warn(message)
+                return PanelChange.only(status=message, confirm_box=hidden)
             self.app.indices.delete(index.id)  # the id: the index checked, never another
         except KeyError as exc:
             message = f"Could not delete {name!r}: {scrub(str(exc))}"
