@@ -75,6 +75,15 @@ def test_a_session_hash_serves_the_user_who_used_it_first(server: tuple[str, Any
     cancel = {"session_hash": ALICES, "fn_index": event, "event_id": "x"}
     assert bob.post("/gradio_api/cancel", json=cancel).status_code == 403
     assert bob.get(f"/gradio_api/heartbeat/{ALICES}").status_code == 403
+    # However its JSON body is labelled or padded.
+    body = {"data": [], "fn_index": event, "session_hash": ALICES}
+    for label in ("Application/JSON", "application/vnd.x+json; charset=utf-8"):
+        sent = bob.post(
+            "/gradio_api/queue/join", content=json.dumps(body), headers={"Content-Type": label}
+        )
+        assert sent.status_code == 403, label
+    padded = {**body, "data": ["x" * 300_000]}
+    assert bob.post("/gradio_api/queue/join", json=padded).status_code == 413
     # His own sessions work as ever.
     assert _join(bob, event, "bobsess0001").status_code == 200
 

@@ -30,6 +30,18 @@ _MAX_JSON_BYTES = 256 * 1024
 _PREFIX = "/gradio_api/"
 
 
+class _BodyTooLarge(Exception):
+    """A JSON body past ``_MAX_JSON_BYTES``: its session cannot be read, so it is refused."""
+
+
+def _is_json(content_type: str) -> bool:
+    """Whether gradio's FastAPI reads a body of ``content_type`` as JSON: its media type,
+    in any case, ``application/json`` or ``application/<anything>+json``."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    kind, _, subtype = media.partition("/")
+    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
 class SessionBinding:
     """ASGI middleware over the gradio mount (see the module docstring).
 
@@ -59,7 +71,13 @@ class SessionBinding:
         if user is None:
             await refusal(path, 401, "log in first")(scope, receive, send)
             return
-        session, receive = await self._session_hash(scope, request, receive)
+        try:
+            session, receive = await self._session_hash(scope, request, receive)
+        except _BodyTooLarge:
+            # Not passed on unread: gradio would act on a session this did not check.
+            refused = refusal(path, 413, f"a JSON body is {_MAX_JSON_BYTES} bytes at most")
+            await refused(scope, receive, send)
+            return
         if session is not None and not self._bind(session, user):
             await refusal(path, 403, "that page session is another user's")(scope, receive, send)
             return
@@ -88,8 +106,7 @@ class SessionBinding:
         rest = scope["path"][len(_PREFIX) :]
         if rest.startswith("heartbeat/"):
             return rest.split("/", 2)[1] or None, receive
-        content_type = request.headers.get("content-type", "")
-        if scope["method"] != "POST" or not content_type.startswith("application/json"):
+        if scope["method"] != "POST" or not _is_json(request.headers.get("content-type", "")):
             return None, receive
         body = b""
         more = True
@@ -98,14 +115,14 @@ class SessionBinding:
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > _MAX_JSON_BYTES:
-                break  # gradio refuses what it cannot parse; nothing is bound
-        replayed: list[Message] = [{"type": "http.request", "body": body, "more_body": more}]
+                raise _BodyTooLarge
+        replayed: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
         async def replay() -> Message:
             return replayed.pop(0) if replayed else await receive()
 
         try:
-            value = json.loads(body) if not more else None
+            value = json.loads(body)
         except ValueError:
             value = None
         session = value.get("session_hash") if isinstance(value, dict) else None
