@@ -4,6 +4,7 @@ import pytest
 
 from ragloom.agents.rewoo import (
     PlanValidationError,
+    merge_duplicate_steps,
     parse_plan,
     parse_plan_json,
     plan_levels,
@@ -71,6 +72,11 @@ def test_a_reference_or_step_number_of_thousands_of_digits_is_text_not_a_crash()
         validate_plan(parse_plan(f"#E{huge} = docsearch[x]"), TOOLS)
 
 
+def test_json_nested_past_pythons_stack_is_not_a_plan_not_a_crash() -> None:
+    assert parse_plan_json('{"steps": ' + "[" * 5000) is None
+    assert parse_plan_json('{"steps": ' + "[" * 5000 + "]" * 5000 + "}") is None
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
@@ -108,3 +114,30 @@ def test_a_first_tool_can_be_required() -> None:
     validate_plan(searches, TOOLS, first_tool="docsearch")
     with pytest.raises(PlanValidationError, match="#E1 must use docsearch"):
         validate_plan(parse_plan("#E1 = llm[How hot?]"), TOOLS, first_tool="docsearch")
+
+
+def test_a_search_written_again_runs_once_and_its_references_point_at_the_first() -> None:
+    plan = parse_plan("#E1 = docsearch[a b]\n#E2 = docsearch[A  b]\n#E3 = llm[#E1 or #E2]")
+    merged = merge_duplicate_steps(plan)
+    assert [(s.id, s.tool_input) for s in merged.steps] == [
+        (1, "a b"),
+        (3, "#E1 or #E1"),
+    ]
+
+
+def test_a_repeat_a_step_before_it_refers_to_is_merged_without_leaving_that_reference() -> None:
+    """A plan may refer forward: #E2 used #E3, dropped as a repeat of #E1 after #E2 was
+    looked at, and the plan left a reference to no step (a crash, once, as a cycle)."""
+    plan = parse_plan(
+        "#E1 = docsearch[acme revenue]\n#E2 = llm[revenue from #E3]\n"
+        "#E3 = docsearch[acme revenue]\n#E4 = llm[#E2]\n#E5 = llm[revenue from #E1]"
+    )
+    validate_plan(plan, TOOLS)
+    merged = merge_duplicate_steps(plan)
+    assert [(s.id, s.tool_input) for s in merged.steps] == [
+        (1, "acme revenue"),
+        (2, "revenue from #E1"),
+        (4, "#E2"),  # #E5 is #E2 once #E3 is #E1: #E4 keeps naming #E2
+    ]
+    validate_plan(merged, TOOLS)
+    assert [[s.id for s in level] for level in plan_levels(merged)] == [[1], [2], [4]]

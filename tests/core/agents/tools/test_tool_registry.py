@@ -82,6 +82,18 @@ class NegativeTimeout(EchoTool):
     timeout = -1.0
 
 
+def test_an_input_nested_past_pythons_stack_is_text_for_the_tool() -> None:
+    """A model repeating "[": read as the tool's one field, as any text that is not a
+    JSON object is, not a RecursionError out of the parser."""
+    echo = ToolRegistry()
+    echo.register(EchoTool)
+    nested = "[" * 3000 + "]" * 3000
+    assert (
+        echo.build(ToolContext(llm=ScriptedLLM()), ["echo"])["echo"].invoke(nested).content
+        == nested
+    )
+
+
 def test_the_registry_refuses_a_tool_that_cannot_run_as_it_says() -> None:
     registry = ToolRegistry()
     with pytest.raises(TypeError, match=r"overrides from_context\(\).*`sandboxed = False`"):

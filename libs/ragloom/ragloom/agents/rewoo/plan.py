@@ -109,7 +109,7 @@ def parse_plan_json(text: str) -> Plan | None:
     """
     try:
         data = json.loads(text.strip().removeprefix("```json").strip("`").strip())
-    except ValueError:
+    except (ValueError, RecursionError):  # a model repeating "[" nests past Python's stack
         return None
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
         return None
@@ -219,18 +219,34 @@ def merge_duplicate_steps(plan: Plan) -> Plan:
 
     Small models pad plans with the same search written again; a repeat is dropped and
     references to it point at its first occurrence. The plan must be valid.
+
+    A step may refer to a later one (``#E2 = llm[#E3]``), so the repeats are found again
+    until none is new, each time with the references to those found so far replaced,
+    and only then is every kept step's input rewritten: a step already looked at never
+    keeps a reference to a repeat dropped after it.
     """
-    kept: list[PlanStep] = []
     alias: dict[int, str] = {}
-    first: dict[tuple[str, str], int] = {}
-    for step in plan.steps:
-        tool_input = substitute_evidence(step.tool_input, alias) if alias else step.tool_input
-        key = (step.tool, " ".join(tool_input.lower().split()))
-        if key in first:
-            alias[step.id] = f"#E{first[key]}"
-            continue
-        first[key] = step.id
-        kept.append(PlanStep(step.id, step.tool, tool_input, step.description))
-    if len(kept) == len(plan.steps):
+    for _ in range(len(plan.steps) + 1):  # each pass finds a new repeat, or is the last
+        first: dict[tuple[str, str], int] = {}
+        found: dict[int, str] = {}
+        for step in plan.steps:
+            key = (step.tool, " ".join(_with(step.tool_input, alias).lower().split()))
+            if key in first:
+                found[step.id] = f"#E{first[key]}"
+            else:
+                first[key] = step.id
+        if found == alias:
+            break
+        alias = found
+    if not alias:
         return plan
+    kept = [
+        PlanStep(step.id, step.tool, _with(step.tool_input, alias), step.description)
+        for step in plan.steps
+        if step.id not in alias
+    ]
     return Plan(steps=kept, raw=plan.raw, unparsed=plan.unparsed)
+
+
+def _with(text: str, alias: Mapping[int, str]) -> str:
+    return substitute_evidence(text, alias) if alias else text

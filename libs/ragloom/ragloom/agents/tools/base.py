@@ -154,7 +154,7 @@ class BaseTool:
                 text = text.strip("`").removeprefix("json").strip()
             try:
                 data = json.loads(text) if text[:1] in "{[" else None
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # "[[[[…": nested past the stack
                 data = None
             if not isinstance(data, dict):
                 fields = list(cls.Arguments.model_fields)
