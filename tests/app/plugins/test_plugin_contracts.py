@@ -244,6 +244,15 @@ def test_a_tool_that_raises_fails_the_contract() -> None:
         check_tool(Crashing, "1 + 1")
 
 
+class ShoutingName(CalculatorTool):
+    name = "Calc"
+
+
+def test_a_tool_whose_name_agents_cannot_write_fails_the_contract() -> None:
+    with pytest.raises(AssertionError, match="name must be a lower-case identifier"):
+        check_tool(ShoutingName, "1 + 1")
+
+
 class Picky(CalculatorTool):
     """Its check refuses inputs it computes."""
 

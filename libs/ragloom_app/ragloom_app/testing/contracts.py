@@ -24,6 +24,7 @@ from ragloom.agents.tools import (
     ToolRunner,
     check_runnable,
 )
+from ragloom.agents.tools.registry import is_tool_name
 from ragloom.agents.tools.runner import tools_sandbox
 from ragloom.events import (
     AnswerCollector,
@@ -263,8 +264,10 @@ def check_tool(
     owner = getattr(tool_cls, "__qualname__", repr(tool_cls))
     if not (isinstance(tool_cls, type) and issubclass(tool_cls, BaseTool)):
         fail_contract(owner, "is not a BaseTool subclass")
-    if not isinstance(getattr(tool_cls, "name", None), str) or not tool_cls.name.isidentifier():
-        fail_contract(owner, "name must be an identifier (agents write it in their plans)")
+    if not is_tool_name(getattr(tool_cls, "name", None)):
+        fail_contract(
+            owner, "name must be a lower-case identifier (agents write it in their plans)"
+        )
     if not isinstance(getattr(tool_cls, "description", None), str) or not tool_cls.description:
         fail_contract(owner, "needs a description (it goes into the agents' prompts)")
     arguments = getattr(tool_cls, "Arguments", None)

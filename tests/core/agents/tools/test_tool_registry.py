@@ -107,6 +107,9 @@ def test_the_registry_refuses_a_tool_that_cannot_run_as_it_says() -> None:
         registry.register(Local)
     with pytest.raises(TypeError, match="timeout must be None or a positive number"):
         registry.register(NegativeTimeout)
+    # The parsers read a tool's name in lower case: this one could never be called.
+    with pytest.raises(ValueError, match="must be a lower-case identifier, not 'WebSearch'"):
+        registry.register(type("WebSearch", (EchoTool,), {"name": "WebSearch"}))
     assert registry.names() == ["docsearch", "calculator", "llm", "echo"]
 
 
@@ -159,6 +162,12 @@ def test_a_call_record_shows_the_output_or_the_error_as_ask_json_does() -> None:
         "retryable": True,
     }
     assert len(call_record("x", ToolResult("a" * 5000), 1)["output"]) == 2000
+    # An input refused as too long is shown, not carried whole into the events.
+    refused = call_record("#E1 " * 80_000, ToolResult.failure("input_too_long", "x"), 1)
+    assert len(refused["input"]) == 2000
+    assert refused["input"].endswith(
+        "[… cut: the input had 320,000 characters, the limit is 2,000]"
+    )
 
 
 def test_the_ledger_shows_the_union_of_the_sentences_each_search_kept() -> None:

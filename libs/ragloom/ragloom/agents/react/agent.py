@@ -21,7 +21,7 @@ from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.react.parser import ReActAction, ReActFormatError, parse_react_step
 from ragloom.agents.react.transcript import ReActTranscript
 from ragloom.agents.tools.base import BaseTool, ToolResult
-from ragloom.agents.tools.runner import ToolCall, ToolRunner, call_record
+from ragloom.agents.tools.runner import ToolCall, ToolRunner, call_record, shown_input
 from ragloom.base import BaseComponent
 from ragloom.events import (
     AnswerDelta,
@@ -143,7 +143,7 @@ class ReActAgent(BaseComponent):
     ) -> Generator[Event, None, str]:
         """Run one action, yielding its events; return the observation the model sees."""
         name, label = f"step{number}:{action.tool}", f"Step {number}: calling {action.tool}"
-        yield StepStarted(name, {"input": action.tool_input}, label=label)
+        yield StepStarted(name, {"input": shown_input(action.tool_input)}, label=label)
         tool = self.tools.get(action.tool)
         if tool is None:
             available = ", ".join(self.tools)

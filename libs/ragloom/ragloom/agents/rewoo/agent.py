@@ -15,7 +15,7 @@ from ragloom.agents.rewoo.screen import ScreenedPlan, screen_plan
 from ragloom.agents.rewoo.solver import ReWOOSolver
 from ragloom.agents.rewoo.worker import PlanWorker, StepOutcome
 from ragloom.agents.tools.base import BaseTool
-from ragloom.agents.tools.runner import call_record
+from ragloom.agents.tools.runner import call_record, shown_input
 from ragloom.base import BaseComponent
 from ragloom.events import (
     AnswerDelta,
@@ -114,7 +114,9 @@ class ReWOOAgent(BaseComponent):
             if kind == "started":
                 assert isinstance(item, PlanStep)
                 yield StepStarted(
-                    _step_name(item), {"input": item.tool_input}, label=_step_label(item)
+                    _step_name(item),
+                    {"input": shown_input(item.tool_input)},
+                    label=_step_label(item),
                 )
                 continue
             assert isinstance(item, StepOutcome)

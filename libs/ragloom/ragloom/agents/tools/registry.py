@@ -15,11 +15,18 @@ from ragloom.agents.tools.calculator import CalculatorTool
 from ragloom.agents.tools.docsearch import DocSearchTool
 from ragloom.agents.tools.llm import LLMTool
 
-__all__ = ["BUILTIN_TOOLS", "ToolRegistry", "check_runnable"]
+__all__ = ["BUILTIN_TOOLS", "ToolRegistry", "check_runnable", "is_tool_name"]
 
 logger = logging.getLogger(__name__)
 
 BUILTIN_TOOLS: tuple[type[BaseTool], ...] = (DocSearchTool, CalculatorTool, LLMTool)
+
+
+def is_tool_name(name: object) -> bool:
+    """Whether agents can call a tool of this ``name``: a lower-case identifier. The plan
+    and ReAct parsers read a tool's name in lower case, as small models write it in any
+    case; ``WebSearch`` could be registered but never called."""
+    return isinstance(name, str) and name.isidentifier() and name == name.lower()
 
 
 def check_runnable(tool: type[BaseTool]) -> None:
@@ -82,8 +89,10 @@ class ToolRegistry:
         if not (isinstance(tool, type) and issubclass(tool, BaseTool)):
             raise TypeError(f"{tool!r} is not a BaseTool subclass")
         name = getattr(tool, "name", "")
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"{tool.__qualname__}.name must be an identifier, not {name!r}")
+        if not is_tool_name(name):
+            raise ValueError(
+                f"{tool.__qualname__}.name must be a lower-case identifier, not {name!r}"
+            )
         check_runnable(tool)
         previous = self._tools.get(name)
         if previous is not None and previous is not tool:

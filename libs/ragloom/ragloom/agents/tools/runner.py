@@ -38,7 +38,7 @@ from typing import Any
 
 from ragloom.agents.tools.base import BaseTool, ToolResult
 from ragloom.agents.tools.cancel import cancellable
-from ragloom.agents.tools.limits import ToolLimits, bound_result, refuse_input
+from ragloom.agents.tools.limits import ToolLimits, bound_result, cut_text, refuse_input
 from ragloom.sandbox import (
     Sandbox,
     SandboxCrash,
@@ -52,11 +52,13 @@ from ragloom.sandbox import (
 
 __all__ = [
     "SANDBOX_NAME",
+    "SHOWN_CHARS",
     "TOOLS_LIMITS",
     "ToolCall",
     "ToolRunner",
     "call_record",
     "invoke_bounded",
+    "shown_input",
     "tools_sandbox",
     "warm_tools_sandbox",
 ]
@@ -274,11 +276,21 @@ def warm_tools_sandbox(
     return len(seen)
 
 
+SHOWN_CHARS = 2000
+"""Characters of a tool call's input and output that its events carry (the UI's steps,
+``ask --json``): an input may be 16,000 characters once ReWOO pasted evidence in."""
+
+
+def shown_input(tool_input: str, max_chars: int = SHOWN_CHARS) -> str:
+    """A tool call's input as its events show it: cut past ``max_chars``, saying so."""
+    return cut_text(tool_input, max_chars, "input")
+
+
 def call_record(
-    tool_input: str, result: ToolResult, attempts: int, max_chars: int = 2000
+    tool_input: str, result: ToolResult, attempts: int, max_chars: int = SHOWN_CHARS
 ) -> dict[str, Any]:
     """What ``ask --json`` shows of one tool call: input, output or error, attempts."""
-    record: dict[str, Any] = {"input": tool_input, "attempts": attempts}
+    record: dict[str, Any] = {"input": shown_input(tool_input, max_chars), "attempts": attempts}
     if result.ok:
         record["output"] = result.content[:max_chars]
         if result.sources:
