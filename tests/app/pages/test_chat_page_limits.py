@@ -1,13 +1,18 @@
 """ChatPage's bounds: the deadline between an agent's steps, the settings of the limits,
-and an answer whose every index fails to give retrievers."""
+an answer whose every index fails to give retrievers, and a mode's malformed event."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ragloom.events import AnswerDelta, Event
+from ragloom.retrieval import Retriever
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
+from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState
 from ragloom_app.settings import AppSettings, SettingsError
 from tests.helpers.misbehaving_llms import SlowLLM
 from tests.helpers.scripted_app import scripted_app
@@ -61,3 +66,43 @@ def test_when_every_index_fails_to_give_retrievers_the_error_is_raised(tmp_path:
     app = scripted_app(tmp_path, {"replay": {"class": "ragloom_app.testing.ReplayLLM"}})
     with pytest.raises(ValueError, match="retrieval_mode must be one of"):
         ChatPage(app).create_pipeline(None, {"retrieval_mode": "telepathy"})
+
+
+class HalfWritten(BaseReasoning):
+    """A plugin's mode with a bug: its second piece of answer is not text."""
+
+    @classmethod
+    def get_info(cls) -> ReasoningInfo:
+        return ReasoningInfo("half", "Half", "Writes half an answer.")
+
+    @classmethod
+    def get_pipeline(
+        cls, settings: Mapping[str, Any], state: ReasoningState, retrievers: Sequence[Retriever]
+    ) -> BaseReasoning:
+        return cls()
+
+    def stream(self, question: str) -> Iterator[Event]:
+        yield AnswerDelta("It runs at")
+        yield AnswerDelta(None)  # type: ignore[arg-type]
+
+
+def test_a_mode_that_sends_a_malformed_event_ends_its_answer_saying_why_and_both_turns_stay(
+    tmp_path: Path,
+) -> None:
+    """Once, the collector failed on it after the question's turn was stored: the
+    conversation kept a question with no answer, and the user a bare failure."""
+    app = scripted_app(tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}})
+    app.reasonings["half"] = HalfWritten
+    page = ChatPage(app)
+    cid = page.conversations.create()
+    *_, finished = page.ask("How hot is it?", mode="half", conversation_id=cid)
+    assert isinstance(finished, AnswerFinished)
+    assert finished.record.answer.startswith(
+        "It runs at\n\n(Answering failed: the reasoning mode sent an event Ragloom cannot use "
+        "(AnswerDelta.text must be text); its plugin needs mending (log reference "
+    )
+    stored = page.conversations.messages(cid)
+    assert [(m.role, m.content) for m in stored] == [
+        ("user", "How hot is it?"),
+        ("assistant", finished.record.answer),
+    ]

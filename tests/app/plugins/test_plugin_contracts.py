@@ -196,8 +196,18 @@ class Chatty(BaseReasoning):
 
 
 def test_a_reasoning_that_streams_a_non_event_fails_the_contract() -> None:
-    with pytest.raises(AssertionError, match=r"event 2 \(str\) is not one of ragloom.events"):
+    with pytest.raises(AssertionError, match=r"event 2 \(str\): a str is not one of ragloom"):
         check_reasoning(Chatty)
+
+
+class Unwritten(Chatty):
+    def stream(self, question: str) -> Iterator[Event]:
+        yield AnswerDelta(None)  # type: ignore[arg-type]
+
+
+def test_a_reasoning_that_streams_an_event_of_the_wrong_shape_fails_saying_which_field() -> None:
+    with pytest.raises(AssertionError, match=r"event 0 \(AnswerDelta\): AnswerDelta.text must be"):
+        check_reasoning(Unwritten)
 
 
 def _planning(plan: list[PlanItem]) -> type[BaseReasoning]:

@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from theflow import Param
 
+from ragloom.event_checks import event_problem
 from ragloom.events import AnswerCollector, AnswerDelta, AnswerRecord, Event, StepFinished
 from ragloom.llms.base import ChatMessage, Role
 from ragloom.retrieval import Retriever
@@ -41,6 +42,7 @@ __all__ = [
     "ChatPage",
     "EmptyQuestionError",
     "LeftOut",
+    "MalformedEventError",
     "QuestionTooLongError",
     "UnknownConversationError",
     "UnknownModeError",
@@ -65,6 +67,11 @@ class UnknownConversationError(UserFacingError, KeyError):
 
 class EmptyQuestionError(UserFacingError, ValueError):
     """A question with no words."""
+
+
+class MalformedEventError(UserFacingError, TypeError):
+    """A reasoning mode (a plugin's) yielded an event of the wrong type or shape: the
+    answer ends there, saying which field (:func:`ragloom.event_checks.event_problem`)."""
 
 
 class QuestionTooLongError(UserFacingError, ValueError):
@@ -322,6 +329,11 @@ class ChatPage:
         stream = pipeline.stream(question)
         try:
             for event in stream:
+                if (problem := event_problem(event)) is not None:
+                    raise MalformedEventError(
+                        f"the reasoning mode sent an event Ragloom cannot use ({problem}); "
+                        "its plugin needs mending"
+                    )
                 while reported < len(left_out):
                     yield _left_out_step(left_out[reported])
                     reported += 1
