@@ -98,6 +98,31 @@ def test_a_real_endpoint_calls_docsearch_natively(
     assert record.answer.strip()
 
 
+def test_a_reply_asking_for_many_tool_calls_runs_a_few_and_answers_every_one(
+    tmp_path: Path,
+) -> None:
+    """A model calling tools in parallel: eight calls in one reply once grew the prompt
+    past the context (1,645 tokens for a window of 1,200), and the endpoint refused it."""
+    searches = tuple(
+        ToolCallRequest(f"c{n}", "docsearch", json.dumps({"query": f"reactor {n}"}))
+        for n in range(8)
+    )
+    llm = ScriptedLLM(replies=[searches, "It runs at 451 kelvin [1]."], native=True)
+    llm.window = 1200
+    agent = _agent(tmp_path, llm, observation_tokens=120, max_step_tokens=60)
+    record = AnswerCollector("react").extend(agent.run("How hot?")).to_dict(0.0)
+    ran = [
+        s for s in record["steps"] if s["step"].startswith("step1:") and s["event"] == "finished"
+    ]
+    assert len(ran) == agent.max_calls_per_step == 3
+    answered = [m for m in llm.prompts[-1] if m.role == "tool"]
+    assert [m.tool_call_id for m in answered] == [f"c{n}" for n in range(8)]
+    assert answered[-1].content == "Not run: at most 3 tool calls of one step are run."
+    for prompt in llm.prompts:
+        assert sum(llm.count_tokens(m.content) for m in prompt) + 60 <= 1200
+    assert record["answer"] == "It runs at 451 kelvin [1]."
+
+
 def test_native_calls_stop_before_the_messages_outgrow_the_context(tmp_path: Path) -> None:
     search = ToolCallRequest("c", "docsearch", '{"query": "reactor"}')
     llm = ScriptedLLM(replies=[(search,)] * 5 + ["It runs at 451 kelvin [1]."], native=True)

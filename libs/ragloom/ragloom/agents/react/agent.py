@@ -11,6 +11,7 @@ found.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Generator, Iterator
 
@@ -37,6 +38,8 @@ from ragloom.qa.answer import CitedAnswerer, cite_answer
 from ragloom.qa.grounding import GroundingCheck
 
 __all__ = ["REACT_SYSTEM_PROMPT", "ReActAgent"]
+
+logger = logging.getLogger(__name__)
 
 REACT_SYSTEM_PROMPT = """Answer the user's question from their documents. You have these tools:
 {tools}
@@ -92,6 +95,9 @@ class ReActAgent(BaseComponent):
     max_steps: int = Param(5, help="Most LLM calls before the agent must answer.")
     max_step_tokens: int = Param(200, help="Most tokens one step may write.")
     observation_tokens: int = Param(500, help="Most tokens of one observation.")
+    max_calls_per_step: int = Param(
+        3, help="Most tool calls run of one reply (native tool calling); the rest are not."
+    )
     search_first: bool = Param(
         True, help="Start with a document search whose query the model writes."
     )
@@ -131,6 +137,14 @@ class ReActAgent(BaseComponent):
             continue_assistant=transcript.open_turn,
         )
         return self.llm.run(transcript.messages(final), options)
+
+    def _not_run(self, position: int, prompt_tokens: int) -> str | None:
+        """Why the call at ``position`` of one reply is not run, or ``None`` to run it."""
+        if position >= self.max_calls_per_step:
+            return f"at most {self.max_calls_per_step} tool calls of one step are run"
+        if not self._room_for_a_step(prompt_tokens):
+            return "the context has no room for its result"
+        return None
 
     def _room_for_a_step(self, prompt_tokens: int) -> bool:
         """Whether one more step, its observation and a final answer fit the context
@@ -272,9 +286,16 @@ class ReActAgent(BaseComponent):
                 break
             messages.append(ChatMessage("assistant", result.text, tool_calls=result.tool_calls))
             used += self.llm.count_tokens(result.text)
-            for call in result.tool_calls:
-                action = ReActAction("", call.name, call.arguments)
-                observation = yield from self._act(calls, action, runner)
+            for position, call in enumerate(result.tool_calls):
+                # A model calling tools in parallel may ask for many in one reply: each
+                # result must fit the context as a step's does, and every call be answered.
+                skipped = self._not_run(position, used)
+                if skipped is None:
+                    action = ReActAction("", call.name, call.arguments)
+                    observation = yield from self._act(calls, action, runner)
+                else:
+                    logger.info("tool call %s of step %d not run: %s", call.name, calls, skipped)
+                    observation = f"Not run: {skipped}."
                 messages.append(ChatMessage("tool", observation, tool_call_id=call.id))
                 used += self.llm.count_tokens(observation + call.arguments)
         if not answer:
