@@ -3,6 +3,7 @@ an answer whose every index fails to give retrievers, and a mode's malformed eve
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState
 from ragloom_app.settings import AppSettings, SettingsError
 from tests.helpers.misbehaving_llms import SlowLLM
+from tests.helpers.patient_tool import PatientTool
 from tests.helpers.scripted_app import scripted_app
 
 REACTOR = "# Reactor\n\nThe Zorblax reactor runs at 451 kelvin.\n"
@@ -106,3 +108,19 @@ def test_a_mode_that_sends_a_malformed_event_ends_its_answer_saying_why_and_both
         ("user", "How hot is it?"),
         ("assistant", finished.record.answer),
     ]
+
+
+def test_the_deadline_also_cuts_a_tool_call_under_way(tmp_path: Path) -> None:
+    """Checked only between events, it once let a hung tool hold the answer for three
+    tries of 60 s each: the agent's tool calls are now cut to the answer's deadline."""
+    reply = "Thought: I ask the service.\nAction: patient\nAction Input: reactor"
+    script = {"class": "tests.helpers.scripted_llm.ScriptedLLM", "replies": [reply]}
+    app = scripted_app(tmp_path, {"s": script}, {"r.md": REACTOR}, answer_deadline_seconds=1.0)
+    app.tools.register(PatientTool)
+    started = time.monotonic()
+    *_, finished = ChatPage(app).ask(
+        "How hot is the reactor?", mode="react", settings={"search_first": False}
+    )
+    assert time.monotonic() - started < 5
+    assert isinstance(finished, AnswerFinished)
+    assert "longer than the limit of 1 s (ANSWER_DEADLINE_SECONDS)" in finished.record.answer

@@ -274,7 +274,11 @@ class ChatPage:
                 ChatMessage(cast(Role, m.role), m.content)
                 for m in self.conversations.messages(conversation_id)
             ]
-        state = self.app.reasoning_state(conversation_id=conversation_id, history=history)
+        state = self.app.reasoning_state(
+            conversation_id=conversation_id,
+            history=history,
+            deadline=time.monotonic() + self.app.settings.answer_deadline_seconds,
+        )
         left_out: list[LeftOut] = []
         pipeline = self.create_pipeline(
             mode_id,

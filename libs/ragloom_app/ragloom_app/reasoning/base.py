@@ -45,9 +45,10 @@ class ReasoningState:
     the app's embedding model, ``find_terms`` to ask whether terms occur in the indices
     and sources the request may search (set by the chat page; ``None``: nobody can tell),
     ``check_grounding``: whether the app checks answers against their passages
-    (``GROUNDING_CHECK``; a mode's own setting may turn it off), and ``reasoning_named``
+    (``GROUNDING_CHECK``; a mode's own setting may turn it off), ``reasoning_named``
     to get another registered mode's class by id (for modes that hand a question on, such
-    as ``auto``; raises ``KeyError`` for an unknown id)."""
+    as ``auto``; raises ``KeyError`` for an unknown id), and ``deadline``, past which a
+    mode's tool calls should not run."""
 
     llm: ChatLLM
     conversation_id: str | None = None
@@ -60,6 +61,9 @@ class ReasoningState:
     find_terms: TermLookup | None = None  # in the indices and sources the request searches
     check_grounding: bool = True
     reasoning_named: Callable[[str], type[BaseReasoning]] | None = None
+    # A time.monotonic() time: the answer's deadline (ANSWER_DEADLINE_SECONDS), which the
+    # chat page enforces between events; agents cut their tool calls to it too.
+    deadline: float | None = None
 
     def grounding_for(self, values: Mapping[str, Any]) -> bool:
         """Whether this request's answer is checked: the app's ``GROUNDING_CHECK`` and the

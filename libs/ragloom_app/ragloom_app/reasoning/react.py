@@ -73,6 +73,7 @@ class ReActReasoning(AgentReasoning):
             llm=state.llm,
             tools=tools,
             ledger=ledger,
+            deadline=state.deadline,
             max_steps=int(values["max_steps"]),
             search_first=bool(values["search_first"]),
             check_grounding=state.grounding_for(values),

@@ -78,5 +78,6 @@ class ReWOOReasoning(AgentReasoning):
             solver=ReWOOSolver(llm=solver_llm, check_grounding=state.grounding_for(values)),
             tools=tools,
             ledger=ledger,
+            deadline=state.deadline,
         )
         return cls(agent=agent, **cls.precheck_params(values, state, retrievers))

@@ -10,6 +10,7 @@ from ragloom.agents.rewoo import parse_plan
 from ragloom.agents.rewoo.worker import PlanWorker, StepOutcome
 from ragloom.agents.tools import CalculatorTool, ToolError, ToolResult
 from ragloom.agents.tools.base import BaseTool
+from tests.helpers.patient_tool import PatientTool
 
 
 class EchoTool(BaseTool):
@@ -124,3 +125,21 @@ def test_a_filled_in_input_the_tool_cannot_take_is_refused_without_a_call() -> N
     assert error.message == (
         "calculator cannot take this input: not an arithmetic expression: invalid syntax"
     )
+
+
+def test_a_worker_closed_mid_level_leaves_at_once_and_cancels_the_calls_under_way() -> None:
+    """The answer stopped (its deadline, or the user): closing the plan's run once waited
+    for every step of the level to end, while they went on working for nobody."""
+    tool = PatientTool()
+    plan = parse_plan("#E1 = patient[now]\n#E2 = patient[slow]\n#E3 = patient[slower]")
+    run = PlanWorker({"patient": tool}, timeout=60, max_parallel=3).run(plan)
+    assert [kind for kind, _ in (next(run), next(run), next(run))] == ["started"] * 3
+    kind, outcome = next(run)
+    assert kind == "finished" and isinstance(outcome, StepOutcome) and outcome.step.id == 1
+    started = time.monotonic()
+    run.close()
+    assert time.monotonic() - started < 1.0
+    deadline = time.monotonic() + 5
+    while len(tool.cancelled) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sorted(tool.cancelled) == ["slow", "slower"]

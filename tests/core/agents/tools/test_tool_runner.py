@@ -330,6 +330,35 @@ def test_an_in_process_tool_is_cancelled_at_its_timeout_and_stops(
     assert PoliteTool.stopped.is_set() and "left running" not in caplog.text
 
 
+def test_no_call_runs_past_the_answers_deadline_and_retries_stop_at_it() -> None:
+    """A call's time limit is cut to the deadline: a hung tool with three tries of 60 s
+    each once held an answer for three minutes past its own deadline."""
+    PoliteTool.stopped.clear()
+    started = time.monotonic()
+    runner = ToolRunner(timeout=60, retries=2, backoff=5, deadline=started + 0.5)
+    call = runner.call(PoliteTool(), "x")
+    assert time.monotonic() - started < 2.5 and call.attempts == 1
+    assert call.result.error is not None and call.result.error.code == "timeout"
+    assert PoliteTool.stopped.is_set()
+    late = runner.call(WhereTool(), "x")  # the deadline has passed: not run at all
+    assert late.attempts == 0 and late.result.error is not None
+    assert late.result.error.message == "where was not run: the answer's time is up"
+
+
+def test_a_stopped_runner_cancels_its_call_in_a_thread_and_runs_no_other() -> None:
+    PoliteTool.stopped.clear()
+    runner = ToolRunner(timeout=60, retries=2)
+    threading.Timer(0.3, runner.stop).start()
+    started = time.monotonic()
+    call = runner.call(PoliteTool(), "x")
+    assert time.monotonic() - started < 2 and call.attempts == 1
+    assert call.result.error is not None and call.result.error.code == "cancelled"
+    assert not call.result.error.retryable and PoliteTool.stopped.is_set()
+    after = runner.call(WhereTool(), "x")
+    assert after.attempts == 0 and after.result.error is not None
+    assert after.result.error.code == "cancelled"
+
+
 def test_a_result_that_arrives_within_the_grace_is_the_calls_result() -> None:
     # What it did (docsearch numbering passages) must not be thrown away for being late.
     call = ToolRunner(timeout=0.2, retries=0, cancel_grace=1.0).call(LateTool(), "x")

@@ -113,6 +113,9 @@ class ReActAgent(BaseComponent):
         60.0, help="Seconds a tool call may take (a tool's own limit may be shorter)."
     )
     tool_retries: int = Param(2, help="Retries of a call whose error is worth retrying.")
+    deadline: float | None = Param(
+        None, help="A time.monotonic() time past which no tool call runs (the answer's)."
+    )
     check_grounding: bool = Param(
         True, help="Check the answer's specifics against the passages it cites (qa.grounding)."
     )
@@ -186,7 +189,9 @@ class ReActAgent(BaseComponent):
         if native:
             yield from self._stream_native(question)
             return
-        runner = ToolRunner(timeout=self.tool_timeout, retries=self.tool_retries)
+        runner = ToolRunner(
+            timeout=self.tool_timeout, retries=self.tool_retries, deadline=self.deadline
+        )
         system = self.system_prompt()
         open_turn = self.open_turn and self.llm.continues_assistant_turn
         transcript = ReActTranscript(system, question.strip(), open_turn)
@@ -247,7 +252,9 @@ class ReActAgent(BaseComponent):
 
     def _stream_native(self, question: str) -> Iterator[Event]:
         """The same loop through the endpoint's tool calling: no text format to parse."""
-        runner = ToolRunner(timeout=self.tool_timeout, retries=self.tool_retries)
+        runner = ToolRunner(
+            timeout=self.tool_timeout, retries=self.tool_retries, deadline=self.deadline
+        )
         specs = tuple(
             ToolSpec(t.name, t.description, t.parameters_schema()) for t in self.tools.values()
         )

@@ -80,6 +80,9 @@ class ReWOOAgent(BaseComponent):
         60.0, help="Seconds a tool call may take (a tool's own limit may be shorter)."
     )
     tool_retries: int = Param(2, help="Retries of a call whose error is worth retrying.")
+    deadline: float | None = Param(
+        None, help="A time.monotonic() time past which no tool call runs (the answer's)."
+    )
     fallback_search: str | None = Param(
         "docsearch",
         help="The tool that searches for the question when the dropped steps leave no "
@@ -106,7 +109,12 @@ class ReWOOAgent(BaseComponent):
         yield from self.solver.stream(question, screened.plan, outcomes, self.ledger)
 
     def _work(self, plan: Plan) -> Generator[Event, None, list[StepOutcome]]:
-        worker = PlanWorker(self.tools, timeout=self.tool_timeout, retries=self.tool_retries)
+        worker = PlanWorker(
+            self.tools,
+            timeout=self.tool_timeout,
+            retries=self.tool_retries,
+            deadline=self.deadline,
+        )
         outcomes: list[StepOutcome] = []
         started = time.perf_counter()
         yield StepStarted("work", {"steps": len(plan.steps)}, label=WORK_LABEL)

@@ -51,9 +51,12 @@ class PlanWorker:
         backoff: float = 0.5,
         max_parallel: int = 16,
         sleep: Callable[[float], None] = time.sleep,
+        deadline: float | None = None,
     ) -> None:
         self.tools = dict(tools)
-        self.runner = ToolRunner(timeout=timeout, retries=retries, backoff=backoff, sleep=sleep)
+        self.runner = ToolRunner(
+            timeout=timeout, retries=retries, backoff=backoff, sleep=sleep, deadline=deadline
+        )
         self.max_parallel = max_parallel
 
     def _refusal(
@@ -82,7 +85,10 @@ class PlanWorker:
         return StepOutcome(step, tool_input, call.result, call.seconds, call.attempts)
 
     def run(self, plan: Plan) -> Iterator[tuple[str, StepOutcome | PlanStep]]:
-        """Yield ``("started", step)`` and ``("finished", outcome)`` as steps run."""
+        """Yield ``("started", step)`` and ``("finished", outcome)`` as steps run.
+
+        Closed before it ends (the answer stopped), it leaves at once: the steps not yet
+        run never start, and those under way in threads are cancelled."""
         evidence: dict[int, str] = {}
         failed: set[int] = set()
         for level in plan_levels(plan):
@@ -90,7 +96,8 @@ class PlanWorker:
             for step in level:
                 yield "started", step
             before = frozenset(failed)  # a level's steps use only earlier levels
-            with ThreadPoolExecutor(max_workers=min(self.max_parallel, len(level))) as pool:
+            pool = ThreadPoolExecutor(max_workers=min(self.max_parallel, len(level)))
+            try:
                 futures = {s.id: pool.submit(self._call, s, inputs[s.id], before) for s in level}
                 for step in level:
                     outcome = futures[step.id].result()
@@ -98,3 +105,8 @@ class PlanWorker:
                     if not outcome.result.ok:
                         failed.add(step.id)
                     yield "finished", outcome
+            except GeneratorExit:
+                self.runner.stop()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()

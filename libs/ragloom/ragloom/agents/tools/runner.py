@@ -103,6 +103,9 @@ def invoke_bounded(tool: BaseTool, tool_input: str, limits: ToolLimits) -> ToolR
     return bound_result(tool.name, result, limits)
 
 
+_STOP_POLL_SECONDS = 0.1  # how often a call in a thread looks whether the answer stopped
+
+
 class ToolRunner:
     """Runs tool calls under their limits and retries them when that may help.
 
@@ -111,7 +114,11 @@ class ToolRunner:
     ``limits``: the bounds of inputs and results; ``cancel_grace``: seconds an in-process
     tool has to stop once cancelled; ``sandbox``: where sandboxed tools run (default: the
     shared ``"tools"`` sandbox); ``sandbox_slots``: how many of this runner's calls may use
-    sandbox workers at once.
+    sandbox workers at once; ``deadline``: a :func:`time.monotonic` time (the answer's)
+    past which no call runs, and to which every call's time limit is cut.
+
+    :meth:`stop` (an answer closed) fails the calls not yet run and cancels the in-process
+    ones under way; a sandboxed call under way ends at its own time limit.
     """
 
     def __init__(
@@ -125,8 +132,11 @@ class ToolRunner:
         cancel_grace: float = 0.5,
         sandbox: Sandbox | None = None,
         sandbox_slots: int = 1,
+        deadline: float | None = None,
     ) -> None:
         self.timeout = timeout
+        self.deadline = deadline
+        self._stopping = threading.Event()
         self.retries = retries
         self.backoff = backoff
         self.limits = limits or ToolLimits()
@@ -135,10 +145,28 @@ class ToolRunner:
         self._slots = threading.BoundedSemaphore(max(1, sandbox_slots))
         self._sleep = sleep
 
+    def stop(self) -> None:
+        """No call runs from now on; in-process calls under way are cancelled."""
+        self._stopping.set()
+
     def time_limit(self, tool: BaseTool) -> float:
-        """Seconds a call of ``tool`` may take: the smaller of the runner's and the tool's."""
+        """Seconds a call of ``tool`` may take: the smaller of the runner's and the tool's,
+        and no further than the deadline."""
         own = getattr(tool, "timeout", None)
-        return min(self.timeout, own) if own else self.timeout
+        limit = min(self.timeout, own) if own else self.timeout
+        if self.deadline is not None:
+            limit = min(limit, max(self.deadline - time.monotonic(), 0.0))
+        return limit
+
+    def _not_run(self, tool: BaseTool) -> ToolResult | None:
+        """The failure of a call that must not start now, or ``None``."""
+        if self._stopping.is_set():
+            return ToolResult.failure("cancelled", f"{tool.name} was not run: the answer stopped")
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return ToolResult.failure(
+                "deadline", f"{tool.name} was not run: the answer's time is up"
+            )
+        return None
 
     def _in_sandbox(self, tool: BaseTool, tool_input: str, limit: float) -> ToolResult:
         again = not tool.deterministic
@@ -175,7 +203,11 @@ class ToolRunner:
         # without holding up its retry, the agent, or the interpreter's exit.
         thread = threading.Thread(target=work, daemon=True, name=f"tool:{tool.name}")
         thread.start()
-        thread.join(limit)
+        ends = time.monotonic() + limit
+        while thread.is_alive() and not self._stopping.is_set():
+            if (left := ends - time.monotonic()) <= 0:
+                break
+            thread.join(min(left, _STOP_POLL_SECONDS))
         if not thread.is_alive():
             if results:
                 return results[0]
@@ -194,6 +226,8 @@ class ToolRunner:
                 limit,
                 self.cancel_grace,
             )
+        if self._stopping.is_set():
+            return ToolResult.failure("cancelled", f"{tool.name} was cancelled: the answer stopped")
         message = f"{tool.name} did not answer within {limit:g} s and was cancelled"
         return ToolResult.failure("timeout", message, retryable=stopped and not tool.deterministic)
 
@@ -211,6 +245,9 @@ class ToolRunner:
         refused = refuse_input(tool.name, tool_input, self.limits)
         if refused is not None:
             return ToolCall(refused, time.perf_counter() - started, 0)
+        stopped = self._not_run(tool)
+        if stopped is not None:
+            return ToolCall(stopped, time.perf_counter() - started, 0)
         attempts = 0
         while True:
             attempts += 1
@@ -219,8 +256,12 @@ class ToolRunner:
             if error is None or not error.retryable or attempts > self.retries:
                 break
             delay = self.backoff * 2 ** (attempts - 1)
+            if self.deadline is not None:
+                delay = min(delay, max(self.deadline - time.monotonic(), 0.0))
             logger.info("%s failed (%s); retry in %.2f s", tool.name, error.code, delay)
             self._sleep(delay)
+            if self._not_run(tool) is not None:
+                break  # its last failure says more than "not run"
         return ToolCall(result, time.perf_counter() - started, attempts)
 
 
