@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import OperationalError
 
+from ragloom_app.api.job_routes import job_out
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs import JobLimitError, UnknownJobError
@@ -466,17 +467,24 @@ def test_uploads_sent_together_never_pass_the_per_user_bound(app: BaseApp) -> No
     assert store.count_active(owner="alice") == 2
 
 
-def test_a_deleted_indexs_jobs_go_with_it_and_never_reach_an_index_given_its_id(
+def test_a_deleted_indexs_jobs_fail_and_never_reach_an_index_given_its_id(
     app: BaseApp, tmp_path: Path
 ) -> None:
     """SQLite gives a new index the highest id again: alice's job of her deleted index
-    would have run into bob's new private one, and shown her its name."""
+    would have run into bob's new private index, and shown her its name. It fails, and
+    stays in her history naming no index."""
     file_index = next(iter(app.indices.index_types))
     doomed = app.indices.create("Alice drafts", file_index, owner="alice", shared=False)
     job_id = staged_job(app, numbered_documents(tmp_path / "in", 1), "doomed", "Alice drafts")
     alter_job(app, job_id, owner="alice")
     app.indices.delete(doomed.id)
-    assert app.jobs.jobs("alice") == [] and JobStore(app.engine).get(job_id) is None
     reused = app.indices.create("Bob plans", file_index, owner="bob", shared=False)
     assert JobRunner(app, "w").run(job_id) is None
+    (failed,) = app.jobs.jobs("alice")
+    assert (failed.id, failed.status, failed.error) == (
+        job_id,
+        JobStatus.FAILED,
+        "its index was deleted",
+    )
+    assert job_out(app, failed).index is None
     assert reused.list_sources() == []  # type: ignore[attr-defined]

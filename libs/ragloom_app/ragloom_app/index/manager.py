@@ -11,12 +11,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, delete, select
+from sqlmodel import Session, col, select
 
 from ragloom.loaders import FileReader, default_readers
-from ragloom_app.db.models import LOCAL_USER, IndexingJob, IndexRecord
+from ragloom_app.db.models import LOCAL_USER, IndexRecord
 from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, IndexResources
+from ragloom_app.jobs.store import JobStore
 from ragloom_app.settings import SettingsError
 
 __all__ = [
@@ -305,16 +306,12 @@ class IndexManager:
             self._access[index.id] = IndexAccess(owner, shared)
 
     def delete(self, name_or_id: str | int) -> None:
-        """Delete an index and everything it stored, its indexing jobs too.
-
-        A later index may get this one's id (SQLite reuses the highest): a job of this
-        one left behind would then run into that index, and show its name to this one's
-        owner. A worker still running one stops at its next write, which finds no job.
-        """
+        """Delete an index and everything it stored; its indexing jobs that had not ended
+        fail, and none of its jobs points at its id any more (``JobStore.detach_index``)."""
         index = self.get(name_or_id)
         index.on_delete()
         with Session(self._engine) as session:
-            session.exec(delete(IndexingJob).where(col(IndexingJob.index_id) == index.id))
+            JobStore(self._engine).detach_index(index.id, session)
             record = session.get(IndexRecord, index.id)
             if record is not None:
                 session.delete(record)

@@ -21,10 +21,12 @@ from ragloom_app.db.models import IndexingJob, JobStatus
 from ragloom_app.errors import UserFacingError
 from ragloom_app.jobs.view import ACTIVE, FINAL, JobView
 
-__all__ = ["ACTIVE", "FINAL", "JobLimitError", "JobStore", "JobView"]
+__all__ = ["ACTIVE", "DELETED_INDEX", "FINAL", "JobLimitError", "JobStore", "JobView"]
 
 # The status column's own type: a literal status is then stored as the column stores it.
 _STATUS_TYPE = IndexingJob.__table__.c.status.type  # type: ignore[attr-defined]
+DELETED_INDEX = 0
+"""The index id of the jobs of a deleted index (no index has it: ids start at 1)."""
 _OWNER_LOCKS = 7_261_024  # the first key of PostgreSQL's advisory locks of a job's owner
 _IDS_PER_QUERY = 500  # ids bound in one IN list (PostgreSQL's driver takes 65,535 at most)
 
@@ -396,6 +398,24 @@ class JobStore:
         )
         job = self.get(job_id)
         return job.status if job is not None else None
+
+    def detach_index(self, index_id: int, session: Session) -> None:
+        """In ``session`` (the index's deletion): fail the index's active jobs, saying why,
+        and point all of its jobs at :data:`DELETED_INDEX`. A later index may get its id
+        (SQLite gives the highest again): a job left pointing at it would run into that
+        index, and show its name to the job's owner. The jobs stay their owners' history;
+        a worker still running one stops at its next write, which no longer matches."""
+        ended = {"status": JobStatus.FAILED, "error": "its index was deleted"}
+        session.exec(
+            update(IndexingJob)
+            .where(col(IndexingJob.index_id) == index_id, col(IndexingJob.status).in_(list(ACTIVE)))
+            .values(**ended, finished_at=_now(), current=None)
+        )
+        session.exec(
+            update(IndexingJob)
+            .where(col(IndexingJob.index_id) == index_id)
+            .values(index_id=DELETED_INDEX)
+        )
 
     def delete_finished(self, owner: str) -> int:
         """Delete ``owner``'s finished jobs (their file names and outcomes); how many."""
