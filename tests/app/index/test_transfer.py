@@ -158,6 +158,12 @@ def _member(good: Path, prefix: str) -> str:
         return next(n for n in archive.namelist() if n.startswith(prefix))
 
 
+def _extra_chunk_line(good: Path) -> dict[str, bytes | None]:
+    with zipfile.ZipFile(good) as archive:
+        lines = archive.read("chunks.jsonl")
+    return {"chunks.jsonl": lines + lines.splitlines(keepends=True)[0]}
+
+
 def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | None]:
     """``member`` (a ``.jsonl``) with its first record's ``values`` changed; a value of
     :class:`bytes` is written into the JSON as it is (``1e400``: not a number JSON dumps)."""
@@ -198,6 +204,8 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         (lambda good: _first_line(good, "chunks.jsonl", start=2**40), "bad chunk"),
         (lambda good: _first_line(good, "chunks.jsonl", page=b"1e400"), "bad chunk"),
         (lambda good: _first_line(good, "chunks.jsonl", text=7), "bad chunk"),
+        (lambda good: {"files/" + "0" * 64 + ".md": b"stowaway"}, "which no file names"),
+        (lambda good: _extra_chunk_line(good), "more chunks than its files have"),
     ],
     ids=[
         "path-member",
@@ -217,6 +225,8 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         "offset-too-large",
         "page-overflow",
         "text-not-text",
+        "unnamed-member",
+        "extra-chunk-line",
     ],
 )
 def test_a_broken_or_hostile_export_is_refused_and_leaves_no_index(

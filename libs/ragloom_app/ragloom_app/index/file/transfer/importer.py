@@ -183,6 +183,7 @@ def _import_sources(
     dimension = int(manifest["embedding"]["dimension"])
     pipeline = index.get_indexing_pipeline({})
     sources = chunks = replaced = 0
+    named: set[str] = set()
     with (
         archive.open("sources.jsonl") as source_lines,
         archive.open("chunks.jsonl") as chunk_lines,
@@ -196,8 +197,15 @@ def _import_sources(
             fields = _SourceFields.of(record, pipeline, archive, manifest["chunks"] - chunks)
             replaced += _import_source(pipeline, archive, fields, records, vector_bytes, dimension)
             chunks += fields.count
+            named.add(fields.member or "")
+        if next(records, None) is not None:
+            raise IndexTransferError("chunks.jsonl holds more chunks than its files have")
     if chunks != manifest["chunks"] or sources != manifest["sources"]:
         raise IndexTransferError("the export holds fewer files or chunks than its manifest says")
+    # What an export holds is read whole or refused: nothing in it is left unread.
+    unnamed = sorted(set(archive.namelist()) - FIXED_MEMBERS - named)
+    if unnamed:
+        raise IndexTransferError(f"the export holds {unnamed[0]!r}, which no file names")
     return sources - replaced, chunks
 
 
