@@ -1,5 +1,6 @@
-"""Accounts on a real SQLite database: passwords kept as argon2id, sessions and API keys
-as hashes, refusals that tell nothing, failed logins limited."""
+"""Accounts on a real SQLite database (and PostgreSQL where a test says so): passwords
+kept as argon2id, sessions and API keys as hashes, refusals that tell nothing, failed
+logins limited."""
 
 from __future__ import annotations
 
@@ -49,6 +50,17 @@ def test_an_unknown_name_and_a_wrong_password_are_refused_alike(store: AccountSt
     with pytest.raises(LoginRefused) as wrong:
         store.login("alice", "not the password")
     assert str(unknown.value) == str(wrong.value) == "the name or the password is not right"
+
+
+def test_a_name_no_account_can_have_is_unknown_on_every_database(database_url: str) -> None:
+    """Not looked up: PostgreSQL refuses a NUL even in a lookup, and the UI's login form
+    and a UTF-16 JSON body passed one on (a 500 there)."""
+    store = AccountStore(create_db_engine(database_url))
+    store.add_user("admin", PASSWORD)
+    for name in ("ad\x00min", "admin\n", "admin" * 1000):
+        with pytest.raises(LoginRefused, match="the name or the password is not right"):
+            store.login(name, PASSWORD)
+        assert store.user_named(name) is None
 
 
 def test_failed_logins_are_limited_per_account_and_the_right_password_waits_too(

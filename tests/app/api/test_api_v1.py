@@ -251,6 +251,20 @@ def test_inputs_that_once_made_500s_are_422s_in_words(
     assert refused.status_code == 422 and message in refused.json()["error"]["message"]
 
 
+def _json_in(encoding: str, value: object) -> dict[str, Any]:
+    """Request arguments sending ``value`` as JSON in ``encoding``."""
+    body = json.dumps(value).encode(encoding)
+    return {"content": body, "headers": {"Content-Type": "application/json"}}
+
+
+def test_json_nested_past_pythons_stack_on_a_route_without_a_body_is_not_a_500(
+    api: httpx.Client,
+) -> None:
+    nested = "[" * 3000 + '"\\u0000"' + "]" * 3000
+    sent = api.post("/logout", content=nested, headers={"Content-Type": "application/json"})
+    assert sent.status_code < 500, sent.text
+
+
 @pytest.mark.parametrize(
     ("method", "path", "kwargs", "where"),
     [
@@ -259,6 +273,9 @@ def test_inputs_that_once_made_500s_are_422s_in_words(
         ("POST", "/conversations", {"json": {"title": "notes\x00"}}, "body"),
         ("GET", "/conversations/abc%00def", {}, "path"),
         ("GET", "/jobs", {"params": {"all": "\x00"}}, "query"),
+        # JSON may come as UTF-16 or -32, which the route's parser reads as well.
+        ("POST", "/login", _json_in("utf-16-le", {"name": "ad\x00min", "password": "x"}), "body"),
+        ("POST", "/login", _json_in("utf-32-be", {"name": "ad\x00min", "password": "x"}), "body"),
     ],
 )
 def test_text_holding_nul_is_refused_the_same_on_every_database(

@@ -164,7 +164,7 @@ class AccountStore:
     def user_named(self, name: str) -> User | None:
         """The enabled or disabled user ``name``, or ``None``."""
         with Session(self.engine) as session:
-            record = session.exec(select(UserRecord).where(UserRecord.name == name)).first()
+            record = _named(session, name)
             return None if record is None else _user(record)
 
     def user_by_id(self, user_id: str) -> User | None:
@@ -225,7 +225,7 @@ class AccountStore:
 
     @staticmethod
     def _record(session: Session, name: str) -> UserRecord:
-        record = session.exec(select(UserRecord).where(UserRecord.name == name)).first()
+        record = _named(session, name)
         if record is None:
             raise AccountError(f"no user named {name!r}")
         return record
@@ -270,7 +270,7 @@ class AccountStore:
 
     def _check_and_open(self, name: str, password: str) -> tuple[User, str]:
         with Session(self.engine) as session:
-            record = session.exec(select(UserRecord).where(UserRecord.name == name)).first()
+            record = _named(session, name)
             ok = verify_password(record.password_hash if record else _dummy_hash(), password)
             if record is None or not ok or record.disabled:
                 raise LoginRefused("the name or the password is not right")
@@ -388,3 +388,11 @@ class AccountStore:
         return ApiKeyInfo(
             record.id, record.name, record.prefix, record.created_at, record.last_used_at
         )
+
+
+def _named(session: Session, name: str) -> UserRecord | None:
+    """The user ``name``, or ``None``; a name no account can have (a NUL in it, which
+    PostgreSQL refuses even in a lookup) is not looked up."""
+    if not _NAME.fullmatch(name):
+        return None
+    return session.exec(select(UserRecord).where(UserRecord.name == name)).first()

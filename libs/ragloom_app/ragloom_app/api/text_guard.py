@@ -20,7 +20,7 @@ from ragloom_app.api.errors import ApiError
 __all__ = ["refuse_nul_text"]
 
 _NUL = "\x00"
-_JSON_NUL = b"\\u0000"  # JSON can write a NUL no other way
+_JSON_NUL = "\\u0000"  # JSON can write a NUL no other way
 
 
 async def refuse_nul_text(request: Request) -> None:
@@ -33,7 +33,7 @@ async def refuse_nul_text(request: Request) -> None:
         where = "query"
     elif _is_json(request):
         body = await request.body()  # kept by the request: the route reads it again
-        if _JSON_NUL in body and _holds_nul(body):
+        if _holds_nul(body):
             where = "body"
     if where is not None:
         raise ApiError(
@@ -50,10 +50,17 @@ def _is_json(request: Request) -> bool:
 
 def _holds_nul(body: bytes) -> bool:
     """Whether a string or key of the JSON ``body`` holds a NUL (invalid JSON: no; the
-    route refuses that itself)."""
+    route refuses that itself). The body may be UTF-8, -16 or -32, as the route's own
+    parser reads it: the escape is looked for in its text, not its bytes."""
     try:
-        value = json.loads(body)
-    except ValueError:
+        text = body.decode(json.detect_encoding(body))
+    except (UnicodeDecodeError, LookupError):
+        return False  # not JSON the route can read either
+    if _JSON_NUL not in text:  # the parse below only when it may find one
+        return False
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
         return False
     stack: list[Any] = [value]
     while stack:

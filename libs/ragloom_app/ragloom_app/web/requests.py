@@ -105,10 +105,10 @@ class RequestGuard:
         ):
             await self._refuse(scope, receive, send, 403, _RELAY_REFUSED)
             return
-        if scope["method"] in ("GET", "HEAD", "OPTIONS"):
+        headers = Headers(scope=scope)
+        if scope["method"] in ("GET", "HEAD", "OPTIONS") and not _has_body(headers):
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
         multipart = headers.get("content-type", "").lower().startswith("multipart/")
         if multipart and _is_upload_path(path):
             refusal = self._check_upload(headers)
@@ -188,6 +188,13 @@ class RequestGuard:
     @staticmethod
     async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, text: str) -> None:
         await refusal(str(scope["path"]), status, text)(scope, receive, send)
+
+
+def _has_body(headers: Headers) -> bool:
+    """Whether a request says it sends a body: one on a GET is held to the same limit
+    (a route's guard would read it, and the server hold it whole)."""
+    declared = headers.get("content-length", "0").strip()
+    return declared != "0" or "transfer-encoding" in headers
 
 
 def _is_upload_path(path: str) -> bool:
