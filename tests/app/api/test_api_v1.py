@@ -234,6 +234,13 @@ def test_a_client_that_leaves_mid_stream_leaves_the_server_answering_others(
     # Gone after one event: the next question, in the same conversation, is answered.
     again = api.post(f"/conversations/{cid}/ask", json={"question": "How hot is the reactor?"})
     assert again.status_code == 200 and again.json()["answer"] == ANSWER
+    # Each question kept its answer: the first as far as it went, if it was stopped. (Its
+    # answer's work ends at its next event, which may come after the second question.)
+    deadline = time.monotonic() + 10
+    while len(turns := api.get(f"/conversations/{cid}").json()["messages"]) < 4:
+        assert time.monotonic() < deadline, turns
+        time.sleep(0.05)
+    assert sorted(t["role"] for t in turns) == ["assistant", "assistant", "user", "user"]
 
 
 @pytest.mark.parametrize(

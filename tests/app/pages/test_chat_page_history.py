@@ -109,3 +109,25 @@ def test_fullqa_follows_a_conversation_in_its_search_and_its_prompt(
     # Without a conversation the prompt is as it always was.
     list(page.ask("How hot does the Zorblax reactor run?", mode="fullqa"))
     assert "Earlier in this conversation" not in llm.prompts[-1][-1].content
+
+
+def test_an_answer_its_caller_stops_listening_to_is_stored_as_far_as_it_went(
+    tmp_path: Path, stores: StoreSetup
+) -> None:
+    """An API client that leaves mid-stream closes the answer: its question was stored,
+    and once the conversation kept it with no answer (the next question then followed
+    an orphan in the history)."""
+    app = scripted_app(
+        tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}}, **stores.servers()
+    )
+    app.reasonings["probe"] = HistoryProbe
+    page = ChatPage(app)
+    cid = page.conversations.create()
+    answer = page.ask("First?", mode="probe", conversation_id=cid)
+    next(answer)  # the first event; then the caller goes
+    answer.close()
+    stored = [(m.role, m.content) for m in page.conversations.messages(cid)]
+    assert stored == [
+        ("user", "First?"),
+        ("assistant", "0 earlier turns.\n\n(Stopped before the answer was finished.)"),
+    ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
 
 __all__ = ["iterate_in_thread", "started"]
@@ -31,15 +31,24 @@ def started(items: Iterator[T]) -> Iterator[T]:
     first = next(items)
 
     def rest() -> Iterator[T]:
-        yield first
-        yield from items
+        try:
+            yield first
+            yield from items
+        finally:  # closed at its first item too, which ``yield from`` would not pass on
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
 
     return rest()
 
 
-async def iterate_in_thread(items: Iterator[T], name: str = "ragloom-answer") -> AsyncIterator[T]:
+async def iterate_in_thread(
+    items: Iterator[T], name: str = "ragloom-answer", on_end: Callable[[], None] | None = None
+) -> AsyncIterator[T]:
     """The items of ``items``, made on a thread of their own; an exception it raises is
-    raised here. Closing this generator stops and closes ``items``."""
+    raised here. Closing this generator stops and closes ``items``; ``on_end`` is called
+    on that thread once ``items`` is closed (the work has ended, which may be after this
+    generator was closed)."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[object] = asyncio.Queue()
     stop = threading.Event()
@@ -59,10 +68,14 @@ async def iterate_in_thread(items: Iterator[T], name: str = "ragloom-answer") ->
         except BaseException as exc:  # handed to the consumer, who raises it
             put(_Failed(exc))
         finally:
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
-            put(_END)
+            try:
+                close = getattr(items, "close", None)
+                if close is not None:
+                    close()
+            finally:
+                if on_end is not None:
+                    on_end()
+                put(_END)
 
     thread = threading.Thread(target=run, name=name, daemon=True)
     thread.start()

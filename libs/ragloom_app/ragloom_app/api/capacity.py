@@ -71,14 +71,31 @@ class Slot:
         self._slots = slots
         self._lock = threading.Lock()
         self._held = True
+        self._by_work = False
 
     def give_back(self) -> None:
-        """Free the slot; a second call does nothing."""
+        """Free the slot; a second call does nothing, nor does any call once the work
+        holds it (:meth:`held_by_work`)."""
         with self._lock:
-            if not self._held:
+            if not self._held or self._by_work:
                 return
             self._held = False
         self._slots.give_back()
+
+    def held_by_work(self) -> Callable[[], None]:
+        """From now on the slot is freed only by the function returned, which the work
+        calls when it has ended: a client that leaves stops a stream at once, while its
+        answer's thread goes on to its next event; the slot bounds the work, not the
+        streams."""
+        with self._lock:
+            self._by_work = True
+
+        def ended() -> None:
+            with self._lock:
+                self._by_work = False
+            self.give_back()
+
+        return ended
 
 
 def answer_response(

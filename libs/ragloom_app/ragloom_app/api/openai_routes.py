@@ -205,7 +205,7 @@ async def _sse(
     chunks: Iterator[dict[str, Any]], include_usage: bool, slot: Slot
 ) -> AsyncIterator[str]:
     try:
-        async for chunk in iterate_in_thread(chunks):
+        async for chunk in iterate_in_thread(chunks, on_end=slot.held_by_work()):
             usage = chunk.pop("usage", None)
             yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
             if usage is not None and include_usage:

@@ -267,7 +267,7 @@ def _answer(finished: AnswerFinished, conversation_id: str) -> dict[str, Any]:
 
 async def _sse(events: Any, conversation_id: str, slot: Slot) -> AsyncIterator[str]:
     try:
-        async for item in iterate_in_thread(events):
+        async for item in iterate_in_thread(events, on_end=slot.held_by_work()):
             if isinstance(item, AnswerFinished):
                 yield sse_message("done", _answer(item, conversation_id))
             else:

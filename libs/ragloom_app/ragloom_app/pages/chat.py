@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -292,9 +292,18 @@ class ChatPage:
         if conversation_id:
             self._save(conversation_id, "user", question)
         collector = AnswerCollector(mode=mode_id)
-        for event in self._bounded(pipeline, question, collector, left_out, started):
-            collector.add(event)
-            yield event
+        events = self._bounded(pipeline, question, collector, left_out, started)
+        try:
+            for event in events:
+                collector.add(event)
+                yield event
+        except GeneratorExit:
+            # The caller stopped listening (an API client that left): the question's turn
+            # is stored, so its answer is too, as far as it went, saying so.
+            events.close()
+            if conversation_id:
+                self._save_stopped(conversation_id, collector.answer, mode_id)
+            raise
         record = collector.record(time.perf_counter() - started)
         if conversation_id:
             self._save(
@@ -318,6 +327,16 @@ class ChatPage:
                 "nothing more was saved"
             ) from None
 
+    def _save_stopped(self, conversation_id: str, answer: str, mode_id: str) -> None:
+        """Store an answer its caller stopped listening to, as far as it went, saying so;
+        a failure is logged (the caller has gone: nobody else would hear of it)."""
+        note = "(Stopped before the answer was finished.)"
+        text = f"{answer.strip()}\n\n{note}" if answer.strip() else note
+        try:
+            self._save(conversation_id, "assistant", text, mode=mode_id)
+        except Exception:
+            logger.warning("the stopped answer could not be stored", exc_info=True)
+
     def _bounded(
         self,
         pipeline: BaseReasoning,
@@ -325,7 +344,7 @@ class ChatPage:
         collector: AnswerCollector,
         left_out: list[LeftOut],
         started: float,
-    ) -> Iterator[Event]:
+    ) -> Generator[Event, None, None]:
         """The pipeline's events, with the indices left out noted, step errors scrubbed,
         stopped at the deadline, and a failure of the mode ending the answer in words."""
         limit = self.app.settings.answer_deadline_seconds
