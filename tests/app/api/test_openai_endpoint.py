@@ -85,6 +85,22 @@ def test_the_last_user_message_is_the_question(
     assert prompt.endswith("Question: And the reactor?\nAnswer:")
 
 
+_ASK = {"model": "ragloom-fullqa", "messages": [{"role": "user", "content": "Hot?"}]}
+_PARTS = [{"role": "user", "content": [{"type": "text", "text": "x" * 90_000}] * 2}]
+
+
+def test_options_that_only_tune_the_generation_are_accepted(client: openai.OpenAI) -> None:
+    answer = client.chat.completions.create(
+        model="ragloom-fullqa",
+        messages=[{"role": "user", "content": "How hot is the reactor?"}],
+        n=1,
+        temperature=0.2,
+        max_tokens=50,
+        response_format={"type": "text"},
+    )
+    assert answer.choices[0].message.content
+
+
 @pytest.mark.parametrize(
     ("body", "status", "code"),
     [
@@ -101,6 +117,21 @@ def test_the_last_user_message_is_the_question(
         ),
         (
             {"model": "ragloom-fullqa", "messages": [{"role": "user", "content": "x" * 5000}]},
+            422,
+            "invalid_request",
+        ),
+        # What asks for an answer of another shape is refused, not silently ignored.
+        ({**_ASK, "n": 3}, 422, "invalid_request"),
+        (
+            {**_ASK, "tools": [{"type": "function", "function": {"name": "f"}}]},
+            422,
+            "invalid_request",
+        ),
+        ({**_ASK, "response_format": {"type": "json_object"}}, 422, "invalid_request"),
+        ({**_ASK, "logprobs": True}, 422, "invalid_request"),
+        # The list form of a message's content is bounded as the string form is.
+        (
+            {**_ASK, "messages": [*_PARTS, {"role": "user", "content": "Hot?"}]},
             422,
             "invalid_request",
         ),

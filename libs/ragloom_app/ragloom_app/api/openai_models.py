@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "ChatCompletion",
@@ -22,6 +22,8 @@ MAX_MESSAGES = 200
 """Most messages one request may hold (the earlier ones are the history)."""
 MAX_MESSAGE_CHARS = 100_000
 """Most characters of one message; the question itself is bounded by ``MAX_QUESTION_CHARS``."""
+MAX_PARTS = 1000
+"""Most parts of one message's content in the list form."""
 MODEL_PREFIX = "ragloom-"
 """A mode ``fullqa`` is the model ``ragloom-fullqa``."""
 
@@ -39,7 +41,18 @@ class ChatMessageIn(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)] | list[TextPart] | None = None
+    content: (
+        Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)]
+        | Annotated[list[TextPart], Field(max_length=MAX_PARTS)]
+        | None
+    ) = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> ChatMessageIn:
+        # The list form is held to the string form's bound: parts add up.
+        if isinstance(self.content, list) and len(self.text()) > MAX_MESSAGE_CHARS:
+            raise ValueError(f"a message holds at most {MAX_MESSAGE_CHARS} characters")
+        return self
 
     def text(self) -> str:
         """The message's text (the parts joined)."""
@@ -56,9 +69,20 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
+class ResponseFormat(BaseModel):
+    """``response_format``: an answer is text with citations, never JSON."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["text"]
+
+
 class ChatCompletionRequest(BaseModel):
-    """A chat completion request; fields Ragloom does not use (temperature, max_tokens,
-    ...) are accepted and ignored: the mode's settings decide."""
+    """A chat completion request. Fields that only tune the generation (temperature,
+    max_tokens, top_p, stop, seed...) are accepted and ignored: the mode's settings
+    decide. Those that ask for a response of another shape are refused, since the
+    answer could not have it: several choices (``n``), tool calls (``tools``), JSON
+    (``response_format``), log probabilities (``logprobs``)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -66,6 +90,12 @@ class ChatCompletionRequest(BaseModel):
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
     stream_options: StreamOptions | None = None
+    n: int | None = Field(None, ge=1, le=1, description="Only 1: one answer per question.")
+    tools: list[Any] | None = Field(
+        None, max_length=0, description="None: the modes call Ragloom's own tools."
+    )
+    response_format: ResponseFormat | None = None
+    logprobs: Literal[False] | None = None
 
 
 class ModelOut(BaseModel):
