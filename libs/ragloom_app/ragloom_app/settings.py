@@ -134,6 +134,8 @@ class AppSettings:
     queue_max_size: int = 64
     # Answers the HTTP API and the OpenAI endpoint make at once; one more is refused (429).
     api_max_answers: int = 16
+    # Of those, the most one user's requests hold at once; one more of theirs is refused.
+    api_max_answers_per_user: int = 4
     # Host names the UI answers to besides its own and loopback names (a reverse proxy's).
     allowed_hosts: list[str] = field(default_factory=list)
     # Every request must come from a logged-in user or carry an API key (docs/users.md);
@@ -306,6 +308,7 @@ _POSITIVE_LIMITS = (
     "max_request_bytes",
     "queue_max_size",
     "api_max_answers",
+    "api_max_answers_per_user",
     "job_workers",
     "max_jobs_per_user",
 )

@@ -1,6 +1,7 @@
 """An answer's slot (``API_MAX_ANSWERS``) is held while its work goes on, not while its
 stream does: a client that leaves stops the stream at once, but the answer's thread only
-stops at its next event, and until then it still uses the model."""
+stops at its next event, and until then it still uses the model. One user holds at most
+``API_MAX_ANSWERS_PER_USER`` of them."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ragloom_app.api.errors import ApiError
 
 def test_a_slot_is_freed_when_the_answers_work_ends_not_when_its_client_leaves() -> None:
     slots = AnswerSlots(1)
-    slot = slots.slot()
+    slot = slots.slot("alice")
     go_on, closed = threading.Event(), threading.Event()
 
     def answer() -> Iterator[str]:
@@ -37,13 +38,13 @@ def test_a_slot_is_freed_when_the_answers_work_ends_not_when_its_client_leaves()
     asyncio.run(client_that_leaves())
     slot.give_back()  # what the stream's own cleanup and the response's do: nothing now
     with pytest.raises(ApiError, match="1 answers are being made"):
-        slots.take()
+        slots.take("bob")
     go_on.set()
     assert closed.wait(10)
     deadline = time.monotonic() + 10
     while True:  # given back on the answer's thread, once its work was closed
         try:
-            slots.take()
+            slots.take("bob")
             break
         except ApiError:
             assert time.monotonic() < deadline
@@ -52,5 +53,16 @@ def test_a_slot_is_freed_when_the_answers_work_ends_not_when_its_client_leaves()
 
 def test_a_slot_the_work_never_took_is_given_back_by_the_stream() -> None:
     slots = AnswerSlots(1)
-    slots.slot().give_back()  # a stream that never began: its response's cleanup
-    slots.take()
+    slots.slot("alice").give_back()  # a stream that never began: its response's cleanup
+    slots.take("alice")
+
+
+def test_one_user_holds_at_most_a_share_of_the_slots() -> None:
+    """One client opening streams took every slot, and every other user was refused."""
+    slots = AnswerSlots(16, per_user=2)
+    held = [slots.slot("alice"), slots.slot("alice")]
+    with pytest.raises(ApiError, match="2 of your answers are being made"):
+        slots.take("alice")
+    slots.take("bob")  # another user still finds one
+    held[0].give_back()
+    slots.take("alice")

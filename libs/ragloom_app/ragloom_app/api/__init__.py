@@ -47,7 +47,8 @@ def api_routers(page: ChatPage) -> list[APIRouter]:
 
     current_user = authenticator(page.app)
     # The API's and the OpenAI endpoint's answers, together.
-    slots = AnswerSlots(page.app.settings.api_max_answers)
+    settings = page.app.settings
+    slots = AnswerSlots(settings.api_max_answers, settings.api_max_answers_per_user)
     routers = [
         public_router(),
         account_router(page.app, current_user),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
 from typing import TypeVar
 
 from fastapi.responses import StreamingResponse
@@ -19,7 +18,7 @@ from starlette.background import BackgroundTask
 from ragloom_app.api.errors import ApiError
 from ragloom_app.api.stream import SSE_MEDIA_TYPE
 
-__all__ = ["MAX_ANSWERS_AT_ONCE", "AnswerSlots", "Slot", "answer_response"]
+__all__ = ["MAX_ANSWERS_AT_ONCE", "MAX_ANSWERS_PER_USER", "AnswerSlots", "Slot", "answer_response"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -30,45 +29,63 @@ MAX_ANSWERS_AT_ONCE = 16
 logins and the UI's own requests always find one."""
 
 
+MAX_ANSWERS_PER_USER = 4
+"""Of those, the most one user's requests hold at once, by default
+(``API_MAX_ANSWERS_PER_USER``): one client opening streams cannot take every slot."""
+
+
 class AnswerSlots:
-    """A bounded count of answers in progress."""
+    """A bounded count of answers in progress, and of each user's."""
 
-    def __init__(self, slots: int = MAX_ANSWERS_AT_ONCE) -> None:
-        self._free = threading.BoundedSemaphore(slots)
+    def __init__(
+        self, slots: int = MAX_ANSWERS_AT_ONCE, per_user: int = MAX_ANSWERS_PER_USER
+    ) -> None:
         self.slots = slots
+        self.per_user = min(per_user, slots)
+        self._lock = threading.Lock()
+        self._taken: dict[str, int] = {}  # by user; the sum is what is taken
 
-    def take(self) -> None:
-        """Take a slot, or refuse the request (429) when every one is taken."""
-        if not self._free.acquire(blocking=False):
-            raise ApiError(
-                429, "busy", f"{self.slots} answers are being made: ask again in a moment"
-            )
+    def take(self, owner: str) -> None:
+        """Take a slot for ``owner``, or refuse the request (429) when every one is
+        taken, or ``owner`` holds its share."""
+        with self._lock:
+            mine = self._taken.get(owner, 0)
+            if sum(self._taken.values()) >= self.slots:
+                raise ApiError(
+                    429, "busy", f"{self.slots} answers are being made: ask again in a moment"
+                )
+            if mine >= self.per_user:
+                raise ApiError(
+                    429,
+                    "busy",
+                    f"{self.per_user} of your answers are being made (API_MAX_ANSWERS_PER_USER):"
+                    " ask again when one has ended",
+                )
+            self._taken[owner] = mine + 1
 
-    def give_back(self) -> None:
-        """Free a slot taken with :meth:`take`."""
-        self._free.release()
+    def give_back(self, owner: str) -> None:
+        """Free a slot taken with :meth:`take` for ``owner``."""
+        with self._lock:
+            left = self._taken.get(owner, 0) - 1
+            if left > 0:
+                self._taken[owner] = left
+            else:
+                self._taken.pop(owner, None)
 
-    def slot(self) -> Slot:
-        """A slot taken now, to give back once (:meth:`Slot.give_back` is idempotent):
-        for a stream, whose end may come from its generator or its response's cleanup."""
-        self.take()
-        return Slot(self)
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """A slot for the block's duration."""
-        self.take()
-        try:
-            yield
-        finally:
-            self.give_back()
+    def slot(self, owner: str) -> Slot:
+        """A slot taken now for ``owner``, to give back once (:meth:`Slot.give_back` is
+        idempotent): for a stream, whose end may come from its generator or its
+        response's cleanup."""
+        self.take(owner)
+        return Slot(self, owner)
 
 
 class Slot:
     """One taken slot of :class:`AnswerSlots`."""
 
-    def __init__(self, slots: AnswerSlots) -> None:
+    def __init__(self, slots: AnswerSlots, owner: str) -> None:
         self._slots = slots
+        self._owner = owner
         self._lock = threading.Lock()
         self._held = True
         self._by_work = False
@@ -80,7 +97,7 @@ class Slot:
             if not self._held or self._by_work:
                 return
             self._held = False
-        self._slots.give_back()
+        self._slots.give_back(self._owner)
 
     def held_by_work(self) -> Callable[[], None]:
         """From now on the slot is freed only by the function returned, which the work
@@ -100,17 +117,18 @@ class Slot:
 
 def answer_response(
     slots: AnswerSlots,
+    owner: str,
     start: Callable[[], Iterator[T]],
     *,
     stream: Callable[[Iterator[T], Slot], AsyncIterator[str]] | None,
     collect: Callable[[Iterator[T]], R],
 ) -> StreamingResponse | R:
-    """An answer within a slot of ``slots``: ``start()`` begins it (what it refuses raises
-    here, the slot given back); then ``stream`` makes it server-sent events, the slot given
-    back when the stream ends (by the stream, or by the response's cleanup if it never
-    began), or, without ``stream``, ``collect`` makes the one response, the slot given back
-    after."""
-    slot = slots.slot()
+    """An answer of ``owner``'s within a slot of ``slots``: ``start()`` begins it (what
+    it refuses raises here, the slot given back); then ``stream`` makes it server-sent
+    events, the slot given back when its work ends (:meth:`Slot.held_by_work`), or by the
+    response's cleanup if it never began; or, without ``stream``, ``collect`` makes the
+    one response, the slot given back after."""
+    slot = slots.slot(owner)
     try:
         items = start()
     except BaseException:

@@ -144,6 +144,7 @@ def openai_router(
 
         return answer_response(
             slots,
+            user.id,
             # The mode refuses what it cannot take before its first event.
             lambda: started(page.ask(question, mode=mode, history=history, user_id=user.id)),
             stream=stream if request.stream else None,

@@ -208,6 +208,7 @@ def api_router(
 
         return answer_response(
             slots,
+            user.id,
             lambda: _checked_ask(page, conversation_id, body, user),
             stream=(lambda events, slot: _sse(events, conversation_id, slot))
             if body.stream
