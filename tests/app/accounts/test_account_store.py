@@ -124,6 +124,7 @@ def test_api_keys_are_shown_once_listed_by_prefix_and_revoked(store: AccountStor
         ("../etc", PASSWORD, "a user name is"),
         ("a" * 65, PASSWORD, "a user name is"),
         ("al\u202eice", PASSWORD, "a user name is"),
+        ("alice\n", PASSWORD, "a user name is"),  # "$" matched before the newline, once
     ],
 )
 def test_names_and_passwords_out_of_bounds_are_refused(

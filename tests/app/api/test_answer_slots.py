@@ -15,6 +15,7 @@ import pytest
 from ragloom_app.api.bridge import iterate_in_thread
 from ragloom_app.api.capacity import AnswerSlots
 from ragloom_app.api.errors import ApiError
+from ragloom_app.db.models import LOCAL_USER
 
 
 def test_a_slot_is_freed_when_the_answers_work_ends_not_when_its_client_leaves() -> None:
@@ -66,3 +67,33 @@ def test_one_user_holds_at_most_a_share_of_the_slots() -> None:
     slots.take("bob")  # another user still finds one
     held[0].give_back()
     slots.take("alice")
+
+
+def test_the_local_user_is_held_to_the_whole_bound_only() -> None:
+    """With login off every request is the local user's: a share would cut the server to
+    four answers at once."""
+    slots = AnswerSlots(16, per_user=2)
+    for _ in range(16):
+        slots.take(LOCAL_USER)
+    with pytest.raises(ApiError, match="16 answers are being made"):
+        slots.take(LOCAL_USER)
+
+
+def test_a_slot_is_given_back_if_the_answers_thread_cannot_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    slots = AnswerSlots(1)
+    slot = slots.slot("alice")
+
+    def refused(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    async def stream() -> None:
+        async for _ in iterate_in_thread(iter(["token"]), on_end=slot.held_by_work()):
+            pass
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        asyncio.run(stream())
+    monkeypatch.undo()
+    slots.take("bob")  # nothing holds it

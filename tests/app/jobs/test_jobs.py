@@ -22,7 +22,7 @@ from ragloom_app.jobs import JobLimitError, UnknownJobError
 from ragloom_app.jobs.queues import JobSweeper
 from ragloom_app.jobs.runner import MAX_JOB_ATTEMPTS, JobRunner
 from ragloom_app.jobs.staging import staging_dir
-from ragloom_app.jobs.store import JobStore
+from ragloom_app.jobs.store import JobIndexGoneError, JobStore
 from tests.helpers.api_server import replay_app
 from tests.helpers.jobs import (
     alter_job,
@@ -415,9 +415,8 @@ def test_what_can_go_wrong_with_the_job_itself_fails_it_with_the_reason(
     assert JobRunner(app, "w").run(lost.id) == JobStatus.FAILED
     assert "the staged upload is gone" in (store.get(lost.id).error or "")  # type: ignore[union-attr]
     other = app.indices.create("Doomed", next(iter(app.indices.index_types)))
-    app.indices.delete(other.id)
-    # Written by a process that had not seen the delete yet.
     orphan = store.create(index_id=other.id, owner="local", kind="add", files=[])
+    alter_job(app, orphan.id, index_id=other.id + 1000)  # as if its index were gone
     assert JobRunner(app, "w").run(orphan.id) == JobStatus.FAILED
     assert store.get(orphan.id).error == "its index was deleted"  # type: ignore[union-attr]
 
@@ -488,3 +487,10 @@ def test_a_deleted_indexs_jobs_fail_and_never_reach_an_index_given_its_id(
     )
     assert job_out(app, failed).index is None
     assert reused.list_sources() == []  # type: ignore[attr-defined]
+    # An upload that found the index before its deletion cannot write a job for it after,
+    # even once another index has its id: the deletion and the job's row are one at a
+    # time, and the job names the index it was for.
+    with pytest.raises(JobIndexGoneError, match="the index was deleted"):
+        JobStore(app.engine).create(
+            index_id=doomed.id, index_name="Alice drafts", owner="alice", kind="add", files=[]
+        )

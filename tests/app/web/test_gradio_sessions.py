@@ -84,6 +84,11 @@ def test_a_session_hash_serves_the_user_who_used_it_first(server: tuple[str, Any
         assert sent.status_code == 403, label
     padded = {**body, "data": ["x" * 300_000]}
     assert bob.post("/gradio_api/queue/join", json=padded).status_code == 413
+    nested = "[" * 5000 + "]" * 5000  # past Python's stack: not JSON gradio reads either
+    sent = bob.post(
+        "/gradio_api/queue/join", content=nested, headers={"Content-Type": "application/json"}
+    )
+    assert sent.status_code < 500
     # His own sessions work as ever.
     assert _join(bob, event, "bobsess0001").status_code == 200
 

@@ -130,7 +130,7 @@ class AccountStore:
     def add_user(self, name: str, password: str, *, is_admin: bool = False) -> User:
         """A new account; :class:`AccountError` for a name taken or not allowed, or a
         password too short or too long."""
-        if not _NAME.match(name):
+        if not _NAME.fullmatch(name):
             raise AccountError(
                 "a user name is 1 to 64 letters, digits, '.', '_' or '-', starting with a "
                 "letter or digit"
@@ -393,6 +393,6 @@ class AccountStore:
 def _named(session: Session, name: str) -> UserRecord | None:
     """The user ``name``, or ``None``; a name no account can have (a NUL in it, which
     PostgreSQL refuses even in a lookup) is not looked up."""
-    if not _NAME.fullmatch(name):
+    if not _NAME.match(name):  # as names were checked when made ("bob\n" passed, once)
         return None
     return session.exec(select(UserRecord).where(UserRecord.name == name)).first()

@@ -78,7 +78,12 @@ async def iterate_in_thread(
                 put(_END)
 
     thread = threading.Thread(target=run, name=name, daemon=True)
-    thread.start()
+    try:
+        thread.start()
+    except BaseException:  # "can't start new thread": nothing ran, nothing will end it
+        if on_end is not None:
+            on_end()
+        raise
     try:
         while True:
             item = await queue.get()

@@ -17,6 +17,7 @@ from starlette.background import BackgroundTask
 
 from ragloom_app.api.errors import ApiError
 from ragloom_app.api.stream import SSE_MEDIA_TYPE
+from ragloom_app.db.models import LOCAL_USER
 
 __all__ = ["MAX_ANSWERS_AT_ONCE", "MAX_ANSWERS_PER_USER", "AnswerSlots", "Slot", "answer_response"]
 
@@ -31,7 +32,8 @@ logins and the UI's own requests always find one."""
 
 MAX_ANSWERS_PER_USER = 4
 """Of those, the most one user's requests hold at once, by default
-(``API_MAX_ANSWERS_PER_USER``): one client opening streams cannot take every slot."""
+(``API_MAX_ANSWERS_PER_USER``): one client opening streams cannot take every slot. The
+local user (every request, when login is off) is held to the whole bound only."""
 
 
 class AnswerSlots:
@@ -54,7 +56,9 @@ class AnswerSlots:
                 raise ApiError(
                     429, "busy", f"{self.slots} answers are being made: ask again in a moment"
                 )
-            if mine >= self.per_user:
+            # The local user is everyone when login is off (REQUIRE_LOGIN): the whole
+            # bound is theirs.
+            if mine >= self.per_user and owner != LOCAL_USER:
                 raise ApiError(
                     429,
                     "busy",

@@ -311,10 +311,13 @@ class IndexManager:
         index = self.get(name_or_id)
         index.on_delete()
         with Session(self._engine) as session:
-            JobStore(self._engine).detach_index(index.id, session)
+            # The row first: a job being written for the index holds it (JobStore.create),
+            # so the jobs detached after are all there are.
             record = session.get(IndexRecord, index.id)
             if record is not None:
                 session.delete(record)
+                session.flush()
+            JobStore(self._engine).detach_index(index.id, session)
             session.commit()
         with self._lock:
             self._indices.pop(index.id, None)

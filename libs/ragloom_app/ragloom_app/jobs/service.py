@@ -101,6 +101,7 @@ class JobService:
                 kind="add",
                 files=entries,
                 active_limit=self.app.settings.max_jobs_per_user,
+                index_name=index.name,
             )
         except Exception as exc:
             # PostgreSQL away as the row was committed: it may be written all the same
@@ -125,6 +126,7 @@ class JobService:
             kind="reindex",
             files=entries,
             active_limit=self.app.settings.max_jobs_per_user,
+            index_name=index.name,
         )
         self._hand_over(job)
         return job

@@ -21,7 +21,15 @@ from ragloom_app.db.models import IndexingJob, JobStatus
 from ragloom_app.errors import UserFacingError
 from ragloom_app.jobs.view import ACTIVE, FINAL, JobView
 
-__all__ = ["ACTIVE", "DELETED_INDEX", "FINAL", "JobLimitError", "JobStore", "JobView"]
+__all__ = [
+    "ACTIVE",
+    "DELETED_INDEX",
+    "FINAL",
+    "JobIndexGoneError",
+    "JobLimitError",
+    "JobStore",
+    "JobView",
+]
 
 # The status column's own type: a literal status is then stored as the column stores it.
 _STATUS_TYPE = IndexingJob.__table__.c.status.type  # type: ignore[attr-defined]
@@ -56,17 +64,35 @@ class JobLimitError(UserFacingError):
         )
 
 
+class JobIndexGoneError(UserFacingError):
+    """The job's index was deleted before the job could be written."""
+
+
+def _index_held(session: Session, index_id: int, name: str | None) -> bool:
+    """Begin the session's transaction holding the index's row against its deletion until
+    it ends (PostgreSQL: ``FOR SHARE``; SQLite: the write lock, ``BEGIN IMMEDIATE``);
+    whether the index is there (named ``name``, if given: not a later one given its id)."""
+    postgres = _dialect(session) == "postgresql"
+    if not postgres:
+        session.exec(text("BEGIN IMMEDIATE"))  # type: ignore[call-overload]
+    query = "SELECT name FROM indices WHERE id = :id" + (" FOR SHARE" if postgres else "")
+    found = session.exec(text(query), params={"id": index_id}).first()  # type: ignore[call-overload]
+    return found is not None and (name is None or found[0] == name)
+
+
+def _dialect(session: Session) -> str:
+    return session.get_bind().dialect.name
+
+
 def _serialize_owner(session: Session, owner: str) -> None:
-    """Begin the session's transaction holding what makes another that also calls this
-    for ``owner`` wait until it ends: PostgreSQL's advisory lock of the transaction, keyed
-    by the owner; SQLite's write lock, taken at once (``BEGIN IMMEDIATE``)."""
-    if session.get_bind().dialect.name == "postgresql":
+    """Hold, until the session's transaction ends, what makes another that also calls
+    this for ``owner`` wait: PostgreSQL's advisory lock of the transaction, keyed by the
+    owner (SQLite's write lock is held already: :func:`_index_held`)."""
+    if _dialect(session) == "postgresql":
         session.exec(  # type: ignore[call-overload]
             text("SELECT pg_advisory_xact_lock(:space, hashtext(:owner))"),
             params={"space": _OWNER_LOCKS, "owner": owner},
         )
-    else:
-        session.exec(text("BEGIN IMMEDIATE"))  # type: ignore[call-overload]
 
 
 class JobStore:
@@ -187,11 +213,13 @@ class JobStore:
         files: list[dict[str, Any]],
         job_id: str | None = None,
         active_limit: int | None = None,
+        index_name: str | None = None,
     ) -> JobView:
         """A new queued job over ``files`` (see :class:`IndexingJob`). With
         ``active_limit``, :class:`JobLimitError` if ``owner`` has that many jobs queued
         or running already: counted and inserted one at a time per owner, so that uploads
-        sent together cannot all find room for one more."""
+        sent together cannot all find room for one more. :class:`JobIndexGoneError` if the
+        index is not there (or, with ``index_name``, its id now names another)."""
         row = IndexingJob(
             id=job_id or uuid.uuid4().hex,
             index_id=index_id,
@@ -201,6 +229,10 @@ class JobStore:
             files_total=len(files),
         )
         with Session(self.engine) as session:
+            # Written only while the index is there, and never beside its deletion: a job
+            # of a deleted index would run into the next index given its id.
+            if not _index_held(session, index_id, index_name):
+                raise JobIndexGoneError("the index was deleted: nothing was queued")
             if active_limit is not None:
                 _serialize_owner(session, owner)
                 active = session.exec(

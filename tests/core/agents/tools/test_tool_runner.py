@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import ClassVar
 
@@ -27,7 +28,7 @@ from ragloom.agents.tools import (
 )
 from ragloom.agents.tools.limits import bound_result
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMStreamItem, Usage
-from ragloom.sandbox import Sandbox, SandboxLimits
+from ragloom.sandbox import Sandbox, SandboxLimits, SandboxTimeout
 from ragloom.schema import Chunk, RetrievedChunk
 
 
@@ -343,6 +344,32 @@ def test_no_call_runs_past_the_answers_deadline_and_retries_stop_at_it() -> None
     late = runner.call(WhereTool(), "x")  # the deadline has passed: not run at all
     assert late.attempts == 0 and late.result.error is not None
     assert late.result.error.message == "where was not run: the answer's time is up"
+
+
+class HungSandbox:
+    """Stands for the tool sandbox: every call runs to its time limit."""
+
+    def run(self, function: object, *args: object, timeout: float) -> object:
+        assert timeout > 0  # the sandbox reads 0 as no limit at all
+        time.sleep(timeout)
+        raise SandboxTimeout("past its limit")
+
+
+def test_sandboxed_calls_waiting_their_turn_heed_the_deadline_when_it_comes() -> None:
+    """The calls of one ReWOO level share the runner's sandbox slot: the limit was worked
+    out before the wait, so three hung calls with a 1 s deadline ended at 1, 2 and 3 s."""
+    runner = ToolRunner(
+        timeout=60,
+        retries=0,
+        sandbox=HungSandbox(),
+        deadline=time.monotonic() + 1.0,  # type: ignore[arg-type]
+    )
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        calls = list(pool.map(lambda _: runner.call(WhereTool(), "x"), range(3)))
+    assert time.monotonic() - started < 1.8
+    codes = sorted(c.result.error.code for c in calls if c.result.error is not None)
+    assert codes == ["deadline", "deadline", "timeout"]
 
 
 def test_a_stopped_runner_cancels_its_call_in_a_thread_and_runs_no_other() -> None:

@@ -31,14 +31,15 @@ class ToolLimits:
     characters, of it anyway). ``error_chars``: an error's message, cut past it.
     ``sources``: the passages a result may cite, the best first; the rest are dropped
     (``docsearch`` returns at most 10). ``source_chars``: a passage's text and its file's
-    name; a passage past it is dropped (cut, its offsets would cite the wrong span).
+    name; a passage past it is dropped (cut, its offsets would cite the wrong span). Well
+    above an index's own chunks (32 characters per token of chunk size, at most).
     """
 
     input_chars: int = 16_000
     content_chars: int = 8_000
     error_chars: int = 2_000
     sources: int = 20
-    source_chars: int = 8_000
+    source_chars: int = 100_000
 
 
 def cut_text(text: str, limit: int, what: str) -> str:

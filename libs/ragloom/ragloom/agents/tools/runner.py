@@ -104,6 +104,7 @@ def invoke_bounded(tool: BaseTool, tool_input: str, limits: ToolLimits) -> ToolR
 
 
 _STOP_POLL_SECONDS = 0.1  # how often a call in a thread looks whether the answer stopped
+_MIN_LIMIT_SECONDS = 0.05  # no call starts with less time than this before the deadline
 
 
 class ToolRunner:
@@ -159,20 +160,28 @@ class ToolRunner:
         return limit
 
     def _not_run(self, tool: BaseTool) -> ToolResult | None:
-        """The failure of a call that must not start now, or ``None``."""
+        """The failure of a call that must not start now, or ``None``. Past it, a call
+        has a time limit of at least ``_MIN_LIMIT_SECONDS`` (the sandbox reads 0 as none)."""
         if self._stopping.is_set():
             return ToolResult.failure("cancelled", f"{tool.name} was not run: the answer stopped")
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        if self.deadline is not None and time.monotonic() >= self.deadline - _MIN_LIMIT_SECONDS:
             return ToolResult.failure(
                 "deadline", f"{tool.name} was not run: the answer's time is up"
             )
         return None
 
-    def _in_sandbox(self, tool: BaseTool, tool_input: str, limit: float) -> ToolResult:
+    def _in_sandbox(self, tool: BaseTool, tool_input: str) -> ToolResult:
         again = not tool.deterministic
         sandbox = self._sandbox or tools_sandbox()
+        limit = 0.0
         try:
             with self._slots:
+                # Its limit once its turn came: the calls of one level wait here in turn,
+                # and the deadline (or a stop) may have come meanwhile.
+                stopped = self._not_run(tool)
+                if stopped is not None:
+                    return stopped
+                limit = self.time_limit(tool)
                 return sandbox.run(invoke_bounded, tool, tool_input, self.limits, timeout=limit)
         except SandboxTimeout:
             message = f"{tool.name} did not answer within {limit:g} s and was stopped"
@@ -232,11 +241,10 @@ class ToolRunner:
         return ToolResult.failure("timeout", message, retryable=stopped and not tool.deterministic)
 
     def _once(self, tool: BaseTool, tool_input: str) -> ToolResult:
-        limit = self.time_limit(tool)
         if getattr(tool, "sandboxed", True):
-            result = self._in_sandbox(tool, tool_input, limit)
+            result = self._in_sandbox(tool, tool_input)
         else:
-            result = self._in_thread(tool, tool_input, limit)
+            result = self._in_thread(tool, tool_input, self.time_limit(tool))
         return bound_result(tool.name, result, self.limits)
 
     def call(self, tool: BaseTool, tool_input: str) -> ToolCall:
