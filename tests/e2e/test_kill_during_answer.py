@@ -82,13 +82,17 @@ def test_sigkill_during_an_answer_leaves_no_half_answer(tmp_path: Path) -> None:
             json={"question": SLOW_QUESTION, "stream": True},
             timeout=60,
         ) as streamed:
-            for line in streamed.iter_lines():
+            # Kept, not dropped: a dropped line iterator closes the connection, and the
+            # server then stores the answer as stopped by its client, not killed.
+            lines = streamed.iter_lines()
+            for line in lines:
                 if line.startswith("event:"):
                     events.append(line.split(":", 1)[1].strip())
                     break
             time.sleep(1.0)
             process.send_signal(signal.SIGKILL)
             process.wait(timeout=30)
+            del lines
         assert events, "the answer had not begun streaming"
 
     hold.unlink()
