@@ -7,9 +7,9 @@ and ``POST /v1/embeddings`` with vectors of :attr:`FakeEndpoint.dimension` made 
 text's bytes (the same text, the same vector; listed last first, as a server may), after
 :attr:`FakeEndpoint.delay` seconds, fails the first :attr:`FakeEndpoint.failures`
 requests with :attr:`FakeEndpoint.failure_status`, and records how many requests it held
-at once (:attr:`FakeEndpoint.most_at_once`). For fault tests, a streamed reply can be cut
-off after :attr:`FakeEndpoint.cut_after` pieces (the connection closed, no end of stream)
-or hold a piece that is not JSON (:attr:`FakeEndpoint.malformed`).
+at once before replying (:attr:`FakeEndpoint.most_at_once`). For fault tests, a streamed
+reply can be cut off after :attr:`FakeEndpoint.cut_after` pieces (the connection closed,
+no end of stream) or hold a piece that is not JSON (:attr:`FakeEndpoint.malformed`).
 """
 
 from __future__ import annotations
@@ -91,6 +91,12 @@ def fake_openai() -> Iterator[FakeEndpoint]:
             fail = endpoint._enter()
             try:
                 time.sleep(endpoint.delay)
+            finally:
+                # Counted as running until its reply begins: a client that has read the
+                # reply may send its next request before this thread could say it ended
+                # (most_at_once once counted one more than the client's bound).
+                endpoint._leave()
+            try:
                 if fail:
                     self._send(endpoint.failure_status, {"error": {"message": "try again"}})
                 elif self.path.endswith("/embeddings"):
@@ -104,8 +110,6 @@ def fake_openai() -> Iterator[FakeEndpoint]:
                     self._send(200, {"id": "x", "choices": [choice], "usage": usage})
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout under test)
-            finally:
-                endpoint._leave()
 
         def _send(self, status: int, payload: Any) -> None:
             data = json.dumps(payload).encode()
