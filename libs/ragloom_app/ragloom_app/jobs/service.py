@@ -8,15 +8,16 @@ import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ragloom.postgres_outage import outage_words
 from ragloom_app.db.models import JobStatus
 from ragloom_app.errors import UserFacingError
 from ragloom_app.index.base import BaseIndex
+from ragloom_app.jobs.admission import JobLimitError
 from ragloom_app.jobs.queues import InProcessJobQueue, JobQueue, ProcrastinateJobQueue
 from ragloom_app.jobs.staging import discard_staging, staging_dir
-from ragloom_app.jobs.store import JobLimitError, JobStore, JobView
+from ragloom_app.jobs.store import JobStore, JobView
 
 if TYPE_CHECKING:
     from ragloom_app.app import BaseApp
@@ -64,7 +65,7 @@ class JobService:
     # -- submitting ------------------------------------------------------------------------
     def _check_room(self, owner: str) -> None:
         """Refuse at once, before an upload is staged; the insert counts again, one at a
-        time per owner (:meth:`JobStore.create`)."""
+        time per owner (:func:`~ragloom_app.jobs.admission.admit`)."""
         limit = self.app.settings.max_jobs_per_user
         if self.store.count_active(owner=owner) >= limit:
             raise JobLimitError(limit)
@@ -94,15 +95,7 @@ class JobService:
                 f"the upload could not be kept for indexing: {exc.strerror or exc}"
             ) from exc
         try:
-            job = self.store.create(
-                job_id=job_id,
-                index_id=index.id,
-                owner=owner,
-                kind="add",
-                files=entries,
-                active_limit=self.app.settings.max_jobs_per_user,
-                index_name=index.name,
-            )
+            job = self._create(index, owner, "add", entries, job_id)
         except Exception as exc:
             # PostgreSQL away as the row was committed: it may be written all the same
             # (the reply was lost), so the files stay for that job; the sweepers remove
@@ -120,16 +113,29 @@ class JobService:
         """Queue indexing again the given (shown name, source id) files of ``index``."""
         self._check_room(owner)
         entries = [{"name": name, "source_id": source_id} for name, source_id in sources]
-        job = self.store.create(
-            index_id=index.id,
-            owner=owner,
-            kind="reindex",
-            files=entries,
-            active_limit=self.app.settings.max_jobs_per_user,
-            index_name=index.name,
-        )
+        job = self._create(index, owner, "reindex", entries)
         self._hand_over(job)
         return job
+
+    def _create(
+        self,
+        index: BaseIndex,
+        owner: str,
+        kind: str,
+        entries: list[dict[str, Any]],
+        job_id: str | None = None,
+    ) -> JobView:
+        """The job's row, written only for ``index`` as it is now (not a later index given
+        its id) and within the owner's ``MAX_JOBS_PER_USER``."""
+        return self.store.create(
+            job_id=job_id,
+            index_id=index.id,
+            index_name=index.name,
+            owner=owner,
+            kind=kind,
+            files=entries,
+            active_limit=self.app.settings.max_jobs_per_user,
+        )
 
     def _hand_over(self, job: JobView) -> None:
         """Submit the stored job to the queue. If PostgreSQL (procrastinate's broker) went

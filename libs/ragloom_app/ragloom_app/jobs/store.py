@@ -13,29 +13,20 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, func, literal, text, update
+from sqlalchemy import case, func, literal, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from ragloom_app.db.models import IndexingJob, JobStatus
-from ragloom_app.errors import UserFacingError
+from ragloom_app.jobs.admission import active_jobs_count, admit
 from ragloom_app.jobs.view import ACTIVE, FINAL, JobView
 
-__all__ = [
-    "ACTIVE",
-    "DELETED_INDEX",
-    "FINAL",
-    "JobIndexGoneError",
-    "JobLimitError",
-    "JobStore",
-    "JobView",
-]
+__all__ = ["ACTIVE", "DELETED_INDEX", "FINAL", "JobStore", "JobView"]
 
 # The status column's own type: a literal status is then stored as the column stores it.
 _STATUS_TYPE = IndexingJob.__table__.c.status.type  # type: ignore[attr-defined]
 DELETED_INDEX = 0
 """The index id of the jobs of a deleted index (no index has it: ids start at 1)."""
-_OWNER_LOCKS = 7_261_024  # the first key of PostgreSQL's advisory locks of a job's owner
 _IDS_PER_QUERY = 500  # ids bound in one IN list (PostgreSQL's driver takes 65,535 at most)
 
 
@@ -52,47 +43,6 @@ def _stalled(stall_seconds: float, *, cancel_asked: bool) -> tuple[Any, ...]:
         col(IndexingJob.heartbeat_at) < cutoff,
         col(IndexingJob.cancel_requested).is_(cancel_asked),
     )
-
-
-class JobLimitError(UserFacingError):
-    """The user has ``MAX_JOBS_PER_USER`` jobs queued or running already."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(
-            f"{limit} of your indexing jobs are queued or running (MAX_JOBS_PER_USER): "
-            "wait for one to finish"
-        )
-
-
-class JobIndexGoneError(UserFacingError):
-    """The job's index was deleted before the job could be written."""
-
-
-def _index_held(session: Session, index_id: int, name: str | None) -> bool:
-    """Begin the session's transaction holding the index's row against its deletion until
-    it ends (PostgreSQL: ``FOR SHARE``; SQLite: the write lock, ``BEGIN IMMEDIATE``);
-    whether the index is there (named ``name``, if given: not a later one given its id)."""
-    postgres = _dialect(session) == "postgresql"
-    if not postgres:
-        session.exec(text("BEGIN IMMEDIATE"))  # type: ignore[call-overload]
-    query = "SELECT name FROM indices WHERE id = :id" + (" FOR SHARE" if postgres else "")
-    found = session.exec(text(query), params={"id": index_id}).first()  # type: ignore[call-overload]
-    return found is not None and (name is None or found[0] == name)
-
-
-def _dialect(session: Session) -> str:
-    return session.get_bind().dialect.name
-
-
-def _serialize_owner(session: Session, owner: str) -> None:
-    """Hold, until the session's transaction ends, what makes another that also calls
-    this for ``owner`` wait: PostgreSQL's advisory lock of the transaction, keyed by the
-    owner (SQLite's write lock is held already: :func:`_index_held`)."""
-    if _dialect(session) == "postgresql":
-        session.exec(  # type: ignore[call-overload]
-            text("SELECT pg_advisory_xact_lock(:space, hashtext(:owner))"),
-            params={"space": _OWNER_LOCKS, "owner": owner},
-        )
 
 
 class JobStore:
@@ -150,17 +100,8 @@ class JobStore:
 
     def count_active(self, *, owner: str | None = None, index_id: int | None = None) -> int:
         """Jobs queued or running, of ``owner`` or of an index."""
-        query = (
-            select(func.count())
-            .select_from(IndexingJob)
-            .where(col(IndexingJob.status).in_(list(ACTIVE)))
-        )
-        if owner is not None:
-            query = query.where(IndexingJob.owner == owner)
-        if index_id is not None:
-            query = query.where(IndexingJob.index_id == index_id)
         with Session(self.engine) as session:
-            return int(session.exec(query).one())
+            return int(session.exec(active_jobs_count(owner=owner, index_id=index_id)).one())
 
     def ahead_of(self, job: JobView) -> int:
         """Jobs of any user queued or running that were created before ``job``: its
@@ -215,11 +156,10 @@ class JobStore:
         active_limit: int | None = None,
         index_name: str | None = None,
     ) -> JobView:
-        """A new queued job over ``files`` (see :class:`IndexingJob`). With
-        ``active_limit``, :class:`JobLimitError` if ``owner`` has that many jobs queued
-        or running already: counted and inserted one at a time per owner, so that uploads
-        sent together cannot all find room for one more. :class:`JobIndexGoneError` if the
-        index is not there (or, with ``index_name``, its id now names another)."""
+        """A new queued job over ``files`` (see :class:`IndexingJob`), once
+        :func:`~ragloom_app.jobs.admission.admit` lets it be written: its index there
+        (named ``index_name``, if given), its owner under ``active_limit`` jobs queued or
+        running (if given)."""
         row = IndexingJob(
             id=job_id or uuid.uuid4().hex,
             index_id=index_id,
@@ -229,19 +169,13 @@ class JobStore:
             files_total=len(files),
         )
         with Session(self.engine) as session:
-            # Written only while the index is there, and never beside its deletion: a job
-            # of a deleted index would run into the next index given its id.
-            if not _index_held(session, index_id, index_name):
-                raise JobIndexGoneError("the index was deleted: nothing was queued")
-            if active_limit is not None:
-                _serialize_owner(session, owner)
-                active = session.exec(
-                    select(func.count())
-                    .select_from(IndexingJob)
-                    .where(col(IndexingJob.status).in_(list(ACTIVE)), IndexingJob.owner == owner)
-                ).one()
-                if active >= active_limit:
-                    raise JobLimitError(active_limit)
+            admit(
+                session,
+                index_id=index_id,
+                index_name=index_name,
+                owner=owner,
+                active_limit=active_limit,
+            )
             session.add(row)
             session.commit()
             session.refresh(row)
