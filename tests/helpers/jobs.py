@@ -28,6 +28,7 @@ __all__ = [
     "finished_job",
     "numbered_documents",
     "staged_job",
+    "stalled",
 ]
 
 
@@ -83,3 +84,10 @@ def backdate(app: BaseApp, job_id: str, column: str, seconds: float = 60) -> Non
     """Set the job's ``column`` (a time: ``heartbeat_at``, ``created_at``…) to ``seconds``
     ago, as a worker killed that long ago leaves its heartbeat."""
     alter_job(app, job_id, **{column: datetime.now(UTC) - timedelta(seconds=seconds)})
+
+
+def stalled(app: BaseApp, job_id: str, worker: str) -> None:
+    """Leave the job as a worker killed while running it leaves it: claimed by
+    ``worker`` (with a stall time of 1 s), its heartbeat a minute old."""
+    assert app.jobs.store.claim(job_id, worker, stall_seconds=1.0)
+    backdate(app, job_id, "heartbeat_at")

@@ -9,7 +9,6 @@ next write, and never ends the job or removes the upload the new claim reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +19,9 @@ from ragloom_app.db.models import JobStatus, SourceStatus
 from ragloom_app.jobs.runner import JobRunner
 from ragloom_app.jobs.staging import staging_dir
 from ragloom_app.jobs.store import JobStore
-from tests.helpers.api_server import replay_app
 from tests.helpers.jobs import backdate, empty_job, numbered_documents, staged_job
 
 WORKER = "host:1:app"  # the in-process queue's threads share their process's name
-
-
-@pytest.fixture
-def app(tmp_path: Path, database_url: str) -> Iterator[BaseApp]:
-    started = replay_app(tmp_path, database_url=database_url, job_stall_seconds=1.0)
-    yield started
-    started.jobs.close()
 
 
 def _taken_back(app: BaseApp, job_id: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -20,15 +19,7 @@ from ragloom_app.jobs import queues
 from ragloom_app.jobs.queues import JobSweeper
 from ragloom_app.jobs.staging import remove_leftover_staging, staging_dir
 from ragloom_app.jobs.store import JobStore
-from tests.helpers.api_server import replay_app
 from tests.helpers.jobs import backdate, empty_job, finished_job
-
-
-@pytest.fixture
-def app(tmp_path: Path, database_url: str) -> Iterator[BaseApp]:
-    started = replay_app(tmp_path, database_url=database_url, job_stall_seconds=1.0)
-    yield started
-    started.jobs.close()
 
 
 def _staged(app: BaseApp, job_id: str, age_seconds: float = 0.0) -> Path:

@@ -1,51 +1,32 @@
 """Indexing jobs on the in-process queue (the laptop default), on SQLite and PostgreSQL:
-a job indexes its files and reports each, shows its place and progress, is cancelled by
-its owner (at once when queued, after the current file when running), and is taken again
-when its worker died, within a bounded number of tries."""
+a job indexes its files and reports each, is cancelled by its owner (at once when queued,
+after the current file when running), is taken again when its worker died, and is failed
+with the reason when what it needs is gone. The sweepers: test_job_sweeper.py; what must
+hold for a job to be written: test_job_admission.py."""
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from ragloom_app.api.job_routes import job_out
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
-from ragloom_app.jobs import JobLimitError, UnknownJobError
 from ragloom_app.jobs.queues import JobSweeper
-from ragloom_app.jobs.runner import MAX_JOB_ATTEMPTS, JobRunner
+from ragloom_app.jobs.runner import JobRunner
 from ragloom_app.jobs.staging import staging_dir
-from ragloom_app.jobs.store import JobIndexGoneError, JobStore
-from tests.helpers.api_server import replay_app
+from ragloom_app.jobs.store import JobStore
 from tests.helpers.jobs import (
     alter_job,
-    backdate,
     empty_job,
     finished_job,
     numbered_documents,
     staged_job,
+    stalled,
 )
 from tests.helpers.outages import postgres_away
-
-
-@pytest.fixture
-def app(tmp_path: Path, database_url: str) -> Iterator[BaseApp]:
-    started = replay_app(tmp_path, database_url=database_url, job_stall_seconds=1.0)
-    yield started
-    started.jobs.close()
-
-
-def _stall(app: BaseApp, job_id: str, worker: str) -> None:
-    """Leave the job as a worker killed while running it leaves it."""
-    assert app.jobs.store.claim(job_id, worker, stall_seconds=1.0)
-    backdate(app, job_id, "heartbeat_at")
 
 
 def test_a_job_indexes_every_file_and_reports_each(app: BaseApp, tmp_path: Path) -> None:
@@ -134,12 +115,12 @@ def test_a_cancel_lists_each_file_not_reached_once_whatever_its_name(
 def test_a_job_whose_worker_died_is_taken_again_and_finished(app: BaseApp, tmp_path: Path) -> None:
     store = JobStore(app.engine)
     job_id = staged_job(app, numbered_documents(tmp_path / "in", 2), "dead0000")
-    _stall(app, job_id, "killed-worker")
+    stalled(app, job_id, "killed-worker")
     assert JobRunner(app, "another").run(job_id) is not None  # stalled: it may be taken
 
     # The same, found by the sweeper rather than by a worker told to run it.
     job2_id = empty_job(app)
-    _stall(app, job2_id, "killed-worker")
+    stalled(app, job2_id, "killed-worker")
     resubmitted: list[str] = []
     assert JobSweeper(store, 1.0, resubmitted.append).sweep() == [job2_id]
     assert resubmitted == [job2_id] and store.get(job2_id).status == JobStatus.QUEUED  # type: ignore[union-attr]
@@ -170,139 +151,6 @@ def test_a_job_the_worker_could_not_claim_with_the_database_away_runs_later(
     done = finished_job(app, job.id, timeout=60)
     assert refused and done.status == JobStatus.DONE and done.attempts == 1
     assert [o["status"] for o in done.outcomes] == ["indexed"]
-
-
-def test_a_queued_job_its_queue_never_got_is_submitted_by_the_sweeper(
-    app: BaseApp, tmp_path: Path
-) -> None:
-    """The row written, the hand-over to the queue lost (the database went away between
-    the two, or before the worker that took the job could claim it): once the job has
-    waited ``JOB_STALL_SECONDS``, the sweeper submits it again, and it runs once."""
-    app.jobs.start()
-    lost_id = empty_job(app)
-    done = finished_job(app, lost_id)
-    assert done.status == JobStatus.DONE and done.attempts == 1
-
-
-def test_the_sweeper_submits_only_jobs_that_waited_their_stall_time(app: BaseApp) -> None:
-    store = JobStore(app.engine)
-    old_id, _new_id = empty_job(app), empty_job(app)
-    backdate(app, old_id, "created_at")
-    submitted: list[str] = []
-    assert JobSweeper(store, 30.0, submitted.append).sweep() == []  # none was running
-    assert submitted == [old_id]  # the new one may be waiting its turn in the queue
-
-
-def _resubmitted_by_a_started_sweeper(sweeper: JobSweeper, resubmitted: list[str]) -> list[str]:
-    """What ``sweeper``, started with its first turn at once, resubmits within 5 s."""
-    sweeper.start(at_once=True)
-    try:
-        deadline = time.monotonic() + 5
-        while not resubmitted and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        sweeper.stop()
-    return resubmitted
-
-
-def test_a_sweeper_started_at_once_takes_back_a_dead_workers_job_without_a_pause(
-    app: BaseApp,
-) -> None:
-    """``ragloom worker`` starts its sweeper so: its first turn need not wait half of
-    JOB_STALL_SECONDS."""
-    store, job_id = JobStore(app.engine), empty_job(app)
-    assert store.claim(job_id, "killed", stall_seconds=30.0)
-    backdate(app, job_id, "heartbeat_at")
-    resubmitted: list[str] = []
-    sweeper = JobSweeper(store, 30.0, resubmitted.append)
-    assert _resubmitted_by_a_started_sweeper(sweeper, resubmitted) == [job_id]
-
-
-def test_a_sweepers_first_turn_that_fails_is_tried_again_at_the_next(
-    app: BaseApp, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    """The database away as ``ragloom worker`` starts: its first sweep used to end it."""
-    store, job_id = JobStore(app.engine), empty_job(app)
-    _stall(app, job_id, "killed")
-    stalled, refused = store.stalled, []
-
-    def away_once(seconds: float) -> list[str]:
-        if not refused:
-            refused.append(True)
-            raise postgres_away()
-        return stalled(seconds)
-
-    monkeypatch.setattr(store, "stalled", away_once)
-    resubmitted: list[str] = []
-    with caplog.at_level(logging.WARNING, logger="ragloom_app.jobs.queues"):
-        sweeper = JobSweeper(store, 1.0, resubmitted.append)
-        assert _resubmitted_by_a_started_sweeper(sweeper, resubmitted) == [job_id]
-    assert refused and "sweeping stalled jobs failed" in caplog.text
-
-
-def test_a_job_queued_again_waits_its_stall_time_before_it_is_submitted_again(
-    app: BaseApp,
-) -> None:
-    store = JobStore(app.engine)
-    job_id = empty_job(app)
-    backdate(app, job_id, "created_at")
-    _stall(app, job_id, "killed")
-    submitted: list[str] = []
-    assert JobSweeper(store, 1.0, submitted.append).sweep() == [job_id]
-    assert submitted == [job_id]  # once: queued again now, not 60 s ago
-
-
-def test_a_job_cancelled_as_the_sweeper_takes_it_back_is_cancelled(
-    app: BaseApp, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = JobStore(app.engine)
-    job_id = empty_job(app)
-    _stall(app, job_id, "killed")
-
-    def resubmit(job_id: str) -> None:
-        store.request_cancel(job_id)  # the owner presses Cancel as the sweeper takes it
-
-    assert JobSweeper(store, 1.0, resubmit).sweep() == []
-    cancelled = store.get(job_id)
-    assert cancelled is not None and cancelled.status == JobStatus.CANCELLED
-
-
-def test_a_job_claimed_as_the_sweeper_takes_it_back_is_left_to_its_new_worker(
-    app: BaseApp,
-) -> None:
-    """Claimed by a live worker the moment the sweeper submits it, and cancelled at once:
-    that worker sees the cancel between two files; the sweeper does not end the job under
-    it (and remove the upload it reads)."""
-    store = JobStore(app.engine)
-    job_id = empty_job(app)
-    _stall(app, job_id, "killed")
-
-    def claimed_and_cancelled(job_id: str) -> None:
-        assert store.claim(job_id, "live", stall_seconds=1.0)
-        store.request_cancel(job_id)
-
-    assert JobSweeper(store, 1.0, claimed_and_cancelled).sweep() == []
-    running = store.get(job_id)
-    assert running is not None and running.status == JobStatus.RUNNING
-    assert running.worker == "live" and running.cancel_requested
-
-
-def test_a_queued_job_left_with_its_cancel_asked_is_cancelled_by_the_first_sweep(
-    app: BaseApp, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Rows an older release left queued with a cancel asked: no claim takes them, and
-    they counted against their owner's jobs for good. Only a sweeper's first turn looks
-    for them: no release since leaves them."""
-    store = JobStore(app.engine)
-    job_id = empty_job(app)
-    alter_job(app, job_id, cancel_requested=True)
-    sweeper = JobSweeper(store, 30.0, lambda _: pytest.fail("submitted"))
-    assert sweeper.sweep() == []
-    cancelled = store.get(job_id)
-    assert cancelled is not None and cancelled.status == JobStatus.CANCELLED
-    assert cancelled.error == "cancelled by its owner before it started"
-    monkeypatch.setattr(store, "cancel_flagged_queued", lambda: pytest.fail("looked again"))
-    assert sweeper.sweep() == []
 
 
 def test_an_upload_whose_job_could_not_be_queued_is_accepted_and_run_later(
@@ -358,49 +206,6 @@ def test_an_upload_the_database_refuses_leaves_no_staged_files(
     assert not any((app.settings.data_dir / "jobs").glob("*"))
 
 
-def test_a_stalled_job_whose_resubmission_fails_is_taken_at_the_next_sweep(app: BaseApp) -> None:
-    """The queue's broker away as the sweeper submits a stalled job again: the job stays
-    running and stalled, not queued with nobody to run it, and the next turn submits it."""
-    store = JobStore(app.engine)
-    job_id = empty_job(app)
-    _stall(app, job_id, "killed")
-
-    resubmitted: list[str] = []
-
-    def broker_away_once(job_id: str) -> None:
-        resubmitted.append(job_id)
-        if len(resubmitted) == 1:
-            raise OperationalError("INSERT", {}, Exception("the connection is lost"))
-
-    sweeper = JobSweeper(store, 1.0, broker_away_once)
-    with pytest.raises(OperationalError):
-        sweeper.sweep()
-    assert store.get(job_id).status == JobStatus.RUNNING  # type: ignore[union-attr]
-    assert sweeper.sweep() == [job_id]  # the same sweeper's next turn
-    assert resubmitted == [job_id, job_id] and store.get(job_id).status == JobStatus.QUEUED  # type: ignore[union-attr]
-
-
-def test_a_job_that_keeps_killing_its_workers_is_failed(app: BaseApp) -> None:
-    store = JobStore(app.engine)
-    job_id = empty_job(app)
-    for n in range(MAX_JOB_ATTEMPTS):  # each start, its worker is killed
-        _stall(app, job_id, f"killed-{n}")
-        assert JobSweeper(store, 1.0, lambda _: None).sweep() == [job_id]
-    assert JobRunner(app, "next").run(job_id) == JobStatus.FAILED
-    failed = store.get(job_id)
-    assert failed is not None and failed.status == JobStatus.FAILED
-    assert failed.error == f"its worker stopped {MAX_JOB_ATTEMPTS} times while running it"
-
-
-def test_a_worker_that_was_killed_with_a_cancel_asked_leaves_it_cancelled(app: BaseApp) -> None:
-    store = JobStore(app.engine)
-    job_id = empty_job(app)
-    _stall(app, job_id, "killed")
-    assert store.request_cancel(job_id) == JobStatus.RUNNING  # asked; nobody heeds it
-    assert JobSweeper(store, 1.0, lambda _: pytest.fail("resubmitted")).sweep() == []
-    assert store.get(job_id).status == JobStatus.CANCELLED  # type: ignore[union-attr]
-
-
 def test_what_can_go_wrong_with_the_job_itself_fails_it_with_the_reason(
     app: BaseApp, tmp_path: Path
 ) -> None:
@@ -419,78 +224,3 @@ def test_what_can_go_wrong_with_the_job_itself_fails_it_with_the_reason(
     alter_job(app, orphan.id, index_id=other.id + 1000)  # as if its index were gone
     assert JobRunner(app, "w").run(orphan.id) == JobStatus.FAILED
     assert store.get(orphan.id).error == "its index was deleted"  # type: ignore[union-attr]
-
-
-def test_jobs_are_their_owners_and_bounded_per_user(app: BaseApp, tmp_path: Path) -> None:
-    index = app.indices.get("My files")
-    store = JobStore(app.engine)
-    job = store.create(index_id=index.id, owner="alice", kind="add", files=[])
-    assert app.jobs.get(job.id, "alice").owner == "alice"
-    with pytest.raises(UnknownJobError):
-        app.jobs.get(job.id, "bob")
-    with pytest.raises(UnknownJobError):
-        app.jobs.cancel(job.id, "bob")
-    assert app.jobs.get(job.id, "bob", is_admin=True).id == job.id
-    assert [j.id for j in app.jobs.jobs("bob")] == []
-    app.settings.max_jobs_per_user = 2
-    store.create(index_id=index.id, owner="alice", kind="add", files=[])
-    with pytest.raises(JobLimitError, match="MAX_JOBS_PER_USER"):
-        app.jobs.submit_files(index, "alice", numbered_documents(tmp_path / "in", 1), move=False)
-    assert store.ahead_of(store.create(index_id=index.id, owner="bob", kind="add", files=[])) == 2
-
-
-def test_uploads_sent_together_never_pass_the_per_user_bound(app: BaseApp) -> None:
-    """Each finds room before it is staged; only as many as the bound are written, since
-    the count and the insert go one at a time per owner (another owner is not held up)."""
-    index_id, store = app.indices.get("My files").id, JobStore(app.engine)
-    start, made, refused = threading.Barrier(8), [], []
-
-    def submit(owner: str) -> None:
-        start.wait()
-        try:
-            made.append(
-                store.create(index_id=index_id, owner=owner, kind="add", files=[], active_limit=2)
-            )
-        except JobLimitError:
-            refused.append(owner)
-
-    threads = [
-        threading.Thread(target=submit, args=(owner,)) for owner in ["alice"] * 6 + ["bob"] * 2
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    assert sorted(job.owner for job in made) == ["alice", "alice", "bob", "bob"]
-    assert refused == ["alice"] * 4
-    assert store.count_active(owner="alice") == 2
-
-
-def test_a_deleted_indexs_jobs_fail_and_never_reach_an_index_given_its_id(
-    app: BaseApp, tmp_path: Path
-) -> None:
-    """SQLite gives a new index the highest id again: alice's job of her deleted index
-    would have run into bob's new private index, and shown her its name. It fails, and
-    stays in her history naming no index."""
-    file_index = next(iter(app.indices.index_types))
-    doomed = app.indices.create("Alice drafts", file_index, owner="alice", shared=False)
-    job_id = staged_job(app, numbered_documents(tmp_path / "in", 1), "doomed", "Alice drafts")
-    alter_job(app, job_id, owner="alice")
-    app.indices.delete(doomed.id)
-    reused = app.indices.create("Bob plans", file_index, owner="bob", shared=False)
-    assert JobRunner(app, "w").run(job_id) is None
-    (failed,) = app.jobs.jobs("alice")
-    assert (failed.id, failed.status, failed.error) == (
-        job_id,
-        JobStatus.FAILED,
-        "its index was deleted",
-    )
-    assert job_out(app, failed).index is None
-    assert reused.list_sources() == []  # type: ignore[attr-defined]
-    # An upload that found the index before its deletion cannot write a job for it after,
-    # even once another index has its id: the deletion and the job's row are one at a
-    # time, and the job names the index it was for.
-    with pytest.raises(JobIndexGoneError, match="the index was deleted"):
-        JobStore(app.engine).create(
-            index_id=doomed.id, index_name="Alice drafts", owner="alice", kind="add", files=[]
-        )

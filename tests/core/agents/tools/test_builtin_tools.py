@@ -1,13 +1,16 @@
-"""docsearch searches the request's retrievers; llm makes a real call through ChatLLM."""
+"""docsearch searches the request's retrievers; llm makes a real call through ChatLLM;
+each stops when its call is cancelled."""
 
 import threading
-from collections.abc import Collection
+import time
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 from ragloom.agents.evidence import EvidenceLedger
-from ragloom.agents.tools import DocSearchTool, LLMTool
+from ragloom.agents.tools import DocSearchTool, LLMTool, ToolRunner
 from ragloom.agents.tools.cancel import cancellable
 from ragloom.embeddings import SentenceTransformerEmbeddings
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMStreamItem
 from ragloom.retrieval import FullTextRetriever, Retriever, SentenceFocus
 from ragloom.schema import Chunk, RetrievedChunk
 from ragloom.stores import BM25Store
@@ -91,3 +94,50 @@ def test_docsearch_told_to_stop_searches_no_further_and_numbers_nothing(tmp_path
     assert result.error is not None and result.error.code == "tool_failed"
     assert "cancelled" in result.error.message
     assert len(ledger) == 0
+
+
+class SlowRetriever:
+    """A retriever that takes its time, and counts its calls."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.calls = 0
+
+    def __call__(self, query: str, top_k: int) -> list[RetrievedChunk]:
+        self.calls += 1
+        time.sleep(self.delay)
+        return [RetrievedChunk(Chunk(f"r{self.calls}", "found", "s", "a.md"), 1.0)]
+
+
+def test_a_cancelled_docsearch_stops_before_its_next_retriever_and_numbers_nothing() -> None:
+    first, second = SlowRetriever(0.4), SlowRetriever(0.0)
+    ledger = EvidenceLedger()
+    tool = DocSearchTool([first, second], ledger=ledger)  # type: ignore[list-item]
+    call = ToolRunner(timeout=0.1, retries=0, cancel_grace=1.0).call(tool, "found")
+    assert call.result.error is not None and call.result.error.retryable
+    assert (first.calls, second.calls) == (1, 0)
+    assert len(ledger) == 0
+
+
+STREAM_CLOSED = threading.Event()
+
+
+class TricklingLLM(ChatLLM):
+    """Streams one word every 50 ms, forever; sets STREAM_CLOSED when its stream is closed."""
+
+    def stream(
+        self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
+    ) -> Iterator[LLMStreamItem]:
+        try:
+            while True:
+                time.sleep(0.05)
+                yield LLMStreamItem("word ")
+        finally:
+            STREAM_CLOSED.set()
+
+
+def test_a_cancelled_llm_call_closes_its_stream() -> None:
+    STREAM_CLOSED.clear()
+    call = ToolRunner(timeout=0.2, retries=0).call(LLMTool(TricklingLLM()), "Go on")
+    assert call.result.error is not None and call.result.error.code == "timeout"
+    assert STREAM_CLOSED.wait(1), "the generation went on after the call was cancelled"

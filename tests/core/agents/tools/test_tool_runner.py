@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import ClassVar
@@ -14,20 +14,16 @@ from typing import ClassVar
 import pytest
 from pydantic import BaseModel
 
-from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.tools import (
     BaseTool,
     CalculatorTool,
     DocSearchTool,
-    LLMTool,
     ToolLimits,
     ToolResult,
     ToolRunner,
     raise_if_cancelled,
     warm_tools_sandbox,
 )
-from ragloom.agents.tools.limits import bound_result
-from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMStreamItem, Usage
 from ragloom.sandbox import Sandbox, SandboxLimits, SandboxTimeout
 from ragloom.schema import Chunk, RetrievedChunk
 
@@ -261,64 +257,6 @@ def test_results_past_the_limits_are_cut_saying_so(sandbox: Sandbox) -> None:
     assert wrong.message == "wrong returned an invalid result: a dict, not a ToolResult"
 
 
-def test_bound_result_checks_every_part_and_leaves_a_good_result_as_it_is() -> None:
-    limits = ToolLimits(content_chars=100, error_chars=80)
-    good = ToolResult(content="fine", usage=Usage(1, 2))
-    assert bound_result("t", good, limits) is good
-    cut = bound_result("t", ToolResult(content="y" * 500), limits)
-    assert len(cut.content) == 100 and bound_result("t", cut, limits) is cut
-    long_error = bound_result("t", ToolResult.failure("busy", "z" * 500), limits)
-    assert long_error.error is not None and len(long_error.error.message) == 80
-    assert long_error.error.message.endswith("the limit is 80]")
-    for bad, problem in [
-        (ToolResult(content=b"bytes"), "its content is a bytes, not text"),  # type: ignore[arg-type]
-        (ToolResult(content="a", sources=["a.md"]), "sources must be RetrievedChunk objects"),
-        (ToolResult(content="a", usage={"tokens": 3}), "usage must be"),  # type: ignore[arg-type]
-        (ToolResult.failure("", "no code"), "an error needs a code and a message"),
-        (_with_source(chunk="oops"), "chunk must be a ragloom.schema.Chunk"),  # type: ignore[arg-type]
-        (_with_source(text=None), "needs text for its id, its text"),  # type: ignore[arg-type]
-        (_with_source(source_name=7), "needs text for its file's name"),  # type: ignore[arg-type]
-        (_with_source(start=-1), "page, start and end must be whole numbers"),
-        (_with_source(page="2"), "page, start and end must be whole numbers"),  # type: ignore[arg-type]
-        (_with_source(score=float("nan")), "a finite score"),
-        (_with_source(found_by=[1]), "a found_by mapping"),  # type: ignore[arg-type]
-        (_with_source(found_by={"bm25": "high"}), "maps retriever names to finite scores"),  # type: ignore[dict-item]
-    ]:
-        error = bound_result("t", bad, limits).error
-        assert error is not None and error.code == "invalid_result" and problem in error.message
-
-
-def _with_source(**changes: object) -> ToolResult:
-    """A result citing one passage, with ``changes`` to the passage or its chunk."""
-    chunk_fields = {"id": "c", "text": "Text.", "source_id": "s", "source_name": "a.md"}
-    chunk_fields.update(
-        {k: v for k, v in changes.items() if k not in ("chunk", "score", "found_by")}
-    )
-    chunk = changes.get("chunk", Chunk(**chunk_fields))  # type: ignore[arg-type]
-    source = RetrievedChunk(
-        chunk=chunk,  # type: ignore[arg-type]
-        score=changes.get("score", 1.0),  # type: ignore[arg-type]
-        found_by=changes.get("found_by", {}),  # type: ignore[arg-type]
-    )
-    return ToolResult(content="a", sources=[source])
-
-
-def test_a_passage_too_long_to_cite_is_dropped_and_the_others_kept() -> None:
-    """Cut, its offsets would point at the wrong span: a plugin's 5 MB passage would
-    reach the citation and the stored conversation."""
-    limits = ToolLimits(source_chars=100)
-    result = ToolResult(
-        content="a",
-        sources=[
-            _with_source().sources[0],
-            _with_source(text="x" * 101).sources[0],
-            _with_source(source_name="n" * 101).sources[0],
-        ],
-    )
-    kept = bound_result("t", result, limits)
-    assert kept.ok and [s.chunk.text for s in kept.sources] == ["Text."]
-
-
 def test_an_in_process_tool_is_cancelled_at_its_timeout_and_stops(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -405,53 +343,6 @@ def test_an_in_process_tool_that_ignores_its_cancellation_is_named_and_not_retri
     assert not call.result.error.retryable
     assert "tool deaf ran past its 0.2 s limit" in caplog.text
     assert "its thread is left running" in caplog.text
-
-
-class SlowRetriever:
-    """A retriever that takes its time, and counts its calls."""
-
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-        self.calls = 0
-
-    def __call__(self, query: str, top_k: int) -> list[RetrievedChunk]:
-        self.calls += 1
-        time.sleep(self.delay)
-        return [RetrievedChunk(Chunk(f"r{self.calls}", "found", "s", "a.md"), 1.0)]
-
-
-def test_a_cancelled_docsearch_stops_before_its_next_retriever_and_numbers_nothing() -> None:
-    first, second = SlowRetriever(0.4), SlowRetriever(0.0)
-    ledger = EvidenceLedger()
-    tool = DocSearchTool([first, second], ledger=ledger)  # type: ignore[list-item]
-    call = ToolRunner(timeout=0.1, retries=0, cancel_grace=1.0).call(tool, "found")
-    assert call.result.error is not None and call.result.error.retryable
-    assert (first.calls, second.calls) == (1, 0)
-    assert len(ledger) == 0
-
-
-STREAM_CLOSED = threading.Event()
-
-
-class TricklingLLM(ChatLLM):
-    """Streams one word every 50 ms, forever; sets STREAM_CLOSED when its stream is closed."""
-
-    def stream(
-        self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
-    ) -> Iterator[LLMStreamItem]:
-        try:
-            while True:
-                time.sleep(0.05)
-                yield LLMStreamItem("word ")
-        finally:
-            STREAM_CLOSED.set()
-
-
-def test_a_cancelled_llm_call_closes_its_stream() -> None:
-    STREAM_CLOSED.clear()
-    call = ToolRunner(timeout=0.2, retries=0).call(LLMTool(TricklingLLM()), "Go on")
-    assert call.result.error is not None and call.result.error.code == "timeout"
-    assert STREAM_CLOSED.wait(1), "the generation went on after the call was cancelled"
 
 
 def test_warming_the_sandbox_starts_every_worker() -> None:
