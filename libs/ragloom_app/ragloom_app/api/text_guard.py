@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import Request
 
 from ragloom_app.api.errors import ApiError
+from ragloom_app.api.media_types import is_json_media_type
 
 __all__ = ["refuse_nul_text"]
 
@@ -31,7 +32,7 @@ async def refuse_nul_text(request: Request) -> None:
         where = "path"
     elif any(_NUL in k or _NUL in v for k, v in request.query_params.multi_items()):
         where = "query"
-    elif _is_json(request):
+    elif is_json_media_type(request.headers.get("content-type", "")):
         body = await request.body()  # kept by the request: the route reads it again
         if _holds_nul(body):
             where = "body"
@@ -43,23 +44,22 @@ async def refuse_nul_text(request: Request) -> None:
         )
 
 
-def _is_json(request: Request) -> bool:
-    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    return media_type == "application/json" or media_type.endswith("+json")
-
-
 def _holds_nul(body: bytes) -> bool:
     """Whether a string or key of the JSON ``body`` holds a NUL (invalid JSON: no; the
     route refuses that itself). The body may be UTF-8, -16 or -32, as the route's own
     parser reads it: the escape is looked for in its text, not its bytes."""
+    encoding = json.detect_encoding(body)
+    if encoding == "utf-8":  # the usual body: looked at as bytes, not decoded first
+        if _JSON_NUL.encode() not in body:
+            return False
+    else:
+        try:
+            if _JSON_NUL not in body.decode(encoding):
+                return False
+        except (UnicodeDecodeError, LookupError):
+            return False  # not JSON the route can read either
     try:
-        text = body.decode(json.detect_encoding(body))
-    except (UnicodeDecodeError, LookupError):
-        return False  # not JSON the route can read either
-    if _JSON_NUL not in text:  # the parse below only when it may find one
-        return False
-    try:
-        value = json.loads(text)
+        value = json.loads(body)
     except (ValueError, RecursionError):
         return False
     stack: list[Any] = [value]

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ragloom_app.api.media_types import is_json_media_type
 from ragloom_app.web.login import UserLookup
 from ragloom_app.web.refusals import refusal
 
@@ -32,14 +33,6 @@ _PREFIX = "/gradio_api/"
 
 class _BodyTooLarge(Exception):
     """A JSON body past ``_MAX_JSON_BYTES``: its session cannot be read, so it is refused."""
-
-
-def _is_json(content_type: str) -> bool:
-    """Whether gradio's FastAPI reads a body of ``content_type`` as JSON: its media type,
-    in any case, ``application/json`` or ``application/<anything>+json``."""
-    media = content_type.split(";", 1)[0].strip().lower()
-    kind, _, subtype = media.partition("/")
-    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
 
 
 class SessionBinding:
@@ -106,7 +99,9 @@ class SessionBinding:
         rest = scope["path"][len(_PREFIX) :]
         if rest.startswith("heartbeat/"):
             return rest.split("/", 2)[1] or None, receive
-        if scope["method"] != "POST" or not _is_json(request.headers.get("content-type", "")):
+        if scope["method"] != "POST" or not is_json_media_type(
+            request.headers.get("content-type", "")
+        ):
             return None, receive
         body = b""
         more = True
