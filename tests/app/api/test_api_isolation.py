@@ -67,6 +67,9 @@ def test_without_a_key_or_a_login_every_route_is_refused(two_users: TwoUsers) ->
     assert anonymous.get("/health").status_code == 200  # a load balancer's probe
 
 
+_NOT_FOUND = {"type": "not_found_error", "param": None}
+
+
 def test_each_user_sees_its_own_and_the_shared_indices_only(two_users: TwoUsers) -> None:
     alice, bob = _client(two_users, two_users.alice_key), _client(two_users, two_users.bob_key)
     assert {i["name"] for i in alice.get("/indices").json()} == {"alice private", "team"}
@@ -76,7 +79,7 @@ def test_each_user_sees_its_own_and_the_shared_indices_only(two_users: TwoUsers)
     assert bob.get("/indices/alice private").status_code == 404
     assert bob.get("/indices/alice private/files").status_code == 404
     assert bob.get("/indices/no such index").json() == alice.get("/indices/nope").json() | {
-        "error": {"code": "not_found", "message": "no index 'no such index'"}
+        "error": {"code": "not_found", "message": "no index 'no such index'", **_NOT_FOUND}
     }
 
 
@@ -115,7 +118,7 @@ def test_conversations_are_their_owners_alone_and_guessing_ids_answers_404(
         response = bob.request(method, path, json=body)
         assert response.status_code == 404, (method, path)
         assert response.json() == {
-            "error": {"code": "not_found", "message": f"no conversation '{cid}'"}
+            "error": {"code": "not_found", "message": f"no conversation '{cid}'", **_NOT_FOUND}
         }
     # Alice's conversation is untouched, both turns in it.
     kept = alice.get(f"/conversations/{cid}").json()

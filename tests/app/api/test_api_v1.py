@@ -55,7 +55,12 @@ def test_indices_and_their_files(api: httpx.Client) -> None:
     assert all(f["status"] == "indexed" and f["chunks"] >= 1 for f in files)
     missing = api.get("/indices/nope/files")
     assert missing.status_code == 404
-    assert missing.json()["error"] == {"code": "not_found", "message": "no index 'nope'"}
+    assert missing.json()["error"] == {
+        "code": "not_found",
+        "message": "no index 'nope'",
+        "type": "not_found_error",
+        "param": None,
+    }
 
 
 def test_one_file_and_an_indexs_settings(api: httpx.Client) -> None:

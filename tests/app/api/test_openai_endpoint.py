@@ -102,53 +102,81 @@ def test_options_that_only_tune_the_generation_are_accepted(client: openai.OpenA
 
 
 @pytest.mark.parametrize(
-    ("body", "status", "code"),
+    ("body", "status", "code", "param"),
     [
         (
             {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]},
             404,
             "model_not_found",
+            "model",
         ),
-        ({"model": "ragloom-fullqa", "messages": []}, 422, "invalid_request"),
+        ({"model": "ragloom-fullqa", "messages": []}, 422, "invalid_request", "messages"),
         (
             {"model": "ragloom-fullqa", "messages": [{"role": "assistant", "content": "Hi"}]},
             422,
             "invalid_request",
+            "messages",
         ),
         (
             {"model": "ragloom-fullqa", "messages": [{"role": "user", "content": "x" * 5000}]},
             422,
             "invalid_request",
+            "messages[0].content",
         ),
         # What asks for an answer of another shape is refused, not silently ignored.
-        ({**_ASK, "n": 3}, 422, "invalid_request"),
+        ({**_ASK, "n": 3}, 422, "invalid_request", "n"),
         (
             {**_ASK, "tools": [{"type": "function", "function": {"name": "f"}}]},
             422,
             "invalid_request",
+            "tools",
         ),
-        ({**_ASK, "response_format": {"type": "json_object"}}, 422, "invalid_request"),
-        ({**_ASK, "logprobs": True}, 422, "invalid_request"),
+        (
+            {**_ASK, "response_format": {"type": "json_object"}},
+            422,
+            "invalid_request",
+            "response_format.type",
+        ),
+        ({**_ASK, "logprobs": True}, 422, "invalid_request", "logprobs"),
         # The list form of a message's content is bounded as the string form is.
         (
             {**_ASK, "messages": [*_PARTS, {"role": "user", "content": "Hot?"}]},
             422,
             "invalid_request",
+            "messages[0]",
         ),
     ],
 )
 def test_refusals_are_openai_style_errors(
-    live_server: LiveServer, body: dict, status: int, code: str
+    live_server: LiveServer, body: dict, status: int, code: str, param: str | None
 ) -> None:
     response = httpx.post(f"{live_server.url}v1/chat/completions", json=body, timeout=30)
     assert response.status_code == status
-    assert response.json()["error"]["code"] == code
+    error = response.json()["error"]
+    assert error["code"] == code
+    assert error["type"] == ("not_found_error" if status == 404 else "invalid_request_error")
+    assert error["param"] == param
 
 
 def test_the_openai_client_raises_its_own_errors_on_a_refusal(client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError) as caught:
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Hi"}])
     assert "ragloom-fullqa" in str(caught.value)
+    # What the client reads of the body, as it reads OpenAI's own errors.
+    assert (caught.value.code, caught.value.type, caught.value.param) == (
+        "model_not_found",
+        "not_found_error",
+        "model",
+    )
+    with pytest.raises(openai.UnprocessableEntityError) as refused:
+        client.chat.completions.create(
+            model="ragloom-fullqa", messages=[{"role": "user", "content": "Hi"}], n=2
+        )
+    assert (refused.value.code, refused.value.type, refused.value.param) == (
+        "invalid_request",
+        "invalid_request_error",
+        "n",
+    )
 
 
 def test_langchain_chat_openai_uses_a_mode_as_a_model_and_nothing_leaves_the_machine(

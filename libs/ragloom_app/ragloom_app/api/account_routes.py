@@ -74,7 +74,8 @@ def account_router(app: BaseApp, current_user: Callable[[Request], User]) -> API
             status = 429 if exc.retry_after > 0 else 401
             headers = {"Retry-After": str(int(exc.retry_after) + 1)} if status == 429 else None
             code = "too_many_attempts" if status == 429 else "unauthorized"
-            return JSONResponse(error_body(code, str(exc)), status_code=status, headers=headers)  # type: ignore[return-value]
+            refused = error_body(status, code, str(exc))
+            return JSONResponse(refused, status_code=status, headers=headers)  # type: ignore[return-value]
         response = JSONResponse(UserOut(name=user.name, is_admin=user.is_admin).model_dump())
         set_session_cookie(response, request, token, always_secure=app.settings.secure_cookies)
         return response  # type: ignore[return-value]

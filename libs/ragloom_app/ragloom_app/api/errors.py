@@ -1,7 +1,11 @@
-"""Errors of the HTTP API as JSON: ``{"error": {"code": ..., "message": ...}}``.
+"""Errors of the HTTP API as JSON: ``{"error": {"code", "message", "type", "param"}}``.
 
 Every refusal has a stable ``code`` a program can branch on and a ``message`` a person
-can read. Unknown ids are ``not_found`` (404), a body or parameter the API cannot take is
+can read. ``type`` and ``param`` are the fields of an OpenAI error, on both endpoints so
+that one parser reads them: ``type`` names the kind of failure (:func:`error_type`), and
+``param`` the request field at fault, when one is (``"messages[0].content"``), else null.
+
+Unknown ids are ``not_found`` (404), a body or parameter the API cannot take is
 ``invalid_request`` (422), and a setting, mode or question the app refuses is
 ``invalid_request`` too, with the app's own words (:class:`~ragloom_app.errors.UserFacingError`),
 and a database or an index's store that cannot be reached (PostgreSQL or a Chroma server
@@ -13,6 +17,7 @@ reference that the ``internal_error`` message carries, with no stack trace or pa
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -24,7 +29,7 @@ from starlette.exceptions import HTTPException
 from ragloom.stores.base import StoreUnavailableError
 from ragloom_app.errors import UserFacingError, scrub, user_error
 
-__all__ = ["ApiError", "error_body", "install_error_handlers"]
+__all__ = ["ApiError", "error_body", "error_type", "install_error_handlers"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,13 +40,15 @@ RETRY_AFTER_SECONDS = 5
 
 
 class ApiError(Exception):
-    """A refusal the API answers with ``status`` and a JSON error body."""
+    """A refusal the API answers with ``status`` and a JSON error body; ``param`` names
+    the request field at fault, if one is."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, param: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.param = param
 
 
 def not_found(what: str, ident: str) -> ApiError:
@@ -49,9 +56,32 @@ def not_found(what: str, ident: str) -> ApiError:
     return ApiError(404, "not_found", f"no {what} {ident!r}")
 
 
-def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
-    """The JSON body of an error response."""
-    error: dict[str, Any] = {"code": code, "message": message}
+_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    503: "unavailable_error",
+}
+
+
+def error_type(status: int) -> str:
+    """The OpenAI-style ``type`` of an error answered with ``status``: the names
+    llama.cpp's server gives (``invalid_request_error`` for any other 4xx,
+    ``server_error`` for any other 5xx), with ``rate_limit_error`` for a 429."""
+    return _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+
+
+def error_body(
+    status: int, code: str, message: str, *, details: Any = None, param: str | None = None
+) -> dict[str, Any]:
+    """The JSON body of an error answered (or, in a stream, meant) with ``status``."""
+    error: dict[str, Any] = {
+        "code": code,
+        "message": message,
+        "type": error_type(status),
+        "param": param,
+    }
     if details is not None:
         error["details"] = details
     return {"error": error}
@@ -65,16 +95,36 @@ def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
+def _field(loc: Sequence[Any]) -> str | None:
+    """The request field a validation error's ``loc`` points at, OpenAI's way:
+    ``("body", "messages", 0, "content")`` is ``"messages[0].content"``."""
+    name = ""
+    for part in loc[1:]:  # the first says where: body, query, path
+        if isinstance(part, int):
+            name += f"[{part}]"
+        elif not str(part).startswith(("function-", "list[", "dict[", "union[")):
+            name += f".{part}" if name else str(part)
+    return name or None
+
+
 def install_error_handlers(api: FastAPI) -> None:
     """Answer every error of ``api``'s routes as JSON (see the module docstring)."""
 
     @api.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status)
+        body = error_body(exc.status, exc.code, exc.message, param=exc.param)
+        return JSONResponse(body, status_code=exc.status)
 
     @api.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        body = error_body("invalid_request", "the request is not valid", _validation_details(exc))
+        errors = exc.errors()
+        body = error_body(
+            422,
+            "invalid_request",
+            "the request is not valid",
+            details=_validation_details(exc),
+            param=_field(errors[0].get("loc", ())) if errors else None,
+        )
         return JSONResponse(body, status_code=422)
 
     @api.exception_handler(UserFacingError)
@@ -82,8 +132,9 @@ def install_error_handlers(api: FastAPI) -> None:
         from ragloom_app.pages.chat import UnknownConversationError
 
         if isinstance(exc, UnknownConversationError):  # e.g. deleted while answered
-            return JSONResponse(error_body("not_found", scrub(str(exc))), status_code=404)
-        return JSONResponse(error_body("invalid_request", scrub(str(exc))), status_code=422)
+            return JSONResponse(error_body(404, "not_found", scrub(str(exc))), status_code=404)
+        body = error_body(422, "invalid_request", scrub(str(exc)))
+        return JSONResponse(body, status_code=422)
 
     @api.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:
@@ -91,7 +142,7 @@ def install_error_handlers(api: FastAPI) -> None:
         status = 422 if exc.status_code == 400 else exc.status_code
         code = _CODES.get(status, "http_error")
         return JSONResponse(
-            error_body(code, str(exc.detail)), status_code=status, headers=exc.headers
+            error_body(status, code, str(exc.detail)), status_code=status, headers=exc.headers
         )
 
     @api.exception_handler(OperationalError)
@@ -109,13 +160,13 @@ def install_error_handlers(api: FastAPI) -> None:
     @api.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         failure = user_error(exc, "The request", log=logger)
-        return JSONResponse(error_body("internal_error", failure.message), status_code=500)
+        return JSONResponse(error_body(500, "internal_error", failure.message), status_code=500)
 
 
 def _unavailable(message: str) -> JSONResponse:
     """The 503 of a server the app needs being away: the request was fine, try it again."""
     return JSONResponse(
-        error_body("unavailable", message),
+        error_body(503, "unavailable", message),
         status_code=503,
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
     )

@@ -48,6 +48,13 @@ class ErrorDetail(BaseModel):
 
     code: str = Field(description="not_found, invalid_request, model_not_found, ...")
     message: str
+    type: str = Field(
+        description="OpenAI's kind of error: invalid_request_error, authentication_error, "
+        "permission_error, not_found_error, rate_limit_error, unavailable_error, server_error."
+    )
+    param: str | None = Field(
+        description="The request field at fault (OpenAI's way: messages[0].content), if one is."
+    )
     details: list[dict[str, Any]] | None = Field(
         None, description="For a request the API cannot take: where (loc) and what (msg)."
     )

@@ -74,7 +74,9 @@ def _split(request: ChatCompletionRequest) -> tuple[str, list[ChatMessage]]:
     """The question (the last message, a user's) and the turns before it."""
     last = request.messages[-1]
     if last.role != "user" or not last.text().strip():
-        raise ApiError(422, "invalid_request", "the last message must be the user's question")
+        raise ApiError(
+            422, "invalid_request", "the last message must be the user's question", "messages"
+        )
     history = [
         ChatMessage("user" if m.role == "user" else "assistant", m.text())
         for m in request.messages[:-1]
@@ -99,7 +101,8 @@ def openai_router(
         mode = model.removeprefix(MODEL_PREFIX)
         if not model.startswith(MODEL_PREFIX) or mode not in app.reasonings:
             known = ", ".join(MODEL_PREFIX + m for m in app.reasonings)
-            raise ApiError(404, "model_not_found", f"no model {model!r} (models: {known})")
+            message = f"no model {model!r} (models: {known})"
+            raise ApiError(404, "model_not_found", message, param="model")
         return mode
 
     @router.get("/models")
@@ -116,7 +119,11 @@ def openai_router(
         """Answer the last user message with the model's mode (see the module docstring)."""
         mode = mode_of(request.model)
         question, history = _split(request)
-        page.check_question(question)
+        try:
+            page.check_question(question)
+        except UserFacingError as exc:
+            field = f"messages[{len(request.messages) - 1}].content"
+            raise ApiError(422, "invalid_request", scrub(str(exc)), param=field) from None
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
         include_usage = bool(request.stream_options and request.stream_options.include_usage)
@@ -214,10 +221,10 @@ async def _sse(
                 tail.pop("ragloom", None)
                 yield f"data: {json.dumps(tail, ensure_ascii=False)}\n\n"
     except UserFacingError as exc:
-        yield f"data: {json.dumps(error_body('invalid_request', scrub(str(exc))))}\n\n"
+        yield f"data: {json.dumps(error_body(422, 'invalid_request', scrub(str(exc))))}\n\n"
     except Exception as exc:  # the status line is sent: the failure is a chunk
         failure = user_error(exc, "Answering", log=logger)
-        yield f"data: {json.dumps(error_body('internal_error', failure.message))}\n\n"
+        yield f"data: {json.dumps(error_body(500, 'internal_error', failure.message))}\n\n"
     finally:
         slot.give_back()
     yield "data: [DONE]\n\n"

@@ -276,9 +276,9 @@ async def _sse(events: Any, conversation_id: str, slot: Slot) -> AsyncIterator[s
                 name, data = event_payload(event)
                 yield sse_message(name, data)
     except UserFacingError as exc:
-        yield sse_message("error", error_body("invalid_request", scrub(str(exc))))
+        yield sse_message("error", error_body(422, "invalid_request", scrub(str(exc))))
     except Exception as exc:  # the status line is sent: the failure is an event
         failure = user_error(exc, "Answering", log=logger)
-        yield sse_message("error", error_body("internal_error", failure.message))
+        yield sse_message("error", error_body(500, "internal_error", failure.message))
     finally:
         slot.give_back()

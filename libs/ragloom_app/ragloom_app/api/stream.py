@@ -14,7 +14,7 @@ line is its JSON: the same events the UI renders, in the same order.
 ``plan``                  a plan's steps (ReWOO)
 ``usage``                 one LLM call's tokens and seconds
 ``done``                  the whole answer, as the JSON response would have it; last
-``error``                 ``{"error": {"code", "message"}}``: the answer could not be made
+``error``                 the answer could not be made: ``{"error": {...}}``, as a response's
 ========================  ===============================================================
 """
 

@@ -1,14 +1,15 @@
 """How the guards answer a refused request: JSON on the HTTP API's paths (its clients
-read ``{"error": {"code", "message"}}``), plain text elsewhere (gradio's and a browser's)."""
+read ``{"error": {"code", "message", "type", "param"}}``), plain text elsewhere (gradio's
+and a browser's)."""
 
 from __future__ import annotations
 
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-__all__ = ["API_PATHS", "refusal"]
+from ragloom_app.api import API_PATH_PREFIXES
+from ragloom_app.api.errors import error_body
 
-API_PATHS = ("/api/v1", "/v1")
-"""The paths of the HTTP API and the OpenAI-compatible endpoint."""
+__all__ = ["refusal"]
 
 _CODES = {
     400: "bad_request",
@@ -21,7 +22,7 @@ _CODES = {
 
 def refusal(path: str, status: int, message: str) -> Response:
     """The response that refuses a request to ``path`` with ``message``."""
-    if path.startswith(API_PATHS):
-        error = {"code": _CODES.get(status, "refused"), "message": message}
-        return JSONResponse({"error": error}, status_code=status)
+    if path.startswith(API_PATH_PREFIXES):
+        body = error_body(status, _CODES.get(status, "refused"), message)
+        return JSONResponse(body, status_code=status)
     return PlainTextResponse(message, status_code=status)
