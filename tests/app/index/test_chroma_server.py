@@ -106,6 +106,8 @@ def test_the_api_answers_503_while_the_server_is_away_and_the_same_request_works
             "code": "unavailable",
             "message": "An index's store cannot be reached right now: the Chroma server "
             "could not be reached (the connection was refused or failed).",
+            "type": "unavailable_error",
+            "param": None,
         }
         # The removal was left half-way, and the file says so; asked again, it completes.
         assert [s["status"] for s in index.list_sources()] == ["removing"]
