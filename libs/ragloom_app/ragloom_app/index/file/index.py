@@ -25,7 +25,7 @@ from ragloom.retrieval import (
     Retriever,
     VectorRetriever,
 )
-from ragloom.retrieval.restricted import RestrictedRetriever
+from ragloom.retrieval.restricted import ExcludingRetriever, RestrictedRetriever
 from ragloom.splitters import TokenSplitter
 from ragloom.stores import BM25Store, ChromaVectorStore, PostgresFullTextStore
 from ragloom.stores.chroma import chroma_http_client
@@ -204,7 +204,8 @@ class FileIndex(BaseIndex):
         and the request's ``top_k`` (default 5) and ``llm`` (a :class:`ChatLLM` for
         ``rerank``, put there by the chat page, not the user). ``selected`` limits the
         search to those source ids, unless it holds every indexed source of this index:
-        then no filter is passed, as Chroma's ``$in`` filter is slow.
+        then no filter is passed, as Chroma's ``$in`` filter is slow. Sources being
+        removed or failed are never returned (:meth:`unsearchable_source_ids`).
         """
         values = self.resolve_settings({k: v for k, v in settings.items() if k not in REQUEST_KEYS})
         top_k = int(settings.get("top_k") or 5)
@@ -227,6 +228,11 @@ class FileIndex(BaseIndex):
         sources = self.selection_filter(selected)
         if sources is not None:
             retriever = RestrictedRetriever(inner=retriever, source_ids=sources, top_k=top_k)
+        hidden = self.unsearchable_source_ids()
+        if hidden:
+            retriever = ExcludingRetriever(
+                inner=retriever, excluded_ids=sorted(hidden), top_k=top_k
+            )
         return [retriever]
 
     def find_terms(
@@ -235,6 +241,10 @@ class FileIndex(BaseIndex):
         """From the full-text store's vocabulary and posting lists (``BM25Store.find_terms``),
         within the selected sources as :meth:`selection_filter` narrows them."""
         sources = self.selection_filter(selected)
+        hidden = self.unsearchable_source_ids()
+        if hidden:
+            within = self.source_ids() if sources is None else set(sources)
+            sources = sorted(within - hidden)
         return self.fulltext_store.find_terms(list(terms), sources)
 
     def _rerankers(self, values: Mapping[str, Any], llm: Any) -> list[Reranker]:
@@ -255,15 +265,23 @@ class FileIndex(BaseIndex):
             rerankers.append(LLMReranker(llm=llm))
         return rerankers
 
+    def source_ids(self, *statuses: SourceStatus) -> set[str]:
+        """The ids of this index's sources in any of ``statuses`` (all of them if none)."""
+        query = select(Source.id).where(Source.index_id == self.id)
+        if statuses:
+            query = query.where(col(Source.status).in_(statuses))
+        with Session(self.resources.engine) as session:
+            return set(session.exec(query))
+
     def indexed_source_ids(self) -> set[str]:
         """The ids of this index's sources that are fully indexed (searchable)."""
-        with Session(self.resources.engine) as session:
-            rows = session.exec(
-                select(Source.id).where(
-                    Source.index_id == self.id, Source.status == SourceStatus.INDEXED
-                )
-            )
-            return set(rows)
+        return self.source_ids(SourceStatus.INDEXED)
+
+    def unsearchable_source_ids(self) -> set[str]:
+        """The ids of sources being removed or failed: a store may still hold chunks of
+        theirs (its clean-up could not reach it; recovery or ``index check --repair``
+        finishes it), and no search may return them meanwhile."""
+        return self.source_ids(SourceStatus.REMOVING, SourceStatus.FAILED)
 
     def selection_filter(self, selected: Collection[str] | None) -> list[str] | None:
         """The source ids to filter on for ``selected``, or ``None`` for no filter at all.
@@ -274,7 +292,8 @@ class FileIndex(BaseIndex):
         if selected is None:
             return None
         chosen = set(selected)
-        if chosen and self.indexed_source_ids() <= chosen:
+        indexed = self.indexed_source_ids()
+        if chosen and indexed and indexed <= chosen:
             return None
         return sorted(chosen)
 

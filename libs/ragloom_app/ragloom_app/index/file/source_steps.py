@@ -283,8 +283,19 @@ class SourceSteps:
         return True
 
     def _remove_from_stores(self, source_id: str) -> None:
-        self.ingestor.vector_store.delete_source(source_id)
-        self.ingestor.fulltext_store.delete_source(source_id)
+        """Delete the source's chunks from both stores; each is tried though the other fail.
+
+        The full-text store goes first: it is local or the app's own database, so it is
+        the one most likely still there when a vector server is away.
+        """
+        failures: list[Exception] = []
+        for store in (self.ingestor.fulltext_store, self.ingestor.vector_store):
+            try:
+                store.delete_source(source_id)
+            except Exception as exc:  # the other store's chunks must still go
+                failures.append(exc)
+        if failures:
+            raise failures[0]
 
     # -- recovery and repair (called by .consistency with the source's WorkLock held) ------
     def reingest(self, source_id: str, *, lost_reason: str = INTERRUPTED_REASON) -> FileOutcome:
