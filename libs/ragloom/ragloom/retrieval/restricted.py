@@ -13,15 +13,20 @@ from ragloom.schema import RetrievedChunk
 __all__ = ["ExcludingRetriever", "RestrictedRetriever"]
 
 
-class RestrictedRetriever(Retriever):
-    """Searches ``inner`` within ``source_ids`` only (narrowed further if a call says so)."""
+class _SourceLimitedRetriever(Retriever):
+    """``inner`` under its own name, with fewer of the sources it could return."""
 
-    inner: Retriever = Param(help="The retriever to restrict.")
-    source_ids: list[str] = Param(default_callback=lambda _: [], help="Sources to search.")
+    inner: Retriever = Param(help="The retriever to limit.")
 
     @property
     def name(self) -> str:
         return self.inner.name
+
+
+class RestrictedRetriever(_SourceLimitedRetriever):
+    """Searches ``inner`` within ``source_ids`` only (narrowed further if a call says so)."""
+
+    source_ids: list[str] = Param(default_callback=lambda _: [], help="Sources to search.")
 
     def run(
         self,
@@ -38,7 +43,7 @@ class RestrictedRetriever(Retriever):
         return hits
 
 
-class ExcludingRetriever(Retriever):
+class ExcludingRetriever(_SourceLimitedRetriever):
     """Searches ``inner`` but never returns chunks of ``excluded_ids``.
 
     For sources a store may still hold chunks of after they stopped being searchable (a
@@ -48,13 +53,8 @@ class ExcludingRetriever(Retriever):
     up to ``max_fetch`` hits. Past that, fewer than ``top_k`` come back, never theirs.
     """
 
-    inner: Retriever = Param(help="The retriever whose hits are filtered.")
     excluded_ids: list[str] = Param(default_callback=lambda _: [], help="Sources never shown.")
     max_fetch: int = Param(1000, help="The most hits asked of inner for one search.")
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     def run(
         self,
