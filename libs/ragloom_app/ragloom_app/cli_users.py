@@ -100,7 +100,9 @@ def _cmd_list(app: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-@users.command(name="passwd", help="set a user's password (its sessions end)")
+@users.command(
+    name="passwd", help="set a user's password (its sessions end, its API keys are revoked)"
+)
 @click.argument("name")
 @password_options
 def users_passwd(name: str, password_file: str | None, password_env: str | None) -> int:
@@ -109,7 +111,7 @@ def users_passwd(name: str, password_file: str | None, password_env: str | None)
 
 def _cmd_passwd(app: Any, args: argparse.Namespace) -> int:
     app.accounts.set_password(args.name, _password(args))
-    _say(f"new password set for {args.name}")
+    _say(f"new password set for {args.name}; its sessions ended and its API keys were revoked")
     return 0
 
 

@@ -5,11 +5,15 @@ logins limited."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from sqlalchemy import literal_column
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
 from ragloom_app.accounts import AccountError, AccountStore, LoginRefused
+from ragloom_app.accounts import store as store_module
 from ragloom_app.accounts.store import MAX_FAILED_LOGINS
 from ragloom_app.db.engine import create_db_engine
 from ragloom_app.db.models import ApiKeyRecord, SessionRecord, UserRecord
@@ -91,14 +95,62 @@ def test_a_disabled_user_cannot_log_in_and_its_sessions_and_keys_stop(
     assert store.key_user(key) == alice
 
 
-def test_a_new_password_ends_the_sessions(store: AccountStore) -> None:
-    store.add_user("alice", PASSWORD)
+def test_a_new_password_ends_the_sessions_and_revokes_the_keys(store: AccountStore) -> None:
+    alice = store.add_user("alice", PASSWORD)
     _, token = store.login("alice", PASSWORD)
+    _, key = store.create_key(alice, "made by whoever knew the old password")
+    # The clean-up after a break-in: disable, reset, enable. Nothing of before works.
+    store.set_disabled("alice", True)
     store.set_password("alice", "another long password")
+    store.set_disabled("alice", False)
     assert store.session_user(token) is None
+    assert store.key_user(key) is None and store.keys(alice) == []
     with pytest.raises(LoginRefused):
         store.login("alice", PASSWORD)
     assert store.login("alice", "another long password")[0].name == "alice"
+
+
+def test_a_login_checked_while_the_password_changed_opens_no_session(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check takes ~0.15 s; a reset landing in it wins, and a rehash of the old
+    password (after a change of the hash's parameters) is not written over the new one."""
+    store = AccountStore(create_db_engine(database_url))
+    store.add_user("alice", PASSWORD)
+    verify = store_module.verify_password
+
+    def reset_meanwhile(stored: str, password: str) -> bool:
+        ok = verify(stored, password)
+        if password == PASSWORD:
+            store.set_password("alice", "the admin's new password")
+        return ok
+
+    monkeypatch.setattr(store_module, "verify_password", reset_meanwhile)
+    monkeypatch.setattr(store_module, "needs_rehash", lambda stored: True)
+    with pytest.raises(LoginRefused, match="the name or the password is not right"):
+        store.login("alice", PASSWORD)
+    monkeypatch.undo()
+    with Session(store.engine) as session:
+        assert session.exec(select(SessionRecord)).all() == []
+    with pytest.raises(LoginRefused):
+        store.login("alice", PASSWORD)
+    assert store.login("alice", "the admin's new password")[0].name == "alice"
+
+
+def test_a_login_the_database_failed_counts_no_failure(
+    store: AccountStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.add_user("alice", PASSWORD)
+
+    def database_away(name: str, password: str) -> None:
+        raise OperationalError("SELECT", {}, Exception("the database is locked"))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(store, "_check_and_open", database_away)
+        for _ in range(MAX_FAILED_LOGINS + 1):
+            with pytest.raises(OperationalError):
+                store.login("alice", PASSWORD, "10.0.0.1")
+    assert store.login("alice", PASSWORD, "10.0.0.1")[0].name == "alice"
 
 
 def test_api_keys_are_shown_once_listed_by_prefix_and_revoked(store: AccountStore) -> None:
@@ -134,7 +186,20 @@ def test_names_and_passwords_out_of_bounds_are_refused(
         store.add_user(name, password)
 
 
-def test_a_name_is_taken_once(store: AccountStore) -> None:
+def test_a_name_is_taken_once_whatever_its_case(store: AccountStore) -> None:
     store.add_user("alice", PASSWORD)
-    with pytest.raises(AccountError, match="already"):
+    for name in ("alice", "Alice", "ALICE"):
+        with pytest.raises(AccountError, match="already"):
+            store.add_user(name, PASSWORD)
+    assert [user.name for user, _ in store.users()] == ["alice"]
+
+
+def test_a_name_taken_between_the_check_and_the_insert_is_refused_as_taken(
+    store: AccountStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.add_user("alice", PASSWORD)
+    # As if another add of the name had landed just after this one looked.
+    never = SimpleNamespace(lower=lambda column: literal_column("'nobody'"))
+    monkeypatch.setattr(store_module, "func", never)
+    with pytest.raises(AccountError, match="there is a user named 'alice' already"):
         store.add_user("alice", PASSWORD)

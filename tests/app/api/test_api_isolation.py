@@ -154,7 +154,13 @@ def test_a_login_sets_an_httponly_strict_cookie_and_logout_ends_it(two_users: Tw
 
 def test_api_keys_are_made_listed_and_revoked_by_their_owner(two_users: TwoUsers) -> None:
     alice = _client(two_users, two_users.alice_key)
-    created = alice.post("/keys", json={"name": "ci"})
+    # A key makes no key: one that leaked and was revoked must leave none behind.
+    refused = alice.post("/keys", json={"name": "ci"})
+    assert refused.status_code == 403
+    assert refused.json()["error"]["message"].startswith("an API key cannot make API keys")
+    browser = httpx.Client(base_url=f"{two_users.url}api/v1", timeout=30)
+    assert browser.post("/login", json={"name": "alice", "password": PASSWORD}).is_success
+    created = browser.post("/keys", json={"name": "ci"})
     assert created.status_code == 201
     key = created.json()["key"]
     assert _client(two_users, key).get("/me").json()["name"] == "alice"

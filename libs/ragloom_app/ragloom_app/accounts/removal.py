@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import Session, select
 
-from ragloom_app.accounts.store import AccountError
+from ragloom_app.accounts.identity import AccountError
 from ragloom_app.conversations import ConversationStore
 from ragloom_app.db.models import IndexRecord
 

@@ -10,18 +10,20 @@ waits (:class:`~.ratelimit.FailureLimiter`).
 from __future__ import annotations
 
 import functools
-import hashlib
 import ipaddress
 import re
 import secrets
 import threading
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from sqlalchemy import func
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select, update
 
+from ragloom_app.accounts.identity import AccountError, User, as_utc, secret_digest, user_of
+from ragloom_app.accounts.keys import ApiKeyStore
 from ragloom_app.accounts.passwords import hash_password, needs_rehash, verify_password
 from ragloom_app.accounts.ratelimit import FailureLimiter
 from ragloom_app.db.models import (
@@ -33,16 +35,7 @@ from ragloom_app.db.models import (
 )
 from ragloom_app.errors import UserFacingError
 
-__all__ = [
-    "API_KEY_PREFIX",
-    "MAX_FAILED_LOGINS",
-    "SESSION_HOURS",
-    "AccountError",
-    "AccountStore",
-    "ApiKeyInfo",
-    "LoginRefused",
-    "User",
-]
+__all__ = ["MAX_FAILED_LOGINS", "SESSION_HOURS", "AccountStore", "LoginRefused"]
 
 SESSION_HOURS = 12
 """How long a login session lasts."""
@@ -53,9 +46,6 @@ MAX_FAILED_LOGINS_PER_ADDRESS = 20
 FAILED_LOGIN_WINDOW = 15 * 60.0
 MAX_CONCURRENT_VERIFIES = 2
 """Password checks at once (each argon2id verify takes 64 MiB and a core for ~0.15 s)."""
-API_KEY_PREFIX = "rlk_"
-"""How every API key starts (so a leaked one is recognisable, e.g. by secret scanners)."""
-MAX_KEYS_PER_USER = 20
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -63,10 +53,6 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 def _dummy_hash() -> str:
     """Verified against when the name is unknown, so both refusals take as long."""
     return hash_password(secrets.token_urlsafe(16))
-
-
-class AccountError(UserFacingError, ValueError):
-    """A name, password or key the accounts refuse, in words for the person."""
 
 
 class LoginRefused(UserFacingError):
@@ -77,26 +63,6 @@ class LoginRefused(UserFacingError):
         self.retry_after = retry_after
 
 
-@dataclass(frozen=True)
-class User:
-    """Who a request acts for."""
-
-    id: str
-    name: str
-    is_admin: bool = False
-
-
-@dataclass(frozen=True)
-class ApiKeyInfo:
-    """An API key as a list shows it: never the key itself."""
-
-    id: str
-    name: str
-    prefix: str
-    created_at: datetime
-    last_used_at: datetime | None
-
-
 def _is_loopback(address: str) -> bool:
     try:
         return ipaddress.ip_address(address).is_loopback
@@ -104,24 +70,11 @@ def _is_loopback(address: str) -> bool:
         return address == "localhost"
 
 
-def _digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
-
-
-def _user(record: UserRecord) -> User:
-    return User(record.id, record.name, record.is_admin)
-
-
-def _aware(moment: datetime) -> datetime:
-    # SQLite gives back naive datetimes: they were written in UTC.
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-class AccountStore:
+class AccountStore(ApiKeyStore):
     """Users, their sessions and API keys (see the module docstring)."""
 
     def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+        super().__init__(engine)
         self.by_account = FailureLimiter(MAX_FAILED_LOGINS, FAILED_LOGIN_WINDOW)
         self.by_address = FailureLimiter(MAX_FAILED_LOGINS_PER_ADDRESS, FAILED_LOGIN_WINDOW)
         self._verifying = threading.BoundedSemaphore(MAX_CONCURRENT_VERIFIES)
@@ -139,21 +92,27 @@ class AccountStore:
             password_hash = hash_password(password)
         except ValueError as exc:
             raise AccountError(str(exc)) from None
+        taken = AccountError(f"there is a user named {name!r} already")
         with Session(self.engine) as session:
-            if session.exec(select(UserRecord).where(UserRecord.name == name)).first():
-                raise AccountError(f"there is a user named {name!r} already")
+            # Names that differ in case alone would look like one user wherever shown.
+            same = func.lower(UserRecord.name) == name.lower()
+            if session.exec(select(UserRecord.id).where(same)).first():
+                raise taken
             record = UserRecord(
                 id=uuid.uuid4().hex, name=name, password_hash=password_hash, is_admin=is_admin
             )
             session.add(record)
-            session.commit()
-            return _user(record)
+            try:
+                session.commit()
+            except IntegrityError:  # the same name, added at the same moment
+                raise taken from None
+            return user_of(record)
 
     def users(self) -> list[tuple[User, bool]]:
         """Every user, with whether it is disabled, by name."""
         with Session(self.engine) as session:
             rows = session.exec(select(UserRecord).order_by(col(UserRecord.name)))
-            return [(_user(r), r.disabled) for r in rows]
+            return [(user_of(r), r.disabled) for r in rows]
 
     def enabled_count(self) -> int:
         """How many users can log in (not disabled)."""
@@ -165,19 +124,19 @@ class AccountStore:
         """The enabled or disabled user ``name``, or ``None``."""
         with Session(self.engine) as session:
             record = _named(session, name)
-            return None if record is None else _user(record)
+            return None if record is None else user_of(record)
 
     def user_by_id(self, user_id: str) -> User | None:
         """The user of that id, or ``None``."""
         with Session(self.engine) as session:
             record = session.get(UserRecord, user_id)
-            return None if record is None else _user(record)
+            return None if record is None else user_of(record)
 
     def enabled_user(self, user_id: str) -> User | None:
         """The user of that id if it may act now (not disabled), or ``None``."""
         with Session(self.engine) as session:
             record = session.get(UserRecord, user_id)
-            return None if record is None or record.disabled else _user(record)
+            return None if record is None or record.disabled else user_of(record)
 
     def display_name(self, user_id: str) -> str:
         """The name to show for the owner ``user_id`` (``local`` for the laptop's user)."""
@@ -187,7 +146,8 @@ class AccountStore:
         return user.name if user is not None else "(deleted user)"
 
     def set_password(self, name: str, password: str) -> None:
-        """Give ``name`` a new password; its sessions end."""
+        """Give ``name`` a new password; its sessions end and its API keys are revoked,
+        so that whoever knew the old one keeps nothing it made with it."""
         try:
             password_hash = hash_password(password)
         except ValueError as exc:
@@ -197,6 +157,7 @@ class AccountStore:
             record.password_hash = password_hash
             session.add(record)
             self._end_sessions(session, record.id)
+            self.revoke_all(session, record.id)
             session.commit()
 
     def set_disabled(self, name: str, disabled: bool) -> None:
@@ -261,26 +222,49 @@ class AccountStore:
             if by_address:
                 self.by_address.failed(address)
             user, token = self._check_and_open(name, password)
+        except LoginRefused:
+            raise
+        except BaseException:  # the database failed, not the password: nothing counts
+            self._forgive(name, address if by_address else "")
+            raise
         finally:
             self._verifying.release()
-        self.by_account.forgive(name)
-        if by_address:
-            self.by_address.forgive(address)
+        self._forgive(name, address if by_address else "")
         return user, token
+
+    def _forgive(self, name: str, address: str) -> None:
+        self.by_account.forgive(name)
+        if address:
+            self.by_address.forgive(address)
 
     def _check_and_open(self, name: str, password: str) -> tuple[User, str]:
         with Session(self.engine) as session:
             record = _named(session, name)
-            ok = verify_password(record.password_hash if record else _dummy_hash(), password)
-            if record is None or not ok or record.disabled:
+            user = None if record is None or record.disabled else user_of(record)
+            checked = record.password_hash if record else _dummy_hash()
+        # No transaction stays open through the check (a core for ~0.15 s).
+        if not verify_password(checked, password) or user is None:
+            raise LoginRefused("the name or the password is not right")
+        rehashed = hash_password(password) if needs_rehash(checked) else checked
+        with Session(self.engine) as session:
+            # A new password or a disabling since the read wins. This write (a row lock on
+            # PostgreSQL, the write lock on SQLite) orders the session opened here before
+            # or after theirs, never across: one set after it ends it.
+            still = session.exec(
+                update(UserRecord)
+                .where(
+                    col(UserRecord.id) == user.id,
+                    col(UserRecord.password_hash) == checked,
+                    col(UserRecord.disabled).is_(False),
+                )
+                .values(password_hash=rehashed)
+            )
+            if still.rowcount != 1:
                 raise LoginRefused("the name or the password is not right")
-            if needs_rehash(record.password_hash):
-                record.password_hash = hash_password(password)
-                session.add(record)
             token = secrets.token_urlsafe(32)
             expires = datetime.now(UTC) + timedelta(hours=SESSION_HOURS)
             session.add(
-                SessionRecord(token_hash=_digest(token), user_id=record.id, expires_at=expires)
+                SessionRecord(token_hash=secret_digest(token), user_id=user.id, expires_at=expires)
             )
             # Sessions never presented again would pile up: the expired ones go now.
             for stale in session.exec(
@@ -288,106 +272,30 @@ class AccountStore:
             ):
                 session.delete(stale)
             session.commit()
-            return _user(record), token
+            return user, token
 
     def session_user(self, token: str) -> User | None:
         """The user of a live session token, or ``None`` (unknown, expired, disabled)."""
         if not token or len(token) > 200:
             return None
         with Session(self.engine) as session:
-            row = session.get(SessionRecord, _digest(token))
+            row = session.get(SessionRecord, secret_digest(token))
             if row is None:
                 return None
-            if _aware(row.expires_at) <= datetime.now(UTC):
+            if as_utc(row.expires_at) <= datetime.now(UTC):
                 session.delete(row)
                 session.commit()
                 return None
             record = session.get(UserRecord, row.user_id)
-            return None if record is None or record.disabled else _user(record)
+            return None if record is None or record.disabled else user_of(record)
 
     def logout(self, token: str) -> None:
         """End the session of ``token`` (nothing if there is none)."""
         with Session(self.engine) as session:
-            row = session.get(SessionRecord, _digest(token))
+            row = session.get(SessionRecord, secret_digest(token))
             if row is not None:
                 session.delete(row)
                 session.commit()
-
-    # -- API keys -------------------------------------------------------------------------
-    def create_key(self, user: User, name: str) -> tuple[ApiKeyInfo, str]:
-        """A new API key of ``user``: its listing and the key, which is shown this once."""
-        name = name.strip()[:80] or "key"
-        key = API_KEY_PREFIX + secrets.token_urlsafe(32)
-        with Session(self.engine) as session:
-            live = session.exec(
-                select(ApiKeyRecord).where(
-                    ApiKeyRecord.user_id == user.id, col(ApiKeyRecord.revoked_at).is_(None)
-                )
-            ).all()
-            if len(live) >= MAX_KEYS_PER_USER:
-                raise AccountError(
-                    f"a user has at most {MAX_KEYS_PER_USER} API keys: revoke one first"
-                )
-            record = ApiKeyRecord(
-                id=uuid.uuid4().hex[:12],
-                user_id=user.id,
-                name=name,
-                key_hash=_digest(key),
-                prefix=key[: len(API_KEY_PREFIX) + 6],
-            )
-            session.add(record)
-            session.commit()
-            return self._key_info(record), key
-
-    def keys(self, user: User) -> list[ApiKeyInfo]:
-        """``user``'s API keys not revoked, oldest first."""
-        with Session(self.engine) as session:
-            rows = session.exec(
-                select(ApiKeyRecord)
-                .where(ApiKeyRecord.user_id == user.id, col(ApiKeyRecord.revoked_at).is_(None))
-                .order_by(col(ApiKeyRecord.created_at))
-            )
-            return [self._key_info(r) for r in rows]
-
-    def revoke_key(self, user: User, key_id: str) -> bool:
-        """Revoke one of ``user``'s keys; ``False`` if it has none of that id."""
-        with Session(self.engine) as session:
-            record = session.get(ApiKeyRecord, key_id)
-            if record is None or record.user_id != user.id or record.revoked_at is not None:
-                return False
-            record.revoked_at = datetime.now(UTC)
-            session.add(record)
-            session.commit()
-            return True
-
-    def key_user(self, key: str) -> User | None:
-        """The user of a live API key, or ``None``."""
-        if not key.startswith(API_KEY_PREFIX) or len(key) > 200:
-            return None
-        with Session(self.engine) as session:
-            record = session.exec(
-                select(ApiKeyRecord).where(ApiKeyRecord.key_hash == _digest(key))
-            ).first()
-            if record is None or record.revoked_at is not None:
-                return None
-            user = session.get(UserRecord, record.user_id)
-            if user is None or user.disabled:
-                return None
-            now = datetime.now(UTC)
-            # A write per request would serialize every API call on the database: a key's
-            # last use is kept to the minute.
-            last = record.last_used_at
-            if last is None or now - _aware(last) > timedelta(minutes=1):
-                record.last_used_at = now
-                session.add(record)
-                session.commit()
-            return _user(user)
-
-    @staticmethod
-    def _key_info(record: ApiKeyRecord) -> ApiKeyInfo:
-        return ApiKeyInfo(
-            record.id, record.name, record.prefix, record.created_at, record.last_used_at
-        )
 
 
 def _named(session: Session, name: str) -> UserRecord | None:

@@ -11,7 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragloom_app.accounts import LoginRefused, User
 from ragloom_app.accounts.passwords import MAX_PASSWORD_CHARS
-from ragloom_app.api.auth import SESSION_COOKIE, end_session_cookie, set_session_cookie
+from ragloom_app.api.auth import (
+    SESSION_COOKIE,
+    by_api_key,
+    end_session_cookie,
+    set_session_cookie,
+)
 from ragloom_app.api.errors import ApiError, error_body, not_found
 from ragloom_app.api.models import ERROR_RESPONSES
 from ragloom_app.app import BaseApp
@@ -105,15 +110,26 @@ def account_router(app: BaseApp, current_user: Callable[[Request], User]) -> API
     @router.post(
         "/keys",
         status_code=201,
-        responses={403: {"description": "Without accounts there is no key to make."}},
+        responses={
+            403: {"description": "Without accounts there is no key to make, nor with a key."}
+        },
     )
-    def create_key(body: KeyCreate | None = None, user: User = Depends(current_user)) -> KeyCreated:
-        """A new API key, shown this once."""
+    def create_key(
+        request: Request, body: KeyCreate | None = None, user: User = Depends(current_user)
+    ) -> KeyCreated:
+        """A new API key, shown this once. Made in a login session only: a key that could
+        make keys would leave one behind each time it leaked and was revoked."""
         if user.id == LOCAL_USER:
             raise ApiError(
                 403,
                 "forbidden",
                 "API keys belong to accounts: add one with `ragloom users add NAME`",
+            )
+        if by_api_key(request):
+            raise ApiError(
+                403,
+                "forbidden",
+                "an API key cannot make API keys: log in (POST /api/v1/login) to make one",
             )
         info, key = app.accounts.create_key(user, body.name if body else "key")
         return KeyCreated(**vars(info), key=key)

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from fastapi import Request, Response
 
 from ragloom_app.accounts import User
-from ragloom_app.accounts.store import API_KEY_PREFIX, SESSION_HOURS
+from ragloom_app.accounts.keys import API_KEY_PREFIX
+from ragloom_app.accounts.store import SESSION_HOURS
 from ragloom_app.api.errors import ApiError
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import LOCAL_USER
@@ -30,6 +31,7 @@ __all__ = [
     "LOCAL",
     "SESSION_COOKIE",
     "authenticator",
+    "by_api_key",
     "cookie_is_secure",
     "end_session_cookie",
     "set_session_cookie",
@@ -43,6 +45,12 @@ LOCAL = User(id=LOCAL_USER, name=LOCAL_USER, is_admin=False)
 def _bearer(request: Request) -> str | None:
     scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
     return credentials.strip() if scheme.lower() == "bearer" and credentials.strip() else None
+
+
+def by_api_key(request: Request) -> bool:
+    """Whether ``request`` names its user by an API key (``Authorization: Bearer rlk_...``)."""
+    key = _bearer(request)
+    return key is not None and key.startswith(API_KEY_PREFIX)
 
 
 def authenticator(app: BaseApp) -> Callable[[Request], User]:

@@ -159,7 +159,7 @@ class AccountHandlers:
                 done = f"Added {name}."
             elif action == "password":
                 store.set_password(name, password or "")
-                done = f"Set a new password for {name}; its sessions ended."
+                done = f"Set a new password for {name}; its sessions ended, its API keys revoked."
             elif action in ("disable", "enable", "delete") and name == admin.name:
                 raise AccountError("an admin cannot disable or delete itself here")
             elif action == "disable":
