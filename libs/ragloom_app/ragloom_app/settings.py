@@ -8,6 +8,7 @@ A settings module is a Python file of upper-case names (see the project's
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import math
 import os
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ __all__ = ["ENV_OVERRIDES", "FULLTEXT_STORES", "AppSettings", "SettingsError", "
 FULLTEXT_STORES = ("auto", "bm25")
 """The values of ``FULLTEXT_STORE``."""
 JOB_QUEUES = ("in-process", "procrastinate")
+MAX_TRUSTED_PROXIES = 64
 """The values of ``JOB_QUEUE``."""
 
 
@@ -142,8 +144,11 @@ class AppSettings:
     # off, the server acts for the one local user, as on a laptop.
     require_login: bool = False
     # Mark the session cookie Secure even on plain HTTP: for a TLS-terminating reverse
-    # proxy in front (the app trusts no proxy header, so it sees only HTTP).
+    # proxy in front (the app reads no X-Forwarded-Proto, so it sees only HTTP).
     secure_cookies: bool = False
+    # Reverse proxies (addresses or networks) whose X-Forwarded-For names the client that
+    # the login limits count; without them every client behind a proxy is the proxy.
+    trusted_proxies: list[str] = field(default_factory=list)
     # -- what indexing may spend (docs/security.md); None keeps the library's default ------
     # Chunks one file may make (50,000) and seconds it may take to be read and chunked (300).
     max_file_chunks: int | None = None
@@ -230,6 +235,23 @@ class AppSettings:
         hosts = self.allowed_hosts
         if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
             raise SettingsError(f"ALLOWED_HOSTS: must be a list of host names, not {hosts!r}")
+        self._check_trusted_proxies()
+
+    def _check_trusted_proxies(self) -> None:
+        proxies = self.trusted_proxies
+        wrong = SettingsError(
+            f"TRUSTED_PROXIES: must be a list of at most {MAX_TRUSTED_PROXIES} addresses or "
+            f"networks (such as '10.0.0.2' or '10.0.0.0/24'), not {proxies!r}"[:500]
+        )
+        if not isinstance(proxies, list) or len(proxies) > MAX_TRUSTED_PROXIES:
+            raise wrong
+        if not all(isinstance(entry, str) for entry in proxies):
+            raise wrong
+        try:
+            for entry in proxies:
+                ipaddress.ip_network(entry.strip(), strict=False)
+        except ValueError:
+            raise wrong from None
 
     @property
     def database(self) -> str:

@@ -14,7 +14,7 @@ from sqlmodel import Session, select
 
 from ragloom_app.accounts import AccountError, AccountStore, LoginRefused
 from ragloom_app.accounts import store as store_module
-from ragloom_app.accounts.store import MAX_FAILED_LOGINS
+from ragloom_app.accounts.store import MAX_FAILED_LOGINS, MAX_FAILED_LOGINS_PER_ADDRESS
 from ragloom_app.db.engine import create_db_engine
 from ragloom_app.db.models import ApiKeyRecord, SessionRecord, UserRecord
 
@@ -203,3 +203,15 @@ def test_a_name_taken_between_the_check_and_the_insert_is_refused_as_taken(
     monkeypatch.setattr(store_module, "func", never)
     with pytest.raises(AccountError, match="there is a user named 'alice' already"):
         store.add_user("alice", PASSWORD)
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "::1", "::ffff:127.0.0.1"])
+def test_a_loopback_address_in_any_form_is_not_limited_by_address(
+    store: AccountStore, address: str
+) -> None:
+    for n in range(MAX_FAILED_LOGINS_PER_ADDRESS // 4):
+        store.add_user(f"user{n}", PASSWORD)
+    for n in range(MAX_FAILED_LOGINS_PER_ADDRESS):
+        with pytest.raises(LoginRefused, match="not right"):
+            store.login(f"user{n % 5}", "wrong password", address)
+    assert store.login("user0", PASSWORD, address)[0].name == "user0"

@@ -65,9 +65,11 @@ class LoginRefused(UserFacingError):
 
 def _is_loopback(address: str) -> bool:
     try:
-        return ipaddress.ip_address(address).is_loopback
+        parsed = ipaddress.ip_address(address)
     except ValueError:
         return address == "localhost"
+    mapped = getattr(parsed, "ipv4_mapped", None)  # "::ffff:127.0.0.1" on a dual-stack socket
+    return (mapped or parsed).is_loopback
 
 
 class AccountStore(ApiKeyStore):

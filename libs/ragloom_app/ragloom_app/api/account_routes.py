@@ -17,6 +17,7 @@ from ragloom_app.api.auth import (
     end_session_cookie,
     set_session_cookie,
 )
+from ragloom_app.api.client_address import proxy_networks, request_address
 from ragloom_app.api.errors import ApiError, error_body, not_found
 from ragloom_app.api.models import ERROR_RESPONSES
 from ragloom_app.app import BaseApp
@@ -68,11 +69,12 @@ class KeyCreated(KeyOut):
 def account_router(app: BaseApp, current_user: Callable[[Request], User]) -> APIRouter:
     """Log in and out, ``/me``, and the user's API keys."""
     router = APIRouter(prefix="/api/v1", tags=["account"], responses=ERROR_RESPONSES)
+    proxies = proxy_networks(app.settings.trusted_proxies)
 
     @router.post("/login", responses={429: {"description": "Too many failed logins."}})
     def login(body: LoginRequest, request: Request) -> UserOut:
         """Log in: the response sets the session cookie."""
-        address = request.client.host if request.client else ""
+        address = request_address(request, proxies)
         try:
             user, token = app.accounts.login(body.name, body.password, address)
         except LoginRefused as exc:

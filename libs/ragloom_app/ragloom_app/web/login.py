@@ -41,6 +41,7 @@ from ragloom_app.api.auth import (
     end_session_cookie,
     set_session_cookie,
 )
+from ragloom_app.api.client_address import proxy_networks, request_address
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import LOCAL_USER
 
@@ -181,7 +182,8 @@ def _same(sent: str, expected: str) -> bool:
 
 
 def login_router(app: BaseApp) -> APIRouter:
-    """``GET``/``POST /login`` and ``POST /logout``, the UI's; not in the API's schema."""
+    router = APIRouter(include_in_schema=False)
+    proxies = proxy_networks(app.settings.trusted_proxies)
     router = APIRouter(include_in_schema=False)
 
     secure = app.settings.secure_cookies
@@ -215,7 +217,7 @@ def login_router(app: BaseApp) -> APIRouter:
             return page(request, status=403, name=name, message="The form expired: log in again.")
         if not name or not password or len(password) > MAX_PASSWORD_CHARS:
             return page(request, status=401, name=name, message="Type a name and password.")
-        address = request.client.host if request.client else ""
+        address = request_address(request, proxies)
         try:
             # argon2 and the database: in a thread, not on the event loop.
             user, token = await run_in_threadpool(app.accounts.login, name, password, address)
