@@ -28,9 +28,14 @@ def retrieve_from_all(
 ) -> list[RetrievedChunk]:
     """The best ``top_k`` chunks over every retriever, each chunk once.
 
-    Each retriever's list keeps its own order (MMR or reranking may have set it): the lists
-    are merged by always taking the head with the highest score (the earlier retriever on
-    a tie). Lists sorted by score merge into one sorted list.
+    Each retriever's list keeps its own order (MMR or reranking may have set it). When
+    every retriever has the same :attr:`~Retriever.name`, their scores are on one scale
+    (two indices' hybrid searches both score by fused rank, two vector searches by cosine
+    similarity), and the lists are merged by always taking the head with the highest
+    score: lists sorted by score merge into one sorted list. Retrievers of different kinds
+    score on scales that cannot be compared (a BM25 score of 12 beats any cosine), so
+    their lists are merged by rank instead: each one's first, then each one's second...
+    Either way the earlier retriever wins a tie.
 
     A retriever that raises is left out of this search, its error logged, so one broken
     index does not fail every question; when every retriever raises, :class:`RetrievalError`.
@@ -38,14 +43,16 @@ def retrieve_from_all(
     has (a tool call past its time limit).
     """
     queues: list[deque[RetrievedChunk]] = []
+    kinds: set[str] = set()
     failures: list[Exception] = []
     for retriever in retrievers:
         if stop is not None and stop():
             break
+        name = str(getattr(retriever, "name", type(retriever).__name__))
         try:
             queues.append(deque(retriever(query, top_k=top_k)))
+            kinds.add(name)
         except Exception as exc:
-            name = getattr(retriever, "name", type(retriever).__name__)
             logger.warning("retriever %s failed; left out of this search", name, exc_info=True)
             failures.append(exc)
     if failures and not queues:
@@ -54,13 +61,20 @@ def retrieve_from_all(
         unavailable = [str(exc) for exc in failures if isinstance(exc, StoreUnavailableError)]
         why = unavailable[0] if unavailable else "every search raised an error"
         raise RetrievalError(f"searching the documents failed: {why}") from failures[0]
+    by_score = len(kinds) <= 1
+    taken = [0] * len(queues)
     merged: list[RetrievedChunk] = []
     seen: set[str] = set()
     while len(merged) < top_k:
-        heads = [queue for queue in queues if queue]
+        heads = [n for n, queue in enumerate(queues) if queue]
         if not heads:
             break
-        item = max(heads, key=lambda queue: queue[0].score).popleft()
+        if by_score:
+            best = max(heads, key=lambda n: queues[n][0].score)
+        else:
+            best = min(heads, key=lambda n: taken[n])
+        taken[best] += 1
+        item = queues[best].popleft()
         if item.chunk.id not in seen:
             seen.add(item.chunk.id)
             merged.append(item)
