@@ -259,7 +259,7 @@ class IndexManager:
         record = IndexRecord(
             name=name,
             index_type=type_id,
-            config=config or {},
+            config=_with_visibility(config or {}, shared),
             owner=owner,
             shared=shared,
             store_name=new_store_name(),
@@ -299,11 +299,13 @@ class IndexManager:
             if record is None:
                 raise UnknownIndexError(f"no index named {index.name!r}")
             record.shared = shared
+            record.config = _with_visibility(dict(record.config or {}), shared)
             session.add(record)
             session.commit()
             owner = record.owner
         with self._lock:
             self._access[index.id] = IndexAccess(owner, shared)
+            index.config = _with_visibility(dict(index.config), shared)
 
     def delete(self, name_or_id: str | int) -> None:
         """Delete an index and everything it stored; its indexing jobs that had not ended
@@ -365,3 +367,11 @@ class IndexManager:
     def readable_by(self, user_id: str) -> list[BaseIndex]:
         """The live indices ``user_id`` may search, oldest first."""
         return [index for index in self.indices if self.access(index).readable_by(user_id)]
+
+
+def _with_visibility(config: dict[str, Any], shared: bool) -> dict[str, Any]:
+    """``config`` whose ``visibility`` setting, if its type has one, says what ``shared``
+    does: the access record decides who reads an index, and the setting shown must agree."""
+    if "visibility" in config:
+        config["visibility"] = "shared" if shared else "private"
+    return config

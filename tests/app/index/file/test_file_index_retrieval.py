@@ -181,3 +181,21 @@ def test_a_created_index_keeps_its_visibility(tmp_path: Path) -> None:
     assert isinstance(reopened, FileIndex)
     assert reopened.setting("visibility") == "shared"
     assert reopened.setting("chunk_size") == 64
+
+
+def test_the_visibility_shown_is_the_access_the_index_has(tmp_path: Path) -> None:
+    app = BaseApp(AppSettings(data_dir=tmp_path / "data")).start()
+    file_index = "ragloom_app.index.file.FileIndex"
+    defaults = FileIndex.normalize_config({})
+    assert defaults["visibility"] == "private"
+    # As `ragloom index create` makes one: the local user's, shared, from the defaults.
+    cli = app.indices.create("Made on the command line", file_index, dict(defaults))
+    assert app.indices.access(cli).shared and cli.setting("visibility") == "shared"
+    mine = app.indices.create("Mine", file_index, dict(defaults), owner="u1", shared=False)
+    assert mine.setting("visibility") == "private"
+    app.indices.share(mine)  # as an import does once every file is in
+    assert mine.setting("visibility") == "shared"
+    reopened = BaseApp(AppSettings(data_dir=tmp_path / "data")).start().indices
+    for name in ("Made on the command line", "Mine"):
+        index = reopened.get(name)
+        assert reopened.access(index).shared and index.setting("visibility") == "shared"
