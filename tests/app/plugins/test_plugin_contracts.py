@@ -350,3 +350,31 @@ def test_check_plugin_names_a_misspelt_hook_and_a_bad_return() -> None:
 
     with pytest.raises(AssertionError, match="not a BaseTool subclass"):
         check_plugin(Wrong())
+
+
+@pytest.mark.parametrize(
+    ("specs", "message"),
+    [
+        ({"k": {"name": "K", "value": 1, "component": "number", "minimum": "0"}}, "'minimum'"),
+        ({f"k{n}": {"name": "K", "value": "", "component": "text"} for n in range(101)}, "101"),
+        ({"k" * 65: {"name": "K", "value": "", "component": "text"}}, "at most 64 characters"),
+        (
+            {"k": {"name": "K", "value": 0, "component": "radio", "choices": list(range(501))}},
+            "501 choices; at most 500",
+        ),
+    ],
+)
+def test_settings_past_a_bound_fail_the_contract(specs: dict[str, Any], message: str) -> None:
+    with pytest.raises(AssertionError, match=message):
+        check_settings_schema(specs, "Mode")
+
+
+def test_check_plugin_refuses_an_index_type_whose_settings_raise() -> None:
+    class Fragile(FileIndex):
+        @classmethod
+        def get_user_settings(cls) -> dict[str, Any]:
+            raise KeyError("mode")
+
+    plugin = type("P", (), {"ragloom_index_types": staticmethod(hookimpl(lambda: [Fragile]))})
+    with pytest.raises(AssertionError, match=r"Fragile.get_user_settings\(\) raised KeyError"):
+        check_plugin(plugin)

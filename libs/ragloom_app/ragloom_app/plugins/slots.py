@@ -77,6 +77,21 @@ def _mapping(value: Any, hook: str) -> Mapping[Any, Any]:
     return value
 
 
+def _check_settings(cls: type, method: str, *arguments: Any) -> None:
+    """Call a settings method of ``cls`` as the UI will, and check what it returns: a
+    form that cannot be drawn would stop the web UI from being built for everyone."""
+    from ragloom_app.plugins.rules import RuleError, check_setting_specs
+
+    owner = f"{cls.__qualname__}.{method}()"
+    try:
+        specs = getattr(cls, method)(*arguments)
+        check_setting_specs(specs, owner)
+    except RuleError as exc:
+        raise PluginError(str(exc)) from None
+    except Exception as exc:  # a plugin's bug, named: the hook itself returned fine
+        raise PluginError(f"{owner} raised {type(exc).__name__}: {exc}") from None
+
+
 def _reasonings(value: Any, given: Mapping[str, Any]) -> Entries:
     from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo
 
@@ -85,11 +100,13 @@ def _reasonings(value: Any, given: Mapping[str, Any]) -> Entries:
         info = cls.get_info()
         if not isinstance(info, ReasoningInfo) or not info.id:
             raise PluginError(f"{cls.__qualname__}.get_info() must return a ReasoningInfo")
+        _check_settings(cls, "get_user_settings")
         entries.append((info.id, cls))
     return entries
 
 
 def _index_types(value: Any, given: Mapping[str, Any]) -> Entries:
+    from ragloom.loaders import default_readers
     from ragloom_app.index.base import BaseIndex
 
     hook = "ragloom_index_types"
@@ -100,8 +117,17 @@ def _index_types(value: Any, given: Mapping[str, Any]) -> Entries:
             if not isinstance(type_id, str) or not type_id:
                 raise PluginError(f"{hook}: type ids must be non-empty strings, got {type_id!r}")
             _classes([cls], BaseIndex, hook)
-        return entries
-    return [(f"{c.__module__}.{c.__qualname__}", c) for c in _classes(value, BaseIndex, hook)]
+    else:
+        entries = [
+            (f"{c.__module__}.{c.__qualname__}", c) for c in _classes(value, BaseIndex, hook)
+        ]
+    readers = default_readers()
+    for _, cls in entries:
+        # The forms that create an index (admin) and search it (user) are drawn from these.
+        _check_settings(cls, "get_admin_settings")
+        _check_settings(cls, "admin_settings_for", readers)
+        _check_settings(cls, "get_user_settings")
+    return entries
 
 
 def _tools(value: Any, given: Mapping[str, Any]) -> Entries:
