@@ -352,6 +352,12 @@ def test_check_plugin_names_a_misspelt_hook_and_a_bad_return() -> None:
         check_plugin(Wrong())
 
 
+def test_check_plugin_refuses_a_tool_name_the_app_would_refuse() -> None:
+    plugin = type("P", (), {"ragloom_tools": staticmethod(hookimpl(lambda: [ShoutingName]))})
+    with pytest.raises(AssertionError, match=r"ShoutingName\.name must be a lower-case identifier"):
+        check_plugin(plugin)
+
+
 @pytest.mark.parametrize(
     ("specs", "message"),
     [

@@ -253,3 +253,18 @@ def test_two_plugins_with_one_tool_name_the_later_wins(tmp_path: Path) -> None:
         "tool 'shout' is registered by plugin good and again by plugin other: "
         "the later one (plugin other) wins"
     ]
+
+
+class WebSearch(ShoutTool):
+    name: ClassVar[str] = "WebSearch"
+
+
+def test_a_tool_whose_name_agents_cannot_write_leaves_its_plugin_out(tmp_path: Path) -> None:
+    plugin = type("Camel", (), {"ragloom_tools": staticmethod(hookimpl(lambda: [WebSearch]))})
+    app = _app(tmp_path, ("camel", plugin))  # the agents' registry raised ValueError here
+    (camel,) = app.plugins
+    assert camel.error == (
+        "WebSearch.name must be a lower-case identifier (agents write it in their plans), "
+        "not 'WebSearch'"
+    )
+    assert app.tools.names() == ["docsearch", "calculator", "llm"]

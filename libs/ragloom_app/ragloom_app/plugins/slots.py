@@ -132,11 +132,18 @@ def _index_types(value: Any, given: Mapping[str, Any]) -> Entries:
 
 def _tools(value: Any, given: Mapping[str, Any]) -> Entries:
     from ragloom.agents.tools import BaseTool, check_runnable
+    from ragloom.agents.tools.registry import is_tool_name
+    from ragloom_app.plugins.rules import shown
 
     entries: Entries = []
     for tool in _classes(value, BaseTool, "ragloom_tools"):
-        if not isinstance(getattr(tool, "name", None), str) or not tool.name.isidentifier():
-            raise PluginError(f"{tool.__qualname__}.name must be an identifier")
+        # The agents' registry refuses any other name, and it is filled after the plugins'
+        # errors are caught: a name it refuses would stop the app from starting.
+        if not is_tool_name(getattr(tool, "name", None)):
+            raise PluginError(
+                f"{tool.__qualname__}.name must be a lower-case identifier (agents write it "
+                f"in their plans), not {shown(getattr(tool, 'name', None))}"
+            )
         try:
             check_runnable(tool)  # e.g. a sandboxed tool that needs the request
         except TypeError as exc:
