@@ -384,3 +384,17 @@ def test_check_plugin_refuses_an_index_type_whose_settings_raise() -> None:
     plugin = type("P", (), {"ragloom_index_types": staticmethod(hookimpl(lambda: [Fragile]))})
     with pytest.raises(AssertionError, match=r"Fragile.get_user_settings\(\) raised KeyError"):
         check_plugin(plugin)
+
+
+class NumberedMode(FullQAReasoning):
+    @classmethod
+    def get_info(cls) -> ReasoningInfo:
+        return ReasoningInfo(id=5, name="Five", description="An id of the wrong type.")  # type: ignore[arg-type]
+
+
+def test_check_plugin_and_check_reasoning_refuse_a_mode_id_the_app_refuses() -> None:
+    plugin = type("P", (), {"ragloom_reasonings": staticmethod(hookimpl(lambda: [NumberedMode]))})
+    with pytest.raises(AssertionError, match="NumberedMode: the id 5 must be 1 to 40 lower-case"):
+        check_plugin(plugin)  # passed before: the app only asked for a non-empty id
+    with pytest.raises(AssertionError, match="NumberedMode: the id 5 must be"):
+        check_reasoning(NumberedMode)

@@ -19,6 +19,7 @@ from ragloom_app.app import BaseApp
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.plugins import hookimpl
 from ragloom_app.plugins.manager import create_plugin_manager
+from ragloom_app.reasoning.base import ReasoningInfo
 from ragloom_app.reasoning.fullqa import FullQAReasoning
 from ragloom_app.settings import AppSettings
 from ragloom_app.testing import HashEmbeddings, ReplayLLM
@@ -268,3 +269,31 @@ def test_a_tool_whose_name_agents_cannot_write_leaves_its_plugin_out(tmp_path: P
         "not 'WebSearch'"
     )
     assert app.tools.names() == ["docsearch", "calculator", "llm"]
+
+
+def _mode(mode_id: object, name: object = "Mode", description: object = "A mode.") -> type:
+    info = ReasoningInfo(id=mode_id, name=name, description=description)  # type: ignore[arg-type]
+    return type("Odd", (FullQAReasoning,), {"get_info": classmethod(lambda cls: info)})
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        (_mode(5), "the id 5 must be 1 to 40 lower-case letters"),
+        (_mode("FULLQA"), "the id 'FULLQA' must be"),
+        (_mode(" fullqa"), "the id ' fullqa' must be"),
+        (_mode("Full QA"), "the id 'Full QA' must be"),
+        (_mode("x" * 41), "must be 1 to 40"),
+        (_mode("odd", name=None), "get_info() needs a name: text of 1 to 80 characters"),
+        (_mode("odd", description="d" * 1001), "needs a description: text of 1 to 1000"),
+    ],
+)
+def test_a_mode_whose_id_name_or_description_breaks_the_rule_is_left_out(
+    tmp_path: Path, mode: type, message: str
+) -> None:
+    plugin = type("Modes", (), {"ragloom_reasonings": staticmethod(hookimpl(lambda: [mode]))})
+    app = _app(tmp_path, ("modes", plugin))  # id 5 raised TypeError at start before
+    (info,) = app.plugins
+    assert info.error is not None and info.error.startswith("Odd: ")
+    assert message in info.error
+    assert list(app.reasonings) == ["fullqa", "decompose", "react", "rewoo", "auto"]

@@ -9,15 +9,21 @@ same ones (:mod:`ragloom_app.testing`: a breach fails the author's test). Each r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 __all__ = [
     "COMPONENTS",
     "MAX_CHOICES",
+    "MAX_MODE_DESCRIPTION_CHARS",
+    "MAX_MODE_ID_CHARS",
+    "MAX_MODE_NAME_CHARS",
     "MAX_SETTINGS",
     "MAX_SETTING_ID_CHARS",
+    "MODE_ID_PATTERN",
     "RuleError",
+    "check_reasoning_info",
     "check_setting_specs",
     "shown",
 ]
@@ -34,6 +40,20 @@ MAX_CHOICES = 500
 
 MAX_SETTING_ID_CHARS = 64
 """The longest setting id (it names UI elements)."""
+
+MODE_ID_PATTERN = r"[a-z0-9][a-z0-9_-]*"
+"""What a mode id must match: it is typed (``--mode``), sent (``"mode"`` in the API) and
+part of UI element ids, so ``FullQA`` or `` fullqa`` beside ``fullqa`` would be a second
+mode that reads as the first."""
+
+MAX_MODE_ID_CHARS = 40
+"""The longest mode id."""
+
+MAX_MODE_NAME_CHARS = 80
+"""The longest mode name (the selector's label)."""
+
+MAX_MODE_DESCRIPTION_CHARS = 1_000
+"""The longest mode description (shown under the selector)."""
 
 
 class RuleError(ValueError):
@@ -120,3 +140,29 @@ def check_setting_specs(specs: Any, owner: str = "settings") -> None:
                 "characters (it names UI elements)",
             )
         _check_spec(f"{owner}[{shown(key)}]", spec)
+
+
+def check_reasoning_info(info: Any, owner: str) -> None:
+    """Check what a mode's ``get_info()`` returned: a ``ReasoningInfo`` whose id matches
+    :data:`MODE_ID_PATTERN` in at most :data:`MAX_MODE_ID_CHARS` characters, with a name
+    and a description (text, bounded). Raises :class:`RuleError` naming ``owner``."""
+    from ragloom_app.reasoning.base import ReasoningInfo
+
+    if not isinstance(info, ReasoningInfo):
+        _fail(owner, f"get_info() must return a ReasoningInfo, got {type(info).__name__}")
+    mode_id = info.id
+    if (
+        not isinstance(mode_id, str)
+        or len(mode_id) > MAX_MODE_ID_CHARS
+        or not re.fullmatch(MODE_ID_PATTERN, mode_id)
+    ):
+        _fail(
+            owner,
+            f"the id {shown(mode_id)} must be 1 to {MAX_MODE_ID_CHARS} lower-case letters, "
+            "digits, '-' or '_', starting with a letter or digit",
+        )
+    bounds = (("name", MAX_MODE_NAME_CHARS), ("description", MAX_MODE_DESCRIPTION_CHARS))
+    for field, limit in bounds:
+        text = getattr(info, field)
+        if not isinstance(text, str) or not text.strip() or len(text) > limit:
+            _fail(owner, f"get_info() needs a {field}: text of 1 to {limit} characters")

@@ -93,13 +93,16 @@ def _check_settings(cls: type, method: str, *arguments: Any) -> None:
 
 
 def _reasonings(value: Any, given: Mapping[str, Any]) -> Entries:
-    from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo
+    from ragloom_app.plugins.rules import RuleError, check_reasoning_info
+    from ragloom_app.reasoning.base import BaseReasoning
 
     entries: Entries = []
     for cls in _classes(value, BaseReasoning, "ragloom_reasonings"):
         info = cls.get_info()
-        if not isinstance(info, ReasoningInfo) or not info.id:
-            raise PluginError(f"{cls.__qualname__}.get_info() must return a ReasoningInfo")
+        try:
+            check_reasoning_info(info, cls.__qualname__)
+        except RuleError as exc:
+            raise PluginError(str(exc)) from None
         _check_settings(cls, "get_user_settings")
         entries.append((info.id, cls))
     return entries

@@ -9,7 +9,6 @@ exception). Readers and index types: :mod:`ragloom_app.testing.index_contracts`.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -41,8 +40,13 @@ from ragloom.llms.base import ChatLLM
 from ragloom.qa import cited_numbers
 from ragloom.retrieval import Retriever
 from ragloom.sandbox import Sandbox
-from ragloom_app.plugins.rules import COMPONENTS, RuleError, check_setting_specs
-from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState
+from ragloom_app.plugins.rules import (
+    COMPONENTS,
+    RuleError,
+    check_reasoning_info,
+    check_setting_specs,
+)
+from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
 from ragloom_app.testing.fakes import ReplayLLM, StaticRetriever
 
 __all__ = [
@@ -59,8 +63,6 @@ SAMPLE_PASSAGES = [
     "The cooling loop is flushed every 90 days by the night shift.",
 ]
 """What :func:`check_reasoning` retrieves from when it is given no retrievers."""
-
-_MODE_ID = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
 def fail_contract(owner: str, message: str) -> None:
@@ -159,12 +161,10 @@ def check_reasoning(
     if not (isinstance(cls, type) and issubclass(cls, BaseReasoning)):
         fail_contract(owner, "is not a BaseReasoning subclass")
     info = cls.get_info()
-    if not isinstance(info, ReasoningInfo):
-        fail_contract(owner, "get_info() must return a ReasoningInfo")
-    if not _MODE_ID.fullmatch(info.id):
-        fail_contract(owner, f"the id {info.id!r} must be lower-case letters, digits, '-' or '_'")
-    if not info.name or not info.description:
-        fail_contract(owner, "get_info() needs a name and a description")
+    try:
+        check_reasoning_info(info, owner)
+    except RuleError as exc:
+        raise AssertionError(str(exc)) from None
     check_settings_schema(cls.get_user_settings(), f"{owner}.get_user_settings()")
     llm = llm or ReplayLLM()
     modes = dict(reasonings) if reasonings is not None else _builtin_reasonings()
