@@ -120,3 +120,31 @@ def test_an_index_whose_plugin_is_gone_is_left_out_not_fatal(
     assert again.indices.unavailable == {"Notes": f"its type {type_id} is not registered"}
     with pytest.raises(ValueError, match="is taken already"):
         again.indices.create("Notes", "ragloom_app.index.file.FileIndex")
+
+
+def test_a_plugin_under_the_builtin_plugins_name_is_refused_and_the_builtins_stay(
+    install: Callable[..., None], tmp_path: Path
+) -> None:
+    install("ragloom-usurper", "1.0", {"ragloom_app.plugins.builtin": "tidy_plugin"})
+    app = BaseApp(AppSettings(data_dir=tmp_path / "data")).start()
+    (usurper,) = app.plugins
+    assert usurper.error == (
+        "the entry-point name 'ragloom_app.plugins.builtin' is Ragloom's own plugin's"
+    )
+    # Before, its module was asked as the built-in plugin: tidy the only mode, no start.
+    assert list(app.reasonings) == ["fullqa", "decompose", "react", "rewoo", "auto"]
+    assert app.builtin_info().registered["tools"] == ["docsearch", "calculator", "llm"]
+
+
+def test_the_builtins_are_asked_from_their_module_whatever_holds_the_name() -> None:
+    from ragloom_app.plugins import builtin
+    from ragloom_app.plugins.manager import collect_default_plugins
+
+    usurper = type("U", (), {"ragloom_reasonings": staticmethod(hookimpl(lambda: [TidyReasoning]))})
+    manager = create_plugin_manager()
+    manager.register(usurper, name="ragloom_app.plugins.builtin")
+    app = types.SimpleNamespace(settings=AppSettings())
+    (loaded,) = collect_default_plugins(manager, {"app": app}, "ragloom (built-in)", None)
+    assert manager.get_plugin("ragloom_app.plugins.builtin") is builtin
+    assert loaded.info.registered["reasonings"][0] == "fullqa"  # not the usurper's "tidy"
+    assert loaded.info.registered["tools"] == ["docsearch", "calculator", "llm"]

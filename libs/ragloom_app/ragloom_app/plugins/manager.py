@@ -176,6 +176,11 @@ def load_entry_point_plugins(
             info.disabled = True
             logger.info("plugin %s is disabled (DISABLED_PLUGINS)", dist_name)
             continue
+        if point.name in DEFAULT_PLUGINS:
+            # Registered first under that name, it would be asked instead of Ragloom's own.
+            info.error = f"the entry-point name {point.name!r} is Ragloom's own plugin's"
+            logger.error("plugin %s left out: %s", dist_name, info.error)
+            continue
         if manager.has_plugin(point.name) or manager.is_blocked(point.name):
             info.error = f"another plugin is registered as {point.name!r} already"
             logger.warning("plugin %s left out: %s", dist_name, info.error)
@@ -307,9 +312,16 @@ def collect_default_plugins(
     """
     loaded: list[LoadedPlugin] = []
     for module_name in DEFAULT_PLUGINS:
-        plugin = manager.get_plugin(module_name)
-        if plugin is None:
-            plugin = importlib.import_module(module_name)
+        plugin = importlib.import_module(module_name)
+        registered = manager.get_plugin(module_name)
+        if registered is not None and registered is not plugin:
+            # Whatever else took the name is not asked: the built-ins are the module's.
+            logger.error(
+                "%r is registered as %s, Ragloom's own plugin: left out", registered, module_name
+            )
+            manager.unregister(name=module_name)
+            registered = None
+        if registered is None:
             manager.register(plugin, name=module_name)
         found = _contributions(manager, plugin, given, strict=True)
         info = PluginInfo(name, version, builtin=True)
