@@ -185,9 +185,11 @@ def load_entry_point_plugins(
             info.error = f"another plugin is registered as {point.name!r} already"
             logger.warning("plugin %s left out: %s", dist_name, info.error)
             continue
+        # SystemExit too (a module that calls sys.exit() when imported): it would end
+        # every ragloom command. KeyboardInterrupt is the user's, and goes through.
         try:
             manager.register(point.load(), name=point.name)
-        except Exception as exc:  # any import-time failure of third-party code
+        except (Exception, SystemExit) as exc:  # any import-time failure of third-party code
             info.error = _error_text(exc)
             logger.error("plugin %s %s failed to load: %s", dist_name, version, info.error)
     return infos
@@ -234,7 +236,7 @@ def _contributions(
                 found.add(slot.kind, slot.entries(value, arguments))
             except PluginError:
                 raise
-            except Exception as exc:  # a plugin's bug must not stop the app
+            except (Exception, SystemExit) as exc:  # a plugin's bug must not stop the app
                 raise PluginError(f"{slot.hook} raised {_error_text(exc)}") from exc
     return found
 

@@ -88,7 +88,7 @@ def _check_settings(cls: type, method: str, *arguments: Any) -> None:
         check_setting_specs(specs, owner)
     except RuleError as exc:
         raise PluginError(str(exc)) from None
-    except Exception as exc:  # a plugin's bug, named: the hook itself returned fine
+    except (Exception, SystemExit) as exc:  # a plugin's bug, named: its hook returned fine
         raise PluginError(f"{owner} raised {type(exc).__name__}: {exc}") from None
 
 
