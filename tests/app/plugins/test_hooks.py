@@ -77,7 +77,7 @@ def test_hook_ragloom_index_types_as_a_list_or_by_type_id(tmp_path: Path) -> Non
     listed = check_plugin(type("L", (), {"ragloom_index_types": hookimpl(lambda: [NoteIndex])}))
     assert listed.info.registered["index_types"] == [f"{NoteIndex.__module__}.NoteIndex"]
     wrong = type("W", (), {"ragloom_index_types": hookimpl(lambda: {"": NoteIndex})})
-    with pytest.raises(AssertionError, match="type ids must be non-empty strings"):
+    with pytest.raises(AssertionError, match="a type id must be text of 1 to 200 characters"):
         check_plugin(wrong)
 
 

@@ -6,6 +6,7 @@ here depends on what is installed.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from pathlib import Path
 from typing import Any, ClassVar
@@ -162,6 +163,20 @@ def test_a_plugin_whose_hook_raises_is_listed_with_its_error_and_adds_nothing(
         ("ragloom_file_readers", {"log": LogReader()}, "is not a lower-case '.ext'"),
         ("ragloom_file_readers", {".log": LogReader}, "is not a FileReader object"),
         ("ragloom_llms", {"x": {"model": "y"}}, "must be a class or a dict with a 'class' key"),
+        # Bounded (docs/security.md, "Plugins"). Read whole, an endless iterator held up
+        # the start for ever:
+        ("ragloom_tools", itertools.repeat(ShoutTool), "must return a list of BaseTool"),
+        # A set registers in another order each run.
+        ("ragloom_reasonings", {EchoReasoning}, "must return a list of BaseReasoning"),
+        ("ragloom_tools", [ShoutTool] * 501, "returned 501 entries; at most 500"),
+        (
+            "ragloom_llms",
+            {f"m{n}": ReplayLLM for n in range(501)},
+            "returned 501 entries; at most 500 (MAX_HOOK_ENTRIES)",
+        ),
+        ("ragloom_embeddings", {"e" * 201: HashEmbeddings}, "a name must be text of 1 to 200"),
+        ("ragloom_index_types", {"i" * 201: NoteIndex}, "a type id must be text of 1 to 200"),
+        ("ragloom_file_readers", {"." + "x" * 31: LogReader()}, "is not a lower-case '.ext'"),
     ],
 )
 def test_a_hook_returning_the_wrong_kind_of_thing_is_refused(

@@ -16,6 +16,8 @@ from typing import Any, NoReturn
 __all__ = [
     "COMPONENTS",
     "MAX_CHOICES",
+    "MAX_HOOK_ENTRIES",
+    "MAX_ID_CHARS",
     "MAX_MODE_DESCRIPTION_CHARS",
     "MAX_MODE_ID_CHARS",
     "MAX_MODE_NAME_CHARS",
@@ -27,6 +29,15 @@ __all__ = [
     "check_setting_specs",
     "shown",
 ]
+
+MAX_HOOK_ENTRIES = 500
+"""Entries one hook of one plugin may return (modes, tools, readers, models, commands):
+far more than any plugin needs, and read no further, so a plugin that returns an endless
+iterator or a list of a million is left out instead of holding up the start."""
+
+MAX_ID_CHARS = 200
+"""The longest id a hook may register (an index type's dotted path, a tool, LLM,
+embedding or command name, a file extension); mode ids have their own rule."""
 
 COMPONENTS = ("number", "text", "checkbox", "dropdown", "radio")
 """The ``component`` values the settings forms can draw."""
