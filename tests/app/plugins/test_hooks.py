@@ -7,6 +7,7 @@ what is installed.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import types
@@ -189,7 +190,7 @@ def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[str,
 
     def install(name: str, plugin: object) -> None:
         module = types.ModuleType(f"{name.replace('-', '_')}_module")
-        for attr in ("ragloom_commands", "ragloom_tools"):
+        for attr in ("ragloom_commands", "ragloom_tools", "ragloom_reasonings"):
             if hasattr(plugin, attr):
                 setattr(module, attr, getattr(plugin, attr))
         monkeypatch.setitem(sys.modules, module.__name__, module)
@@ -252,3 +253,43 @@ def test_a_plugin_whose_commands_hook_fails_adds_no_command(
     assert cli.main(["hello"]) == 2
     assert "No such command 'hello'" in capsys.readouterr().err
     assert cli.main(["plugins", "--json"]) == 0  # the rest of the command line works
+    (record,) = json.loads(capsys.readouterr().out)
+    assert record["warnings"] == [
+        "its commands are left out: ragloom_commands must return a list of click commands, got str"
+    ]
+
+
+def test_the_commands_of_a_plugin_whose_other_hooks_fail_are_left_out(
+    installed: Callable[[str, object], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plugin is left out whole: its commands ran although `ragloom plugins` said it
+    had failed."""
+    from ragloom_app import cli
+
+    def fails() -> list[type]:
+        raise RuntimeError("the plugin's bug")
+
+    half = type("Half", (), {"ragloom_reasonings": staticmethod(hookimpl(fails))})
+    half.ragloom_commands = Greeter.ragloom_commands  # type: ignore[attr-defined]
+    installed("ragloom-half", half)
+    assert cli.main(["hello", "Ada"]) == 2
+    assert "No such command 'hello'" in capsys.readouterr().err
+    assert cli.main(["plugins", "--json"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)
+    assert record["error"] == "ragloom_reasonings raised RuntimeError: the plugin's bug"
+
+
+def test_a_command_a_plugin_replaces_is_listed_in_its_record(
+    installed: Callable[[str, object], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragloom_app import cli
+
+    installed("ragloom-greeter", Greeter)
+    assert cli.main(["plugins", "--json"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)
+    assert record["warnings"] == [
+        "command 'modes' is registered by the built-in commands and again by plugin "
+        "ragloom-greeter: the later one (plugin ragloom-greeter) wins"
+    ]
+    assert cli.main(["plugins"]) == 0
+    assert "  warning: command 'modes' is registered by" in capsys.readouterr().out

@@ -283,7 +283,8 @@ def collect_plugins(
     loaded: list[LoadedPlugin] = []
     for info in infos:
         name = (info.entry_point or "").split(" = ")[0]
-        plugin = plugins.pop(name, None) if info.error is None and not info.disabled else None
+        registered = plugins.pop(name, None)  # not asked below as one registered directly
+        plugin = registered if info.error is None and not info.disabled else None
         if plugin is None:
             loaded.append(LoadedPlugin(info, Contributions()))
         elif _is_disabled((name, info.name), disabled):
