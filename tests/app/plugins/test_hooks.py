@@ -184,6 +184,34 @@ def test_malformed_plugin_settings_are_refused_naming_the_setting(
     assert message in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (None, "must be a list of plugin (distribution) names, not None"),
+        ([None], "must be a list of plugin (distribution) names, not [None]"),
+        (["ok", " "], "must be a list of plugin (distribution) names"),
+        ([f"p{n}" for n in range(201)], "201 names; at most 200"),
+    ],
+)
+def test_malformed_disabled_plugins_are_refused_naming_the_setting(
+    value: object, message: str
+) -> None:
+    with pytest.raises(SettingsError, match=r"^DISABLED_PLUGINS: ") as raised:
+        AppSettings(disabled_plugins=value)  # type: ignore[arg-type]
+    assert message in str(raised.value)
+
+
+def test_disabled_plugins_of_none_is_told_not_a_crash_of_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragloom_app import cli
+
+    settings = tmp_path / "flowsettings.py"
+    settings.write_text(f"DATA_DIR = {str(tmp_path / 'data')!r}\nDISABLED_PLUGINS = None\n")
+    assert cli.main(["--settings", str(settings), "plugins"]) == 2  # TypeError before
+    assert "DISABLED_PLUGINS: must be a list of plugin" in capsys.readouterr().err
+
+
 @pytest.fixture
 def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[str, object], None]:
     """Pretend-install a distribution whose plugin module is ``plugin``."""
