@@ -9,6 +9,8 @@ from ragloom_app.app import BaseApp
 from ragloom_app.plugins.manager import create_plugin_manager
 from ragloom_app.settings import AppSettings, SettingsError
 
+FILE_INDEX = "ragloom_app.index.file.FileIndex"
+
 
 def _settings(tmp_path: Path, **changes: object) -> AppSettings:
     settings = AppSettings(data_dir=tmp_path / "data")
@@ -66,6 +68,27 @@ def test_indices_survive_a_restart(tmp_path: Path) -> None:
             r"DEFAULT_EMBEDDING: 'e5-huge' is not in EMBEDDINGS \(local",
         ),
         ("indices", [{"name": "X"}], r"INDICES\[0\]: needs 'name' and 'type'"),
+        # Stored unchecked before: every upload to the index failed later.
+        (
+            "indices",
+            [{"name": "Bad", "type": FILE_INDEX, "config": {"chunk_size": -3, "bogus": 1}}],
+            r"INDICES\[0\] \('Bad'\): unknown index settings: bogus",
+        ),
+        (
+            "indices",
+            [{"name": "Bad", "type": FILE_INDEX, "config": {"chunk_overlap": "abc"}}],
+            r"INDICES\[0\] \('Bad'\): chunk size and overlap must be whole numbers",
+        ),
+        (
+            "indices",
+            [{"name": "Bad", "type": FILE_INDEX, "config": {"chunk_size": -3}}],
+            r"INDICES\[0\] \('Bad'\): chunk size must be at least 16 tokens, got -3",
+        ),
+        (
+            "indices",
+            [{"name": "Bad", "type": FILE_INDEX, "config": ["chunk_size"]}],
+            r"INDICES\[0\] \('Bad'\): 'config' must be a dict",
+        ),
     ],
 )
 def test_bad_settings_stop_startup_naming_the_setting(

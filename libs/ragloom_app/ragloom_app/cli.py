@@ -79,8 +79,18 @@ def _run(handler: Callable[[Any, argparse.Namespace], int], **options: Any) -> i
     The handler gets the options as an ``argparse.Namespace`` (``args.json``...), the
     root's ``--settings`` and ``--verbose`` among them.
     """
-    args = argparse.Namespace(**click.get_current_context().find_root().params, **options)
-    return _told(lambda: handler(_start_app(args), args))
+    root = click.get_current_context().find_root()
+    args = argparse.Namespace(**root.params, **options)
+    return _told(lambda: handler(_started(args, root.obj), args))
+
+
+def _started(args: argparse.Namespace, notes: Any) -> Any:
+    """The started app, its plugins' records noting what their commands replaced."""
+    from ragloom_app.plugins.commands import note_command_warnings
+
+    app = _start_app(args)
+    note_command_warnings(app.plugins, notes or {})
+    return app
 
 
 @click.group(
@@ -270,12 +280,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     switch_off_telemetry()
     group = copy.copy(cli)  # the plugins' commands join a copy: `cli` stays as built
     group.commands = dict(cli.commands)
-    add_plugin_commands(group, argv)
+    notes = add_plugin_commands(group, argv)
     try:
         status = group.main(
             args=list(argv) if argv is not None else None,
             prog_name="ragloom",
             standalone_mode=False,
+            obj=notes,  # the root context's: _run adds them to the plugins' records
         )
     except click.ClickException as exc:  # a usage error: as argparse did, status 2
         exc.show()

@@ -197,6 +197,7 @@ class AppSettings:
                 f"SELECTABLE_LLMS: must be a list of names in LLMS, not {self.selectable_llms!r}"
             )
         self.plugin_settings = _checked_plugin_settings(self.plugin_settings)
+        _check_disabled_plugins(self.disabled_plugins)
         if not isinstance(self.grounding_check, bool):
             raise SettingsError(
                 f"GROUNDING_CHECK: must be True or False, not {self.grounding_check!r}"
@@ -319,6 +320,25 @@ def _checked_plugin_settings(value: Any) -> dict[str, dict[str, Any]]:
             raise SettingsError(f"PLUGIN_SETTINGS: {name!r} is given twice (as {key!r})")
         checked[key] = dict(own)
     return checked
+
+
+MAX_DISABLED_PLUGINS = 200
+"""Plugins ``DISABLED_PLUGINS`` may name."""
+
+
+def _check_disabled_plugins(value: Any) -> None:
+    """``DISABLED_PLUGINS`` is a list of names (None or [None] failed every command)."""
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(name, str) and name.strip() for name in value
+    ):
+        raise SettingsError(
+            f"DISABLED_PLUGINS: must be a list of plugin (distribution) names, not {value!r}"[:300]
+        )
+    if len(value) > MAX_DISABLED_PLUGINS:
+        raise SettingsError(
+            f"DISABLED_PLUGINS: {len(value)} names; at most {MAX_DISABLED_PLUGINS} "
+            "(MAX_DISABLED_PLUGINS)"
+        )
 
 
 _POSITIVE_LIMITS = (

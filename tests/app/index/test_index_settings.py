@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ragloom_app.index.base import BaseIndex
@@ -96,3 +98,40 @@ def test_an_index_setting_on_the_command_line_is_index_key_value() -> None:
     for bad in ("My files=3", "top_k=3", ":k=1", "x:=1", "x:k"):
         with pytest.raises(IndexSettingsError, match="an index setting is INDEX:KEY=VALUE"):
             parse_index_setting(bad)
+
+
+class DepthIndex(BaseIndex):
+    """A plugin-style index type that keeps the default normalize_config."""
+
+    @classmethod
+    def get_admin_settings(cls) -> dict[str, dict[str, Any]]:
+        return {
+            "depth": {
+                "name": "Depth",
+                "value": 2,
+                "component": "number",
+                "minimum": 1,
+                "maximum": 10,
+            },
+            "label": {"name": "Label", "value": "", "component": "text"},
+        }
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"depth": 50}, "depth must be between 1 and 10, got 50"),
+        ({"depth": "deep"}, "depth must be a number, got 'deep'"),
+        ({"label": 7}, "label must be text, got 7"),
+        ({"colour": "red"}, "unknown index settings: colour"),
+    ],
+)
+def test_the_default_normalize_config_checks_values_against_the_admin_settings(
+    config: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        DepthIndex.normalize_config(config)
+
+
+def test_the_default_normalize_config_types_what_it_is_given_and_adds_no_default() -> None:
+    assert DepthIndex.normalize_config({"depth": "3"}) == {"depth": 3}

@@ -7,6 +7,7 @@ what is installed.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import types
@@ -77,7 +78,7 @@ def test_hook_ragloom_index_types_as_a_list_or_by_type_id(tmp_path: Path) -> Non
     listed = check_plugin(type("L", (), {"ragloom_index_types": hookimpl(lambda: [NoteIndex])}))
     assert listed.info.registered["index_types"] == [f"{NoteIndex.__module__}.NoteIndex"]
     wrong = type("W", (), {"ragloom_index_types": hookimpl(lambda: {"": NoteIndex})})
-    with pytest.raises(AssertionError, match="type ids must be non-empty strings"):
+    with pytest.raises(AssertionError, match="a type id must be text of 1 to 200 characters"):
         check_plugin(wrong)
 
 
@@ -167,20 +168,39 @@ def test_a_settings_llm_without_a_class_stops_startup_naming_llms(tmp_path: Path
 
 
 @pytest.mark.parametrize(
-    ("value", "message"),
+    ("setting", "value", "message"),
     [
-        (["ragloom-x"], "must be a dict of plugin"),
-        ({"ragloom-x": "fast"}, "must be a dict of plugin"),
-        ({"Ragloom_X": {}, "ragloom-x": {}}, "'ragloom-x' is given twice"),
-        ({f"p{n}": {} for n in range(201)}, "at most 200 (MAX_PLUGIN_SETTINGS)"),
+        ("plugin_settings", ["ragloom-x"], "must be a dict of plugin"),
+        ("plugin_settings", {"ragloom-x": "fast"}, "must be a dict of plugin"),
+        ("plugin_settings", {"Ragloom_X": {}, "ragloom-x": {}}, "'ragloom-x' is given twice"),
+        (
+            "plugin_settings",
+            {f"p{n}": {} for n in range(201)},
+            "at most 200 (MAX_PLUGIN_SETTINGS)",
+        ),
+        ("disabled_plugins", None, "must be a list of plugin (distribution) names, not None"),
+        ("disabled_plugins", [None], "must be a list of plugin (distribution) names, not [None]"),
+        ("disabled_plugins", ["ok", " "], "must be a list of plugin (distribution) names"),
+        ("disabled_plugins", [f"p{n}" for n in range(201)], "201 names; at most 200"),
     ],
 )
 def test_malformed_plugin_settings_are_refused_naming_the_setting(
-    value: object, message: str
+    setting: str, value: object, message: str
 ) -> None:
-    with pytest.raises(SettingsError, match=r"^PLUGIN_SETTINGS: ") as raised:
-        AppSettings(plugin_settings=value)  # type: ignore[arg-type]
+    with pytest.raises(SettingsError, match=rf"^{setting.upper()}: ") as raised:
+        AppSettings(**{setting: value})
     assert message in str(raised.value)
+
+
+def test_disabled_plugins_of_none_is_told_not_a_crash_of_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragloom_app import cli
+
+    settings = tmp_path / "flowsettings.py"
+    settings.write_text(f"DATA_DIR = {str(tmp_path / 'data')!r}\nDISABLED_PLUGINS = None\n")
+    assert cli.main(["--settings", str(settings), "plugins"]) == 2  # TypeError before
+    assert "DISABLED_PLUGINS: must be a list of plugin" in capsys.readouterr().err
 
 
 @pytest.fixture
@@ -189,7 +209,7 @@ def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[str,
 
     def install(name: str, plugin: object) -> None:
         module = types.ModuleType(f"{name.replace('-', '_')}_module")
-        for attr in ("ragloom_commands", "ragloom_tools"):
+        for attr in ("ragloom_commands", "ragloom_tools", "ragloom_reasonings"):
             if hasattr(plugin, attr):
                 setattr(module, attr, getattr(plugin, attr))
         monkeypatch.setitem(sys.modules, module.__name__, module)
@@ -252,3 +272,43 @@ def test_a_plugin_whose_commands_hook_fails_adds_no_command(
     assert cli.main(["hello"]) == 2
     assert "No such command 'hello'" in capsys.readouterr().err
     assert cli.main(["plugins", "--json"]) == 0  # the rest of the command line works
+    (record,) = json.loads(capsys.readouterr().out)
+    assert record["warnings"] == [
+        "its commands are left out: ragloom_commands must return a list of click commands, got str"
+    ]
+
+
+def test_the_commands_of_a_plugin_whose_other_hooks_fail_are_left_out(
+    installed: Callable[[str, object], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plugin is left out whole: its commands ran although `ragloom plugins` said it
+    had failed."""
+    from ragloom_app import cli
+
+    def fails() -> list[type]:
+        raise RuntimeError("the plugin's bug")
+
+    half = type("Half", (), {"ragloom_reasonings": staticmethod(hookimpl(fails))})
+    half.ragloom_commands = Greeter.ragloom_commands  # type: ignore[attr-defined]
+    installed("ragloom-half", half)
+    assert cli.main(["hello", "Ada"]) == 2
+    assert "No such command 'hello'" in capsys.readouterr().err
+    assert cli.main(["plugins", "--json"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)
+    assert record["error"] == "ragloom_reasonings raised RuntimeError: the plugin's bug"
+
+
+def test_a_command_a_plugin_replaces_is_listed_in_its_record(
+    installed: Callable[[str, object], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragloom_app import cli
+
+    installed("ragloom-greeter", Greeter)
+    assert cli.main(["plugins", "--json"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)
+    assert record["warnings"] == [
+        "command 'modes' is registered by the built-in commands and again by plugin "
+        "ragloom-greeter: the later one (plugin ragloom-greeter) wins"
+    ]
+    assert cli.main(["plugins"]) == 0
+    assert "  warning: command 'modes' is registered by" in capsys.readouterr().out

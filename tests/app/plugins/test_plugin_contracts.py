@@ -350,3 +350,51 @@ def test_check_plugin_names_a_misspelt_hook_and_a_bad_return() -> None:
 
     with pytest.raises(AssertionError, match="not a BaseTool subclass"):
         check_plugin(Wrong())
+
+
+def test_check_plugin_refuses_a_tool_name_the_app_would_refuse() -> None:
+    plugin = type("P", (), {"ragloom_tools": staticmethod(hookimpl(lambda: [ShoutingName]))})
+    with pytest.raises(AssertionError, match=r"ShoutingName\.name must be a lower-case identifier"):
+        check_plugin(plugin)
+
+
+@pytest.mark.parametrize(
+    ("specs", "message"),
+    [
+        ({"k": {"name": "K", "value": 1, "component": "number", "minimum": "0"}}, "'minimum'"),
+        ({f"k{n}": {"name": "K", "value": "", "component": "text"} for n in range(101)}, "101"),
+        ({"k" * 65: {"name": "K", "value": "", "component": "text"}}, "at most 64 characters"),
+        (
+            {"k": {"name": "K", "value": 0, "component": "radio", "choices": list(range(501))}},
+            "501 choices; at most 500",
+        ),
+    ],
+)
+def test_settings_past_a_bound_fail_the_contract(specs: dict[str, Any], message: str) -> None:
+    with pytest.raises(AssertionError, match=message):
+        check_settings_schema(specs, "Mode")
+
+
+def test_check_plugin_refuses_an_index_type_whose_settings_raise() -> None:
+    class Fragile(FileIndex):
+        @classmethod
+        def get_user_settings(cls) -> dict[str, Any]:
+            raise KeyError("mode")
+
+    plugin = type("P", (), {"ragloom_index_types": staticmethod(hookimpl(lambda: [Fragile]))})
+    with pytest.raises(AssertionError, match=r"Fragile.get_user_settings\(\) raised KeyError"):
+        check_plugin(plugin)
+
+
+class NumberedMode(FullQAReasoning):
+    @classmethod
+    def get_info(cls) -> ReasoningInfo:
+        return ReasoningInfo(id=5, name="Five", description="An id of the wrong type.")  # type: ignore[arg-type]
+
+
+def test_check_plugin_and_check_reasoning_refuse_a_mode_id_the_app_refuses() -> None:
+    plugin = type("P", (), {"ragloom_reasonings": staticmethod(hookimpl(lambda: [NumberedMode]))})
+    with pytest.raises(AssertionError, match="NumberedMode: the id 5 must be 1 to 40 lower-case"):
+        check_plugin(plugin)  # passed before: the app only asked for a non-empty id
+    with pytest.raises(AssertionError, match="NumberedMode: the id 5 must be"):
+        check_reasoning(NumberedMode)

@@ -120,3 +120,65 @@ def test_an_index_whose_plugin_is_gone_is_left_out_not_fatal(
     assert again.indices.unavailable == {"Notes": f"its type {type_id} is not registered"}
     with pytest.raises(ValueError, match="is taken already"):
         again.indices.create("Notes", "ragloom_app.index.file.FileIndex")
+
+
+def test_a_plugin_under_the_builtin_plugins_name_is_refused_and_the_builtins_stay(
+    install: Callable[..., None], tmp_path: Path
+) -> None:
+    install("ragloom-usurper", "1.0", {"ragloom_app.plugins.builtin": "tidy_plugin"})
+    app = BaseApp(AppSettings(data_dir=tmp_path / "data")).start()
+    (usurper,) = app.plugins
+    assert usurper.error == (
+        "the entry-point name 'ragloom_app.plugins.builtin' is Ragloom's own plugin's"
+    )
+    # Before, its module was asked as the built-in plugin: tidy the only mode, no start.
+    assert list(app.reasonings) == ["fullqa", "decompose", "react", "rewoo", "auto"]
+    assert app.builtin_info().registered["tools"] == ["docsearch", "calculator", "llm"]
+
+
+def test_the_builtins_are_asked_from_their_module_whatever_holds_the_name() -> None:
+    from ragloom_app.plugins import builtin
+    from ragloom_app.plugins.manager import collect_default_plugins
+
+    usurper = type("U", (), {"ragloom_reasonings": staticmethod(hookimpl(lambda: [TidyReasoning]))})
+    manager = create_plugin_manager()
+    manager.register(usurper, name="ragloom_app.plugins.builtin")
+    app = types.SimpleNamespace(settings=AppSettings())
+    (loaded,) = collect_default_plugins(manager, {"app": app}, "ragloom (built-in)", None)
+    assert manager.get_plugin("ragloom_app.plugins.builtin") is builtin
+    assert loaded.info.registered["reasonings"][0] == "fullqa"  # not the usurper's "tidy"
+    assert loaded.info.registered["tools"] == ["docsearch", "calculator", "llm"]
+
+
+def test_a_plugin_that_exits_when_imported_or_in_a_hook_is_left_out(
+    install: Callable[..., None], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """sys.exit() in a plugin ended every ragloom command; now it is the plugin's error."""
+    (tmp_path / "exiting_plugin.py").write_text("import sys\nsys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    quitter = types.ModuleType("quitting_plugin")
+    quitter.ragloom_tools = hookimpl(lambda: sys.exit("bye"))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "quitting_plugin", quitter)
+    install("ragloom-exiting", "1.0", {"exiting": "exiting_plugin"})
+    install("ragloom-quitting", "1.0", {"quitting": "quitting_plugin"})
+    install("ragloom-tidy", "1.2.0", {"tidy": "tidy_plugin"})
+    app = BaseApp(AppSettings(data_dir=tmp_path / "data")).start()
+    assert [(p.name, p.error) for p in app.plugins] == [
+        ("ragloom-exiting", "SystemExit: 3"),
+        ("ragloom-quitting", "ragloom_tools raised SystemExit: bye"),
+        ("ragloom-tidy", None),
+    ]
+    assert "tidy" in app.reasonings
+
+
+def test_a_mode_whose_settings_exit_is_left_out_too() -> None:
+    class Exiting(TidyReasoning):
+        @classmethod
+        def get_user_settings(cls) -> dict[str, object]:
+            raise SystemExit(1)
+
+    manager = create_plugin_manager()
+    manager.register(types.SimpleNamespace(ragloom_reasonings=hookimpl(lambda: [Exiting])), "x")
+    (loaded,) = collect_plugins(manager)
+    assert loaded.info.error is not None
+    assert loaded.info.error.endswith("Exiting.get_user_settings() raised SystemExit: 1")

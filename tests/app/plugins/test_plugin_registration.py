@@ -6,6 +6,7 @@ here depends on what is installed.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,6 +20,7 @@ from ragloom_app.app import BaseApp
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.plugins import hookimpl
 from ragloom_app.plugins.manager import create_plugin_manager
+from ragloom_app.reasoning.base import ReasoningInfo
 from ragloom_app.reasoning.fullqa import FullQAReasoning
 from ragloom_app.settings import AppSettings
 from ragloom_app.testing import HashEmbeddings, ReplayLLM
@@ -161,6 +163,20 @@ def test_a_plugin_whose_hook_raises_is_listed_with_its_error_and_adds_nothing(
         ("ragloom_file_readers", {"log": LogReader()}, "is not a lower-case '.ext'"),
         ("ragloom_file_readers", {".log": LogReader}, "is not a FileReader object"),
         ("ragloom_llms", {"x": {"model": "y"}}, "must be a class or a dict with a 'class' key"),
+        # Bounded (docs/security.md, "Plugins"). Read whole, an endless iterator held up
+        # the start for ever:
+        ("ragloom_tools", itertools.repeat(ShoutTool), "must return a list of BaseTool"),
+        # A set registers in another order each run.
+        ("ragloom_reasonings", {EchoReasoning}, "must return a list of BaseReasoning"),
+        ("ragloom_tools", [ShoutTool] * 501, "returned 501 entries; at most 500"),
+        (
+            "ragloom_llms",
+            {f"m{n}": ReplayLLM for n in range(501)},
+            "returned 501 entries; at most 500 (MAX_HOOK_ENTRIES)",
+        ),
+        ("ragloom_embeddings", {"e" * 201: HashEmbeddings}, "a name must be text of 1 to 200"),
+        ("ragloom_index_types", {"i" * 201: NoteIndex}, "a type id must be text of 1 to 200"),
+        ("ragloom_file_readers", {"." + "x" * 31: LogReader()}, "is not a lower-case '.ext'"),
     ],
 )
 def test_a_hook_returning_the_wrong_kind_of_thing_is_refused(
@@ -253,3 +269,46 @@ def test_two_plugins_with_one_tool_name_the_later_wins(tmp_path: Path) -> None:
         "tool 'shout' is registered by plugin good and again by plugin other: "
         "the later one (plugin other) wins"
     ]
+
+
+class WebSearch(ShoutTool):
+    name: ClassVar[str] = "WebSearch"
+
+
+def test_a_tool_whose_name_agents_cannot_write_leaves_its_plugin_out(tmp_path: Path) -> None:
+    plugin = type("Camel", (), {"ragloom_tools": staticmethod(hookimpl(lambda: [WebSearch]))})
+    app = _app(tmp_path, ("camel", plugin))  # the agents' registry raised ValueError here
+    (camel,) = app.plugins
+    assert camel.error == (
+        "WebSearch.name must be a lower-case identifier (agents write it in their plans), "
+        "not 'WebSearch'"
+    )
+    assert app.tools.names() == ["docsearch", "calculator", "llm"]
+
+
+def _mode(mode_id: object, name: object = "Mode", description: object = "A mode.") -> type:
+    info = ReasoningInfo(id=mode_id, name=name, description=description)  # type: ignore[arg-type]
+    return type("Odd", (FullQAReasoning,), {"get_info": classmethod(lambda cls: info)})
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        (_mode(5), "the id 5 must be 1 to 40 lower-case letters"),
+        (_mode("FULLQA"), "the id 'FULLQA' must be"),
+        (_mode(" fullqa"), "the id ' fullqa' must be"),
+        (_mode("Full QA"), "the id 'Full QA' must be"),
+        (_mode("x" * 41), "must be 1 to 40"),
+        (_mode("odd", name=None), "get_info() needs a name: text of 1 to 80 characters"),
+        (_mode("odd", description="d" * 1001), "needs a description: text of 1 to 1000"),
+    ],
+)
+def test_a_mode_whose_id_name_or_description_breaks_the_rule_is_left_out(
+    tmp_path: Path, mode: type, message: str
+) -> None:
+    plugin = type("Modes", (), {"ragloom_reasonings": staticmethod(hookimpl(lambda: [mode]))})
+    app = _app(tmp_path, ("modes", plugin))  # id 5 raised TypeError at start before
+    (info,) = app.plugins
+    assert info.error is not None and info.error.startswith("Odd: ")
+    assert message in info.error
+    assert list(app.reasonings) == ["fullqa", "decompose", "react", "rewoo", "auto"]

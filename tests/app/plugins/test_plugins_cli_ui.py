@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ragloom_app import cli
 from ragloom_app.app import BaseApp
+from ragloom_app.index.base import BaseIndex
 from ragloom_app.plugins import hookimpl
 from ragloom_app.plugins.manager import create_plugin_manager
+from ragloom_app.reasoning.base import ReasoningInfo
+from ragloom_app.reasoning.fullqa import FullQAReasoning
 from ragloom_app.settings import AppSettings
 from ragloom_app.ui import render
 from tests.helpers.dist_info import write_dist_info
@@ -115,3 +119,40 @@ def test_the_page_has_a_plugins_tab_and_the_plugin_mode(tmp_path: Path) -> None:
     assert ("Tidy answer", "tidy") in by_id["mode-selector"].choices
     assert isinstance(by_id["setting-tidy-neat"], gr.Number)  # its settings in the sidebar
     assert isinstance(by_id["tab-plugins"], gr.Tab)
+
+
+class Sloppy(FullQAReasoning):
+    @classmethod
+    def get_info(cls) -> ReasoningInfo:
+        return ReasoningInfo("sloppy", "Sloppy", "Settings without specs.")
+
+    @classmethod
+    def get_user_settings(cls) -> dict[str, Any]:
+        return {"top_k": 5}
+
+
+class Fragile(BaseIndex):
+    @classmethod
+    def get_admin_settings(cls) -> dict[str, Any]:
+        raise RuntimeError("no config file")
+
+
+def test_a_mode_or_index_type_whose_settings_the_ui_cannot_draw_is_left_out(
+    tmp_path: Path,
+) -> None:
+    """The forms are drawn from the settings at build_ui: a broken one would stop the
+    page (and GET /modes) for everyone, so the plugin is refused at registration."""
+    from ragloom_app.ui.layout import build_ui
+
+    manager = create_plugin_manager()
+    mode = type("M", (), {"ragloom_reasonings": staticmethod(hookimpl(lambda: [Sloppy]))})
+    index = type("I", (), {"ragloom_index_types": staticmethod(hookimpl(lambda: [Fragile]))})
+    manager.register(mode, name="ragloom-sloppy")
+    manager.register(index, name="ragloom-fragile")
+    app = BaseApp(AppSettings(data_dir=tmp_path / "data"), plugin_manager=manager).start()
+    sloppy, fragile = app.plugins
+    assert sloppy.error == "Sloppy.get_user_settings()['top_k']: must be a dict, got int"
+    assert fragile.error == "Fragile.get_admin_settings() raised RuntimeError: no config file"
+    assert "sloppy" not in app.reasonings
+    assert not any(cls is Fragile for cls in app.indices.index_types.values())
+    build_ui(app)  # raised AttributeError ('int' object has no attribute 'get') before

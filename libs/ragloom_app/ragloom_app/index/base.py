@@ -20,7 +20,7 @@ from ragloom.loaders import FileReader, default_readers
 from ragloom.loaders.archive import ZipLimits
 from ragloom.retrieval import Retriever
 from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS
-from ragloom_app.index.settings import resolve_values
+from ragloom_app.index.settings import resolve_values, typed_setting_value
 from ragloom_app.reasoning.base import SettingSpec
 
 if TYPE_CHECKING:
@@ -220,13 +220,15 @@ class BaseIndex:
     ) -> dict[str, Any]:
         """A new index's ``config`` checked and typed; raises ``ValueError`` if it is wrong.
 
-        The default refuses keys that are not admin settings and changes nothing else.
+        The default refuses keys that are not admin settings and values their specs do not
+        allow (:func:`~ragloom_app.index.settings.typed_setting_value`), and types the
+        others; the settings left out are not added (their defaults may change).
         """
         known = cls.admin_settings_for(default_readers() if readers is None else readers)
         unknown = sorted(set(config) - set(known))
         if unknown:
             raise ValueError(f"unknown index settings: {', '.join(unknown)}")
-        return dict(config)
+        return {key: typed_setting_value(key, known[key], value) for key, value in config.items()}
 
     @classmethod
     def get_user_settings(cls) -> dict[str, SettingSpec]:

@@ -127,7 +127,7 @@ class IndexManager:
             if spec["name"] in existing:
                 continue
             if self._registered(spec["name"], spec["type"]):
-                self._create_wanted(spec)
+                self._create_wanted(position, spec)
         self.refresh()
 
     def refresh(self) -> None:
@@ -195,10 +195,27 @@ class IndexManager:
         self._indices[record.id] = index
         self._access[record.id] = IndexAccess(record.owner, record.shared)
 
-    def _create_wanted(self, spec: Mapping[str, Any]) -> None:
-        """Create an index of ``INDICES``; one whose type fails to create it is left out."""
+    def _create_wanted(self, position: int, spec: Mapping[str, Any]) -> None:
+        """Create an index of ``INDICES``; one whose type fails to create it is left out.
+
+        Its config is checked by its type first, as one made in the UI is: a wrong one
+        stops the start with a :class:`SettingsError` naming it (stored, it failed every
+        upload to the index instead).
+        """
+        where = f"INDICES[{position}] ({spec['name']!r})"
+        config = spec.get("config") or {}
+        if not isinstance(config, Mapping):
+            raise SettingsError(f"{where}: 'config' must be a dict, not {config!r}"[:300])
         try:
-            self.create(spec["name"], spec["type"], dict(spec.get("config") or {}))
+            config = self.normalize_config(spec["type"], config)
+        except ValueError as exc:
+            raise SettingsError(f"{where}: {exc}") from None
+        except Exception as exc:  # the type's own bug, not the settings': left out, as below
+            failure = user_error(exc, f"Checking the index {spec['name']!r}", log=logger)
+            self._left_out(spec["name"], failure.message, None)
+            return
+        try:
+            self.create(spec["name"], spec["type"], config)
         except Exception as exc:
             with Session(self._engine) as session:
                 made = session.exec(select(IndexRecord).where(IndexRecord.name == spec["name"]))

@@ -4,22 +4,30 @@ The ``ragloom`` command calls :func:`add_plugin_commands` before it parses its
 arguments, so that a plugin's command is listed by ``ragloom --help`` and runs like a
 built-in one. Its entries go through a :class:`~ragloom_app.plugins.registry.Registry`
 seeded with the group's own commands: a plugin command with a taken name wins, with the
-one override warning. A plugin that fails is left out here without a word: the app's
-start (``ragloom plugins``) reports it.
+one override warning. A plugin that fails, in this hook or in those the app's start
+calls, adds no command; the errors and warnings reach its record through
+:func:`note_command_warnings` (``ragloom plugins``, the Plugins tab).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
 from ragloom_app.plugins.slots import slots_of
 
-__all__ = ["add_plugin_commands"]
+if TYPE_CHECKING:
+    import pluggy
+
+    from ragloom_app.plugins.manager import PluginInfo
+    from ragloom_app.settings import AppSettings
+
+__all__ = ["add_plugin_commands", "note_command_warnings"]
 
 _MANAGER_LOGGER = "ragloom_app.plugins.manager"
 
@@ -36,19 +44,17 @@ def _settings_file(argv: Sequence[str]) -> str | None:
     return None
 
 
-def _disabled_plugins(argv: Sequence[str]) -> list[str]:
-    """``DISABLED_PLUGINS`` of the settings the command will use ([] if they are wrong:
-    the command itself then says what is wrong with them)."""
+def _settings(argv: Sequence[str]) -> tuple[AppSettings, list[str]]:
+    """The settings the command will use and their ``DISABLED_PLUGINS`` (the defaults and
+    ``RAGLOOM_DISABLED_PLUGINS`` if they are wrong: the command then says what is wrong)."""
     from ragloom_app.settings import AppSettings, SettingsError
 
     try:
-        return list(AppSettings.load(_settings_file(argv)).disabled_plugins)
+        settings = AppSettings.load(_settings_file(argv))
     except SettingsError:
-        return [
-            name.strip()
-            for name in os.environ.get("RAGLOOM_DISABLED_PLUGINS", "").split(",")
-            if name.strip()
-        ]
+        names = os.environ.get("RAGLOOM_DISABLED_PLUGINS", "").split(",")
+        return AppSettings(), [name.strip() for name in names if name.strip()]
+    return settings, list(settings.disabled_plugins)
 
 
 @contextmanager
@@ -63,16 +69,35 @@ def _quiet_loading() -> Iterator[None]:
         logger.disabled = before
 
 
-def add_plugin_commands(group: click.Group, argv: Sequence[str] | None = None) -> list[str]:
-    """Add every installed plugin's commands to ``group``; returns the override warnings.
+def _leave_out_failing(
+    manager: pluggy.PluginManager, infos: list[PluginInfo], settings: AppSettings
+) -> None:
+    """Ask the plugins that add commands for what they add to the app, as its start will:
+    one that fails there gets its error in ``infos``, so its commands are left out too
+    (a plugin is left out whole). Nothing is asked when no plugin adds a command."""
+    from ragloom_app.app import BaseApp
+    from ragloom_app.plugins.manager import collect_plugins
+
+    if not manager.hook.ragloom_commands.get_hookimpls():
+        return
+    # Not started: the hooks get the app as at start, before it has finished starting.
+    collect_plugins(manager, infos, settings.disabled_plugins, {"app": BaseApp(settings)})
+
+
+def add_plugin_commands(
+    group: click.Group, argv: Sequence[str] | None = None
+) -> dict[str, list[str]]:
+    """Add every installed plugin's commands to ``group``; returns, by plugin name, what
+    to add to its record's warnings: the commands it replaced, and why its commands are
+    left out if its ``ragloom_commands`` hook failed.
 
     ``argv`` is the command line about to be parsed (default ``sys.argv[1:]``), read for
-    ``--settings`` and so ``DISABLED_PLUGINS``. Nothing is loaded when no slot is of
-    stage ``"cli"``.
+    ``--settings`` and so ``DISABLED_PLUGINS``. A plugin whose other hooks fail adds no
+    command. Nothing is loaded when no slot is of stage ``"cli"``.
     """
     slots = slots_of("cli")
     if not slots:
-        return []
+        return {}
     import sys
 
     from ragloom_app.plugins.manager import (
@@ -83,20 +108,36 @@ def add_plugin_commands(group: click.Group, argv: Sequence[str] | None = None) -
     from ragloom_app.plugins.registry import Registry
 
     words = list(sys.argv[1:] if argv is None else argv)
-    disabled = _disabled_plugins(words)
+    settings, disabled = _settings(words)
     manager = create_plugin_manager()
     with _quiet_loading():
         infos = load_entry_point_plugins(manager, disabled)
+        _leave_out_failing(manager, infos, settings)
+        failed = {info.name for info in infos if info.error is not None}
         loaded = collect_plugins(manager, infos, disabled, stage="cli")
+    notes: dict[str, list[str]] = {
+        plugin.info.name: [f"its commands are left out: {plugin.info.error}"]
+        for plugin in loaded
+        if plugin.info.error is not None and plugin.info.name not in failed
+    }
     registry = Registry()
-    warnings: list[str] = []
     for slot in slots:
         for name, command in group.commands.items():
             registry.register(slot, name, command, slot.owner)
         for plugin in loaded:
             for name, command in plugin.contributions.entries[slot.kind]:
                 warning = registry.register(slot, name, command, f"plugin {plugin.info.name}")
-                warnings.extend([warning] if warning else [])
+                if warning:
+                    notes.setdefault(plugin.info.name, []).append(warning)
         for name, command in registry.table(slot.kind).items():
             group.add_command(command, name)
-    return warnings
+    return notes
+
+
+def note_command_warnings(infos: Sequence[PluginInfo], notes: Mapping[str, list[str]]) -> None:
+    """Add what :func:`add_plugin_commands` returned to the plugins' records (the app's
+    start knows nothing of commands), so ``ragloom plugins`` and the Plugins tab list it."""
+    for info in infos:
+        for note in notes.get(info.name, []):
+            if note not in info.warnings:
+                info.warnings.append(note)

@@ -11,7 +11,7 @@ docs/plugins.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -32,39 +32,39 @@ hookspec = pluggy.HookspecMarker("ragloom")
 
 
 @hookspec
-def ragloom_reasonings(app: BaseApp) -> Iterable[type[BaseReasoning]]:
+def ragloom_reasonings(app: BaseApp) -> Sequence[type[BaseReasoning]]:
     """Reasoning classes (BaseReasoning subclasses) to add as modes, under their info id."""
 
 
 @hookspec
 def ragloom_index_types(
     app: BaseApp,
-) -> Iterable[type[BaseIndex]] | Mapping[str, type[BaseIndex]]:
+) -> Sequence[type[BaseIndex]] | dict[str, type[BaseIndex]]:
     """Index types (BaseIndex subclasses), registered under their dotted path (or a dict
     of type id to class, the ids ``INDEX_TYPES`` names)."""
 
 
 @hookspec
-def ragloom_tools(app: BaseApp) -> Iterable[type[BaseTool]]:
+def ragloom_tools(app: BaseApp) -> Sequence[type[BaseTool]]:
     """Tool classes (BaseTool subclasses) for the agent modes, under their ``name``."""
 
 
 @hookspec
-def ragloom_file_readers(app: BaseApp) -> Mapping[str, FileReader]:
+def ragloom_file_readers(app: BaseApp) -> dict[str, FileReader]:
     """File readers by lower-case extension with its dot: ``{".rst": RstReader()}``."""
 
 
 @hookspec
-def ragloom_llms(app: BaseApp) -> Mapping[str, Mapping[str, Any] | type]:
+def ragloom_llms(app: BaseApp) -> dict[str, Mapping[str, Any] | type]:
     """LLMs by name, as an LLMS spec (``{"class": ..., **params}``) or a class."""
 
 
 @hookspec
-def ragloom_embeddings(app: BaseApp) -> Mapping[str, Mapping[str, Any] | type]:
+def ragloom_embeddings(app: BaseApp) -> dict[str, Mapping[str, Any] | type]:
     """Embedding models by name, as an EMBEDDINGS spec or a class."""
 
 
 @hookspec
-def ragloom_commands(cli: click.Group) -> Iterable[click.Command] | None:
+def ragloom_commands(cli: click.Group) -> Sequence[click.Command] | None:
     """``ragloom`` subcommands: add them to ``cli`` with ``@cli.command()`` (or return
     click commands), registered under their names."""

@@ -176,13 +176,20 @@ def load_entry_point_plugins(
             info.disabled = True
             logger.info("plugin %s is disabled (DISABLED_PLUGINS)", dist_name)
             continue
+        if point.name in DEFAULT_PLUGINS:
+            # Registered first under that name, it would be asked instead of Ragloom's own.
+            info.error = f"the entry-point name {point.name!r} is Ragloom's own plugin's"
+            logger.error("plugin %s left out: %s", dist_name, info.error)
+            continue
         if manager.has_plugin(point.name) or manager.is_blocked(point.name):
             info.error = f"another plugin is registered as {point.name!r} already"
             logger.warning("plugin %s left out: %s", dist_name, info.error)
             continue
+        # SystemExit too (a module that calls sys.exit() when imported): it would end
+        # every ragloom command. KeyboardInterrupt is the user's, and goes through.
         try:
             manager.register(point.load(), name=point.name)
-        except Exception as exc:  # any import-time failure of third-party code
+        except (Exception, SystemExit) as exc:  # any import-time failure of third-party code
             info.error = _error_text(exc)
             logger.error("plugin %s %s failed to load: %s", dist_name, version, info.error)
     return infos
@@ -229,7 +236,7 @@ def _contributions(
                 found.add(slot.kind, slot.entries(value, arguments))
             except PluginError:
                 raise
-            except Exception as exc:  # a plugin's bug must not stop the app
+            except (Exception, SystemExit) as exc:  # a plugin's bug must not stop the app
                 raise PluginError(f"{slot.hook} raised {_error_text(exc)}") from exc
     return found
 
@@ -276,7 +283,8 @@ def collect_plugins(
     loaded: list[LoadedPlugin] = []
     for info in infos:
         name = (info.entry_point or "").split(" = ")[0]
-        plugin = plugins.pop(name, None) if info.error is None and not info.disabled else None
+        registered = plugins.pop(name, None)  # not asked below as one registered directly
+        plugin = registered if info.error is None and not info.disabled else None
         if plugin is None:
             loaded.append(LoadedPlugin(info, Contributions()))
         elif _is_disabled((name, info.name), disabled):
@@ -307,9 +315,16 @@ def collect_default_plugins(
     """
     loaded: list[LoadedPlugin] = []
     for module_name in DEFAULT_PLUGINS:
-        plugin = manager.get_plugin(module_name)
-        if plugin is None:
-            plugin = importlib.import_module(module_name)
+        plugin = importlib.import_module(module_name)
+        registered = manager.get_plugin(module_name)
+        if registered is not None and registered is not plugin:
+            # Whatever else took the name is not asked: the built-ins are the module's.
+            logger.error(
+                "%r is registered as %s, Ragloom's own plugin: left out", registered, module_name
+            )
+            manager.unregister(name=module_name)
+            registered = None
+        if registered is None:
             manager.register(plugin, name=module_name)
         found = _contributions(manager, plugin, given, strict=True)
         info = PluginInfo(name, version, builtin=True)

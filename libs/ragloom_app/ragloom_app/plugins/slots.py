@@ -10,7 +10,7 @@ spec in :mod:`ragloom_app.plugins.hookspecs`, its row here and its docs.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -57,60 +57,120 @@ class Slot:
         return {**given, **(self.arguments() if self.arguments else {})}
 
 
-def _classes(value: Any, base: type, hook: str) -> list[Any]:
+def _listed(value: Any, hook: str, what: str) -> list[Any]:
+    """A hook's list (or tuple), bounded: an iterator could be endless and a set would
+    register in another order each run."""
+    from ragloom_app.plugins.rules import MAX_HOOK_ENTRIES
+
     if value is None:
         return []
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise PluginError(f"{hook} must return a list of {base.__name__} subclasses")
-    items = list(value)
+    if not isinstance(value, list | tuple):
+        raise PluginError(f"{hook} must return a list of {what}, got {type(value).__name__}")
+    if len(value) > MAX_HOOK_ENTRIES:
+        raise PluginError(
+            f"{hook} returned {len(value)} entries; at most {MAX_HOOK_ENTRIES} (MAX_HOOK_ENTRIES)"
+        )
+    return list(value)
+
+
+def _classes(value: Any, base: type, hook: str) -> list[Any]:
+    items = _listed(value, hook, f"{base.__name__} subclasses")
     for item in items:
         if not (isinstance(item, type) and issubclass(item, base)):
             raise PluginError(f"{hook} returned {item!r}, not a {base.__name__} subclass")
     return items
 
 
-def _mapping(value: Any, hook: str) -> Mapping[Any, Any]:
+def _mapping(value: Any, hook: str) -> list[tuple[Any, Any]]:
+    """A hook's dict as ``(key, value)`` pairs, bounded as :func:`_listed`."""
     if value is None:
-        return {}
-    if not isinstance(value, Mapping):
+        return []
+    if not isinstance(value, dict):
         raise PluginError(f"{hook} must return a dict, got {type(value).__name__}")
-    return value
+    return _listed(list(value.items()), hook, "entries")
+
+
+def _id(key: Any, hook: str, what: str) -> str:
+    """``key`` if it is an id Ragloom can list and look up: non-empty text, bounded."""
+    from ragloom_app.plugins.rules import MAX_ID_CHARS, shown
+
+    if not isinstance(key, str) or not key or len(key) > MAX_ID_CHARS:
+        raise PluginError(
+            f"{hook}: {what} must be text of 1 to {MAX_ID_CHARS} characters, got {shown(key)}"
+        )
+    return key
+
+
+def _check_settings(cls: type, method: str, *arguments: Any) -> None:
+    """Call a settings method of ``cls`` as the UI will, and check what it returns: a
+    form that cannot be drawn would stop the web UI from being built for everyone."""
+    from ragloom_app.plugins.rules import RuleError, check_setting_specs
+
+    owner = f"{cls.__qualname__}.{method}()"
+    try:
+        specs = getattr(cls, method)(*arguments)
+        check_setting_specs(specs, owner)
+    except RuleError as exc:
+        raise PluginError(str(exc)) from None
+    except (Exception, SystemExit) as exc:  # a plugin's bug, named: its hook returned fine
+        raise PluginError(f"{owner} raised {type(exc).__name__}: {exc}") from None
 
 
 def _reasonings(value: Any, given: Mapping[str, Any]) -> Entries:
-    from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo
+    from ragloom_app.plugins.rules import RuleError, check_reasoning_info
+    from ragloom_app.reasoning.base import BaseReasoning
 
     entries: Entries = []
     for cls in _classes(value, BaseReasoning, "ragloom_reasonings"):
         info = cls.get_info()
-        if not isinstance(info, ReasoningInfo) or not info.id:
-            raise PluginError(f"{cls.__qualname__}.get_info() must return a ReasoningInfo")
+        try:
+            check_reasoning_info(info, cls.__qualname__)
+        except RuleError as exc:
+            raise PluginError(str(exc)) from None
+        _check_settings(cls, "get_user_settings")
         entries.append((info.id, cls))
     return entries
 
 
 def _index_types(value: Any, given: Mapping[str, Any]) -> Entries:
+    from ragloom.loaders import default_readers
     from ragloom_app.index.base import BaseIndex
 
     hook = "ragloom_index_types"
     if isinstance(value, Mapping):
         # {type id: class}: the id INDEX_TYPES names, which may be a shorter import path.
-        entries = list(value.items())
+        entries = _mapping(value, hook)
         for type_id, cls in entries:
-            if not isinstance(type_id, str) or not type_id:
-                raise PluginError(f"{hook}: type ids must be non-empty strings, got {type_id!r}")
+            _id(type_id, hook, "a type id")
             _classes([cls], BaseIndex, hook)
-        return entries
-    return [(f"{c.__module__}.{c.__qualname__}", c) for c in _classes(value, BaseIndex, hook)]
+    else:
+        entries = [
+            (_id(f"{c.__module__}.{c.__qualname__}", hook, "a type id"), c)
+            for c in _classes(value, BaseIndex, hook)
+        ]
+    readers = default_readers()
+    for _, cls in entries:
+        # The forms that create an index (admin) and search it (user) are drawn from these.
+        _check_settings(cls, "get_admin_settings")
+        _check_settings(cls, "admin_settings_for", readers)
+        _check_settings(cls, "get_user_settings")
+    return entries
 
 
 def _tools(value: Any, given: Mapping[str, Any]) -> Entries:
     from ragloom.agents.tools import BaseTool, check_runnable
+    from ragloom.agents.tools.registry import is_tool_name
+    from ragloom_app.plugins.rules import shown
 
     entries: Entries = []
     for tool in _classes(value, BaseTool, "ragloom_tools"):
-        if not isinstance(getattr(tool, "name", None), str) or not tool.name.isidentifier():
-            raise PluginError(f"{tool.__qualname__}.name must be an identifier")
+        # The agents' registry refuses any other name, and it is filled after the plugins'
+        # errors are caught: a name it refuses would stop the app from starting.
+        if not is_tool_name(getattr(tool, "name", None)):
+            raise PluginError(
+                f"{tool.__qualname__}.name must be a lower-case identifier (agents write it "
+                f"in their plans), not {shown(getattr(tool, 'name', None))}"
+            )
         try:
             check_runnable(tool)  # e.g. a sandboxed tool that needs the request
         except TypeError as exc:
@@ -124,8 +184,8 @@ def _readers(value: Any, given: Mapping[str, Any]) -> Entries:
 
     hook = "ragloom_file_readers"
     entries: Entries = []
-    for extension, reader in _mapping(value, hook).items():
-        if not (isinstance(extension, str) and re.fullmatch(r"\.[a-z0-9_]+", extension)):
+    for extension, reader in _mapping(value, hook):
+        if not (isinstance(extension, str) and re.fullmatch(r"\.[a-z0-9_]{1,30}", extension)):
             raise PluginError(f"{hook}: {extension!r} is not a lower-case '.ext'")
         if not isinstance(reader, FileReader) or isinstance(reader, type):
             raise PluginError(f"{hook}[{extension!r}] is not a FileReader object")
@@ -136,9 +196,8 @@ def _readers(value: Any, given: Mapping[str, Any]) -> Entries:
 def _model_specs(hook: str) -> Callable[[Any, Mapping[str, Any]], Entries]:
     def entries(value: Any, given: Mapping[str, Any]) -> Entries:
         found: Entries = []
-        for name, spec in _mapping(value, hook).items():
-            if not isinstance(name, str) or not name:
-                raise PluginError(f"{hook}: names must be non-empty strings, got {name!r}")
+        for name, spec in _mapping(value, hook):
+            _id(name, hook, "a name")
             if isinstance(spec, type):
                 spec = {"class": spec}
             if not isinstance(spec, Mapping) or "class" not in spec:
@@ -154,13 +213,12 @@ def _commands(value: Any, given: Mapping[str, Any]) -> Entries:
 
     hook = "ragloom_commands"
     commands = dict(given["cli"].commands)  # those the plugin added with @cli.command()
-    if value is not None:
-        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-            raise PluginError(f"{hook} must return None or a list of click commands")
-        for command in value:
-            if not isinstance(command, click.Command) or not command.name:
-                raise PluginError(f"{hook} returned {command!r}, not a named click command")
-            commands[command.name] = command
+    for command in _listed(value, hook, "click commands"):
+        if not isinstance(command, click.Command) or not command.name:
+            raise PluginError(f"{hook} returned {command!r}, not a named click command")
+        commands[command.name] = command
+    for name in _listed(list(commands), hook, "click commands"):
+        _id(name, hook, "a command name")
     return list(commands.items())
 
 

@@ -72,14 +72,6 @@ def check_plugin(plugin: object, name: str = "plugin-under-test", app: Any = Non
     if loaded.info.error:
         raise AssertionError(f"{name}: {loaded.info.error}")
     found = loaded.contributions
-    for reasoning in found.reasonings:
-        check_settings_schema(
-            reasoning.get_user_settings(), f"{reasoning.__qualname__}.get_user_settings()"
-        )
-    for index_type in found.index_types:
-        check_settings_schema(
-            index_type.get_admin_settings(), f"{index_type.__qualname__}.get_admin_settings()"
-        )
     for tool in found.tools:
         if not tool.description or tool.parameters_schema().get("type") != "object":
             raise AssertionError(f"{tool.__qualname__}: needs a description and object arguments")

@@ -9,7 +9,6 @@ exception). Readers and index types: :mod:`ragloom_app.testing.index_contracts`.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -41,7 +40,13 @@ from ragloom.llms.base import ChatLLM
 from ragloom.qa import cited_numbers
 from ragloom.retrieval import Retriever
 from ragloom.sandbox import Sandbox
-from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState
+from ragloom_app.plugins.rules import (
+    COMPONENTS,
+    RuleError,
+    check_reasoning_info,
+    check_setting_specs,
+)
+from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
 from ragloom_app.testing.fakes import ReplayLLM, StaticRetriever
 
 __all__ = [
@@ -53,16 +58,11 @@ __all__ = [
     "fail_contract",
 ]
 
-COMPONENTS = ("number", "text", "checkbox", "dropdown", "radio")
-"""The ``component`` values the settings forms can draw."""
-
 SAMPLE_PASSAGES = [
     "The Zorblax reactor runs at 451 kelvin.",
     "The cooling loop is flushed every 90 days by the night shift.",
 ]
 """What :func:`check_reasoning` retrieves from when it is given no retrievers."""
-
-_MODE_ID = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
 def fail_contract(owner: str, message: str) -> None:
@@ -70,52 +70,13 @@ def fail_contract(owner: str, message: str) -> None:
     raise AssertionError(f"{owner}: {message}")
 
 
-def _choice_values(choices: Any) -> list[Any]:
-    return [c[1] if isinstance(c, tuple | list) and len(c) == 2 else c for c in choices]
-
-
-def _check_spec(owner: str, spec: Any) -> None:
-    if not isinstance(spec, Mapping):
-        fail_contract(owner, f"must be a dict, got {type(spec).__name__}")
-    if not isinstance(spec.get("name"), str) or not spec["name"]:
-        fail_contract(owner, "needs a 'name' (its label)")
-    if "value" not in spec:
-        fail_contract(owner, "needs a 'value' (its default)")
-    kind, value = spec.get("component"), spec["value"]
-    if kind not in COMPONENTS:
-        fail_contract(owner, f"'component' must be one of {', '.join(COMPONENTS)}, got {kind!r}")
-    if "info" in spec and not isinstance(spec["info"], str | None):
-        fail_contract(owner, "'info' must be text")
-    if kind == "number":
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            fail_contract(owner, f"a number's value must be a number, got {value!r}")
-        low, high = spec.get("minimum"), spec.get("maximum")
-        if (low is not None and value < low) or (high is not None and value > high):
-            fail_contract(owner, f"the default {value!r} is outside [{low}, {high}]")
-    elif kind == "checkbox" and not isinstance(value, bool):
-        fail_contract(owner, f"a checkbox's value must be True or False, got {value!r}")
-    elif kind == "text" and not isinstance(value, str):
-        fail_contract(owner, f"a text's value must be a string, got {value!r}")
-    elif kind in ("dropdown", "radio"):
-        choices = spec.get("choices")
-        if not isinstance(choices, Sequence) or isinstance(choices, str) or not choices:
-            fail_contract(owner, f"a {kind} needs a non-empty list of 'choices'")
-        allowed = _choice_values(choices)
-        picked = value if spec.get("multiselect") else [value]
-        if not isinstance(picked, list) or any(v not in allowed for v in picked):
-            fail_contract(owner, f"the default {value!r} is not among the choices {allowed}")
-
-
 def check_settings_schema(specs: Any, owner: str = "settings") -> None:
-    """Check settings as ``get_user_settings()`` / ``get_admin_settings()`` return them."""
-    if not isinstance(specs, Mapping):
-        fail_contract(
-            owner, f"must return a dict of setting id to spec, got {type(specs).__name__}"
-        )
-    for key, spec in specs.items():
-        if not isinstance(key, str) or not key.isidentifier():
-            fail_contract(owner, f"setting id {key!r} must be an identifier (it names UI elements)")
-        _check_spec(f"{owner}[{key!r}]", spec)
+    """Check settings as ``get_user_settings()`` / ``get_admin_settings()`` return them,
+    by the rules the app registers a plugin by (:mod:`ragloom_app.plugins.rules`)."""
+    try:
+        check_setting_specs(specs, owner)
+    except RuleError as exc:
+        raise AssertionError(str(exc)) from None
 
 
 def _check_plan(where: str, plan: PlanCreated) -> None:
@@ -200,12 +161,10 @@ def check_reasoning(
     if not (isinstance(cls, type) and issubclass(cls, BaseReasoning)):
         fail_contract(owner, "is not a BaseReasoning subclass")
     info = cls.get_info()
-    if not isinstance(info, ReasoningInfo):
-        fail_contract(owner, "get_info() must return a ReasoningInfo")
-    if not _MODE_ID.fullmatch(info.id):
-        fail_contract(owner, f"the id {info.id!r} must be lower-case letters, digits, '-' or '_'")
-    if not info.name or not info.description:
-        fail_contract(owner, "get_info() needs a name and a description")
+    try:
+        check_reasoning_info(info, owner)
+    except RuleError as exc:
+        raise AssertionError(str(exc)) from None
     check_settings_schema(cls.get_user_settings(), f"{owner}.get_user_settings()")
     llm = llm or ReplayLLM()
     modes = dict(reasonings) if reasonings is not None else _builtin_reasonings()
