@@ -14,6 +14,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ragloom_app.plugins.rules import (
+    MAX_HOOK_ENTRIES,
+    MAX_ID_CHARS,
+    RuleError,
+    check_reasoning_info,
+    check_setting_specs,
+    shown,
+)
+
 # The classes a value is checked against are imported when a hook's value is read, not
 # here: the ``ragloom`` command reads this table before it knows whether it starts the app.
 
@@ -60,7 +69,6 @@ class Slot:
 def _listed(value: Any, hook: str, what: str) -> list[Any]:
     """A hook's list (or tuple), bounded: an iterator could be endless and a set would
     register in another order each run."""
-    from ragloom_app.plugins.rules import MAX_HOOK_ENTRIES
 
     if value is None:
         return []
@@ -92,7 +100,6 @@ def _mapping(value: Any, hook: str) -> list[tuple[Any, Any]]:
 
 def _id(key: Any, hook: str, what: str) -> str:
     """``key`` if it is an id Ragloom can list and look up: non-empty text, bounded."""
-    from ragloom_app.plugins.rules import MAX_ID_CHARS, shown
 
     if not isinstance(key, str) or not key or len(key) > MAX_ID_CHARS:
         raise PluginError(
@@ -104,7 +111,6 @@ def _id(key: Any, hook: str, what: str) -> str:
 def _check_settings(cls: type, method: str, *arguments: Any) -> None:
     """Call a settings method of ``cls`` as the UI will, and check what it returns: a
     form that cannot be drawn would stop the web UI from being built for everyone."""
-    from ragloom_app.plugins.rules import RuleError, check_setting_specs
 
     owner = f"{cls.__qualname__}.{method}()"
     try:
@@ -117,7 +123,6 @@ def _check_settings(cls: type, method: str, *arguments: Any) -> None:
 
 
 def _reasonings(value: Any, given: Mapping[str, Any]) -> Entries:
-    from ragloom_app.plugins.rules import RuleError, check_reasoning_info
     from ragloom_app.reasoning.base import BaseReasoning
 
     entries: Entries = []
@@ -160,7 +165,6 @@ def _index_types(value: Any, given: Mapping[str, Any]) -> Entries:
 def _tools(value: Any, given: Mapping[str, Any]) -> Entries:
     from ragloom.agents.tools import BaseTool, check_runnable
     from ragloom.agents.tools.registry import is_tool_name
-    from ragloom_app.plugins.rules import shown
 
     entries: Entries = []
     for tool in _classes(value, BaseTool, "ragloom_tools"):
