@@ -73,8 +73,17 @@ def test_an_outage_fails_cleanly_and_the_app_recovers_without_a_restart(
         assert outcome.status == "failed"
         assert "the Chroma server could not be reached" in str(outcome.reason)
         assert server.url.split("//")[1] not in str(outcome.reason)
-        # A question meanwhile ends in words, not a crash; the other users' app goes on.
-        *_, finished = ChatPage(app).ask("How hot does the Zorblax reactor run?")
+        # A question meanwhile is answered from the full text alone (hybrid search, the
+        # default, leaves the vectors out), its citation from the file that says it.
+        question = "How hot does the Zorblax reactor run?"
+        *_, finished = ChatPage(app).ask(question)
+        assert isinstance(finished, AnswerFinished)
+        assert finished.record.answer == "The Zorblax reactor runs at 451 kelvin [1]."
+        (cited,) = finished.record.citations
+        assert "451 kelvin" in cited.text and set(cited.found_by) == {"fulltext"}
+        # A search of the vectors alone ends in words, not a crash.
+        vector_only = {"My files": {"retrieval_mode": "vector"}}
+        *_, finished = ChatPage(app).ask(question, index_settings=vector_only)
         assert isinstance(finished, AnswerFinished)
         answer = finished.record.answer
         assert "searching the documents failed: the Chroma server could not be reached" in answer

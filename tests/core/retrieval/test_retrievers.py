@@ -20,6 +20,7 @@ from ragloom.retrieval import (
 )
 from ragloom.schema import Chunk, RetrievedChunk
 from ragloom.stores import BM25Store, ChromaVectorStore
+from ragloom.stores.base import StoreUnavailableError
 from tests.helpers.hashing_embedder import HashingEmbedder
 
 
@@ -238,6 +239,37 @@ def test_hybrid_forwards_source_ids() -> None:
     a = FixedRetriever(ranking=["x"], label="a")
     HybridRetriever(retrievers=[a])("question", source_ids={"s1"})
     assert a.calls == [("question", 20, {"s1"})]
+
+
+class AwayRetriever(Retriever):
+    """A retriever whose store's server cannot be reached."""
+
+    def run(
+        self,
+        query: str,
+        top_k: int | None = None,
+        source_ids: Collection[str] | None = None,
+    ) -> list[RetrievedChunk]:
+        raise StoreUnavailableError("the Chroma server could not be reached")
+
+
+def test_hybrid_leaves_out_a_store_that_is_away_and_fails_when_all_are(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    words = FixedRetriever(ranking=["x", "y"], label="fulltext")
+    hybrid = HybridRetriever(retrievers=[AwayRetriever(label="vector"), words], top_k=2)
+    hits = hybrid("q")
+    assert [h.chunk.id for h in hits] == ["x", "y"]
+    assert all(set(h.found_by) == {"fulltext"} for h in hits)
+    assert "vector left out of this search" in caplog.text
+    everything_away = HybridRetriever(retrievers=[AwayRetriever(label="a"), AwayRetriever()])
+    with pytest.raises(StoreUnavailableError, match="could not be reached"):
+        everything_away("q")
+    # Any other failure is a bug to see, not an outage to ride out.
+    broken = FixedRetriever(ranking=["x"], label="broken")
+    broken.ranking = None  # type: ignore[assignment]
+    with pytest.raises(TypeError):
+        HybridRetriever(retrievers=[broken, words])("q")
 
 
 def test_hybrid_configuration_errors() -> None:

@@ -18,6 +18,7 @@ from theflow import Param
 from ragloom.retrieval.base import Retriever
 from ragloom.retrieval.rerank import Reranker
 from ragloom.schema import RetrievedChunk
+from ragloom.stores.base import StoreUnavailableError
 
 __all__ = ["HybridRetriever", "reciprocal_rank_fusion"]
 
@@ -73,7 +74,9 @@ class HybridRetriever(Retriever):
     """Runs each retriever for ``fetch_k`` chunks and fuses their ranks (RRF).
 
     The retrievers are called one after the other: on a 2-core machine the query
-    embedding already uses both cores, and BM25 takes well under a millisecond. A ``prior``
+    embedding already uses both cores, and BM25 takes well under a millisecond. One whose
+    store cannot be reached (:class:`~ragloom.stores.base.StoreUnavailableError`) is left
+    out of the fusion, logged; only when every one is away does the search fail. A ``prior``
     (:class:`~ragloom.retrieval.definitions.DefinitionPrior`) orders all the candidates
     the retrievers found, up to ``2 × fetch_k``, before the ``top_k`` are kept.
     """
@@ -107,7 +110,18 @@ class HybridRetriever(Retriever):
         if k == 0:
             return []
         fetch = max(k, self.fetch_k if self.fetch_k is not None else 4 * k)
-        ranked = {r.name: r(query, top_k=fetch, source_ids=source_ids) for r in retrievers}
+        ranked: dict[str, list[RetrievedChunk]] = {}
+        away: list[StoreUnavailableError] = []
+        for retriever in retrievers:
+            try:
+                ranked[retriever.name] = retriever(query, top_k=fetch, source_ids=source_ids)
+            except StoreUnavailableError as exc:
+                # One store's server away (a Chroma server restarting): the others' lists
+                # still answer, as a keyword search does while the vectors are away.
+                logger.warning("%s: %s left out of this search: %s", self.name, retriever.name, exc)
+                away.append(exc)
+        if not ranked:
+            raise away[0]
         logger.debug("%s: %s", self.name, {name: len(hits) for name, hits in ranked.items()})
         fused = reciprocal_rank_fusion(ranked, rrf_k=self.rrf_k)
         if self.prior is not None:
