@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import shutil
 import socket
@@ -353,3 +354,35 @@ def test_a_chroma_server_that_is_not_there_is_said_to_be_away_in_fixed_words() -
     assert str(away.value) == (
         "the Chroma server could not be reached (the connection was refused or failed)"
     )
+
+
+class _GatewayWithoutServer(http.server.BaseHTTPRequestHandler):
+    """A reverse proxy before a Chroma server that is restarting: 503 and an HTML page."""
+
+    def _answer(self) -> None:
+        page = b"<html><body><h1>503 Service Unavailable</h1>No server is available</body></html>"
+        self.send_response(503)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+    do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+    def log_message(self, format: str, *args: object) -> None:  # the test's output stays quiet
+        pass
+
+
+def test_a_proxy_answering_503_for_a_server_away_is_said_to_be_away() -> None:
+    gateway = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _GatewayWithoutServer)
+    threading.Thread(target=gateway.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(StoreUnavailableError) as away:
+            chroma_http_client("127.0.0.1", gateway.server_address[1])
+    finally:
+        gateway.shutdown()
+    assert (
+        str(away.value)
+        == "the Chroma server could not be reached (what stands before it answered 503)"
+    )
+    assert "<html>" not in str(away.value)

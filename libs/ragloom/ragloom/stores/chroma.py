@@ -116,12 +116,22 @@ def _batches(n: int, size: int) -> Iterator[slice]:
 _AWAY = (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError)
 
 
-def _away_words(exc: BaseException) -> str:
+# What a reverse proxy (or a load balancer) before the server answers while no server is
+# behind it; chromadb raises a bare Exception of the body (an HTML page) for it.
+_GATEWAY_AWAY = frozenset({502, 503, 504})
+
+
+def _away_words(exc: BaseException | None) -> str | None:
+    """Why the server is away, if ``exc`` says it is; ``None`` for any other error."""
     if isinstance(exc, httpx.TimeoutException):
         return "it did not answer in time"
     if isinstance(exc, httpx.ConnectError):
         return "the connection was refused or failed"
-    return "the connection broke off"
+    if isinstance(exc, _AWAY):
+        return "the connection broke off"
+    if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code in _GATEWAY_AWAY:
+        return f"what stands before it answered {exc.response.status_code}"
+    return None
 
 
 @contextlib.contextmanager
@@ -130,14 +140,18 @@ def _server_reached() -> Iterator[None]:
     words (the server's own may name hosts; they stay in the chained exception)."""
     try:
         yield
-    except (*_AWAY, ValueError) as exc:
-        # chromadb says a ValueError of its own when the client's first request fails.
-        away = exc if isinstance(exc, _AWAY) else exc.__cause__ or exc.__context__
-        if not isinstance(away, _AWAY):
-            raise
-        raise StoreUnavailableError(
-            f"the Chroma server could not be reached ({_away_words(away)})"
-        ) from exc
+    except Exception as exc:
+        # chromadb wraps what httpx raised, up to twice: a bare Exception of the body for
+        # an HTTP error that is not its own, in a ValueError when the client is made.
+        cause: BaseException | None = exc
+        for _ in range(4):
+            words = _away_words(cause)
+            if words is not None:
+                raise StoreUnavailableError(
+                    f"the Chroma server could not be reached ({words})"
+                ) from exc
+            cause = None if cause is None else cause.__cause__ or cause.__context__
+        raise
 
 
 class ChromaVectorStore(VectorStore):
