@@ -215,3 +215,13 @@ def test_a_loopback_address_in_any_form_is_not_limited_by_address(
         with pytest.raises(LoginRefused, match="not right"):
             store.login(f"user{n % 5}", "wrong password", address)
     assert store.login("user0", PASSWORD, address)[0].name == "user0"
+
+
+def test_a_key_label_is_kept_printable_and_short_on_every_database(database_url: str) -> None:
+    store = AccountStore(create_db_engine(database_url))
+    alice = store.add_user("alice", PASSWORD)
+    labels = {"lap\x00top\n": "laptop", "\x1b[31m\t": "[31m", "\x00": "key", "x" * 500: "x" * 80}
+    for given, kept in labels.items():
+        info, _ = store.create_key(alice, given)
+        assert info.name == kept
+    assert [k.name for k in store.keys(alice)] == list(labels.values())

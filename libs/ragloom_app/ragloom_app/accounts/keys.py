@@ -39,8 +39,12 @@ class ApiKeyStore:
         self.engine = engine
 
     def create_key(self, user: User, name: str) -> tuple[ApiKeyInfo, str]:
-        """A new API key of ``user``: its listing and the key, which is shown this once."""
-        name = name.strip()[:80] or "key"
+        """A new API key of ``user``: its listing and the key, which is shown this once.
+
+        Its ``name`` is a label: cut to 80 characters, with no control characters (a NUL
+        is refused by PostgreSQL, a new line would break a listing), ``key`` if none is left.
+        """
+        name = "".join(ch for ch in name if ch.isprintable()).strip()[:80] or "key"
         key = API_KEY_PREFIX + secrets.token_urlsafe(32)
         with Session(self.engine) as session:
             live = session.exec(
