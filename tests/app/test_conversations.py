@@ -1,6 +1,8 @@
-"""Conversations persist in the database, across app restarts."""
+"""Conversations persist in the database, across app restarts, and are answered one
+question at a time."""
 
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,12 @@ from sqlmodel import Session
 from ragloom.events import Citation
 from ragloom.grounding_report import GroundingReport
 from ragloom.qa.grounding import check_grounding
-from ragloom_app.conversations import ConversationStore, StoredMessage
+from ragloom_app.conversations import (
+    ConversationBusyError,
+    ConversationStore,
+    StoredMessage,
+    UnknownConversationError,
+)
 from ragloom_app.db import create_db_engine
 from ragloom_app.db.models import MessageRecord
 
@@ -123,3 +130,23 @@ def test_a_nul_in_what_is_kept_is_kept_as_a_replacement_character(database_url: 
     assert [m.content for m in store.messages(conversation)] == ["How hot\ufffd is it?"]
     (listed,) = store.list()
     assert listed["title"] == "renamed\ufffd"
+
+
+def test_an_answer_holds_its_conversation_on_every_database_and_a_dead_ones_hold_lapses(
+    database_url: str,
+) -> None:
+    store = ConversationStore(create_db_engine(database_url))
+    cid = store.create(owner="alice")
+    with store.answering(cid, "alice", 60):
+        with pytest.raises(ConversationBusyError), store.answering(cid, "alice", 60):
+            pass  # pragma: no cover - never entered
+        # Not bob's to hold.
+        with pytest.raises(UnknownConversationError), store.answering(cid, "bob", 60):
+            pass  # pragma: no cover - never entered
+    with store.answering(cid, "alice", 60):  # given back when the answer ended
+        pass
+    # A process that died while answering never gives it back: its hold lapses.
+    store.answering(cid, "alice", 0.2).__enter__()
+    time.sleep(0.3)
+    with store.answering(cid, "alice", 60):
+        pass

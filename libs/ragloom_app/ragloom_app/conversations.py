@@ -6,6 +6,10 @@ that an earlier version wrote reads back with the fields added since at their de
 one that cannot be read at all is left out of its message (and logged), not the whole
 conversation. So with an answer's grounding report: one that cannot be read is dropped
 (the answer shows unmarked), and an answer stored before reports were kept has none.
+
+One answer is written in a conversation at a time (:meth:`ConversationStore.answering`),
+whichever process writes it: a second question waits its turn instead of being stored
+between the first one and its answer.
 """
 
 from __future__ import annotations
@@ -13,22 +17,41 @@ from __future__ import annotations
 import builtins
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sqlalchemy import or_
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, select, update
 
 from ragloom.events import Citation
 from ragloom.grounding_report import GroundingReport
 from ragloom.storable import storable_text
 from ragloom_app.db.models import LOCAL_USER, Conversation, MessageRecord
+from ragloom_app.errors import UserFacingError
 
-__all__ = ["ConversationStore", "StoredMessage"]
+__all__ = [
+    "ConversationBusyError",
+    "ConversationStore",
+    "StoredMessage",
+    "UnknownConversationError",
+]
 
 logger = logging.getLogger(__name__)
+
+
+class UnknownConversationError(UserFacingError, KeyError):
+    """No conversation of this user has that id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown conversation"
+
+
+class ConversationBusyError(UserFacingError):
+    """An answer is being written in the conversation: a question waits for it to end."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +220,49 @@ class ConversationStore:
             conversation.updated_at = datetime.now(UTC)
             session.add(conversation)
             session.commit()
+
+    @contextmanager
+    def answering(self, conversation_id: str, owner: str, seconds: float) -> Iterator[None]:
+        """Hold ``owner``'s conversation while an answer is written in it, for at most
+        ``seconds`` (then a hold of a process that died lapses by itself).
+
+        :class:`ConversationBusyError` if another answer holds it,
+        :class:`UnknownConversationError` if ``owner`` has no such conversation. Every
+        process sees the hold: it is the conversation's row, taken by one conditional
+        update.
+        """
+        now = datetime.now(UTC)
+        free = or_(
+            col(Conversation.answering_until).is_(None), col(Conversation.answering_until) < now
+        )
+        with Session(self.engine) as session:
+            taken = session.exec(
+                update(Conversation)
+                .where(
+                    col(Conversation.id) == conversation_id,
+                    col(Conversation.owner) == owner,
+                    free,
+                )
+                .values(answering_until=now + timedelta(seconds=seconds))
+            )
+            session.commit()
+        if taken.rowcount != 1:
+            if self.get(conversation_id, owner) is None:
+                raise UnknownConversationError(f"no conversation {conversation_id!r}")
+            raise ConversationBusyError(
+                "an answer is being written in this conversation: ask again once it ends "
+                "(or stop it)"
+            )
+        try:
+            yield
+        finally:
+            with Session(self.engine) as session:
+                session.exec(
+                    update(Conversation)
+                    .where(col(Conversation.id) == conversation_id)
+                    .values(answering_until=None)
+                )
+                session.commit()
 
     # ``list`` is a method here: the builtin is named in full.
     def messages(self, conversation_id: str) -> builtins.list[StoredMessage]:

@@ -236,16 +236,24 @@ def test_a_client_that_leaves_mid_stream_leaves_the_server_answering_others(
     with api.stream("POST", f"/conversations/{cid}/ask", json=body) as response:
         first = next(response.iter_lines())
         assert first.startswith("event: ")
-    # Gone after one event: the next question, in the same conversation, is answered.
-    again = api.post(f"/conversations/{cid}/ask", json={"question": "How hot is the reactor?"})
-    assert again.status_code == 200 and again.json()["answer"] == ANSWER
-    # Each question kept its answer: the first as far as it went, if it was stopped. (Its
-    # answer's work ends at its next event, which may come after the second question.)
+    # Gone after one event: the next question, in the same conversation, is answered once
+    # the first answer's work has ended (at its next event); until then it waits its turn.
     deadline = time.monotonic() + 10
-    while len(turns := api.get(f"/conversations/{cid}").json()["messages"]) < 4:
-        assert time.monotonic() < deadline, turns
+    while (
+        again := api.post(f"/conversations/{cid}/ask", json={"question": "Hot?"})
+    ).status_code == 409:
+        assert again.json()["error"]["code"] == "conversation_busy"
+        assert again.headers["Retry-After"] == "1" and time.monotonic() < deadline
         time.sleep(0.05)
-    assert sorted(t["role"] for t in turns) == ["assistant", "assistant", "user", "user"]
+    assert again.status_code == 200 and again.json()["answer"] == ANSWER
+    # Each question is followed by its answer: the first as far as it went, if stopped.
+    turns = api.get(f"/conversations/{cid}").json()["messages"]
+    assert [(t["role"], t["content"][:4]) for t in turns] == [
+        ("user", "How "),
+        ("assistant", turns[1]["content"][:4]),
+        ("user", "Hot?"),
+        ("assistant", ANSWER[:4]),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ragloom.events import AnswerDelta, Event
 from ragloom.llms.base import ChatMessage
 from ragloom.retrieval import Retriever
@@ -36,14 +38,19 @@ class HistoryProbe(BaseReasoning):
         yield AnswerDelta(f"{len(SEEN[-1])} earlier turns.")
 
 
-def test_a_client_history_reaches_the_mode_and_a_conversation_uses_its_own(
-    tmp_path: Path, stores: StoreSetup
-) -> None:
+@pytest.fixture
+def page(tmp_path: Path, stores: StoreSetup) -> ChatPage:
+    """A chat page of an app with the probe mode, on ``stores``."""
     app = scripted_app(
         tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}}, **stores.servers()
     )
     app.reasonings["probe"] = HistoryProbe
-    page = ChatPage(app)
+    return ChatPage(app)
+
+
+def test_a_client_history_reaches_the_mode_and_a_conversation_uses_its_own(
+    page: ChatPage,
+) -> None:
     history = [ChatMessage("user", "Hi"), ChatMessage("assistant", "Hello.")]
     list(page.ask("And now?", mode="probe", history=history))
     assert SEEN[-1] == history
@@ -131,3 +138,23 @@ def test_an_answer_its_caller_stops_listening_to_is_stored_as_far_as_it_went(
         ("user", "First?"),
         ("assistant", "0 earlier turns.\n\n(Stopped before the answer was finished.)"),
     ]
+
+
+def test_one_answer_at_a_time_in_a_conversation_and_the_next_sees_it(page: ChatPage) -> None:
+    from ragloom_app.pages.chat import ConversationBusyError
+
+    cid, other = page.conversations.create(), page.conversations.create()
+    first = page.ask("First?", mode="probe", conversation_id=cid)
+    next(first)  # under way: its question stored, its answer being written
+    with pytest.raises(ConversationBusyError, match="an answer is being written"):
+        next(page.ask("Second?", mode="probe", conversation_id=cid))
+    list(page.ask("Elsewhere?", mode="probe", conversation_id=other))  # not held up
+    list(first)
+    list(page.ask("Second?", mode="probe", conversation_id=cid))
+    assert [m.content for m in SEEN[-1]] == ["First?", "0 earlier turns."]
+    # A stopped answer lets the conversation go too, once its end is stored.
+    stopped = page.ask("Third?", mode="probe", conversation_id=cid)
+    next(stopped)
+    stopped.close()
+    list(page.ask("Fourth?", mode="probe", conversation_id=cid))
+    assert [m.role for m in page.conversations.messages(cid)] == ["user", "assistant"] * 4

@@ -27,6 +27,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException
 
 from ragloom.stores.base import StoreUnavailableError
+from ragloom_app.conversations import ConversationBusyError, UnknownConversationError
 from ragloom_app.errors import UserFacingError, scrub, user_error
 
 __all__ = ["ApiError", "error_body", "error_type", "install_error_handlers"]
@@ -129,10 +130,11 @@ def install_error_handlers(api: FastAPI) -> None:
 
     @api.exception_handler(UserFacingError)
     async def _refused(request: Request, exc: UserFacingError) -> JSONResponse:
-        from ragloom_app.pages.chat import UnknownConversationError
-
         if isinstance(exc, UnknownConversationError):  # e.g. deleted while answered
             return JSONResponse(error_body(404, "not_found", scrub(str(exc))), status_code=404)
+        if isinstance(exc, ConversationBusyError):  # its answer ends within its deadline
+            body = error_body(409, "conversation_busy", str(exc))
+            return JSONResponse(body, status_code=409, headers={"Retry-After": "1"})
         body = error_body(422, "invalid_request", scrub(str(exc)))
         return JSONResponse(body, status_code=422)
 

@@ -27,6 +27,7 @@ from ragloom_app.api.models import (
     ConversationDetail,
     ConversationOut,
     ConversationRename,
+    ErrorOut,
     FileOut,
     HealthOut,
     IndexOut,
@@ -192,7 +193,14 @@ def api_router(
         "/conversations/{conversation_id}/ask",
         tags=["conversations"],
         response_model=AnswerOut,
-        responses={200: {"content": {SSE_MEDIA_TYPE: {}}, "description": "The answer."}},
+        responses={
+            200: {"content": {SSE_MEDIA_TYPE: {}}, "description": "The answer."},
+            409: {
+                "description": "An answer is being written in this conversation: ask again "
+                "once it ends (Retry-After).",
+                "model": ErrorOut,
+            },
+        },
     )
     def ask(conversation_id: str, body: AskRequest, user: User = Depends(current_user)) -> Any:
         """Answer a question in a conversation: one JSON object (the shape ``ragloom ask

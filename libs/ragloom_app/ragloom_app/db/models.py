@@ -115,6 +115,9 @@ class Conversation(SQLModel, table=True):
     created_at: datetime = Field(default_factory=_now)
     updated_at: datetime = Field(default_factory=_now)
     owner: str = Field(default=LOCAL_USER, index=True)
+    # While an answer is being written in it: until when at most (the answer's deadline),
+    # so that one of a process that died lapses. NULL when none is.
+    answering_until: datetime | None = None
 
 
 class MessageRecord(SQLModel, table=True):

@@ -11,21 +11,25 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Generator, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from theflow import Param
 
-from ragloom.event_checks import event_problem
-from ragloom.events import AnswerCollector, AnswerDelta, AnswerRecord, Event, StepFinished
+from ragloom.events import AnswerCollector, AnswerRecord, Event
 from ragloom.llms.base import ChatMessage, Role
 from ragloom.retrieval import Retriever
 from ragloom.schema import RetrievedChunk
 from ragloom_app.app import BaseApp
-from ragloom_app.conversations import ConversationStore
+from ragloom_app.conversations import (
+    ConversationBusyError,
+    ConversationStore,
+    UnknownConversationError,
+)
 from ragloom_app.db.models import LOCAL_USER
-from ragloom_app.errors import UserFacingError, scrub, user_error
+from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.index.manager import UnknownIndexError
 from ragloom_app.index.settings import (
@@ -35,11 +39,13 @@ from ragloom_app.index.settings import (
     moved_mode_settings,
 )
 from ragloom_app.index.terms import searched_terms
+from ragloom_app.pages.answer_stream import LeftOut, MalformedEventError, bounded_events
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningState
 
 __all__ = [
     "AnswerFinished",
     "ChatPage",
+    "ConversationBusyError",
     "EmptyQuestionError",
     "LeftOut",
     "MalformedEventError",
@@ -58,20 +64,8 @@ class UnknownModeError(UserFacingError, KeyError):
         return str(self.args[0]) if self.args else "unknown mode"
 
 
-class UnknownConversationError(UserFacingError, KeyError):
-    """No conversation of this user has that id."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "unknown conversation"
-
-
 class EmptyQuestionError(UserFacingError, ValueError):
     """A question with no words."""
-
-
-class MalformedEventError(UserFacingError, TypeError):
-    """A reasoning mode (a plugin's) yielded an event of the wrong type or shape: the
-    answer ends there, saying which field (:func:`ragloom.event_checks.event_problem`)."""
 
 
 class QuestionTooLongError(UserFacingError, ValueError):
@@ -84,14 +78,6 @@ class AnswerFinished:
     (``record.to_dict()`` is what ``ask --json`` prints)."""
 
     record: AnswerRecord
-
-
-@dataclass(frozen=True)
-class LeftOut:
-    """An index left out of one answer: its name and why, in words with a log reference."""
-
-    index: str
-    message: str
 
 
 class _ReportingRetriever(Retriever):
@@ -265,9 +251,40 @@ class ChatPage:
         indices = self.readable_indices(user_id, indices)
         if conversation_id and self.conversations.get(conversation_id, user_id) is None:
             raise UnknownConversationError(f"no conversation {conversation_id!r}")
-        mode_id = mode or self.app.settings.default_reasoning
+        with self._held(conversation_id, user_id):
+            yield from self._answer(
+                question,
+                mode or self.app.settings.default_reasoning,
+                settings,
+                conversation_id,
+                indices,
+                selected_sources,
+                index_settings,
+                list(history or []),
+            )
+
+    def _held(self, conversation_id: str | None, user_id: str) -> AbstractContextManager[None]:
+        """The conversation held while its answer is written (nothing without one):
+        :class:`ConversationBusyError` while another answer is written in it."""
+        if not conversation_id:
+            return nullcontext()
+        # The deadline stops the answer; the minute after it is for storing it.
+        seconds = self.app.settings.answer_deadline_seconds + 60
+        return self.conversations.answering(conversation_id, user_id, seconds)
+
+    def _answer(
+        self,
+        question: str,
+        mode_id: str,
+        settings: Mapping[str, Any] | None,
+        conversation_id: str | None,
+        indices: Collection[str] | None,
+        selected_sources: Mapping[str, Collection[str]] | None,
+        index_settings: Mapping[str, Mapping[str, Any]] | None,
+        history: list[ChatMessage],
+    ) -> Iterator[Event | AnswerFinished]:
+        """:meth:`ask`'s answer, once the question is checked and its conversation held."""
         started = time.perf_counter()
-        history = list(history or [])
         if conversation_id:
             # Only turns are stored, so a stored role is one ChatMessage takes.
             history = [
@@ -292,7 +309,8 @@ class ChatPage:
         if conversation_id:
             self._save(conversation_id, "user", question)
         collector = AnswerCollector(mode=mode_id)
-        events = self._bounded(pipeline, question, collector, left_out, started)
+        limit = self.app.settings.answer_deadline_seconds
+        events = bounded_events(pipeline.stream(question), collector, left_out, started, limit)
         try:
             for event in events:
                 collector.add(event)
@@ -336,81 +354,3 @@ class ChatPage:
             self._save(conversation_id, "assistant", text, mode=mode_id)
         except Exception:
             logger.warning("the stopped answer could not be stored", exc_info=True)
-
-    def _bounded(
-        self,
-        pipeline: BaseReasoning,
-        question: str,
-        collector: AnswerCollector,
-        left_out: list[LeftOut],
-        started: float,
-    ) -> Generator[Event, None, None]:
-        """The pipeline's events, with the indices left out noted, step errors scrubbed,
-        stopped at the deadline, and a failure of the mode ending the answer in words."""
-        limit = self.app.settings.answer_deadline_seconds
-        reported = 0
-        stream = pipeline.stream(question)
-        try:
-            for event in stream:
-                if (problem := event_problem(event)) is not None:
-                    raise MalformedEventError(
-                        f"the reasoning mode sent an event Ragloom cannot use ({problem}); "
-                        "its plugin needs mending"
-                    )
-                while reported < len(left_out):
-                    yield _left_out_step(left_out[reported])
-                    reported += 1
-                yield _scrubbed(event)
-                if time.perf_counter() - started > limit:
-                    yield from self._cut_short(collector, limit, started)
-                    break
-        except Exception as exc:
-            failure = user_error(exc, "Answering", log=logger)
-            yield StepFinished("error", time.perf_counter() - started, error=failure.message)
-            if collector.answer.strip():  # keep what was written, then say what happened
-                yield AnswerDelta(f"\n\n({failure.message})")
-            else:
-                yield AnswerDelta(failure.apology())
-        finally:
-            _close(stream)
-        for item in left_out[reported:]:
-            yield _left_out_step(item)
-
-    def _cut_short(
-        self, collector: AnswerCollector, limit: float, started: float
-    ) -> Iterator[Event]:
-        """The events that end an answer at its deadline, keeping what it had."""
-        logger.warning("answer stopped at its deadline of %s s (ANSWER_DEADLINE_SECONDS)", limit)
-        words = f"the answer took longer than the limit of {limit:g} s (ANSWER_DEADLINE_SECONDS)"
-        yield StepFinished("deadline", time.perf_counter() - started, error=f"Stopped: {words}.")
-        if collector.answer.strip():
-            yield AnswerDelta(f"\n\n(Cut short: {words}.)")
-        else:
-            yield AnswerDelta(f"Sorry, I could not answer: {words}.")
-
-
-def _close(stream: Iterator[Event]) -> None:
-    """Close a mode's stream: stops its LLM's generation and the rest of its work."""
-    close = getattr(stream, "close", None)
-    if close is None:
-        return
-    try:
-        close()
-    except Exception:
-        logger.exception("the mode's stream failed while closing")
-
-
-def _left_out_step(item: LeftOut) -> StepFinished:
-    """A step that tells the answer went on without an index."""
-    return StepFinished(f"index:{item.index}", 0.0, error=f"Left out: {item.message}")
-
-
-def _scrubbed(event: Event) -> Event:
-    """``event`` with a step's error scrubbed of paths and URLs (a tool's message may
-    hold them); the whole error goes to the log."""
-    if not isinstance(event, StepFinished) or not event.error:
-        return event
-    shown = scrub(event.error)
-    if shown != event.error:
-        logger.info("step %s failed: %s", event.name, event.error)
-    return replace(event, error=shown)
