@@ -77,11 +77,17 @@ def test_a_session_hash_serves_the_user_who_used_it_first(server: tuple[str, Any
     assert bob.get(f"/gradio_api/heartbeat/{ALICES}").status_code == 403
     # However its JSON body is labelled or padded.
     body = {"data": [], "fn_index": event, "session_hash": ALICES}
-    for label in ("Application/JSON", "application/vnd.x+json; charset=utf-8"):
+    for label in ("Application/JSON", "application/vnd.x+json; charset=utf-8", "text/plain"):
         sent = bob.post(
             "/gradio_api/queue/join", content=json.dumps(body), headers={"Content-Type": label}
         )
         assert sent.status_code == 403, label
+    # Or with one of his own in the query, which gradio does not read on this route.
+    for own in ("bobsess0001", ALICES + "&session_hash=bobsess0001"):
+        sent = bob.post(f"/gradio_api/queue/join?session_hash={own}", json=body)
+        assert sent.status_code == 403, own
+    two = "/gradio_api/queue/data?session_hash=bobsess0001&session_hash=" + ALICES
+    assert bob.get(two).status_code == 403
     padded = {**body, "data": ["x" * 300_000]}
     assert bob.post("/gradio_api/queue/join", json=padded).status_code == 413
     nested = "[" * 5000 + "]" * 5000  # past Python's stack: not JSON gradio reads either

@@ -19,7 +19,6 @@ from collections import OrderedDict
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ragloom_app.api.media_types import is_json_media_type
 from ragloom_app.web.login import UserLookup
 from ragloom_app.web.refusals import refusal
 
@@ -65,13 +64,16 @@ class SessionBinding:
             await refusal(path, 401, "log in first")(scope, receive, send)
             return
         try:
-            session, receive = await self._session_hash(scope, request, receive)
+            sessions, receive = await self._session_hashes(scope, request, receive)
         except _BodyTooLarge:
             # Not passed on unread: gradio would act on a session this did not check.
             refused = refusal(path, 413, f"a JSON body is {_MAX_JSON_BYTES} bytes at most")
             await refused(scope, receive, send)
             return
-        if session is not None and not self._bind(session, user):
+        # Every hash the request names is checked: gradio reads the body's on some routes
+        # and the query's on others, so one of this user's in the query must not carry
+        # another's in the body.
+        if not all([self._bind(session, user) for session in sessions]):
             await refusal(path, 403, "that page session is another user's")(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -88,21 +90,22 @@ class SessionBinding:
             self._owners.move_to_end(session)
             return owner == user
 
-    async def _session_hash(
+    async def _session_hashes(
         self, scope: Scope, request: Request, receive: Receive
-    ) -> tuple[str | None, Receive]:
-        """The session hash the request names (its query, its path, or its JSON body), and
-        the ``receive`` to pass on (the body replayed if it was read)."""
-        named = request.query_params.get("session_hash")
-        if named:
-            return named, receive
+    ) -> tuple[list[str], Receive]:
+        """Every session hash the request names (in its query, its path, its body), and
+        the ``receive`` to pass on (the body replayed if it was read).
+
+        A body is read as JSON whatever its content type says (gradio parses some that
+        are labelled ``text/plain``), except an upload's (``multipart/form-data``).
+        """
+        named = [h for h in request.query_params.getlist("session_hash") if h]
         rest = scope["path"][len(_PREFIX) :]
-        if rest.startswith("heartbeat/"):
-            return rest.split("/", 2)[1] or None, receive
-        if scope["method"] != "POST" or not is_json_media_type(
-            request.headers.get("content-type", "")
-        ):
-            return None, receive
+        if rest.startswith("heartbeat/") and rest.split("/", 2)[1]:
+            named.append(rest.split("/", 2)[1])
+        content_type = request.headers.get("content-type", "").lower()
+        if scope["method"] != "POST" or content_type.startswith("multipart/"):
+            return named, receive
         body = b""
         more = True
         while more:
@@ -117,8 +120,10 @@ class SessionBinding:
             return replayed.pop(0) if replayed else await receive()
 
         try:
-            value = json.loads(body)
+            value = json.loads(body) if body else None
         except (ValueError, RecursionError):  # gradio refuses it too: nothing to bind
             value = None
         session = value.get("session_hash") if isinstance(value, dict) else None
-        return (session if isinstance(session, str) and session else None), replay
+        if isinstance(session, str) and session:
+            named.append(session)
+        return named, replay
