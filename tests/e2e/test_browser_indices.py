@@ -131,6 +131,14 @@ def test_a_second_index_searched_alone_then_deleted(
         f"Delete the index {INDEX} and its 1 file", timeout=UI_TIMEOUT
     )
     _snap(page, "3-confirm")
+    # Choosing another index withdraws the question: "Yes" deletes only what it named.
+    _pick(page, "delete-index-selector", "My files")
+    expect(page.locator("#delete-index-question")).to_be_hidden(timeout=UI_TIMEOUT)
+    _pick(page, "delete-index-selector", INDEX)
+    page.locator("#delete-index").click()
+    expect(page.locator("#delete-index-question")).to_contain_text(
+        f"Delete the index {INDEX} and its 1 file", timeout=UI_TIMEOUT
+    )
     page.locator("#delete-index-confirm").click()
     expect(status).to_contain_text(f"Deleted the index '{INDEX}'.", timeout=UI_TIMEOUT)
     expect(page.locator("#index-table")).not_to_contain_text(INDEX)

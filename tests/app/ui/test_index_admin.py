@@ -94,10 +94,10 @@ def test_delete_asks_first_then_removes_the_index(
 ) -> None:
     handlers.create("Team", FILE_INDEX, [], None, *_form_values(handlers))
     data_dir = app.indices.get("Team").resources.data_dir
-    box, question = handlers.ask_delete("Team")
-    assert box["visible"] is True
+    box, question, confirmed = handlers.ask_delete("Team")
+    assert box["visible"] is True and confirmed == "Team"
     assert "Delete the index **Team** and its 0 files" in question
-    assert handlers.cancel_delete() == ({"__type__": "update", "visible": False}, "")
+    assert handlers.cancel_delete() == ({"__type__": "update", "visible": False}, "", None)
     assert [i.name for i in app.indices.indices] == ["My files", "Team"]
     out = handlers.delete("Team", "Team", [])
     assert [i.name for i in app.indices.indices] == ["My files"]

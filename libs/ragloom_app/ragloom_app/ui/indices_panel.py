@@ -183,22 +183,26 @@ class IndexAdminHandlers:
             raise UnknownIndexError(f"no index named {name!r} that you may delete")
         return self.app.indices.get(name)
 
-    def ask_delete(self, name: str | None, request: gr.Request | None = None) -> tuple[Any, str]:
-        """Show the confirmation for deleting ``name``, saying what would be lost."""
+    def ask_delete(
+        self, name: str | None, request: gr.Request | None = None
+    ) -> tuple[Any, str, str | None]:
+        """Show the confirmation for deleting ``name``, saying what would be lost; the
+        name confirmed is kept (the last value), so that "Yes" deletes that one, whatever
+        the selector shows by then."""
         if not name:
             notify.warn("Choose the index to delete.")
-            return gr.update(visible=False), ""
+            return self.cancel_delete()
         try:
             files = len(self._writable(name, ui_user(self.app, request)).list_sources())
         except KeyError:
             notify.warn(f"There is no index {name!r} any more.")
-            return gr.update(visible=False), ""
+            return self.cancel_delete()
         plural = "file" if files == 1 else "files"
         question = (
             f"Delete the index **{name}** and its {files} {plural} from every store? "
             "This cannot be undone."
         )
-        return gr.update(visible=True), question
+        return gr.update(visible=True), question, name
 
     def on_load(self, selected: str | None, request: gr.Request | None = None) -> tuple[Any, str]:
         """On page load: the delete selector's choices (the user's to delete) and the
@@ -207,9 +211,9 @@ class IndexAdminHandlers:
         value = selected if selected in names else (names[0] if names else None)
         return gr.update(choices=names, value=value), self.table(request)
 
-    def cancel_delete(self) -> tuple[Any, str]:
-        """Hide the confirmation."""
-        return gr.update(visible=False), ""
+    def cancel_delete(self) -> tuple[Any, str, str | None]:
+        """Hide the confirmation and forget the name it asked about."""
+        return gr.update(visible=False), "", None
 
     def delete(
         self,
@@ -339,16 +343,17 @@ def build_indices_panel(
             outputs=list(form.groups.values()),
             api_visibility="private",
         )
+    # What "Yes, delete it" deletes: the index the question named, kept on the server.
+    confirmed = gr.State(None)
+    asking = [confirm_box, question, confirmed]
     delete.click(
-        handlers.ask_delete,
-        inputs=delete_selector,
-        outputs=[confirm_box, question],
-        api_visibility="private",
+        handlers.ask_delete, inputs=delete_selector, outputs=asking, api_visibility="private"
     )
-    cancel.click(handlers.cancel_delete, outputs=[confirm_box, question], api_visibility="private")
+    cancel.click(handlers.cancel_delete, outputs=asking, api_visibility="private")
+    delete_selector.change(handlers.cancel_delete, outputs=asking, api_visibility="private")
     confirm.click(
         handlers.delete,
-        inputs=[delete_selector, index_selector, chat_filter],
+        inputs=[confirmed, index_selector, chat_filter],
         outputs=change_outputs,
         concurrency_limit=1,
         concurrency_id="indexing",
