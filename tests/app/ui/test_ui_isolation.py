@@ -111,8 +111,15 @@ def test_conversations_are_their_owners_alone(app: BaseApp) -> None:
         ("Reactor notes", alices["id"])
     ]
     assert chat.search_conversations("canteen", None, alice)["choices"] == []
+    # The open one stays a choice though the search leaves it out: gradio refuses a value
+    # outside the choices, and would refuse the next question asked in it.
+    kept = chat.search_conversations("canteen", alices["id"], alice)
+    assert kept["choices"] == [("Reactor notes", alices["id"])] and kept["value"] == alices["id"]
     chat.delete_conversation(alices["id"], alice)
     assert chat.store.list(owner=existing_user(app, "alice").id) == []
+    # One deleted meanwhile (in another tab) is chosen no more.
+    gone = chat.search_conversations("", alices["id"], alice)
+    assert gone["choices"] == [] and gone["value"] is None
 
 
 def test_a_question_searches_only_what_its_user_may_read(app: BaseApp, tmp_path: Path) -> None:

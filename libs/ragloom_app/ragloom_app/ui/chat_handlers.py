@@ -147,11 +147,19 @@ class ChatHandlers:
     # -- conversations -----------------------------------------------------------------
     def conversation_selector(self, selected: str | None, owner: str, search: str = "") -> Any:
         """The selector's choices (``owner``'s conversations whose title holds ``search``,
-        any case), with ``selected`` chosen."""
+        any case), with ``selected`` chosen.
+
+        The open conversation stays among the choices though the search leaves it out,
+        and one that is gone is chosen no more: gradio refuses a value outside the
+        choices, and would refuse the next question with it.
+        """
         needle = search.strip().casefold()
-        listed = [
-            c for c in self.store.list(owner=owner) if needle in str(c.get("title", "")).casefold()
-        ]
+        conversations = self.store.list(owner=owner)
+        listed = [c for c in conversations if needle in str(c.get("title", "")).casefold()]
+        if selected and all(c["id"] != selected for c in listed):
+            kept = [c for c in conversations if c["id"] == selected]
+            listed += kept
+            selected = selected if kept else None
         return gr.update(choices=render.conversation_choices(listed), value=selected)
 
     def search_conversations(
@@ -359,14 +367,18 @@ class ChatHandlers:
         stack trace goes to the log), and give the inputs back."""
         failure = user_error(exc, action, log=logger)
         notify.warn(failure.message)
+        selector = _KEEP
+        if conversation_id:
+            try:
+                selector = self.conversation_selector(conversation_id, owner)
+            except Exception:  # the database that failed the answer, often: inputs back first
+                logger.warning("the conversation list could not be read", exc_info=True)
         return _outputs(
             chat=[*history, {"role": "assistant", "content": plain_html(failure.apology())}],
             question=gr.update(interactive=True),
             evidence=render.evidence_html([], empty="No evidence: the answer failed."),
             usage="",
-            selector=self.conversation_selector(conversation_id, owner)
-            if conversation_id
-            else _KEEP,
+            selector=selector,
             send=gr.update(interactive=True),
         )
 
