@@ -134,6 +134,9 @@ class AppSettings:
     max_request_bytes: int = 4 * 1024 * 1024
     # Events (questions, uploads, page loads) waiting in the UI's queue; more are refused.
     queue_max_size: int = 64
+    # Of those, the most one user's may be (with login on): one user's script cannot fill
+    # the queue and leave every other user "busy".
+    queue_max_per_user: int = 8
     # Answers the HTTP API and the OpenAI endpoint make at once; one more is refused (429).
     api_max_answers: int = 16
     # Of those, the most one user's requests hold at once; one more of theirs is refused.
@@ -349,6 +352,7 @@ _POSITIVE_LIMITS = (
     "min_free_disk_bytes",
     "max_request_bytes",
     "queue_max_size",
+    "queue_max_per_user",
     "api_max_answers",
     "api_max_answers_per_user",
     "job_workers",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount
 
 from ragloom_app.settings import AppSettings
-from ragloom_app.web.gradio_sessions import SessionBinding
+from ragloom_app.web.gradio_sessions import SessionBinding, waiting_events
 from ragloom_app.web.headers import SecurityHeaders
 from ragloom_app.web.hosts import HostGuard
 from ragloom_app.web.login import LoginRedirect, UserLookup
@@ -94,7 +95,12 @@ def build_web_app(
             *(
                 [
                     Middleware(LoginRedirect, user_id=user_id),
-                    Middleware(SessionBinding, user_id=user_id),
+                    Middleware(
+                        SessionBinding,
+                        user_id=user_id,
+                        waiting=partial(waiting_events, demo),
+                        max_waiting_per_user=settings.queue_max_per_user,
+                    ),
                 ]
                 if user_id is not None
                 else []

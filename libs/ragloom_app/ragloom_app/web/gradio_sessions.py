@@ -7,7 +7,8 @@ saved and served back (``deep_link``). So the first user who uses a session hash
 and a request of another user naming it is refused (403). Ragloom uses no deep links:
 every deep-link request is refused (404). With login on, a request without a live session
 is refused (401) on every gradio route, the few gradio leaves open included (``cancel``,
-``reset``, ``heartbeat``).
+``reset``, ``heartbeat``). And one user's events waiting in gradio's queue are bounded
+(``QUEUE_MAX_PER_USER``), so that the queue's room (``QUEUE_MAX_SIZE``) stays every user's.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -22,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ragloom_app.web.login import UserLookup
 from ragloom_app.web.refusals import refusal
 
-__all__ = ["MAX_BOUND_SESSIONS", "SessionBinding"]
+__all__ = ["MAX_BOUND_SESSIONS", "SessionBinding", "waiting_events"]
 
 MAX_BOUND_SESSIONS = 50_000
 """Session hashes remembered; past that the least recently used is forgotten."""
@@ -41,9 +44,19 @@ class SessionBinding:
     ``auth_dependency`` does.
     """
 
-    def __init__(self, app: ASGIApp, user_id: UserLookup) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        user_id: UserLookup,
+        waiting: Callable[[str], int] | None = None,
+        max_waiting_per_user: int = 8,
+    ) -> None:
         self.app = app
         self.user_id = user_id
+        self.waiting = waiting
+        self.max_waiting = max_waiting_per_user
+        # Joins on their way into gradio's queue, by user: not yet among its waiting events.
+        self._joining: dict[str, int] = {}
         self._owners: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -76,7 +89,25 @@ class SessionBinding:
         if not all([self._bind(session, user) for session in sessions]):
             await refusal(path, 403, "that page session is another user's")(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        if path != _PREFIX + "queue/join" or self.waiting is None:
+            await self.app(scope, receive, send)
+            return
+        # Counted and let in with no await between: joins sent together see each other.
+        with self._lock:
+            waiting = self.waiting(user) + self._joining.get(user, 0)
+            if waiting < self.max_waiting:
+                self._joining[user] = self._joining.get(user, 0) + 1
+        if waiting >= self.max_waiting:
+            words = f"{self.max_waiting} of your requests are waiting already: let them end"
+            await refusal(path, 429, words)(scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            with self._lock:
+                self._joining[user] -= 1
+                if not self._joining[user]:
+                    del self._joining[user]
 
     def _bind(self, session: str, user: str) -> bool:
         """Whether ``session`` is ``user``'s (binding it now if nobody used it yet)."""
@@ -127,3 +158,14 @@ class SessionBinding:
         if isinstance(session, str) and session:
             named.append(session)
         return named, replay
+
+
+def waiting_events(demo: Any, user: str) -> int:
+    """How many of ``user``'s events wait in the gradio queue of ``demo`` (its ``username``
+    is the user's id, as the mount's ``auth_dependency`` gave it). Read from gradio's
+    queue itself, which alone knows when an event starts or is dropped."""
+    queue = getattr(demo, "_queue", None)
+    if queue is None:
+        return 0
+    lines = list(queue.event_queue_per_concurrency_id.values())
+    return sum(1 for line in lines for event in list(line.queue) if event.username == user)
