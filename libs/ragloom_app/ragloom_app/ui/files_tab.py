@@ -29,11 +29,20 @@ from ragloom_app.ui import file_filter, notify, render
 from ragloom_app.ui.identity import ui_user
 from ragloom_app.ui.indices_panel import IndicesPanel, build_indices_panel
 
-__all__ = ["FilesHandlers", "FilesTab", "build_files_tab", "discard_upload_copies"]
+__all__ = [
+    "UPLOADS_FOLLOWED_AT_ONCE",
+    "FilesHandlers",
+    "FilesTab",
+    "build_files_tab",
+    "discard_upload_copies",
+]
 
 logger = logging.getLogger(__name__)
 
 _FOLLOW_EVERY = 0.1  # seconds between two looks at a job the page follows
+UPLOADS_FOLLOWED_AT_ONCE = 8
+"""Uploads whose jobs pages follow at once (each holds a thread that mostly sleeps); more
+wait in the queue, their jobs not yet made."""
 
 
 def _upload_path(item: Any) -> Path:
@@ -295,12 +304,15 @@ def build_files_tab(demo: gr.Blocks, app: BaseApp, chat_filter: gr.Dropdown) -> 
         chat_filter=chat_filter,
     )
 
+    # Each upload becomes a job the workers run; its event only follows it. Followed in
+    # a slot of their own, so that one user's long upload neither holds up another's nor
+    # the creating and deleting of indices (which the jobs' checks keep apart from it).
     indexing = index_button.click(
         handlers.index_files,
         inputs=[index, upload],
         outputs=[results, file_list, upload],
-        concurrency_limit=1,
-        concurrency_id="indexing",
+        concurrency_limit=UPLOADS_FOLLOWED_AT_ONCE,
+        concurrency_id="uploads",
         api_name="index_files",
         # One progress bar, where the outcome will appear, not one over every output.
         show_progress_on=results,

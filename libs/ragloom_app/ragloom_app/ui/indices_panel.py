@@ -326,8 +326,8 @@ def build_indices_panel(
             new_name=name,
         )
     )
-    # Creating and deleting queue with the uploads ("indexing"), so an index is never
-    # deleted while files are being written into it.
+    # Creating and deleting take turns ("indexing"); an index is never deleted while files
+    # are being written into it, as the jobs' admission and the busy check see to.
     create.click(
         handlers.create,
         inputs=[name, index_type, chat_filter, *form.components],
