@@ -48,6 +48,12 @@ from ragloom.llms.base import (
     ToolCallRequest,
     Usage,
 )
+from ragloom.llms.openai_server import (
+    SERVER_KINDS,
+    TOKENIZE_PATHS,
+    kind_from_listing,
+    server_token_count,
+)
 
 if TYPE_CHECKING:
     import openai
@@ -56,13 +62,6 @@ __all__ = ["OpenAIChat"]
 
 logger = logging.getLogger(__name__)
 
-SERVER_KINDS = ("auto", "openai", "llama.cpp")
-# ``owned_by`` values of /models entries: llama-cpp-python's server says "me", llama-server
-# says "llamacpp" (and adds a "meta" object).
-_LLAMA_CPP_PYTHON_OWNER = "me"
-_LLAMA_SERVER_OWNER = "llamacpp"
-# Where each kind of llama.cpp server tokenizes text, beside its /v1 routes.
-_TOKENIZE_PATHS = {"llama-server": "/tokenize", "llama-cpp-python": "/extras/tokenize"}
 _TOKEN_CACHE_SIZE = 4096
 # Tokens a chat template adds around each message, for the estimate when a server sends no
 # usage (ChatML: "<|im_start|>role\n" ... "<|im_end|>\n").
@@ -353,15 +352,7 @@ class OpenAIChat(ChatLLM):
         if detected is None:
             with _DETECT_LOCK, self._translated_errors():
                 listed = self._client().models.list().data
-            owners = {getattr(m, "owned_by", None) for m in listed}
-            if _LLAMA_SERVER_OWNER in owners or any(
-                getattr(m, "meta", None) is not None for m in listed
-            ):
-                detected = "llama-server"
-            elif _LLAMA_CPP_PYTHON_OWNER in owners:
-                detected = "llama-cpp-python"
-            else:
-                detected = "other"
+            detected = kind_from_listing(listed)
             logger.info("%s looks like %s", self.endpoint, detected)
             self._detected_server = detected
         return detected
@@ -374,22 +365,15 @@ class OpenAIChat(ChatLLM):
             server = self._server() if self.server_kind != "openai" else "other"
         except LLMError:
             return None
-        return _TOKENIZE_PATHS.get(server)
+        return TOKENIZE_PATHS.get(server)
 
     def _server_token_count(self, path: str, text: str) -> int | None:
-        import httpx
-
         root = self.endpoint.rstrip("/").removesuffix("/v1")
-        body = {"input": text} if path == "/extras/tokenize" else {"content": text}
-        try:
-            response = httpx.post(root + path, json=body, timeout=self.timeout)
-            response.raise_for_status()
-            return len(response.json()["tokens"])
-        except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+        count = server_token_count(root, path, text, timeout=self.timeout)
+        if count is None:
             # Budgets still work on the estimate; asking again for every text would not help.
-            logger.warning("%s%s failed (%s): estimating tokens instead", root, path, exc)
             self._tokenize_failed = True
-            return None
+        return count
 
     @contextlib.contextmanager
     def _turn(self) -> Iterator[None]:
