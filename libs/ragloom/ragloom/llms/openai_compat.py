@@ -1,7 +1,8 @@
 """Chat with any OpenAI-compatible endpoint (OpenAI, llama.cpp servers, vLLM, ...).
 
 Endpoints differ in what they accept beyond plain chat, so some options depend on the kind
-of server (``server_kind``, detected once from ``/models`` when left on ``"auto"``):
+of server (``server_kind``, detected once from ``/models`` when left on ``"auto"``; a
+server whose ``/models`` fails is taken for "other" and sent nothing server-specific):
 
 * a GBNF ``grammar`` is a llama.cpp extension, sent as ``extra_body={"grammar": ...}``;
   other servers get an :class:`LLMError` instead of an ignored constraint;
@@ -32,6 +33,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -49,8 +51,10 @@ from ragloom.llms.base import (
     Usage,
 )
 from ragloom.llms.openai_server import (
+    DETECT_RETRY_SECONDS,
     SERVER_KINDS,
     TOKENIZE_PATHS,
+    detect_lock,
     kind_from_listing,
     server_token_count,
 )
@@ -66,8 +70,6 @@ _TOKEN_CACHE_SIZE = 4096
 # Tokens a chat template adds around each message, for the estimate when a server sends no
 # usage (ChatML: "<|im_start|>role\n" ... "<|im_end|>\n").
 _TOKENS_PER_MESSAGE = 4
-# One /models probe at a time (instances detect separately; it is one cheap request each).
-_DETECT_LOCK = threading.Lock()
 # Endpoint URL -> the requests it may take at once from this process (see the docstring).
 _ENDPOINT_SLOTS: dict[str, threading.BoundedSemaphore] = {}
 _SLOTS_LOCK = threading.Lock()
@@ -347,15 +349,44 @@ class OpenAIChat(ChatLLM):
         return self._server() != "other"
 
     def _server(self) -> str:
-        """``"llama-server"``, ``"llama-cpp-python"`` or ``"other"``, from /models (once)."""
-        detected = getattr(self, "_detected_server", None)
-        if detected is None:
-            with _DETECT_LOCK, self._translated_errors():
-                listed = self._client().models.list().data
-            detected = kind_from_listing(listed)
+        """``"llama-server"``, ``"llama-cpp-python"`` or ``"other"``, from /models (once).
+
+        A server without a working /models (404, 401, unreachable...) is ``"other"``: it is
+        sent nothing server-specific, and the chat request goes ahead, to succeed or fail
+        on its own. That is remembered for ``DETECT_RETRY_SECONDS``, then asked again.
+        """
+        detected = self._known_server()
+        if detected is not None:
+            return detected
+        with detect_lock(self.endpoint):
+            detected = self._known_server()  # another thread may have asked meanwhile
+            if detected is not None:
+                return detected
+            try:
+                with self._translated_errors():
+                    detected = kind_from_listing(self._client().models.list().data)
+            except LLMError as exc:
+                logger.warning(
+                    "cannot tell what kind of server %s is (%s): sending it nothing "
+                    "server-specific, asking again in %g s",
+                    self.endpoint,
+                    exc,
+                    DETECT_RETRY_SECONDS,
+                )
+                retry_at: float | None = time.monotonic() + DETECT_RETRY_SECONDS
+                self._detected_server = ("other", retry_at)
+                return "other"
             logger.info("%s looks like %s", self.endpoint, detected)
-            self._detected_server = detected
-        return detected
+            self._detected_server = (detected, None)
+            return detected
+
+    def _known_server(self) -> str | None:
+        """The kind found before, unless it was a failure's guess that has expired."""
+        known: tuple[str, float | None] | None = getattr(self, "_detected_server", None)
+        if known is None:
+            return None
+        kind, retry_at = known
+        return kind if retry_at is None or time.monotonic() < retry_at else None
 
     def _tokenize_path(self) -> str | None:
         """Where the server tokenizes (beside /v1), or None where it does not or cannot."""

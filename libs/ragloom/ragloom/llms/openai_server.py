@@ -4,18 +4,21 @@ Used by :class:`ragloom.llms.openai_compat.OpenAIChat`: llama.cpp's ``llama-serv
 llama-cpp-python's server take extensions (a GBNF grammar, ``repeat_penalty``) and
 tokenize text beside their ``/v1`` routes; other servers do neither. The kind is read from
 the server's ``/models`` listing (:func:`kind_from_listing`); a server that cannot list
-its models fails the request.
+its models is treated as ``"other"``, which is sent nothing server-specific.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
+    "DETECT_RETRY_SECONDS",
     "SERVER_KINDS",
     "TOKENIZE_PATHS",
+    "detect_lock",
     "kind_from_listing",
     "server_token_count",
 ]
@@ -29,6 +32,20 @@ _LLAMA_CPP_PYTHON_OWNER = "me"
 _LLAMA_SERVER_OWNER = "llamacpp"
 # Where each kind of llama.cpp server tokenizes text, beside its /v1 routes.
 TOKENIZE_PATHS = {"llama-server": "/tokenize", "llama-cpp-python": "/extras/tokenize"}
+# After /models failed, how long the endpoint is taken for "other" before it is asked
+# again: long enough that requests do not each pay for the failing probe, short enough
+# that a server started after Ragloom is recognised within minutes.
+DETECT_RETRY_SECONDS = 300.0
+# One /models probe at a time per endpoint (the model objects of an endpoint wait for one
+# answer instead of each asking; a slow endpoint does not hold up the others).
+_DETECT_LOCKS: dict[str, threading.Lock] = {}
+_DETECT_LOCKS_LOCK = threading.Lock()
+
+
+def detect_lock(endpoint: str) -> threading.Lock:
+    """The lock the /models probes of ``endpoint`` take."""
+    with _DETECT_LOCKS_LOCK:
+        return _DETECT_LOCKS.setdefault(endpoint, threading.Lock())
 
 
 def kind_from_listing(listed: Iterable[Any] | None) -> str:

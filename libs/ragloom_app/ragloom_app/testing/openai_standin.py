@@ -10,6 +10,9 @@ requests with :attr:`FakeEndpoint.failure_status`, and records how many requests
 at once before replying (:attr:`FakeEndpoint.most_at_once`). For fault tests, a streamed
 reply can be cut off after :attr:`FakeEndpoint.cut_after` pieces (the connection closed,
 no end of stream) or hold a piece that is not JSON (:attr:`FakeEndpoint.malformed`).
+``GET /v1/models`` answers :attr:`FakeEndpoint.models_status` (404 by default: a server
+without that route) and counts the requests (:attr:`FakeEndpoint.model_listings`); the last
+chat request's body is kept (:attr:`FakeEndpoint.last_body`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ class FakeEndpoint:
     failure_status: int = 503
     cut_after: int | None = None  # pieces a stream sends before the connection drops
     malformed: bool = False  # a stream's second piece is not JSON
+    models_status: int = 404  # a 200 lists one model owned by "fake"
+    model_listings: int = 0
+    last_body: dict[str, Any] = field(default_factory=dict)
     requests: int = 0
     most_at_once: int = 0
     _running: int = 0
@@ -85,9 +91,22 @@ def fake_openai() -> Iterator[FakeEndpoint]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def do_GET(self) -> None:
+            if not self.path.endswith("/models"):
+                self._send(404, {"error": {"message": "no such route"}})
+                return
+            with endpoint._lock:
+                endpoint.model_listings += 1
+            if endpoint.models_status != 200:
+                self._send(endpoint.models_status, {"error": {"message": "no model list"}})
+                return
+            listed = [{"id": "fake", "object": "model", "owned_by": "fake"}]
+            self._send(200, {"object": "list", "data": listed})
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
+            endpoint.last_body = body
             fail = endpoint._enter()
             try:
                 time.sleep(endpoint.delay)
