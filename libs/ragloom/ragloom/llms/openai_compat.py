@@ -47,9 +47,9 @@ from ragloom.llms.base import (
     LLMError,
     LLMResult,
     LLMStreamItem,
-    ToolCallRequest,
     Usage,
 )
+from ragloom.llms.openai_replies import chunk_parts, completion_parts, reported_usage
 from ragloom.llms.openai_server import (
     DETECT_RETRY_SECONDS,
     SERVER_KINDS,
@@ -209,13 +209,12 @@ class OpenAIChat(ChatLLM):
                 for chunk in chunks:
                     if getattr(chunk, "usage", None) is not None:
                         reported = chunk.usage
-                    for choice in chunk.choices:
+                    for choice in chunk_parts(chunk):
                         finish_reason = choice.finish_reason or finish_reason
-                        text = choice.delta.content if choice.delta is not None else None
-                        if text:
+                        if choice.text:
                             timer.mark()
-                            pieces.append(text)
-                            yield LLMStreamItem(text)
+                            pieces.append(choice.text)
+                            yield LLMStreamItem(choice.text)
             finally:
                 chunks.close()  # an abandoned stream must not keep the connection busy
         if finish_reason is None:
@@ -235,16 +234,13 @@ class OpenAIChat(ChatLLM):
         with self._turn(), self._translated_errors():
             response = self._client().chat.completions.create(**request)
         timer.mark()
-        choice = response.choices[0]
-        text = choice.message.content or ""
-        calls = tuple(
-            ToolCallRequest(
-                call.id or f"call_{i}", call.function.name, call.function.arguments or "{}"
-            )
-            for i, call in enumerate(choice.message.tool_calls or [])
+        choice = completion_parts(response)
+        text = choice.text
+        usage = self._usage(
+            messages, [text] if text else [], getattr(response, "usage", None), timer
         )
-        usage = self._usage(messages, [text] if text else [], response.usage, timer)
-        return LLMStreamItem(text, LLMResult(text, usage, choice.finish_reason or "stop", calls))
+        result = LLMResult(text, usage, choice.finish_reason or "stop", choice.tool_calls)
+        return LLMStreamItem(text, result)
 
     def _request(
         self, messages: Sequence[ChatMessage], options: GenerationOptions
@@ -304,14 +300,13 @@ class OpenAIChat(ChatLLM):
     def _usage(
         self, messages: Sequence[ChatMessage], pieces: list[str], reported: Any, timer: CallTimer
     ) -> Usage:
-        if reported is not None:
-            prompt = int(reported.prompt_tokens or 0)
-            details = getattr(reported, "prompt_tokens_details", None)
-            cached = getattr(details, "cached_tokens", None) if details is not None else None
+        counts = reported_usage(reported)
+        if counts is not None:
+            prompt, cached, completion = counts
             return Usage(
                 prompt_tokens=prompt,
-                prompt_tokens_evaluated=max(0, prompt - int(cached or 0)),
-                completion_tokens=int(reported.completion_tokens or 0),
+                prompt_tokens_evaluated=max(0, prompt - cached),
+                completion_tokens=completion,
                 seconds=timer.elapsed(),
                 first_token_seconds=timer.first_token,
             )

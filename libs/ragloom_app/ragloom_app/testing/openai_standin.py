@@ -12,7 +12,9 @@ reply can be cut off after :attr:`FakeEndpoint.cut_after` pieces (the connection
 no end of stream) or hold a piece that is not JSON (:attr:`FakeEndpoint.malformed`).
 ``GET /v1/models`` answers :attr:`FakeEndpoint.models_status` (404 by default: a server
 without that route) and counts the requests (:attr:`FakeEndpoint.model_listings`); the last
-chat request's body is kept (:attr:`FakeEndpoint.last_body`).
+chat request's body is kept (:attr:`FakeEndpoint.last_body`). For malformed replies, a
+stream can be given as its events' payloads (:attr:`FakeEndpoint.raw_chunks`) and a whole
+reply as its body (:attr:`FakeEndpoint.raw_body`), each sent as JSON as they are.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class FakeEndpoint:
     failure_status: int = 503
     cut_after: int | None = None  # pieces a stream sends before the connection drops
     malformed: bool = False  # a stream's second piece is not JSON
+    raw_chunks: list[Any] | None = None  # a stream's events, instead of the reply's words
+    raw_body: Any = None  # a whole reply's body (status 200), instead of the reply
     models_status: int = 404  # a 200 lists one model owned by "fake"
     model_listings: int = 0
     last_body: dict[str, Any] = field(default_factory=dict)
@@ -122,6 +126,8 @@ def fake_openai() -> Iterator[FakeEndpoint]:
                     self._embeddings(list(body.get("input") or []))
                 elif body.get("stream"):
                     self._stream()
+                elif endpoint.raw_body is not None:
+                    self._send(200, endpoint.raw_body)
                 else:
                     message = {"role": "assistant", "content": endpoint.reply}
                     choice = {"index": 0, "message": message, "finish_reason": "stop"}
@@ -151,6 +157,13 @@ def fake_openai() -> Iterator[FakeEndpoint]:
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
+            if endpoint.raw_chunks is not None:
+                for payload in endpoint.raw_chunks:
+                    self._event(payload)
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+                return
             for number, word in enumerate(endpoint.reply.split(" ")):
                 if number == endpoint.cut_after:
                     self.close_connection = True
