@@ -54,6 +54,7 @@ from ragloom.llms.openai_server import (
     DETECT_RETRY_SECONDS,
     SERVER_KINDS,
     TOKENIZE_PATHS,
+    TOKENIZE_RETRY_SECONDS,
     detect_lock,
     kind_from_listing,
     server_token_count,
@@ -151,7 +152,8 @@ class OpenAIChat(ChatLLM):
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by a llama.cpp server's own tokenizer (asked once per text);
-        for other servers, or if asking fails, estimated at 4 characters a token."""
+        for other servers, or for a minute after asking failed, the estimate of
+        :meth:`ChatLLM.count_tokens`."""
         path = self._tokenize_path() if text else None
         if path is None:
             return super().count_tokens(text)
@@ -385,7 +387,7 @@ class OpenAIChat(ChatLLM):
 
     def _tokenize_path(self) -> str | None:
         """Where the server tokenizes (beside /v1), or None where it does not or cannot."""
-        if getattr(self, "_tokenize_failed", False):
+        if time.monotonic() < getattr(self, "_tokenize_retry_at", 0.0):
             return None
         try:
             server = self._server() if self.server_kind != "openai" else "other"
@@ -395,10 +397,12 @@ class OpenAIChat(ChatLLM):
 
     def _server_token_count(self, path: str, text: str) -> int | None:
         root = self.endpoint.rstrip("/").removesuffix("/v1")
-        count = server_token_count(root, path, text, timeout=self.timeout)
+        key = self._client().api_key  # as every other request is sent: the server may want it
+        count = server_token_count(root, path, text, api_key=key, timeout=self.timeout)
         if count is None:
-            # Budgets still work on the estimate; asking again for every text would not help.
-            self._tokenize_failed = True
+            # Budgets still work on the estimate; asking again for every text would not help,
+            # but a server that failed once (a restart) is asked again after a while.
+            self._tokenize_retry_at = time.monotonic() + TOKENIZE_RETRY_SECONDS
         return count
 
     @contextlib.contextmanager

@@ -18,6 +18,7 @@ __all__ = [
     "DETECT_RETRY_SECONDS",
     "SERVER_KINDS",
     "TOKENIZE_PATHS",
+    "TOKENIZE_RETRY_SECONDS",
     "detect_lock",
     "kind_from_listing",
     "server_token_count",
@@ -32,6 +33,9 @@ _LLAMA_CPP_PYTHON_OWNER = "me"
 _LLAMA_SERVER_OWNER = "llamacpp"
 # Where each kind of llama.cpp server tokenizes text, beside its /v1 routes.
 TOKENIZE_PATHS = {"llama-server": "/tokenize", "llama-cpp-python": "/extras/tokenize"}
+# After a /tokenize request failed, how long token counts are estimated before the server
+# is asked again (a restarting server is counted by its own tokenizer again soon after).
+TOKENIZE_RETRY_SECONDS = 60.0
 # After /models failed, how long the endpoint is taken for "other" before it is asked
 # again: long enough that requests do not each pay for the failing probe, short enough
 # that a server started after Ragloom is recognised within minutes.
@@ -60,16 +64,22 @@ def kind_from_listing(listed: Iterable[Any] | None) -> str:
     return "other"
 
 
-def server_token_count(root: str, path: str, text: str, *, timeout: float) -> int | None:
-    """Tokens of ``text`` by the server's tokenizer at ``root + path``, or None when that
-    fails (logged)."""
+def server_token_count(
+    root: str, path: str, text: str, *, api_key: str, timeout: float
+) -> int | None:
+    """Tokens of ``text`` by the server's tokenizer at ``root + path`` (sent the API key,
+    as every other request is), or None when that fails (logged)."""
     import httpx
 
     body = {"input": text} if path == "/extras/tokenize" else {"content": text}
+    headers = {"Authorization": f"Bearer {api_key}"}
     try:
-        response = httpx.post(root + path, json=body, timeout=timeout)
+        response = httpx.post(root + path, json=body, headers=headers, timeout=timeout)
         response.raise_for_status()
-        return len(response.json()["tokens"])
+        tokens = response.json()["tokens"]
+        if not isinstance(tokens, list):
+            raise TypeError("'tokens' is not a list")
+        return len(tokens)
     except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
         logger.warning("%s%s failed (%s): estimating tokens instead", root, path, exc)
         return None
