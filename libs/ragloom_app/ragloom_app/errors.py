@@ -114,6 +114,11 @@ class UserError:
         """The message as an answer gives it: "Sorry, answering failed: ..."."""
         return f"Sorry, {self.message[:1].lower()}{self.message[1:]}"
 
+    def ending(self, written: str) -> str:
+        """What ends an answer this failure broke off after ``written``: the message in
+        brackets after what was written, or the apology when nothing was."""
+        return f"\n\n({self.message})" if written.strip() else self.apology()
+
 
 def new_reference() -> str:
     """A fresh log reference: 8 hex digits."""

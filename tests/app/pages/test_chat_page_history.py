@@ -107,7 +107,8 @@ def test_fullqa_follows_a_conversation_in_its_search_and_its_prompt(
     earlier = prompt.index("Earlier in this conversation:")
     assert earlier < prompt.index("Question: And when was it commissioned?")
     assert "User: How hot does the Zorblax reactor run?" in prompt
-    assert "Assistant: 451 kelvin [1]" in prompt  # as saved, its citations included
+    # Without its [1]: that numbered the first answer's sources, not this prompt's.
+    assert "Assistant: 451 kelvin.\n" in prompt
     # The follow-up alone names no reactor: the search carried the question before it.
     assert [c.source for c in finished.record.citations] == ["history.md"]
     history = [ChatMessage("user", "How hot is the reactor?"), ChatMessage("assistant", "Hot.")]

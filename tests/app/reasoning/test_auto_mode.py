@@ -7,6 +7,7 @@ asked tells which mode ran, and the trace's ``route`` and ``escalate`` steps say
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.reasoning.auto import AutoReasoning
 from ragloom_app.reasoning.mode_costs import MEASURED_TOKENS, ModeCosts
 from ragloom_app.testing import ReplayLLM, check_reasoning
+from tests.helpers.misbehaving_llms import FailingLLM
 from tests.helpers.scripted_app import scripted_app
 
 DOCUMENTS = {
@@ -185,3 +187,43 @@ def test_several_facts_go_to_the_mode_the_setting_names(app: BaseApp) -> None:
     record, _, _ = _ask(app, both, parts, comparison_mode="decompose")
     assert _choices(record)["route"].mode == "decompose"
     assert record.grounding is not None and record.grounding.supported
+
+
+@pytest.fixture(scope="module")
+def failing_app(tmp_path_factory: pytest.TempPathFactory) -> BaseApp:
+    llms = {
+        "failing": {
+            "class": "tests.helpers.misbehaving_llms.FailingLLM",
+            "replies": ["It runs at 451 kelvin [1]."],
+        }
+    }
+    return scripted_app(tmp_path_factory.mktemp("auto_failing"), llms, DOCUMENTS)
+
+
+def _ask_failing(app: BaseApp, words_first: int, **settings: Any) -> AnswerRecord:
+    llm = app.llm()
+    assert isinstance(llm, FailingLLM)
+    llm.words_first = words_first
+    events = list(ChatPage(app).ask(SINGLE, mode="auto", settings=settings))
+    (finished,) = [e for e in events if isinstance(e, AnswerFinished)]
+    return finished.record
+
+
+def test_an_answer_its_mode_broke_off_says_so(failing_app: BaseApp) -> None:
+    # No budget for a second try: FullQA's three words are the answer, and it says why.
+    record = _ask_failing(failing_app, 3, token_budget=0)
+    written, said = record.answer.split("\n\n")
+    assert written == "It runs at"
+    assert re.fullmatch(
+        r"\(Answering in the fullqa mode failed: cannot reach \[address hidden\]: refused "
+        r"\(log reference [0-9a-f]{8}\)\)",
+        said,
+    ), said
+
+
+def test_when_both_tries_fail_the_answer_is_an_apology(failing_app: BaseApp) -> None:
+    record = _ask_failing(failing_app, 0)
+    assert _choices(record)["escalate"].mode == "rewoo"  # the second try ran, and failed
+    assert any(s.name == "keep" for s in record.steps)
+    assert record.answer.startswith("Sorry, answering in the fullqa mode failed: cannot reach")
+    assert "LLMError" not in record.answer

@@ -98,3 +98,18 @@ def test_an_empty_answer_says_so() -> None:
     assert record.citations == []
     assert bare_answer_notice(" . ").startswith("The model returned no answer text.")
     assert bare_answer_notice("No [1].") is None  # a short answer with a word is an answer
+
+
+def test_earlier_answers_reach_the_prompt_without_their_citation_marks() -> None:
+    from ragloom.llms.base import ChatMessage
+
+    history = [
+        ChatMessage("user", "What does argv[1] hold?"),
+        ChatMessage("assistant", "The file name [2]; run .recover [1, 3] on it [4]."),
+    ]
+    llm = ScriptedLLM(replies=["It runs at 451 kelvin [1]."])
+    list(CitedAnswerer(llm=llm, history=history).stream("How hot?", _hits()))
+    prompt = llm.prompts[0][-1].content
+    # The marks numbered the earlier answer's sources: here [2] would cite "built in 1999".
+    assert "Assistant: The file name; run .recover on it.\n" in prompt
+    assert "User: What does argv[1] hold?\n" in prompt  # a question's brackets are its own

@@ -113,6 +113,15 @@ def test_a_tools_result_counts_as_found() -> None:
         ("50%", "a ratio of 0.5"),
         ("0x7FFFFFFF", "the value 2147483647"),
         ("-1", "returns -1 on error"),
+        # As typeset: a minus sign, digits grouped by no-break, narrow or thin spaces.
+        ("\u22125", "returns -5 on error"),
+        ("-5", "returns \u22125 on error"),
+        ("12,345", "holds 12\u00a0345 rows"),
+        ("12345", "holds 12\u202f345 rows"),
+        ("1\u2009234\u2009567", "holds 1,234,567 rows"),
+        ("12 345", "holds 12,345 rows"),
+        ("12 345", "holds 12 345 rows"),
+        ("\u22121\u00a0234.5", "a balance of -1234.5"),
     ],
 )
 def test_numbers_written_differently_are_the_same_number(written: str, passage: str) -> None:
@@ -263,3 +272,16 @@ def test_any_unicode_text_can_be_held_and_claimed(text: str) -> None:
     holder = TextHolder(text)
     for claim in claims_of(text, 30)[0]:
         assert any(holder.holds(key) for key in claim.keys), claim
+
+
+def test_digits_parted_by_a_plain_space_may_be_separate_numbers() -> None:
+    passage = "In 2019, 100 people came; the scores were 95 and 100."
+    # Each group is in the passage: read as separate numbers, the sentence is supported.
+    assert check_grounding("In 2019 100 people came [1].", {1: passage}).supported
+    assert check_grounding("Scores of 95 100 [1].", {1: passage}).supported
+    # Neither the one number nor every group is: 95 100 is not 95 with some other number.
+    assert check_grounding("Scores of 95 101 [1].", {1: passage}).status == "unsupported"
+    # A no-break space only ever joins: 95 100 is then the one number 95100.
+    assert check_grounding("Scores of 95\u00a0100 [1].", {1: passage}).status == "unsupported"
+    # A passage's spaced groups hold each group alone too.
+    assert check_grounding("It has 345 rows [1].", {1: "holds 12 345 rows"}).supported

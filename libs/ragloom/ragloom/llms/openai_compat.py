@@ -1,7 +1,8 @@
 """Chat with any OpenAI-compatible endpoint (OpenAI, llama.cpp servers, vLLM, ...).
 
 Endpoints differ in what they accept beyond plain chat, so some options depend on the kind
-of server (``server_kind``, detected once from ``/models`` when left on ``"auto"``):
+of server (``server_kind``, detected once from ``/models`` when left on ``"auto"``; a
+server whose ``/models`` fails is taken for "other" and sent nothing server-specific):
 
 * a GBNF ``grammar`` is a llama.cpp extension, sent as ``extra_body={"grammar": ...}``;
   other servers get an :class:`LLMError` instead of an ignored constraint;
@@ -32,6 +33,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +47,17 @@ from ragloom.llms.base import (
     LLMError,
     LLMResult,
     LLMStreamItem,
-    ToolCallRequest,
     Usage,
+)
+from ragloom.llms.openai_replies import chunk_parts, completion_parts, reported_usage
+from ragloom.llms.openai_server import (
+    DETECT_RETRY_SECONDS,
+    SERVER_KINDS,
+    TOKENIZE_PATHS,
+    TOKENIZE_RETRY_SECONDS,
+    detect_lock,
+    kind_from_listing,
+    server_token_count,
 )
 
 if TYPE_CHECKING:
@@ -56,19 +67,10 @@ __all__ = ["OpenAIChat"]
 
 logger = logging.getLogger(__name__)
 
-SERVER_KINDS = ("auto", "openai", "llama.cpp")
-# ``owned_by`` values of /models entries: llama-cpp-python's server says "me", llama-server
-# says "llamacpp" (and adds a "meta" object).
-_LLAMA_CPP_PYTHON_OWNER = "me"
-_LLAMA_SERVER_OWNER = "llamacpp"
-# Where each kind of llama.cpp server tokenizes text, beside its /v1 routes.
-_TOKENIZE_PATHS = {"llama-server": "/tokenize", "llama-cpp-python": "/extras/tokenize"}
 _TOKEN_CACHE_SIZE = 4096
 # Tokens a chat template adds around each message, for the estimate when a server sends no
 # usage (ChatML: "<|im_start|>role\n" ... "<|im_end|>\n").
 _TOKENS_PER_MESSAGE = 4
-# One /models probe at a time (instances detect separately; it is one cheap request each).
-_DETECT_LOCK = threading.Lock()
 # Endpoint URL -> the requests it may take at once from this process (see the docstring).
 _ENDPOINT_SLOTS: dict[str, threading.BoundedSemaphore] = {}
 _SLOTS_LOCK = threading.Lock()
@@ -150,7 +152,8 @@ class OpenAIChat(ChatLLM):
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by a llama.cpp server's own tokenizer (asked once per text);
-        for other servers, or if asking fails, estimated at 4 characters a token."""
+        for other servers, or for a minute after asking failed, the estimate of
+        :meth:`ChatLLM.count_tokens`."""
         path = self._tokenize_path() if text else None
         if path is None:
             return super().count_tokens(text)
@@ -208,13 +211,12 @@ class OpenAIChat(ChatLLM):
                 for chunk in chunks:
                     if getattr(chunk, "usage", None) is not None:
                         reported = chunk.usage
-                    for choice in chunk.choices:
+                    for choice in chunk_parts(chunk):
                         finish_reason = choice.finish_reason or finish_reason
-                        text = choice.delta.content if choice.delta is not None else None
-                        if text:
+                        if choice.text:
                             timer.mark()
-                            pieces.append(text)
-                            yield LLMStreamItem(text)
+                            pieces.append(choice.text)
+                            yield LLMStreamItem(choice.text)
             finally:
                 chunks.close()  # an abandoned stream must not keep the connection busy
         if finish_reason is None:
@@ -234,16 +236,13 @@ class OpenAIChat(ChatLLM):
         with self._turn(), self._translated_errors():
             response = self._client().chat.completions.create(**request)
         timer.mark()
-        choice = response.choices[0]
-        text = choice.message.content or ""
-        calls = tuple(
-            ToolCallRequest(
-                call.id or f"call_{i}", call.function.name, call.function.arguments or "{}"
-            )
-            for i, call in enumerate(choice.message.tool_calls or [])
+        choice = completion_parts(response)
+        text = choice.text
+        usage = self._usage(
+            messages, [text] if text else [], getattr(response, "usage", None), timer
         )
-        usage = self._usage(messages, [text] if text else [], response.usage, timer)
-        return LLMStreamItem(text, LLMResult(text, usage, choice.finish_reason or "stop", calls))
+        result = LLMResult(text, usage, choice.finish_reason or "stop", choice.tool_calls)
+        return LLMStreamItem(text, result)
 
     def _request(
         self, messages: Sequence[ChatMessage], options: GenerationOptions
@@ -303,14 +302,13 @@ class OpenAIChat(ChatLLM):
     def _usage(
         self, messages: Sequence[ChatMessage], pieces: list[str], reported: Any, timer: CallTimer
     ) -> Usage:
-        if reported is not None:
-            prompt = int(reported.prompt_tokens or 0)
-            details = getattr(reported, "prompt_tokens_details", None)
-            cached = getattr(details, "cached_tokens", None) if details is not None else None
+        counts = reported_usage(reported)
+        if counts is not None:
+            prompt, cached, completion = counts
             return Usage(
                 prompt_tokens=prompt,
-                prompt_tokens_evaluated=max(0, prompt - int(cached or 0)),
-                completion_tokens=int(reported.completion_tokens or 0),
+                prompt_tokens_evaluated=max(0, prompt - cached),
+                completion_tokens=completion,
                 seconds=timer.elapsed(),
                 first_token_seconds=timer.first_token,
             )
@@ -348,48 +346,64 @@ class OpenAIChat(ChatLLM):
         return self._server() != "other"
 
     def _server(self) -> str:
-        """``"llama-server"``, ``"llama-cpp-python"`` or ``"other"``, from /models (once)."""
-        detected = getattr(self, "_detected_server", None)
-        if detected is None:
-            with _DETECT_LOCK, self._translated_errors():
-                listed = self._client().models.list().data
-            owners = {getattr(m, "owned_by", None) for m in listed}
-            if _LLAMA_SERVER_OWNER in owners or any(
-                getattr(m, "meta", None) is not None for m in listed
-            ):
-                detected = "llama-server"
-            elif _LLAMA_CPP_PYTHON_OWNER in owners:
-                detected = "llama-cpp-python"
-            else:
-                detected = "other"
+        """``"llama-server"``, ``"llama-cpp-python"`` or ``"other"``, from /models (once).
+
+        A server without a working /models (404, 401, unreachable...) is ``"other"``: it is
+        sent nothing server-specific, and the chat request goes ahead, to succeed or fail
+        on its own. That is remembered for ``DETECT_RETRY_SECONDS``, then asked again.
+        """
+        detected = self._known_server()
+        if detected is not None:
+            return detected
+        with detect_lock(self.endpoint):
+            detected = self._known_server()  # another thread may have asked meanwhile
+            if detected is not None:
+                return detected
+            try:
+                with self._translated_errors():
+                    detected = kind_from_listing(self._client().models.list().data)
+            except LLMError as exc:
+                logger.warning(
+                    "cannot tell what kind of server %s is (%s): sending it nothing "
+                    "server-specific, asking again in %g s",
+                    self.endpoint,
+                    exc,
+                    DETECT_RETRY_SECONDS,
+                )
+                retry_at: float | None = time.monotonic() + DETECT_RETRY_SECONDS
+                self._detected_server = ("other", retry_at)
+                return "other"
             logger.info("%s looks like %s", self.endpoint, detected)
-            self._detected_server = detected
-        return detected
+            self._detected_server = (detected, None)
+            return detected
+
+    def _known_server(self) -> str | None:
+        """The kind found before, unless it was a failure's guess that has expired."""
+        known: tuple[str, float | None] | None = getattr(self, "_detected_server", None)
+        if known is None:
+            return None
+        kind, retry_at = known
+        return kind if retry_at is None or time.monotonic() < retry_at else None
 
     def _tokenize_path(self) -> str | None:
         """Where the server tokenizes (beside /v1), or None where it does not or cannot."""
-        if getattr(self, "_tokenize_failed", False):
+        if time.monotonic() < getattr(self, "_tokenize_retry_at", 0.0):
             return None
         try:
             server = self._server() if self.server_kind != "openai" else "other"
         except LLMError:
             return None
-        return _TOKENIZE_PATHS.get(server)
+        return TOKENIZE_PATHS.get(server)
 
     def _server_token_count(self, path: str, text: str) -> int | None:
-        import httpx
-
         root = self.endpoint.rstrip("/").removesuffix("/v1")
-        body = {"input": text} if path == "/extras/tokenize" else {"content": text}
-        try:
-            response = httpx.post(root + path, json=body, timeout=self.timeout)
-            response.raise_for_status()
-            return len(response.json()["tokens"])
-        except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
-            # Budgets still work on the estimate; asking again for every text would not help.
-            logger.warning("%s%s failed (%s): estimating tokens instead", root, path, exc)
-            self._tokenize_failed = True
-            return None
+        key = self._client().api_key  # as every other request is sent: the server may want it
+        count = server_token_count(root, path, text, api_key=key, timeout=self.timeout)
+        if count is None:
+            # Budgets still work on the estimate; asking again for every text would not help,
+            # but a server that failed once (a restart) is asked again after a while.
+            self._tokenize_retry_at = time.monotonic() + TOKENIZE_RETRY_SECONDS
+        return count
 
     @contextlib.contextmanager
     def _turn(self) -> Iterator[None]:

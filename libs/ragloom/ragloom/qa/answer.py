@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Generator, Iterator, Sequence
 
@@ -66,6 +67,9 @@ MAX_HISTORY_TURNS = 4
 """Earlier turns of a conversation an answer's prompt shows (two questions and answers)."""
 MAX_HISTORY_TURN_CHARS = 400
 """Characters of each earlier turn shown (a small model's context is short)."""
+# What a removed citation mark leaves before the punctuation that ended its sentence
+# ("451 K ."); punctuation a word follows (".recover") is no ending.
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])(?=\s|$)")
 
 
 def bare_answer_notice(answer: str) -> str | None:
@@ -182,11 +186,17 @@ class CitedAnswerer(BaseComponent):
     def earlier_turns(self) -> str:
         """The conversation so far as the prompt shows it: the last
         :data:`MAX_HISTORY_TURNS` user and assistant turns, each cut to
-        :data:`MAX_HISTORY_TURN_CHARS` characters ('' without history)."""
+        :data:`MAX_HISTORY_TURN_CHARS` characters ('' without history).
+
+        An answer's ``[n]`` marks are left out: they numbered that answer's sources, not
+        this prompt's, and a model copying one would cite the wrong passage."""
         turns = [m for m in self.history if m.role in ("user", "assistant") and m.content]
         lines = []
         for turn in turns[-MAX_HISTORY_TURNS:]:
-            text = " ".join(turn.content.split())
+            text = turn.content
+            if turn.role == "assistant":
+                text = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", strip_citations(text))
+            text = " ".join(text.split())
             if len(text) > MAX_HISTORY_TURN_CHARS:
                 text = text[:MAX_HISTORY_TURN_CHARS].rstrip() + "…"
             lines.append(f"{'User' if turn.role == 'user' else 'Assistant'}: {text}")

@@ -6,7 +6,9 @@ numbers, versions, code identifiers, options and quoted phrases. Each comes with
 
 - numbers by value: ``5.0`` ≡ ``5``, ``1,000,000`` ≡ ``1000000`` ≡ ``10**6`` ≡ ``10^6`` ≡
   ``1e6`` ≡ ``1 million``; ``66%`` is held by ``66%``, ``66 percent`` or ``0.66``; a text's
-  numbers written in words (``sixty-four``, ``two thousand``, ``third``) count too;
+  numbers written in words (``sixty-four``, ``two thousand``, ``third``) count too; as
+  typeset, ``−5`` (a minus sign) ≡ ``-5`` and ``12 345`` (a no-break or thin space) ≡
+  ``12,345``; digits grouped by plain spaces are read as one number or as several;
 - versions as written, a trailing ``.0`` optional (``3.35.0`` ≡ ``3.35``), and a text's
   ``3.35.5`` holds ``3.35``;
 - identifiers and quoted phrases as whole words, case-insensitively (``carray()`` is held
@@ -44,12 +46,21 @@ _NUMBER = re.compile(
     r"(?<![\w.])(?P<sign>-)?(?:"
     r"(?P<hex>0[xX][0-9a-fA-F]{1,16})"
     r"|(?P<base>\d{1,6})\s?(?:\*\*|\^)\s?(?P<exp>\d{1,3})"
-    r"|(?P<plain>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d{1,3})?)"
+    r"|(?P<plain>(?:\d{1,3}(?:,\d{3})+|\d{1,3}(?: \d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d{1,3})?)"
     r")(?!\.?\d)"
     r"(?P<pct>\s?%|\s(?:percent|per cent)\b)?"
     r"(?P<scale>\s(?:thousand|million|billion|trillion)\b)?"
 )
 _SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+# How numbers are typeset, read before NFKC folds these spaces into plain ones: a minus
+# sign (U+2212) is "-"; digits grouped in threes by a no-break, narrow no-break, thin or
+# figure space (12 345) are one number, since those spaces only ever join. A plain space
+# may also part two numbers ("scores of 95 100 and 87"), so digits grouped by plain spaces
+# are read both ways: as a claim, held by the one number or by each group, every one of
+# them (an "ns:" key); in a text, as the number and as each group.
+_MINUS = str.maketrans({"\u2212": "-"})
+_TIGHT_GROUPS = re.compile(r"(?<![\d,.])\d{1,3}(?:[\u00a0\u202f\u2009\u2007]\d{3})+(?!\d)")
+_TIGHT_SPACE = re.compile(r"[\u00a0\u202f\u2009\u2007]")
 _PRAGMA = re.compile(r"\bPRAGMA\s+(?:\w+\.)?([A-Za-z_]\w*)")
 _FLAG = re.compile(r"(?<![\w-])(?:--[A-Za-z0-9]|-[A-Za-z])(?:[\w-]*\w)?")
 _TOKEN = re.compile(r"\.?\w+(?:\.\w+)*")
@@ -119,6 +130,13 @@ class Claim:
     keys: frozenset[str]
 
 
+def _typeset(text: str) -> str:
+    """``text`` with its minus signs as "-" and digits grouped by no-break or thin spaces
+    grouped by commas instead (as many characters: positions stay)."""
+    text = text.translate(_MINUS)
+    return _TIGHT_GROUPS.sub(lambda m: _TIGHT_SPACE.sub(",", m.group(0)), text)
+
+
 def normalise_text(text: str) -> str:
     """``text`` in NFKC, casefolded, each run of non-word characters one space."""
     return " ".join(_NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).split())
@@ -133,15 +151,20 @@ def _number_key(value: Decimal) -> str:
     return f"n:{value}"
 
 
-def _number_keys(match: re.Match[str]) -> frozenset[str] | None:
-    """The keys of a number match, or ``None`` when it is no number after all."""
+def _number_keys(match: re.Match[str], holder: bool = False) -> frozenset[str] | None:
+    """The keys of a number match, or ``None`` when it is no number after all; digits
+    grouped by plain spaces also read as separate numbers (see ``_MINUS``), which a text
+    (``holder``) holds each of, and a claim is held by all of."""
+    keys: set[str] = set()
     try:
         if match["hex"]:
             value = Decimal(int(match["hex"], 16))
         elif match["base"]:
             value = Decimal(int(match["base"]) ** int(match["exp"]))
         else:
-            plain = match["plain"].replace(",", "")
+            if " " in match["plain"]:
+                keys |= _spaced_keys(match["sign"] or "", match["plain"].split(" "), holder)
+            plain = match["plain"].replace(",", "").replace(" ", "")
             if len(plain) > _MAX_DIGITS:
                 return frozenset({f"n:{plain}"})
             value = Decimal(plain)
@@ -151,14 +174,27 @@ def _number_keys(match: re.Match[str]) -> frozenset[str] | None:
         value = -value
     if match["scale"]:
         value *= _SCALES[match["scale"].strip()]
-    keys = {_number_key(value)}
+    keys.add(_number_key(value))
     if match["pct"]:
         keys.add(_number_key(value / 100))
     plain = match["plain"] or ""
-    if plain.count(".") == 1 and "," not in plain and "e" not in plain.lower():
+    if plain.count(".") == 1 and not {",", " "} & set(plain) and "e" not in plain.lower():
         # 3.40 as a version too: held by 3.40 and 3.40.0, and as a series by 3.40.1.
         keys.update({f"v:{plain}", f"vp:{plain}"})
     return frozenset(keys)
+
+
+def _spaced_keys(sign: str, groups: list[str], holder: bool) -> set[str]:
+    """The keys of digit groups parted by plain spaces read as separate numbers: each
+    group's for a text; for a claim, one key held only where every group is."""
+    try:
+        values = [_number_key(Decimal(sign + groups[0]))]
+        values += [_number_key(Decimal(group)) for group in groups[1:]]
+    except InvalidOperation:
+        return set()
+    if holder:
+        return set(values)
+    return {"ns:" + "|".join(value.removeprefix("n:") for value in values)}
 
 
 def _version_keys(version: str, holder: bool) -> frozenset[str]:
@@ -209,7 +245,7 @@ def _quote_claims(masked: _Masked) -> list[tuple[int, Claim]]:
 def claims_of(sentence: str, limit: int) -> tuple[list[Claim], int]:
     """The specifics ``sentence`` claims (its ``[n]`` marks removed beforehand), in order
     of appearance, at most ``limit`` of them, each once; and how many more were left out."""
-    masked = _Masked(unicodedata.normalize("NFKC", sentence))
+    masked = _Masked(unicodedata.normalize("NFKC", _typeset(sentence)))
     found = _quote_claims(masked)
 
     def add(start: int, end: int, specific: Specific, keys: frozenset[str]) -> None:
@@ -249,7 +285,7 @@ class TextHolder:
     """A text (a passage, the question, a tool's result) to look specifics up in."""
 
     def __init__(self, text: str) -> None:
-        self.raw = unicodedata.normalize("NFKC", text)
+        self.raw = unicodedata.normalize("NFKC", _typeset(text))
 
     @cached_property
     def _words(self) -> str:
@@ -277,7 +313,7 @@ class TextHolder:
         for match in _VERSION.finditer(self.raw):
             keys |= _version_keys(match.group(1), holder=True)
         for match in _NUMBER.finditer(self.raw):
-            keys |= _number_keys(match) or set()
+            keys |= _number_keys(match, holder=True) or set()
         for match in _NUMBER_WORDS.finditer(self.raw.casefold()):
             tens, unit, alone, scale = match.groups()
             word = unit or alone or ""
@@ -293,6 +329,8 @@ class TextHolder:
         kind, _, value = key.partition(":")
         if kind in ("n", "v", "vp"):
             return key in self._values
+        if kind == "ns":  # digit groups read as separate numbers: each must be held
+            return all(f"n:{part}" in self._values for part in value.split("|"))
         if kind == "w":
             return value in self._tokens
         if kind == "q":

@@ -59,10 +59,7 @@ def bounded_events(
     except Exception as exc:
         failure = user_error(exc, "Answering", log=logger)
         yield StepFinished("error", time.perf_counter() - started, error=failure.message)
-        if collector.answer.strip():  # keep what was written, then say what happened
-            yield AnswerDelta(f"\n\n({failure.message})")
-        else:
-            yield AnswerDelta(failure.apology())
+        yield AnswerDelta(failure.ending(collector.answer))  # what was written is kept
     finally:
         _close(stream)
     for item in left_out[reported:]:

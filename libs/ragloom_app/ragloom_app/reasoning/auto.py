@@ -29,6 +29,7 @@ from theflow import Param
 
 from ragloom.events import (
     AnswerCollector,
+    AnswerDelta,
     AnswerRecord,
     AnswerRevised,
     CitationsFound,
@@ -40,7 +41,7 @@ from ragloom.events import (
 )
 from ragloom.qa.routing import QuestionKind, classify_question
 from ragloom.retrieval import Retriever
-from ragloom_app.errors import user_error
+from ragloom_app.errors import UserError, user_error
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState, SettingSpec
 from ragloom_app.reasoning.mode_costs import ModeCosts
 from ragloom_app.reasoning.settings import count_setting, grounding_setting, precheck_setting
@@ -73,11 +74,12 @@ def _mode_setting(label: str, default: str, info: str) -> SettingSpec:
 
 @dataclass(frozen=True)
 class ModeAttempt:
-    """One mode's try at the question: its record, and whether the check before answering
-    declined it (then nothing would do better)."""
+    """One mode's try at the question: its record, how it failed if it raised, and
+    whether the check before answering declined it (then nothing would do better)."""
 
     mode: str
     record: AnswerRecord
+    failure: UserError | None = None
 
     @property
     def tokens(self) -> int:
@@ -298,6 +300,7 @@ class AutoReasoning(BaseReasoning):
         other answer can still stand."""
         collector = AnswerCollector(mode)
         started = time.perf_counter()
+        failure: UserError | None = None
         stream = self.build_mode(mode, overrides).stream(question)
         try:
             for event in stream:
@@ -313,7 +316,7 @@ class AutoReasoning(BaseReasoning):
             close = getattr(stream, "close", None)
             if close is not None:  # a generator cut short (the deadline) ends now
                 close()
-        attempt = ModeAttempt(mode, collector.record(time.perf_counter() - started))
+        attempt = ModeAttempt(mode, collector.record(time.perf_counter() - started), failure)
         if attempt.tokens > 0:
             self.costs.record(mode, attempt.tokens)
         return attempt
@@ -325,8 +328,13 @@ def _choice_step(name: str, label: str, choice: ModeChoice) -> Iterator[Event]:
 
 
 def _release(attempt: ModeAttempt) -> Iterator[Event]:
-    """The citations and grounding report of the answer that stands, held back till now."""
+    """The citations and grounding report of the answer that stands, held back till now;
+    an answer whose mode raised ends saying so, as the chat page ends one (what was
+    written is kept, then the failure in brackets; nothing written: an apology), so that
+    a broken-off or empty answer is not shown as if it were whole."""
     record = attempt.record
+    if attempt.failure is not None:
+        yield AnswerDelta(attempt.failure.ending(record.answer))
     yield CitationsFound(list(record.citations))
     if record.grounding is not None:
         yield GroundingChecked(record.grounding)

@@ -10,6 +10,11 @@ requests with :attr:`FakeEndpoint.failure_status`, and records how many requests
 at once before replying (:attr:`FakeEndpoint.most_at_once`). For fault tests, a streamed
 reply can be cut off after :attr:`FakeEndpoint.cut_after` pieces (the connection closed,
 no end of stream) or hold a piece that is not JSON (:attr:`FakeEndpoint.malformed`).
+``GET /v1/models`` answers :attr:`FakeEndpoint.models_status` (404 by default: a server
+without that route) and counts the requests (:attr:`FakeEndpoint.model_listings`); the last
+chat request's body is kept (:attr:`FakeEndpoint.last_body`). For malformed replies, a
+stream can be given as its events' payloads (:attr:`FakeEndpoint.raw_chunks`) and a whole
+reply as its body (:attr:`FakeEndpoint.raw_body`), each sent as JSON as they are.
 """
 
 from __future__ import annotations
@@ -40,6 +45,11 @@ class FakeEndpoint:
     failure_status: int = 503
     cut_after: int | None = None  # pieces a stream sends before the connection drops
     malformed: bool = False  # a stream's second piece is not JSON
+    raw_chunks: list[Any] | None = None  # a stream's events, instead of the reply's words
+    raw_body: Any = None  # a whole reply's body (status 200), instead of the reply
+    models_status: int = 404  # a 200 lists one model owned by "fake"
+    model_listings: int = 0
+    last_body: dict[str, Any] = field(default_factory=dict)
     requests: int = 0
     most_at_once: int = 0
     _running: int = 0
@@ -85,9 +95,22 @@ def fake_openai() -> Iterator[FakeEndpoint]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def do_GET(self) -> None:
+            if not self.path.endswith("/models"):
+                self._send(404, {"error": {"message": "no such route"}})
+                return
+            with endpoint._lock:
+                endpoint.model_listings += 1
+            if endpoint.models_status != 200:
+                self._send(endpoint.models_status, {"error": {"message": "no model list"}})
+                return
+            listed = [{"id": "fake", "object": "model", "owned_by": "fake"}]
+            self._send(200, {"object": "list", "data": listed})
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
+            endpoint.last_body = body
             fail = endpoint._enter()
             try:
                 time.sleep(endpoint.delay)
@@ -103,6 +126,8 @@ def fake_openai() -> Iterator[FakeEndpoint]:
                     self._embeddings(list(body.get("input") or []))
                 elif body.get("stream"):
                     self._stream()
+                elif endpoint.raw_body is not None:
+                    self._send(200, endpoint.raw_body)
                 else:
                     message = {"role": "assistant", "content": endpoint.reply}
                     choice = {"index": 0, "message": message, "finish_reason": "stop"}
@@ -132,6 +157,13 @@ def fake_openai() -> Iterator[FakeEndpoint]:
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
+            if endpoint.raw_chunks is not None:
+                for payload in endpoint.raw_chunks:
+                    self._event(payload)
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+                return
             for number, word in enumerate(endpoint.reply.split(" ")):
                 if number == endpoint.cut_after:
                     self.close_connection = True
