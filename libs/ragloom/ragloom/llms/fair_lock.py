@@ -1,61 +1,78 @@
-"""A lock taken in the order it was asked for: :class:`FairLock`.
+"""Locks taken in the order they were asked for: :class:`FairSemaphore`, and
+:class:`FairLock`, its one-slot case.
 
-``threading.Lock`` promises no order, so with one local model and many waiting answers a
-late question can overtake one that has waited minutes. A ticket lock serves them first
-come, first served, and knows how many are in line, which the UI tells the user ("waiting
-its turn").
+``threading.Lock`` and ``threading.Semaphore`` promise no order: with one local model (or an
+endpoint's few request slots) and many waiting answers, a late question can overtake one
+that has waited minutes, and a thread calling back to back can keep a slot from a waiter
+until the waiter's time runs out. A ticket line serves them first come, first served, and
+knows how many are in it, which the UI tells the user ("waiting its turn").
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections import deque
 from types import TracebackType
 
-__all__ = ["FairLock"]
+__all__ = ["FairLock", "FairSemaphore"]
 
 
-class FairLock:
-    """A non-reentrant mutual-exclusion lock granted in FIFO order."""
+class FairSemaphore:
+    """At most ``slots`` holders at once, the slots granted in FIFO order."""
 
-    def __init__(self) -> None:
+    def __init__(self, slots: int) -> None:
+        if slots < 1:
+            raise ValueError(f"a semaphore needs at least 1 slot, not {slots}")
+        self.slots = slots
         self._turns = threading.Condition()
+        self._held = 0
+        self._line: deque[int] = deque()
         self._next_ticket = 0
-        self._serving = 0
-        self._abandoned: set[int] = set()
 
     @property
     def in_line(self) -> int:
-        """Callers holding or waiting for the lock (0: free, nobody waiting)."""
+        """Callers holding or waiting for a slot (0: all free, nobody waiting)."""
         with self._turns:
-            return self._next_ticket - self._serving - len(self._abandoned)
+            return self._held + len(self._line)
 
-    def acquire(self) -> None:
-        """Wait for this caller's turn. A wait cut short (an interrupt) gives its turn up."""
+    def acquire(self, timeout: float | None = None) -> bool:
+        """Wait for this caller's turn and a free slot: ``True`` once it holds one,
+        ``False`` if ``timeout`` seconds passed first. A wait cut short (a timeout, an
+        interrupt) gives its place in line up."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._turns:
             ticket = self._next_ticket
             self._next_ticket += 1
+            self._line.append(ticket)
             try:
-                while ticket != self._serving:
-                    self._turns.wait()
+                while self._line[0] != ticket or self._held >= self.slots:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        self._leave(ticket)
+                        return False
+                    self._turns.wait(left)
             except BaseException:
-                self._abandoned.add(ticket)
-                self._skip_abandoned()
+                self._leave(ticket)
                 raise
+            self._line.popleft()
+            self._held += 1
+            self._turns.notify_all()  # the next in line may find a free slot too
+            return True
 
     def release(self) -> None:
-        """Hand the lock to the next in line."""
+        """Give a slot back, to the first in line."""
         with self._turns:
-            self._serving += 1
-            self._skip_abandoned()
+            if self._held < 1:
+                raise RuntimeError("released more often than acquired")
+            self._held -= 1
             self._turns.notify_all()
 
-    def _skip_abandoned(self) -> None:
-        while self._serving in self._abandoned:
-            self._abandoned.discard(self._serving)
-            self._serving += 1
+    def _leave(self, ticket: int) -> None:
+        self._line.remove(ticket)
         self._turns.notify_all()
 
-    def __enter__(self) -> FairLock:
+    def __enter__(self) -> FairSemaphore:
         self.acquire()
         return self
 
@@ -66,3 +83,10 @@ class FairLock:
         traceback: TracebackType | None,
     ) -> None:
         self.release()
+
+
+class FairLock(FairSemaphore):
+    """A non-reentrant mutual-exclusion lock granted in FIFO order."""
+
+    def __init__(self) -> None:
+        super().__init__(1)

@@ -49,6 +49,7 @@ from ragloom.llms.base import (
     LLMStreamItem,
     Usage,
 )
+from ragloom.llms.fair_lock import FairSemaphore
 from ragloom.llms.openai_replies import chunk_parts, completion_parts, reported_usage
 from ragloom.llms.openai_server import (
     DETECT_RETRY_SECONDS,
@@ -72,7 +73,7 @@ _TOKEN_CACHE_SIZE = 4096
 # usage (ChatML: "<|im_start|>role\n" ... "<|im_end|>\n").
 _TOKENS_PER_MESSAGE = 4
 # Endpoint URL -> the requests it may take at once from this process (see the docstring).
-_ENDPOINT_SLOTS: dict[str, threading.BoundedSemaphore] = {}
+_ENDPOINT_SLOTS: dict[str, FairSemaphore] = {}
 _SLOTS_LOCK = threading.Lock()
 
 
@@ -412,9 +413,9 @@ class OpenAIChat(ChatLLM):
             raise LLMError(f"max_concurrent must be at least 1, not {self.max_concurrent}")
         endpoint = self.endpoint
         with _SLOTS_LOCK:
-            slots = _ENDPOINT_SLOTS.setdefault(
-                endpoint, threading.BoundedSemaphore(self.max_concurrent)
-            )
+            # First come, first served: a thread calling back to back cannot keep a slot
+            # from one that waits until its timeout.
+            slots = _ENDPOINT_SLOTS.setdefault(endpoint, FairSemaphore(self.max_concurrent))
         if not slots.acquire(timeout=self.timeout):
             raise LLMError(
                 f"{endpoint} is busy with the requests this server sent it: none ended "
