@@ -1,5 +1,7 @@
 """CitedAnswerer: prompt layout, streaming and citations, with a scripted LLM."""
 
+from dataclasses import replace
+
 from ragloom.embeddings import SentenceTransformerEmbeddings
 from ragloom.events import AnswerCollector, AnswerDelta, CitationsFound, LLMCallFinished
 from ragloom.qa import CitedAnswerer
@@ -113,3 +115,24 @@ def test_earlier_answers_reach_the_prompt_without_their_citation_marks() -> None
     # The marks numbered the earlier answer's sources: here [2] would cite "built in 1999".
     assert "Assistant: The file name; run .recover on it.\n" in prompt
     assert "User: What does argv[1] hold?\n" in prompt  # a question's brackets are its own
+
+
+class _StoppedAtLength(ScriptedLLM):
+    """A model stopped at its token limit mid-answer (finish reason ``length``)."""
+
+    def stream(self, messages, options=None):  # type: ignore[no-untyped-def]
+        for item in super().stream(messages, options):
+            if item.result is not None:
+                item = replace(item, result=replace(item.result, finish_reason="length"))
+            yield item
+
+
+def test_an_answer_the_model_was_stopped_in_says_it_was_cut_short() -> None:
+    llm = _StoppedAtLength(replies=["It runs at 451 kelvin [1] and was"])
+    answerer = CitedAnswerer(llm=llm, max_answer_tokens=9)
+    record = AnswerCollector("fullqa").extend(answerer.stream("How hot is it?", _hits()))
+    assert record.answer.startswith("It runs at 451 kelvin [1] and was")
+    assert record.answer.endswith("\n\n(Cut short: the answer reached its limit of 9 tokens.)")
+    # An answer that ended on its own says nothing of the kind.
+    whole = CitedAnswerer(llm=ScriptedLLM(replies=["It runs at 451 kelvin [1]."]))
+    assert "Cut short" not in AnswerCollector("fullqa").extend(whole.stream("Q?", _hits())).answer

@@ -36,6 +36,7 @@ from ragloom.schema import RetrievedChunk
 __all__ = [
     "ANSWER_INSTRUCTIONS",
     "ANSWER_LABEL",
+    "CUT_AT_LENGTH",
     "DEFAULT_SYSTEM_PROMPT",
     "MAX_HISTORY_TURNS",
     "MAX_HISTORY_TURN_CHARS",
@@ -61,6 +62,8 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 ANSWER_LABEL = "Writing the answer"
+CUT_AT_LENGTH = "Cut short: the answer reached its limit of {tokens} tokens."
+"""What ends an answer the model was stopped in (its finish reason ``length``)."""
 """What the user reads while an answer is written."""
 NO_EVIDENCE_ANSWER = "I found nothing in the indexed documents about this question."
 MAX_HISTORY_TURNS = 4
@@ -148,6 +151,9 @@ def stream_cited_answer(
         if item.result is not None:
             result = item.result
     citations = yield from cite_answer(answer, evidence, grounding)
+    if result is not None and result.finish_reason == "length":
+        # The model was stopped mid-answer: the reader must not take it as whole.
+        yield AnswerDelta(f"\n\n({CUT_AT_LENGTH.format(tokens=options.max_tokens)})")
     yield StepFinished(
         step,
         time.perf_counter() - started,
