@@ -14,7 +14,8 @@ An uploaded archive is untrusted, so :func:`expand_zip`:
 - counts a member that is itself a zip (an Office or ODF document, an EPUB: recognised by
   its content, not its extension) as a nested archive: what it declares it unpacks to
   counts toward the archive's total and ratio, so a zip of small documents that each
-  inflate to hundreds of MB is refused;
+  inflate to hundreds of MB is refused; one whose own directory is too large to list is
+  skipped alone, the rest of the archive unpacked;
 - never writes outside ``dest``: each member is written under a new flat name (its position
   and a sanitised base name); members whose names try to escape (``..``, absolute paths,
   drive letters, NUL) are skipped and reported, as are symbolic links, encrypted members,
@@ -102,6 +103,10 @@ class _Damaged(Exception):
     """One member cannot be unpacked."""
 
 
+class _MemberRefused(Exception):
+    """One member is over a limit of its own: it is skipped, the archive goes on."""
+
+
 def expand_zip(
     path: Path,
     dest: Path,
@@ -160,9 +165,9 @@ def _limits(
     )
 
 
-def _nested_total(path: Path, name: str, limits: ZipLimits) -> int:
-    """What the zip at ``path`` (member ``name``) declares it unpacks to (0 if it is not a
-    readable zip); raises ``_Refused`` if its directory is over ``limits.max_entries``.
+def _nested_total(path: Path, limits: ZipLimits) -> int:
+    """What the zip at ``path`` (a member) declares it unpacks to (0 if it is not a
+    readable zip); raises ``_MemberRefused`` if its directory is over ``limits``' bounds.
 
     Any file that zipfile would open counts, whatever its first bytes: a zip may follow
     a prefix of anything (a self-extractor), and python-docx opens such a file too.
@@ -171,7 +176,12 @@ def _nested_total(path: Path, name: str, limits: ZipLimits) -> int:
         return 0
     problem = entries_problem(path, limits, what="it")
     if problem:
-        raise _Refused(f"'{name}' is itself an archive, and {problem}")
+        # That member alone: its directory is too large to list for the count, which is
+        # all that is wrong with it so far (read alone, a .docx may list 20,000 entries).
+        raise _MemberRefused(
+            f"it is itself an archive (a .docx, .xlsx, .odt … is one), and {problem} for "
+            "an archive inside another; add it on its own"
+        )
     try:
         with zipfile.ZipFile(path) as nested:
             return sum(info.file_size for info in nested.infolist())
@@ -207,20 +217,24 @@ class _Unpacker:
             for index, info in enumerate(self.files, start=1):
                 name, reason = member_name(info)
                 if reason is not None:
-                    logger.warning("%s: skipped %r: %s", self.path.name, name, reason)
-                    skipped.append((name, reason))
+                    skipped.append(self._skipped(name, reason))
                     continue
                 target = self.dest / flat_file_name(index, name)
                 if target.parent != self.dest:  # cannot happen: _file_name leaves no separator
                     raise AssertionError(f"unsafe target {target!r}")
                 try:
-                    written += _copy(self.archive, info, name, target)
+                    copied = _copy(self.archive, info, name, target)
                 except _Damaged as exc:
-                    logger.warning("%s: skipped %r: %s", self.path.name, name, exc)
-                    skipped.append((name, str(exc)))
+                    skipped.append(self._skipped(name, exc))
                     continue
-                members.append(ArchiveMember(name=name, path=target))
-                self._count_nested(name, target)
+                members.append(ArchiveMember(name=name, path=target))  # removed if refused
+                try:
+                    self._count_nested(name, target)
+                except _MemberRefused as exc:
+                    members.pop().path.unlink()
+                    skipped.append(self._skipped(name, exc))
+                    continue
+                written += copied
         except BaseException as exc:
             # Refused (the headers lied), disk full, interrupted: leave no half-unpacked archive.
             for member in members:
@@ -239,9 +253,15 @@ class _Unpacker:
         )
         return ArchiveContents(members, skipped, unpacked_bytes=written + self.nested)
 
+    def _skipped(self, name: str, reason: str | Exception) -> tuple[str, str]:
+        """A skipped member's ``(name, reason)``, logged."""
+        logger.warning("%s: skipped %r: %s", self.path.name, name, reason)
+        return name, str(reason)
+
     def _count_nested(self, name: str, target: Path) -> None:
-        """Count a member that is itself a zip toward the archive's limits."""
-        inner = _nested_total(target, name, self.limits)
+        """Count a member that is itself a zip toward the archive's limits: raises
+        ``_MemberRefused`` for that member alone, ``_Refused`` for the archive."""
+        inner = _nested_total(target, self.limits)
         if not inner:
             return
         self.nested += inner
