@@ -3,7 +3,7 @@
 - Many members just under the size where a member's own ratio is judged: the archive's
   ratio as a whole refuses them.
 - An Office document inside a zip: it is a zip too, so what it unpacks to counts toward
-  the archive's limits.
+  the archive's limits; one with too many parts to list fails alone.
 - A docx bomb uploaded alone: DocxReader checks the package before python-docx inflates it.
 - One upload's budget of bytes and chunks: past it, files fail with the reason and what
   was indexed stays indexed.
@@ -99,6 +99,33 @@ def test_an_office_document_inside_a_zip_counts_as_a_nested_archive(
     )
     assert outcomes["after.md"].status == "indexed"
     assert pause < 0.5
+    _assert_nothing_left(index)
+
+
+def test_a_document_of_many_parts_inside_a_zip_fails_alone(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    # A .docx of 4,001 parts (its reader takes up to 20,000): too many to list when it is
+    # counted as a nested archive, so it fails, and the archive's other members go on.
+    report = tmp_path / "report.docx"
+    with zipfile.ZipFile(report, "w") as package:
+        package.writestr("word/document.xml", "<x/>")
+        for number in range(4000):
+            package.writestr(f"word/media/image{number}.png", b"p")
+    archive = tmp_path / "batch.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as batch:
+        batch.writestr("first.md", NOTES)
+        batch.write(report, "report.docx")
+        batch.writestr("last.md", NOTES + "\nThe last file of the batch.\n")
+    outcomes, _ = _index_timed(index, [archive])
+    assert {name: o.status for name, o in outcomes.items()} == {
+        "batch.zip/first.md": "indexed",
+        "batch.zip/report.docx": "failed",
+        "batch.zip/last.md": "indexed",
+    }
+    assert "it lists 4,001 entries (files and folders), more than the limit of 4,000" in (
+        outcomes["batch.zip/report.docx"].reason
+    )
     _assert_nothing_left(index)
 
 

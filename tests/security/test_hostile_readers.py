@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+import zipfile
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -112,6 +113,41 @@ def test_each_hostile_reader_fails_its_own_file_and_the_next_file_indexes(
         f"{beat.longest_pause * 1000:.0f} ms; "
         + ", ".join(f"{name} at {at:.1f} s" for name, (_, at) in outcomes.items())
     )
+
+
+def test_copies_of_a_file_that_took_the_whole_time_fail_at_once(tmp_path: Path) -> None:
+    # Each copy used to be read again: a zip of N copies held a worker N times the limit.
+    limit = 2.0
+    readers = {**default_readers(), ".sleep": SleepyReader()}
+    index = hash_file_index(tmp_path / "data", readers, max_file_seconds=limit)
+    pid_file = str(tmp_path / "sleeper.pid")
+    (tmp_path / "a.sleep").write_text(pid_file)
+    bundle = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(bundle, "w") as archive:
+        for number in range(5):
+            archive.writestr(f"copy{number}.sleep", pid_file)
+        archive.writestr("good.md", "# Good\n\nThe harbour pump runs at night.\n")
+    started = time.perf_counter()
+    outcomes = index.get_indexing_pipeline({}).run([tmp_path / "a.sleep", bundle])
+    seconds = time.perf_counter() - started
+    assert [(o.name, o.status) for o in outcomes] == [
+        ("a.sleep", "failed"),
+        *((f"bundle.zip/copy{number}.sleep", "failed") for number in range(5)),
+        ("bundle.zip/good.md", "indexed"),
+    ]
+    timeout = "reading and chunking took longer than 2 s, the limit per file"
+    assert outcomes[0].reason == timeout
+    for copy in outcomes[1:6]:
+        assert copy.reason == f"{timeout} (as 'a.sleep', the same content, earlier in this upload)"
+    assert seconds < 2 * limit + 3, seconds  # one time limit, not six
+    assert {s["name"]: s["status"] for s in index.list_sources()} == {
+        "a.sleep": "failed",
+        "bundle.zip/good.md": "indexed",
+    }
+    assert index.check().clean
+    # Another upload reads it again: a time limit met once may have been a busy machine.
+    (again,) = index.get_indexing_pipeline({}).run([tmp_path / "a.sleep"])
+    assert again.reason == timeout
 
 
 def test_a_reader_that_cannot_cross_to_a_worker_fails_with_its_name(

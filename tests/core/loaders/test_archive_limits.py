@@ -11,9 +11,11 @@ import os
 import zipfile
 from pathlib import Path
 
+import docx
 import pytest
 
 from ragloom.loaders import (
+    DocxReader,
     UnreadableFileError,
     expand_zip,
 )
@@ -97,11 +99,44 @@ def test_a_directory_of_too_many_entries_is_refused_from_its_end_record(tmp_path
     assert info.value.reason == (
         "the archive lists 5,001 entries (files and folders), more than the limit of 4,000"
     )
-    # Inside another archive (as a document: .zip members are never unpacked) as well.
-    nested = zip_of(tmp_path / "outer.zip", {"inner.odt": upload.read_bytes()})
-    refused = r"'inner\.odt' is itself an archive, and it lists"
-    with pytest.raises(UnreadableFileError, match=refused):
-        expand_zip(nested, tmp_path / "out2")
+    # Inside another archive (as a document: .zip members are never unpacked), that member
+    # is skipped alone: its directory cannot be listed to count what it unpacks to.
+    nested = zip_of(tmp_path / "outer.zip", {"inner.odt": upload.read_bytes(), "a.md": "# A\n"})
+    contents = expand_zip(nested, tmp_path / "out2")
+    assert [m.name for m in contents.members] == ["a.md"]
+    assert contents.skipped == [
+        (
+            "inner.odt",
+            "it is itself an archive (a .docx, .xlsx, .odt … is one), and it lists 5,001 "
+            "entries (files and folders), more than the limit of 4,000 for an archive inside "
+            "another; add it on its own",
+        )
+    ]
+    assert all_files(tmp_path / "out2") == {contents.members[0].path}
+
+
+def test_a_document_of_many_parts_inside_an_archive_fails_alone(tmp_path: Path) -> None:
+    # A real .docx of 4,000 pictures: its reader takes it alone (up to 20,000 entries),
+    # but inside a zip it sank the whole archive.
+    document = docx.Document()
+    document.add_paragraph("The annual report of the harbour.")
+    report = tmp_path / "report.docx"
+    document.save(str(report))
+    with zipfile.ZipFile(report, "a") as package:
+        for number in range(4000):
+            package.writestr(f"word/media/image{number}.png", b"p")
+    assert DocxReader().read(report)[0].text == "The annual report of the harbour."
+    upload = zip_of(
+        tmp_path / "batch.zip",
+        {"first.txt": "first", "report.docx": report.read_bytes(), "last.txt": "last"},
+    )
+    contents = expand_zip(upload, tmp_path / "out")
+    assert [m.name for m in contents.members] == ["first.txt", "last.txt"]
+    ((name, reason),) = contents.skipped
+    assert name == "report.docx"
+    assert "it lists 4,0" in reason and "more than the limit of 4,000" in reason
+    assert contents.unpacked_bytes == len("first") + len("last")
+    assert all_files(tmp_path / "out") == {m.path for m in contents.members}
 
 
 def test_a_directory_is_bounded_by_its_size_when_its_count_lies(tmp_path: Path) -> None:

@@ -109,6 +109,60 @@ def test_byte_order_mark_wins_over_the_declaration(tmp_path: Path) -> None:
     assert _read(tmp_path, page) == "ünïcödé"
 
 
+@pytest.mark.parametrize(
+    "charset",
+    [
+        "undefined",  # decoding raised UnicodeError, which nothing caught
+        "utf-7",  # "+2AA-" decoded to a lone surrogate, which lxml's feed refused
+        "UTF7",
+        "unicode_escape",  # "\\ud800" in the page became one
+        "raw_unicode_escape",
+        "idna",
+        "punycode",
+        "base64",  # not a text encoding at all
+        "rot13",
+        "x-no-such-charset",
+    ],
+)
+def test_a_charset_that_is_no_text_encoding_falls_back_to_detection(
+    tmp_path: Path, charset: str
+) -> None:
+    # ASCII bytes, which most of these codecs would take: only the label can refuse them.
+    page = (
+        f'<html><head><meta charset="{charset}"><title>T</title></head>'
+        "<body><p>Hello +2AA- \\ud800 \\x00 world</p></body></html>"
+    )
+    assert _read(tmp_path, page.encode()) == "T\n\nHello +2AA- \\ud800 \\x00 world"
+
+
+@pytest.mark.parametrize("extra", [0, 1])  # 0: a length that decodes as UTF-16 and UTF-32
+@pytest.mark.parametrize("charset", ["utf-16", "utf_16", "UTF16", "u16", "utf_32_be", "utf-16le"])
+def test_a_utf16_or_utf32_declaration_in_ascii_bytes_is_read_as_utf8(
+    tmp_path: Path, charset: str, extra: int
+) -> None:
+    # Any spelling Python accepts: "utf_16" passed the guard and the page became Chinese.
+    page = f'<meta charset="{charset}"><p>Hello world</p>'
+    page += " " * (-len(page) % 4 + extra)
+    assert _read(tmp_path, page.encode()) == "Hello world"
+
+
+@pytest.mark.parametrize("charset", ["latin1", "ISO_8859_1", "l1", "us-ascii", "ascii"])
+def test_every_spelling_of_latin1_is_read_as_windows_1252(tmp_path: Path, charset: str) -> None:
+    page = f'<meta charset="{charset}"><p>Un caf\xe9 co\xfbte 2 \x80.</p>'.encode("latin-1")
+    assert _read(tmp_path, page) == "Un café coûte 2 €."
+
+
+def test_no_lone_surrogate_reaches_the_parser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Whatever a decoding gives (a plugin's decode_text, a codec not foreseen), lxml's
+    # feed raises UnicodeEncodeError on a lone surrogate: it becomes U+FFFD first.
+    from ragloom.loaders import html
+
+    monkeypatch.setattr(html, "decode_text", lambda *args, **kwargs: "<p>a\ud800b</p>")
+    assert _read(tmp_path, "<p>ab</p>") == "a\ufffdb"
+
+
 def test_htm_extension(tmp_path: Path) -> None:
     assert _read(tmp_path, "<p>old style</p>", name="OLD.HTM") == "old style"
     assert ".htm" in HtmlReader.extensions

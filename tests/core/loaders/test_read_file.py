@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 
 import pytest
@@ -115,4 +116,46 @@ def test_legacy_encodings_through_read_file(tmp_path: Path) -> None:
             text="Produit: Crème brûlée; Prix: 5,50 €; Remarque: très sucré\n"
             "Produit: Café; Prix: 2,00 €"
         )
+    ]
+
+
+PROSE = "A normal sentence of a normal document and long enough to read as text."
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "text"),
+    [
+        ("value.json", b'{"title": "hello\\u0000world"}', "title: hello\ufffdworld"),
+        ("key.json", b'{"ti\\u0000tle": "hello"}', "ti\ufffdtle: hello"),
+        # A text with a byte order mark and few NULs passes the binary check.
+        (
+            "bom.txt",
+            codecs.BOM_UTF16_LE + f"{PROSE}\x00{PROSE}".encode("utf-16-le"),
+            f"{PROSE}\ufffd{PROSE}",
+        ),
+        (
+            "bom.csv",
+            codecs.BOM_UTF32_BE + f"name,note\na,{PROSE}\x00\n".encode("utf-32-be"),
+            f"name: a; note: {PROSE}\ufffd",
+        ),
+    ],
+)
+def test_a_nul_becomes_a_replacement_character(
+    tmp_path: Path, name: str, content: bytes, text: str
+) -> None:
+    # PostgreSQL cannot store U+0000; one character for one keeps citation offsets.
+    (tmp_path / name).write_bytes(content)
+    assert read_file(tmp_path / name) == [Page(text=text)]
+
+
+def test_a_plugin_readers_nul_is_replaced_too(tmp_path: Path) -> None:
+    class NulReader:
+        extensions = (".nul",)
+
+        def read(self, path: Path) -> list[Page]:
+            return [Page(text="a\x00b\x00", number=3)]
+
+    (tmp_path / "x.nul").write_text("anything")
+    assert read_file(tmp_path / "x.nul", {".nul": NulReader()}) == [
+        Page(text="a\ufffdb\ufffd", number=3)
     ]

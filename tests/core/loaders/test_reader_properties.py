@@ -3,9 +3,10 @@
 Files are random bytes, random Unicode in the encodings files are saved in (byte-order
 marks, NULs and UTF-8-encoded surrogates included), CSV tables and JSON documents of random
 shapes, HTML from a small grammar and PDFs with random text. Whatever the input, a reader
-returns pages whose text fits its budget and holds no lone surrogate, or raises a
-LoaderError with a reason; never another exception. The CSV and JSON readers also never
-expand a file more than their abbreviations allow (26.5 times its size).
+returns pages whose text fits its budget and holds no lone surrogate (nor, once through
+read_file, a NUL), or raises a LoaderError with a reason; never another exception. The CSV
+and JSON readers also never expand a file more than their abbreviations allow (26.5 times
+its size).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from ragloom.loaders import (
     read_file,
 )
 from ragloom.loaders.tabular import MAX_HEADER_CHARS, MAX_KEY_PATH_CHARS
+from ragloom.schema import Page
+from ragloom.storable import storable_text
 from tests.helpers.pdfs import make_pdf
 
 _SETTINGS = settings(
@@ -57,12 +60,15 @@ def _outcome(reader: FileReader, data: bytes, suffix: str, budget: TextBudget) -
             assert exc.reason and exc.reason.strip()
             event(f"refused: {type(exc).__name__}")
             return None
-        # read_file checks what the reader gave again, as it does for plugins.
-        assert read_file(path, {suffix: reader}, budget) == pages
+        # read_file checks what the reader gave again, as it does for plugins, and makes
+        # each NUL (which PostgreSQL cannot store) U+FFFD.
+        stored = read_file(path, {suffix: reader}, budget)
+    assert stored == [Page(text=storable_text(p.text), number=p.number) for p in pages]
     assert pages and all(page.text.strip() for page in pages)
     text = "".join(page.text for page in pages)
     assert len(text) <= budget.limit_for(len(data))
     assert not any(ord(char) in _SURROGATE for char in text)
+    assert not any("\x00" in page.text for page in stored)
     event("read")
     return text
 

@@ -13,6 +13,7 @@ from ragloom.loaders import (
     TextBudget,
     TextReader,
     UnreadableFileError,
+    decode_text,
 )
 from ragloom.schema import Page
 
@@ -110,3 +111,11 @@ def test_a_file_past_the_most_text_a_file_may_give(tmp_path: Path) -> None:
         "the text file would expand to more than 1,000 characters of text from 1.5 kB; "
         "the limit is 1,000 characters per file"
     )
+
+
+@pytest.mark.parametrize(
+    "label", ["utf-7", "UTF_7", "unicode_escape", "raw-unicode-escape", "undefined", "idna", "hex"]
+)
+def test_a_declared_codec_that_is_no_charset_is_passed_over(label: str) -> None:
+    # Each would give lone surrogates, raise UnicodeError, or is no text encoding at all.
+    assert decode_text(b"a +2AA- \\ud800 b", encoding=label) == "a +2AA- \\ud800 b"

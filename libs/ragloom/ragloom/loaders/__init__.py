@@ -40,6 +40,7 @@ from ragloom.loaders.pdf import PdfReader
 from ragloom.loaders.tabular import CsvReader, JsonReader
 from ragloom.loaders.text import TextReader, decode_text
 from ragloom.schema import Page
+from ragloom.storable import storable_text
 
 __all__ = [
     "ArchiveContents",
@@ -97,9 +98,11 @@ def read_file(
     ``readers`` maps lower-case extensions with their dot to readers; ``None`` uses
     :func:`default_readers` (with ``budget``). Whatever the reader, its pages must fit in
     ``budget`` (default: :class:`TextBudget()`), and lone surrogates in them (which no
-    encoder accepts) become U+FFFD. Raises a :class:`LoaderError` (with a user-facing
-    ``reason``) for a file type nobody reads, a file that has no readable text, or one
-    that would give more text than its budget (:class:`FileBudgetError`).
+    encoder accepts) and NULs (which PostgreSQL cannot store) become U+FFFD, one for one,
+    so that every store keeps the same text and offsets still point into it. Raises a
+    :class:`LoaderError` (with a user-facing ``reason``) for a file type nobody reads, a
+    file that has no readable text, or one that would give more text than its budget
+    (:class:`FileBudgetError`).
     """
     path = Path(path)
     budget = budget or TextBudget()
@@ -113,13 +116,16 @@ def read_file(
 
 
 def _within_budget(pages: list[Page], path: Path, budget: TextBudget) -> list[Page]:
-    """``pages`` checked against ``budget`` and freed of lone surrogates."""
+    """``pages`` checked against ``budget``, freed of lone surrogates and NULs."""
     size = file_size(path, refuse_empty=False)  # the reader refused an empty file already
     kind = f"{path.suffix.lower()} file" if path.suffix else "file"
     meter = budget.meter(size, kind, path)
     checked: list[Page] = []
     for page in pages:
         meter.add(len(page.text))
-        text = without_surrogates(page.text)
+        # Here, not in each store: the chunks are cut from this text, so the database, the
+        # vector store and the full-text store all get the same (JSON's "\u0000", a UTF-16
+        # text file's NUL, a plugin reader's anything).
+        text = storable_text(without_surrogates(page.text))
         checked.append(page if text is page.text else Page(text=text, number=page.number))
     return checked

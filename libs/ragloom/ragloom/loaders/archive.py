@@ -14,7 +14,8 @@ An uploaded archive is untrusted, so :func:`expand_zip`:
 - counts a member that is itself a zip (an Office or ODF document, an EPUB: recognised by
   its content, not its extension) as a nested archive: what it declares it unpacks to
   counts toward the archive's total and ratio, so a zip of small documents that each
-  inflate to hundreds of MB is refused;
+  inflate to hundreds of MB is refused; one whose own directory is too large to list is
+  skipped alone, the rest of the archive unpacked;
 - never writes outside ``dest``: each member is written under a new flat name (its position
   and a sanitised base name); members whose names try to escape (``..``, absolute paths,
   drive letters, NUL) are skipped and reported, as are symbolic links, encrypted members,
@@ -25,15 +26,22 @@ from __future__ import annotations
 
 import logging
 import lzma
-import struct
 import zipfile
 import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from ragloom.loaders.base import EmptyDocumentError, UnreadableFileError, file_size
-from ragloom.loaders.zip_names import display_name, flat_file_name, is_directory, member_name
+from ragloom.loaders.zip_limits import (
+    ZipLimits,
+    declared_entries,
+    declared_problem,
+    entries_problem,
+    size_text,
+    total_problem,
+)
+from ragloom.loaders.zip_names import flat_file_name, is_directory, member_name
 
 __all__ = [
     "ArchiveContents",
@@ -60,33 +68,6 @@ _MEMBER_ERRORS = (
     ValueError,
     OSError,
 )
-
-
-@dataclass(frozen=True)
-class ZipLimits:
-    """What a zip may unpack to before it is refused as a zip bomb.
-
-    ``max_members`` files; ``max_total_bytes`` unpacked in all (1 GiB: a laptop's disk and
-    the index survive it, and the upload budgets bound what follows); a member, or the
-    archive as a whole, compressed more than ``max_ratio`` to 1 (200: text compresses 3
-    to 10 times, repetitive logs or XML rarely past 100; zeros compress 1000 times).
-    Sizes under ``ratio_floor`` (1 MiB) are not judged by their ratio: a few KB of one
-    repeated character compress more than 200 times without being any threat, and the
-    total bounds them. ``max_entries`` bounds the entries of the zip's directory, folders
-    included, read from its end record before the directory itself: listing each entry
-    costs the app about 460 bytes, so a 200 MB zip of four million empty folders would
-    take 2 GB before any other check could refuse it. The end record's count can lie, but
-    zipfile reads no more of the directory than the end record's size of it says, so
-    ``max_directory_bytes`` (4 MiB: a thousand bytes an entry) bounds the listing whatever
-    the count.
-    """
-
-    max_members: int = 1000
-    max_total_bytes: int = 1 << 30
-    max_ratio: float = 200.0
-    ratio_floor: int = 1 << 20
-    max_entries: int = 4000
-    max_directory_bytes: int = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -120,6 +101,10 @@ class _Refused(Exception):
 
 class _Damaged(Exception):
     """One member cannot be unpacked."""
+
+
+class _MemberRefused(Exception):
+    """One member is over a limit of its own: it is skipped, the archive goes on."""
 
 
 def expand_zip(
@@ -180,118 +165,23 @@ def _limits(
     )
 
 
-def declared_problem(
-    files: list[zipfile.ZipInfo],
-    archive_bytes: int,
-    limits: ZipLimits,
-    *,
-    what: str = "the archive",
-    room_bytes: int | None = None,
-) -> str | None:
-    """Why a zip whose headers list ``files`` is refused (``None``: it is not).
-
-    ``archive_bytes`` is the size of the zip file itself, for the ratio of the whole;
-    ``what`` names it in the reason (``"the document"``).
-    """
-    if len(files) > limits.max_members:
-        return f"{what} has {len(files)} files, more than the limit of {limits.max_members}"
-    for info in files:
-        if (
-            info.file_size >= limits.ratio_floor
-            and info.file_size > limits.max_ratio * info.compress_size
-        ):
-            ratio = info.file_size / max(info.compress_size, 1)
-            return (
-                f"'{display_name(info)}' is compressed {ratio:.0f} to 1, more than the limit "
-                f"of {limits.max_ratio:g} to 1 (a zip bomb?)"
-            )
-    total = sum(info.file_size for info in files)
-    return _total_problem(total, archive_bytes, limits, what, room_bytes)
-
-
-def _total_problem(
-    total: int,
-    archive_bytes: int,
-    limits: ZipLimits,
-    what: str,
-    room_bytes: int | None,
-    because: str = "",
-) -> str | None:
-    """Why unpacking ``total`` bytes from a zip of ``archive_bytes`` is refused, or ``None``."""
-    if total > limits.max_total_bytes:
-        return (
-            f"{because}{what} would unpack to {size_text(total)}, more than the limit of "
-            f"{size_text(limits.max_total_bytes)} (a zip bomb?)"
-        )
-    if total >= limits.ratio_floor and total > limits.max_ratio * archive_bytes:
-        ratio = total / max(archive_bytes, 1)
-        return (
-            f"{because}{what} would unpack to {size_text(total)} from {size_text(archive_bytes)}: "
-            f"compressed {ratio:.0f} to 1 as a whole, more than the limit of "
-            f"{limits.max_ratio:g} to 1 (a zip bomb?)"
-        )
-    if room_bytes is not None and total > room_bytes:
-        return (
-            f"{because}{what} would unpack to {size_text(total)}, more than the "
-            f"{size_text(max(room_bytes, 0))} left of the upload's budget"
-        )
-    return None
-
-
-def _end_record(path: Path) -> list[Any] | None:
-    """The zip's end record as zipfile reads it (``None``: it has none, or a broken one)."""
-    try:
-        with path.open("rb") as handle:
-            # zipfile's own reader of the end record (zip64 included): private, but the
-            # same since Python 2.6, and the one ZipFile itself trusts.
-            return zipfile._EndRecData(handle)  # type: ignore[attr-defined,no-any-return]
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, struct.error):
-        return None
-
-
-def declared_entries(path: Path) -> int | None:
-    """The number of entries the zip at ``path`` says its directory holds, read from its
-    end record alone (``None``: it has no readable one, so it is not a zip)."""
-    end = _end_record(path)
-    return None if end is None else int(end[zipfile._ECD_ENTRIES_TOTAL])  # type: ignore[attr-defined]
-
-
-def entries_problem(path: Path, limits: ZipLimits, what: str = "the archive") -> str | None:
-    """Why the zip at ``path`` is refused for the size of its directory, or ``None``.
-
-    Both what the end record says the directory holds and its size in bytes (which is
-    all zipfile will read of it, whatever the count says) are checked.
-    """
-    end = _end_record(path)
-    if end is None:
-        return None
-    entries = int(end[zipfile._ECD_ENTRIES_TOTAL])  # type: ignore[attr-defined]
-    directory = int(end[zipfile._ECD_SIZE])  # type: ignore[attr-defined]
-    if entries > limits.max_entries:
-        return (
-            f"{what} lists {entries:,} entries (files and folders), more than the limit of "
-            f"{limits.max_entries:,}"
-        )
-    if directory > limits.max_directory_bytes:
-        return (
-            f"{what} has a directory of {size_text(directory)}, more than the limit of "
-            f"{size_text(limits.max_directory_bytes)}"
-        )
-    return None
-
-
-def _nested_total(path: Path, name: str, limits: ZipLimits) -> int:
-    """What the zip at ``path`` (member ``name``) declares it unpacks to (0 if it is not a
-    readable zip); raises ``_Refused`` if its directory is over ``limits.max_entries``.
+def _nested_total(path: Path, limits: ZipLimits) -> int:
+    """What the zip at ``path`` (a member) declares it unpacks to (0 if it is not a
+    readable zip); raises ``_MemberRefused`` if its directory is over ``limits``' bounds.
 
     Any file that zipfile would open counts, whatever its first bytes: a zip may follow
     a prefix of anything (a self-extractor), and python-docx opens such a file too.
     """
-    if _end_record(path) is None:
+    if declared_entries(path) is None:  # no end record: not a zip
         return 0
     problem = entries_problem(path, limits, what="it")
     if problem:
-        raise _Refused(f"'{name}' is itself an archive, and {problem}")
+        # That member alone: its directory is too large to list for the count, which is
+        # all that is wrong with it so far (read alone, a .docx may list 20,000 entries).
+        raise _MemberRefused(
+            f"it is itself an archive (a .docx, .xlsx, .odt … is one), and {problem} for "
+            "an archive inside another; add it on its own"
+        )
     try:
         with zipfile.ZipFile(path) as nested:
             return sum(info.file_size for info in nested.infolist())
@@ -327,20 +217,24 @@ class _Unpacker:
             for index, info in enumerate(self.files, start=1):
                 name, reason = member_name(info)
                 if reason is not None:
-                    logger.warning("%s: skipped %r: %s", self.path.name, name, reason)
-                    skipped.append((name, reason))
+                    skipped.append(self._skipped(name, reason))
                     continue
                 target = self.dest / flat_file_name(index, name)
                 if target.parent != self.dest:  # cannot happen: _file_name leaves no separator
                     raise AssertionError(f"unsafe target {target!r}")
                 try:
-                    written += _copy(self.archive, info, name, target)
+                    copied = _copy(self.archive, info, name, target)
                 except _Damaged as exc:
-                    logger.warning("%s: skipped %r: %s", self.path.name, name, exc)
-                    skipped.append((name, str(exc)))
+                    skipped.append(self._skipped(name, exc))
                     continue
-                members.append(ArchiveMember(name=name, path=target))
-                self._count_nested(name, target)
+                members.append(ArchiveMember(name=name, path=target))  # removed if refused
+                try:
+                    self._count_nested(name, target)
+                except _MemberRefused as exc:
+                    members.pop().path.unlink()
+                    skipped.append(self._skipped(name, exc))
+                    continue
+                written += copied
         except BaseException as exc:
             # Refused (the headers lied), disk full, interrupted: leave no half-unpacked archive.
             for member in members:
@@ -359,15 +253,21 @@ class _Unpacker:
         )
         return ArchiveContents(members, skipped, unpacked_bytes=written + self.nested)
 
+    def _skipped(self, name: str, reason: str | Exception) -> tuple[str, str]:
+        """A skipped member's ``(name, reason)``, logged."""
+        logger.warning("%s: skipped %r: %s", self.path.name, name, reason)
+        return name, str(reason)
+
     def _count_nested(self, name: str, target: Path) -> None:
-        """Count a member that is itself a zip toward the archive's limits."""
-        inner = _nested_total(target, name, self.limits)
+        """Count a member that is itself a zip toward the archive's limits: raises
+        ``_MemberRefused`` for that member alone, ``_Refused`` for the archive."""
+        inner = _nested_total(target, self.limits)
         if not inner:
             return
         self.nested += inner
         because = f"'{name}' is itself an archive that unpacks to {size_text(inner)}, so "
         expanded = self.declared + self.nested
-        problem = _total_problem(
+        problem = total_problem(
             expanded, self.size, self.limits, "the archive", self.room_bytes, because
         )
         if problem:
@@ -409,18 +309,6 @@ def _read(source: IO[bytes]) -> bytes:
         return source.read(_BLOCK)
     except _MEMBER_ERRORS as exc:
         raise _Damaged(f"damaged: {_detail(exc)}") from exc
-
-
-def size_text(n: int) -> str:
-    """``n`` bytes for a person: ``"512 bytes"``, ``"48.8 MB"``."""
-    if n < 1024:
-        return f"{n} bytes"
-    value = n / 1024
-    for unit in ("KB", "MB"):
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GB"
 
 
 def _detail(exc: BaseException) -> str:

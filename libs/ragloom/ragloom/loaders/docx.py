@@ -17,7 +17,6 @@ from docx.document import Document as DocxDocument
 from docx.table import Table, _Cell, _Row
 from docx.text.paragraph import Paragraph
 
-from ragloom.loaders.archive import ZipLimits, declared_problem, entries_problem
 from ragloom.loaders.base import (
     EmptyDocumentError,
     LoaderError,
@@ -25,6 +24,7 @@ from ragloom.loaders.base import (
     UnreadableFileError,
     file_size,
 )
+from ragloom.loaders.zip_limits import ZipLimits, declared_problem, entries_problem
 from ragloom.schema import Page
 
 __all__ = ["DocxReader"]

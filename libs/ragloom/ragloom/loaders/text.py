@@ -16,7 +16,7 @@ import charset_normalizer
 from ragloom.loaders.base import EmptyDocumentError, TextBudget, UnreadableFileError, read_bytes
 from ragloom.schema import Page
 
-__all__ = ["TextReader", "decode_text"]
+__all__ = ["TextReader", "decode_text", "text_codec"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +55,15 @@ _PREFERRED_ENCODINGS: tuple[str, ...] = (
 # 0.03: "Le café était très élégant." scores 0.035 as mac_latin2 and 0.053 as cp1252.
 _CHAOS_TIE = 0.03
 _COHERENCE_TIE = 0.1
+
+# Codecs Python knows by a name a file may declare that are no character set of text
+# files: UTF-7 and the escape codecs turn ASCII ("+2AA-", "\\ud800") into lone surrogates,
+# which no encoder (lxml's feed included) accepts; "undefined" raises UnicodeError on any
+# bytes; IDNA and Punycode encode host names. (Codecs such as base64 are refused by being
+# no text encoding at all.) Browsers know none of these as a page's charset either.
+_NOT_CHARSETS = frozenset(
+    {"utf-7", "unicode-escape", "raw-unicode-escape", "undefined", "idna", "punycode"}
+)
 
 # Text files have tabs, newlines and form feeds (\t-\r); a high share of the other C0/C1
 # control characters means binary data that happened to decode.
@@ -132,16 +141,36 @@ def _decode(data: bytes, path: Path | None, declared: str | None) -> str:
     return detected
 
 
-def _decode_declared(data: bytes, declared: str, path: Path | None) -> str | None:
-    """``data`` decoded with the encoding the file declares, or ``None`` if that fails."""
-    name = path.name if path else "text"
+def text_codec(label: str) -> str | None:
+    """The Python codec a declared charset ``label`` names (``"utf_16"`` and ``"UTF16"``
+    are ``"utf-16"``), or ``None`` for a label that names no character set of text: an
+    unknown one, a codec that is no text encoding (base64), or one of :data:`_NOT_CHARSETS`.
+    """
     try:
-        return data.decode(declared)
-    except LookupError:
+        info = codecs.lookup(label)
+    except (LookupError, TypeError, ValueError):  # ValueError: a label with a NUL in it
+        return None
+    # _is_text_encoding is False for the bytes-to-bytes and str-to-str codecs (base64,
+    # rot13); str.decode refuses them, but only once it is called.
+    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_CHARSETS:
+        return None
+    return info.name
+
+
+def _decode_declared(data: bytes, declared: str, path: Path | None) -> str | None:
+    """``data`` decoded with the encoding the file declares, or ``None`` if that fails or
+    the label names no character set of text (:func:`text_codec`)."""
+    name = path.name if path else "text"
+    codec = text_codec(declared)
+    if codec is None:
         logger.info("%s: declares an unknown encoding %r, detecting instead", name, declared)
-    except UnicodeDecodeError:
-        # Files are often saved in another encoding than their header claims.
-        logger.info("%s: does not decode as its declared %s, detecting instead", name, declared)
+        return None
+    try:
+        return data.decode(codec)
+    except UnicodeError:
+        # Files are often saved in another encoding than their header claims. (Any
+        # UnicodeError: a codec may raise its base class rather than UnicodeDecodeError.)
+        logger.info("%s: does not decode as its declared %s, detecting instead", name, codec)
     return None
 
 

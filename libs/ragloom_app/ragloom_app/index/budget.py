@@ -4,12 +4,14 @@ One call of :meth:`FileIndexingPipeline.stream` is one upload (a UI upload, or o
 ``ragloom index add``). Its files, and what its archives unpack to, spend the bytes; the
 chunks its files make spend the chunks. A file that does not fit in what is left fails
 with the reason, and so does every file after the budget is used up; files already
-indexed stay indexed.
+indexed stay indexed. A content that failed on a budget of its own (the time, memory,
+text or chunks one file may take) fails at once for each copy of it later in the upload:
+a zip of a hundred copies of a file that takes the whole time limit costs that time once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragloom.chunking import PER_FILE
@@ -33,6 +35,9 @@ class UploadBudget:
     max_chunks: int = MAX_UPLOAD_CHUNKS
     bytes_spent: int = 0
     chunks_spent: int = 0
+    over_budget: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """The contents (sha256) that failed on a budget of a file, with the reason and the
+    name of the file that did."""
 
     @property
     def bytes_left(self) -> int:
@@ -88,3 +93,16 @@ class UploadBudget:
     def spend_chunks(self, n_chunks: int) -> None:
         """Spend the chunks a file made (it fit: :meth:`chunk_limit` bounded it)."""
         self.chunks_spent += n_chunks
+
+    def note_over_budget(self, digest: str, name: str, reason: str) -> None:
+        """Remember that the content ``digest`` (the file ``name``) failed on a budget."""
+        self.over_budget.setdefault(digest, (reason, name))
+
+    def failed_before(self, digest: str) -> str | None:
+        """Why a copy of the content ``digest`` fails at once (it failed on a budget
+        earlier in this upload), or ``None``."""
+        earlier = self.over_budget.get(digest)
+        if earlier is None:
+            return None
+        reason, name = earlier
+        return f"{reason} (as {name!r}, the same content, earlier in this upload)"

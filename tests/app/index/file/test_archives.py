@@ -11,10 +11,13 @@ import pytest
 from ragloom_app.app import BaseApp
 from ragloom_app.index.base import FileOutcome, IndexingProgress
 from ragloom_app.index.file import FileIndex
+from ragloom_app.index.file.names import MAX_PATH_LENGTH
+from ragloom_app.index.file.transfer import embedding_identity, export_index, import_index
 from ragloom_app.settings import AppSettings
 from tests.helpers.file_index import StoreSetup
 
 GOOD = "# Pumps\n\nThe harbour pumps move seawater uphill at night.\n"
+FILE_INDEX = "ragloom_app.index.file.FileIndex"
 EVIL = b"# Evil\n\nThis file tried to leave the archive folder.\n"
 
 
@@ -145,3 +148,39 @@ def test_zip_is_refused_by_an_index_that_does_not_take_it(tmp_path: Path) -> Non
     (outcome,) = index.get_indexing_pipeline({}).run([archive])
     assert outcome.status == "failed"
     assert outcome.reason.startswith("unsupported file type '.zip'")
+
+
+def test_a_member_name_past_4096_characters_fails_alone(tmp_path: Path, stores: StoreSetup) -> None:
+    app = BaseApp(stores.app_settings(tmp_path / "data")).start()
+    index = app.indices.get("My files")
+    assert isinstance(index, FileIndex)
+    folders = "d/" * 2000  # each part is short: only the whole name is too long
+    longest = f"{folders}{'n' * (MAX_PATH_LENGTH - len('deep.zip/') - len(folders) - 3)}.md"
+    archive = _zip(
+        tmp_path / "deep.zip",
+        {
+            "d/" * 32000 + "notes.txt": "Notes kept thirty-two thousand folders down.",
+            longest: GOOD,
+            "top.md": "# Top\n\nThe top file of the archive.\n",
+        },
+    )
+    outcomes = index.get_indexing_pipeline({}).run([archive])
+    assert [o.status for o in outcomes] == ["failed", "indexed", "indexed"]
+    assert outcomes[0].reason == (
+        "the name in the archive is 64,018 characters long, folders included; the limit is 4,096"
+    )
+    assert len(outcomes[0].name) < 300  # shown cut short
+    assert len(outcomes[1].name) == MAX_PATH_LENGTH
+    assert index.check().clean
+
+    # The longest name it keeps is one an import of the index accepts.
+    spec = app.settings.embeddings[app.settings.default_embedding]
+    identity = embedding_identity(spec, app.embeddings().dimension)
+    export_index(index, tmp_path / "export.zip", identity)
+    moved, _ = import_index(
+        app.indices, tmp_path / "export.zip", identity, type_id=FILE_INDEX, name="Moved"
+    )
+    assert sorted(s["name"] for s in moved.list_sources()) == [
+        f"deep.zip/{longest}",
+        "deep.zip/top.md",
+    ]

@@ -1,5 +1,6 @@
 """The file index: what each file becomes, and stores that always agree."""
 
+import codecs
 import errno
 from dataclasses import replace
 from pathlib import Path
@@ -74,6 +75,26 @@ def test_same_content_is_skipped_unless_reindexed(index: FileIndex, tmp_path: Pa
     assert redone.status == "indexed"
     db, vectors, terms = _chunk_ids(index)
     assert db == vectors == terms and len(db) == first.chunks
+
+
+def test_a_nul_in_a_file_is_stored_alike_in_every_store(index: FileIndex, tmp_path: Path) -> None:
+    # PostgreSQL's text cannot hold U+0000: the chunk rows refused it, so the file failed
+    # there, while Chroma kept it and the full-text store had U+FFFD in its place.
+    (tmp_path / "a.json").write_text('{"title":"hello\\u0000world"}')
+    (tmp_path / "b.txt").write_bytes(
+        codecs.BOM_UTF16_LE + "A note on the pump.\x00 It hums.".encode("utf-16-le")
+    )
+    outcomes = index.get_indexing_pipeline({}).run([tmp_path / "a.json", tmp_path / "b.txt"])
+    assert [o.status for o in outcomes] == ["indexed", "indexed"], [o.reason for o in outcomes]
+    with Session(index.resources.engine) as session:
+        rows = {c.id: c.text for c in session.exec(select(ChunkRecord))}
+    assert sorted(rows.values()) == [
+        "A note on the pump.\ufffd It hums.",
+        "title: hello\ufffdworld",
+    ]
+    terms = {i: c.text for i, c in index.fulltext_store.chunks(sorted(rows)).items()}
+    assert rows == terms and index.vector_store.ids() == set(rows)
+    assert index.check().clean
 
 
 @pytest.mark.parametrize(

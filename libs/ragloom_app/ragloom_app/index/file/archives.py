@@ -22,7 +22,7 @@ from ragloom.loaders.archive import ArchiveContents, ZipLimits, expand_zip
 from ragloom_app.errors import user_error
 from ragloom_app.index.base import FileOutcome, IndexingProgress
 from ragloom_app.index.budget import UploadBudget
-from ragloom_app.index.file.names import UnsafeNameError, clean_name
+from ragloom_app.index.file.names import MAX_PATH_LENGTH, UnsafeNameError, clean_name
 from ragloom_app.index.file.worklock import WorkLock, is_busy
 
 __all__ = [
@@ -149,7 +149,8 @@ def member_display_name(archive_name: str, member_name: str) -> str:
 
     Every part of the member's path is cleaned as an upload's name is
     (:func:`~ragloom_app.index.file.names.clean_name`: invisible characters removed, NFC);
-    raises :class:`UnsafeNameError` for a part it refuses or a path that leaves the archive.
+    raises :class:`UnsafeNameError` for a part it refuses, a path that leaves the archive,
+    or a whole name over :data:`~ragloom_app.index.file.names.MAX_PATH_LENGTH` characters.
     """
     parts = PurePosixPath(member_name).parts
     if not parts:
@@ -159,7 +160,16 @@ def member_display_name(archive_name: str, member_name: str) -> str:
         if part in {".", "..", "/"} or "\\" in part:
             raise UnsafeNameError(f"unsafe path in the archive: {shown_member_name(member_name)}")
         cleaned.append(clean_name(part))
-    return f"{archive_name}/{'/'.join(cleaned)}"
+    shown = f"{archive_name}/{'/'.join(cleaned)}"
+    # Each part is at most 255 characters, but a zip may nest thousands of folders: a
+    # 64,000-character name went into every chunk's metadata, and an export of the index
+    # could not be imported.
+    if len(shown) > MAX_PATH_LENGTH:
+        raise UnsafeNameError(
+            f"the name in the archive is {len(shown):,} characters long, folders included; "
+            f"the limit is {MAX_PATH_LENGTH:,}"
+        )
+    return shown
 
 
 def shown_member_name(member_name: str, limit: int = 200) -> str:

@@ -27,9 +27,20 @@ from __future__ import annotations
 import unicodedata
 from pathlib import PurePosixPath, PureWindowsPath
 
-__all__ = ["MAX_NAME_LENGTH", "UnsafeNameError", "clean_name", "safe_display_name"]
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "MAX_PATH_LENGTH",
+    "UnsafeNameError",
+    "clean_name",
+    "safe_display_name",
+]
 
+#: Characters in a file's name, or in each part of an archive member's path.
 MAX_NAME_LENGTH = 255
+#: Characters in an archive member's whole name (``archive.zip/folder/…/file.md``), which
+#: every chunk of it carries in its metadata: Linux's PATH_MAX, and what an index import
+#: accepts, so that a file indexed from an archive can always be exported and imported.
+MAX_PATH_LENGTH = 4096
 
 # Embeddings, overrides and isolates: they reorder the text that follows them.
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")

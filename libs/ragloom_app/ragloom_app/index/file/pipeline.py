@@ -339,7 +339,9 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
                         source_id=busy.id,
                     )
             if budget is not None:
-                over = budget.spend_file(path) if spend_bytes else budget.used_up()
+                # A copy of a content that took a whole budget of a file: not read again.
+                over = budget.failed_before(digest)
+                over = over or (budget.spend_file(path) if spend_bytes else budget.used_up())
                 if over:
                     return FileOutcome(name, "failed", reason=over)
             if existing is not None and existing.status != SourceStatus.INDEXED:

@@ -24,7 +24,7 @@ from sqlmodel import Session, select
 
 from ragloom.chunking import PER_FILE
 from ragloom.indexing import FileIngestor
-from ragloom.loaders import LoaderError
+from ragloom.loaders import FileBudgetError, LoaderError
 from ragloom.sandbox import SandboxStopped
 from ragloom.schema import Chunk
 from ragloom_app.db.models import Source, SourceStatus
@@ -126,7 +126,7 @@ class SourceSteps:
                 reason = f"could not store the file: {exc.strerror or exc}"
                 self._fail(source_id, reason)
                 return FileOutcome(name, "failed", reason=reason, source_id=source_id)
-            chunks = self._chunked(source_id, stored, name, budget)
+            chunks = self._chunked(source_id, stored, name, budget, digest)
             if isinstance(chunks, FileOutcome):
                 return chunks
             return PreparedFile(source_id, name, digest, chunks, held.pop_all())
@@ -155,14 +155,22 @@ class SourceSteps:
         return self._finish(source_id, name, chunks, self._embedded(chunks))
 
     def _chunked(
-        self, source_id: str, stored: Path, name: str, budget: UploadBudget | None
+        self,
+        source_id: str,
+        stored: Path,
+        name: str,
+        budget: UploadBudget | None,
+        digest: str | None = None,
     ) -> list[Chunk] | FileOutcome:
-        """The chunks of a source's stored copy, or its failure (already recorded)."""
+        """The chunks of a source's stored copy, or its failure (already recorded). A
+        failure on a budget is noted in the upload's ``budget`` under ``digest``."""
         try:
             return self._chunk_within(stored, source_id, name, budget)
         except SandboxStopped:
             raise  # the app is stopping: nothing is known of the file (see .attempts)
         except LoaderError as exc:
+            if isinstance(exc, FileBudgetError) and budget is not None and digest is not None:
+                budget.note_over_budget(digest, name, exc.reason)
             self._fail(source_id, exc.reason)
             return FileOutcome(name, "failed", reason=exc.reason, source_id=source_id)
         except Exception as exc:

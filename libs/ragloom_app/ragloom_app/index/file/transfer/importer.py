@@ -21,7 +21,7 @@ from ragloom.schema import Chunk
 from ragloom.storable import storable_text
 from ragloom_app.db.models import LOCAL_USER, Source, SourceStatus
 from ragloom_app.index.file.index import FileIndex
-from ragloom_app.index.file.names import UnsafeNameError, clean_name
+from ragloom_app.index.file.names import MAX_PATH_LENGTH, UnsafeNameError, clean_name
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
 from ragloom_app.index.file.source_rows import record_indexed
 from ragloom_app.index.file.transfer.format import (
@@ -45,7 +45,6 @@ _COMPRESSIONS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)  # what an export wri
 # What reading a member raises when its bytes are damaged; caught where they are read.
 _DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError)
 _MAX_OFFSET = 2**31 - 1  # a page or a character offset: PostgreSQL's integer
-_MAX_NAME_CHARS = 4096  # an archive member's name: the archive's and its folders'
 
 
 def import_index(
@@ -263,7 +262,7 @@ class _SourceFields:
 
 def _checked_name(raw: object) -> str:
     """A file's name as an upload's is cleaned; an archive member's has ``/`` in it."""
-    if not isinstance(raw, str) or len(raw) > _MAX_NAME_CHARS:
+    if not isinstance(raw, str) or len(raw) > MAX_PATH_LENGTH:
         raise ValueError("a file name")
     return "/".join(clean_name(part) for part in raw.split("/"))
 
