@@ -150,7 +150,23 @@ def test_index_list_names_an_index_left_out_and_why(
     assert listed["Plugin notes"]["unavailable"].startswith("Starting the index")
 
 
-@pytest.mark.parametrize("failure", ["settings", "retrievers", "search"])
+def test_an_index_type_whose_settings_fail_is_left_out_at_start_and_shown(
+    data_dir: Path,
+) -> None:
+    """Its search form could not be drawn (the web UI, /modes): the plugin is left out when
+    it registers, and its index with it; the other index answers."""
+    PluginIndex.failure = "settings"
+    app = _start(data_dir)
+    assert [index.name for index in app.indices.indices] == ["My files"]
+    assert "Plugin notes" in app.indices.unavailable
+    page = plugins_page_html(app)
+    assert "get_user_settings() raised RuntimeError" in page and SECRET not in page
+    record, _ = _answer(app)
+    assert record["answer"] == "The documents say so [1]."
+    assert [c["source"] for c in record["citations"]] == ["reactor.md"]
+
+
+@pytest.mark.parametrize("failure", ["retrievers", "search"])
 def test_an_index_whose_retrievers_fail_is_left_out_of_the_answer(
     data_dir: Path, failure: str, caplog: pytest.LogCaptureFixture
 ) -> None:
