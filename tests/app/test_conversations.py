@@ -150,3 +150,11 @@ def test_an_answer_holds_its_conversation_on_every_database_and_a_dead_ones_hold
     time.sleep(0.3)
     with store.answering(cid, "alice", 60):
         pass
+    # An answer that outlived its hold gives back its own hold only, not the next one's.
+    outlived = store.answering(cid, "alice", 0.2)
+    outlived.__enter__()
+    time.sleep(0.3)
+    with store.answering(cid, "alice", 60):
+        outlived.__exit__(None, None, None)
+        with pytest.raises(ConversationBusyError), store.answering(cid, "alice", 60):
+            pass  # pragma: no cover - never entered

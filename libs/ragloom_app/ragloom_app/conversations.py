@@ -235,6 +235,9 @@ class ConversationStore:
         free = or_(
             col(Conversation.answering_until).is_(None), col(Conversation.answering_until) < now
         )
+        # The hold's own mark: its release clears this hold only, not one taken after it
+        # lapsed (an answer that outlived it must not free the conversation under another).
+        until = now + timedelta(seconds=seconds)
         with Session(self.engine) as session:
             taken = session.exec(
                 update(Conversation)
@@ -243,7 +246,7 @@ class ConversationStore:
                     col(Conversation.owner) == owner,
                     free,
                 )
-                .values(answering_until=now + timedelta(seconds=seconds))
+                .values(answering_until=until)
             )
             session.commit()
         if taken.rowcount != 1:
@@ -259,7 +262,10 @@ class ConversationStore:
             with Session(self.engine) as session:
                 session.exec(
                     update(Conversation)
-                    .where(col(Conversation.id) == conversation_id)
+                    .where(
+                        col(Conversation.id) == conversation_id,
+                        col(Conversation.answering_until) == until,
+                    )
                     .values(answering_until=None)
                 )
                 session.commit()
