@@ -2,8 +2,8 @@
 of one user cannot fill the queue and leave every other user "busy".
 
 A live server with login on, its answers slowed (the shared "answer" slot takes one at a
-time); bob sends questions through gradio's own client until his are refused, and alice
-is still served.
+time); bob sends questions through gradio's own client, and through its HTTP API, until
+his are refused, and alice is still taken meanwhile.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -23,6 +24,8 @@ from tests.helpers.ports import free_port
 from tests.helpers.scripted_app import scripted_app
 
 PASSWORD = "correct horse battery"
+QUESTION = ("How hot does the reactor run?", "fullqa", None)
+REFUSED = (429, "2 of your requests are waiting already: let them end")
 SLOW = {
     "slow": {
         "class": "tests.helpers.misbehaving_llms.SlowLLM",
@@ -32,10 +35,9 @@ SLOW = {
 }
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[str, BaseApp]]:
+def _serve(tmp_path: Path, **settings: Any) -> Iterator[tuple[str, BaseApp]]:
     docs = {"r.md": "# Reactor\n\nThe Zorblax reactor runs at 451 kelvin.\n"}
-    app = scripted_app(tmp_path, SLOW, docs, require_login=True, queue_max_per_user=2)
+    app = scripted_app(tmp_path, SLOW, docs, queue_max_per_user=2, **settings)
     for name in ("alice", "bob"):
         app.accounts.add_user(name, PASSWORD)
     port = free_port()
@@ -46,37 +48,75 @@ def server(tmp_path: Path) -> Iterator[tuple[str, BaseApp]]:
         running.close()
 
 
-def _client(url: str, name: str) -> Client:
-    """Gradio's client, with the session cookie of ``name``'s login."""
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, BaseApp]]:
+    yield from _serve(tmp_path, require_login=True)
+
+
+def _cookie(url: str, name: str) -> str:
+    """The session cookie of ``name``'s login through the form."""
     browser = httpx.Client(base_url=url, headers={"Origin": url.rstrip("/")}, timeout=30)
     found = re.search(r'name="csrf" value="([^"]+)"', browser.get("/login").text)
     assert found
     browser.post("/login", data={"name": name, "password": PASSWORD, "csrf": found[1]})
-    cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
-    return Client(url, headers={"Cookie": cookie}, verbose=False)
+    return "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
 
 
-def test_one_users_waiting_questions_are_bounded_and_others_are_served(
+def _client(url: str, name: str | None) -> Client:
+    headers = {"Cookie": _cookie(url, name)} if name else {}
+    return Client(url, headers=headers, verbose=False)
+
+
+def _refusal(job: Any) -> tuple[int, str] | None:
+    """How ``job`` was refused at the door, or ``None`` if it was taken."""
+    try:
+        job.result(timeout=60)
+    except httpx.HTTPStatusError as exc:
+        return exc.response.status_code, exc.response.text
+    return None
+
+
+def test_one_users_waiting_questions_are_bounded_and_others_are_taken(
     server: tuple[str, BaseApp],
 ) -> None:
     url, _ = server
     # A page session each (one client's jobs take turns in its session).
     bobs, alice = [_client(url, "bob") for _ in range(6)], _client(url, "alice")
-    question = ("How hot does the reactor run?", "fullqa", None)
-    jobs = [bob.submit(*question, api_name="/ask") for bob in bobs]
-    refused = []
-    for job in jobs:
-        try:
-            job.result(timeout=60)
-        except httpx.HTTPStatusError as exc:
-            refused.append((exc.response.status_code, exc.response.text))
+    jobs = [bob.submit(*QUESTION, api_name="/ask") for bob in bobs]
+    deadline = time.monotonic() + 30
+    while sum(job.done() for job in jobs) < 3:  # refused ones end at once
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    # While his wait, alice's question is taken (it waits its turn behind them).
+    assert "451 kelvin" in str(alice.predict(*QUESTION, api_name="/ask"))
+    refused = [r for r in map(_refusal, jobs) if r is not None]
     # Two waiting (and one running, if it had started by then): the rest of his were
     # refused at once, in words.
-    assert len(refused) in (3, 4), refused
-    assert set(refused) == {(429, "2 of your requests are waiting already: let them end")}
-    started = time.monotonic()
-    while not all(job.done() for job in jobs):
-        assert time.monotonic() - started < 60
-        time.sleep(0.1)
-    answer = alice.predict(*question, api_name="/ask")
-    assert "451 kelvin" in str(answer)
+    assert len(refused) in (3, 4) and set(refused) == {REFUSED}, refused
+
+
+def test_the_api_routes_that_queue_an_event_count_alike(server: tuple[str, BaseApp]) -> None:
+    url, _ = server
+    params = _client(url, "bob").view_api(return_format="dict", print_info=False)
+    defaults = [p.get("parameter_default") for p in params["named_endpoints"]["/ask"]["parameters"]]
+    body = {"data": [*QUESTION, *defaults[len(QUESTION) :]]}
+    bob = httpx.Client(base_url=url, headers={"Cookie": _cookie(url, "bob")}, timeout=30)
+    answers = [bob.post("/gradio_api/call/ask", json=body) for _ in range(6)]
+    statuses = [answer.status_code for answer in answers]
+    assert statuses.count(429) in (3, 4) and set(statuses) <= {200, 429}, statuses
+    refused = next(answer for answer in answers if answer.status_code == 429)
+    assert refused.text == REFUSED[1]
+
+
+@pytest.fixture
+def local_server(tmp_path: Path) -> Iterator[tuple[str, BaseApp]]:
+    yield from _serve(tmp_path)
+
+
+def test_without_login_everyone_is_the_local_user_and_shares_the_whole_queue(
+    local_server: tuple[str, BaseApp],
+) -> None:
+    url, _ = local_server
+    clients = [_client(url, None) for _ in range(5)]
+    jobs = [client.submit(*QUESTION, api_name="/ask") for client in clients]
+    assert [_refusal(job) for job in jobs] == [None] * 5

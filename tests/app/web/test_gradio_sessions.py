@@ -88,6 +88,12 @@ def test_a_session_hash_serves_the_user_who_used_it_first(server: tuple[str, Any
         assert sent.status_code == 403, own
     two = "/gradio_api/queue/data?session_hash=bobsess0001&session_hash=" + ALICES
     assert bob.get(two).status_code == 403
+    # Her hash in a media stream's path; a form (gradio reads a session from its fields
+    # on component_server), which goes to the upload route only.
+    assert bob.get(f"/gradio_api/stream/{ALICES}/0/1/playlist.m3u8").status_code == 403
+    form = {"session_hash": ALICES, "component_id": "1", "fn_name": "x", "data": "[]"}
+    sent = bob.post("/gradio_api/component_server", files={"file": ("a", b"x")}, data=form)
+    assert sent.status_code == 415
     padded = {**body, "data": ["x" * 300_000]}
     assert bob.post("/gradio_api/queue/join", json=padded).status_code == 413
     nested = "[" * 5000 + "]" * 5000  # past Python's stack: not JSON gradio reads either

@@ -22,6 +22,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ragloom_app.db.models import LOCAL_USER
 from ragloom_app.web.login import UserLookup
 from ragloom_app.web.refusals import refusal
 
@@ -31,10 +32,15 @@ MAX_BOUND_SESSIONS = 50_000
 """Session hashes remembered; past that the least recently used is forgotten."""
 _MAX_JSON_BYTES = 256 * 1024
 _PREFIX = "/gradio_api/"
+_JOIN_PATHS = tuple(_PREFIX + route for route in ("queue/join", "call/", "run/"))
 
 
 class _BodyTooLarge(Exception):
     """A JSON body past ``_MAX_JSON_BYTES``: its session cannot be read, so it is refused."""
+
+
+class _FormElsewhere(Exception):
+    """A form body (``multipart/``) to a route other than the upload's: refused."""
 
 
 class SessionBinding:
@@ -83,13 +89,22 @@ class SessionBinding:
             refused = refusal(path, 413, f"a JSON body is {_MAX_JSON_BYTES} bytes at most")
             await refused(scope, receive, send)
             return
+        except _FormElsewhere:
+            # Gradio reads a session from a form's fields too (component_server), which
+            # this does not parse; Ragloom's page sends forms to the upload route alone.
+            refused = refusal(path, 415, "a form body is taken by the upload route only")
+            await refused(scope, receive, send)
+            return
         # Every hash the request names is checked: gradio reads the body's on some routes
         # and the query's on others, so one of this user's in the query must not carry
         # another's in the body.
         if not all([self._bind(session, user) for session in sessions]):
             await refusal(path, 403, "that page session is another user's")(scope, receive, send)
             return
-        if path != _PREFIX + "queue/join" or self.waiting is None:
+        # Every route that puts an event in gradio's queue (the page's queue/join, and the
+        # API's call/ and run/); the local user, who is everyone without login, unbounded.
+        joins = scope["method"] == "POST" and path.startswith(_JOIN_PATHS)
+        if not joins or self.waiting is None or user == LOCAL_USER:
             await self.app(scope, receive, send)
             return
         # Counted and let in with no await between: joins sent together see each other.
@@ -128,14 +143,21 @@ class SessionBinding:
         the ``receive`` to pass on (the body replayed if it was read).
 
         A body is read as JSON whatever its content type says (gradio parses some that
-        are labelled ``text/plain``), except an upload's (``multipart/form-data``).
+        are labelled ``text/plain``); a form (``multipart/``) is the upload route's alone,
+        elsewhere :class:`_FormElsewhere`.
         """
         named = [h for h in request.query_params.getlist("session_hash") if h]
-        rest = scope["path"][len(_PREFIX) :]
-        if rest.startswith("heartbeat/") and rest.split("/", 2)[1]:
-            named.append(rest.split("/", 2)[1])
+        parts = scope["path"][len(_PREFIX) :].split("/")
+        if parts[0] == "heartbeat" and len(parts) > 1 and parts[1]:
+            named.append(parts[1])
+        if parts[0] == "stream" and len(parts) >= 4 and parts[1]:  # a media stream's
+            named.append(parts[1])
         content_type = request.headers.get("content-type", "").lower()
-        if scope["method"] != "POST" or content_type.startswith("multipart/"):
+        if content_type.startswith("multipart/"):
+            if scope["path"].startswith(_PREFIX + "upload"):
+                return named, receive  # files, no session: read by gradio as they stream
+            raise _FormElsewhere
+        if scope["method"] != "POST":
             return named, receive
         body = b""
         more = True
