@@ -10,6 +10,7 @@ import pytest
 
 from ragloom.stores.base import StoreUnavailableError
 from ragloom_app.index.file import FileIndex
+from tests.helpers.scripted_llm import ScriptedLLM
 
 SECRET = "# Launch\n\nThe launch password is Quillfeather, kept by the night shift.\n"
 PUBLIC = "# Canteen\n\nThe canteen serves lunch from noon to two, run by the night shift.\n"
@@ -31,21 +32,23 @@ def _names(index: FileIndex, question: str, mode: str, selected: list[str] | Non
     return {hit.chunk.source_name for hit in retriever(question)}
 
 
-def test_a_removal_cut_short_by_the_vector_store_hides_the_file_from_every_search(
-    index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("away_store", ["vector_store", "fulltext_store"])
+def test_a_removal_cut_short_by_a_store_hides_the_file_from_every_search(
+    index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, away_store: str
 ) -> None:
     ids = _indexed(index, tmp_path / "docs")
 
     def away(source_id: str) -> None:
-        raise StoreUnavailableError("the Chroma server cannot be reached")
+        raise StoreUnavailableError("the store's server cannot be reached")
 
     with monkeypatch.context() as patch:
-        patch.setattr(index.vector_store, "delete_source", away)
+        patch.setattr(getattr(index, away_store), "delete_source", away)
         with pytest.raises(StoreUnavailableError):
             index.remove_source("secret.md")
     statuses = {s["name"]: s["status"] for s in index.list_sources()}
     assert statuses == {"secret.md": "removing", "public.md": "indexed"}
-    assert index.vector_store.count() > 0  # the secret's vectors are still in Chroma
+    if away_store == "fulltext_store":  # the secret's text is still in it, to be found
+        assert index.fulltext_store.find_terms(["quillfeather"], None) == {"quillfeather": True}
     question = "What is the launch password kept by the night shift?"
     for mode in ("hybrid", "vector", "fulltext"):
         # Nothing selected, and the selection of every file the user still sees, which
@@ -55,6 +58,12 @@ def test_a_removal_cut_short_by_the_vector_store_hides_the_file_from_every_searc
             assert found == {"public.md"}, (mode, selected)
         # Even selected by id (the list a client had before the removal).
         assert _names(index, question, mode, [ids["secret.md"]]) == set(), mode
+    # A reranking LLM (maybe a hosted one) is never shown the file's chunks either.
+    judge = ScriptedLLM(replies=["yes"], repeat_last=True)
+    (reranked,) = index.get_retriever_pipelines({"rerank": True, "top_k": 2, "llm": judge})
+    assert {hit.chunk.source_name for hit in reranked(question)} == {"public.md"}
+    shown = [message.content for prompt in judge.prompts for message in prompt]
+    assert shown and not any("Quillfeather" in text for text in shown)
     assert index.find_terms(["quillfeather", "canteen"]) == {
         "quillfeather": False,
         "canteen": True,

@@ -222,17 +222,18 @@ class FileIndex(BaseIndex):
         else:
             prior = DefinitionPrior() if values["definition_prior"] else None
             retriever = HybridRetriever(retrievers=[vector, fulltext], top_k=top_k, prior=prior)
+        hidden = self.unsearchable_source_ids()
+        if hidden:
+            # Below any reranker: an LLM judging candidates must never read those chunks.
+            retriever = ExcludingRetriever(
+                inner=retriever, excluded_ids=sorted(hidden), top_k=top_k
+            )
         rerankers = self._rerankers(values, settings.get("llm"))
         if rerankers:
             retriever = RerankingRetriever(inner=retriever, rerankers=rerankers, top_k=top_k)
         sources = self.selection_filter(selected)
         if sources is not None:
             retriever = RestrictedRetriever(inner=retriever, source_ids=sources, top_k=top_k)
-        hidden = self.unsearchable_source_ids()
-        if hidden:
-            retriever = ExcludingRetriever(
-                inner=retriever, excluded_ids=sorted(hidden), top_k=top_k
-            )
         return [retriever]
 
     def find_terms(
