@@ -72,3 +72,20 @@ def test_a_failed_probe_is_tried_again_once_its_time_is_up(
 
     # Asked after the failure's time was up, then never again: an answer is kept.
     assert endpoint.model_listings == 2
+
+
+def test_a_server_still_starting_is_asked_again_soon(
+    endpoint: FakeEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 503 (a llama.cpp server loading its model) is no answer about the route: the kind
+    is asked again after seconds, not minutes, so its grammars (reranking) come back."""
+    monkeypatch.setattr(openai_compat, "DETECT_RETRY_TRANSIENT_SECONDS", 0.3)
+    endpoint.models_status = 503
+    chat = OpenAIChat(base_url=endpoint.url, model="fake", max_retries=0)
+    chat.run(QUESTION)
+    assert endpoint.model_listings == 1
+    time.sleep(0.4)
+    endpoint.models_status = 200
+    chat.run(QUESTION)
+    chat.run(QUESTION)
+    assert endpoint.model_listings == 2

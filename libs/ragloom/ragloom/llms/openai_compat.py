@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -49,10 +48,12 @@ from ragloom.llms.base import (
     LLMStreamItem,
     Usage,
 )
-from ragloom.llms.fair_lock import FairSemaphore
 from ragloom.llms.openai_replies import chunk_parts, completion_parts, reported_usage
+from ragloom.llms.openai_requests import endpoint_turn, translated_errors
 from ragloom.llms.openai_server import (
+    DETECT_NO_ROUTE_STATUSES,
     DETECT_RETRY_SECONDS,
+    DETECT_RETRY_TRANSIENT_SECONDS,
     SERVER_KINDS,
     TOKENIZE_PATHS,
     TOKENIZE_RETRY_SECONDS,
@@ -72,9 +73,6 @@ _TOKEN_CACHE_SIZE = 4096
 # Tokens a chat template adds around each message, for the estimate when a server sends no
 # usage (ChatML: "<|im_start|>role\n" ... "<|im_end|>\n").
 _TOKENS_PER_MESSAGE = 4
-# Endpoint URL -> the requests it may take at once from this process (see the docstring).
-_ENDPOINT_SLOTS: dict[str, FairSemaphore] = {}
-_SLOTS_LOCK = threading.Lock()
 
 
 class OpenAIChat(ChatLLM):
@@ -364,14 +362,20 @@ class OpenAIChat(ChatLLM):
                 with self._translated_errors():
                     detected = kind_from_listing(self._client().models.list().data)
             except LLMError as exc:
+                status = getattr(exc.__cause__, "status_code", None)
+                wait = (
+                    DETECT_RETRY_SECONDS
+                    if status in DETECT_NO_ROUTE_STATUSES
+                    else DETECT_RETRY_TRANSIENT_SECONDS
+                )
                 logger.warning(
                     "cannot tell what kind of server %s is (%s): sending it nothing "
                     "server-specific, asking again in %g s",
                     self.endpoint,
                     exc,
-                    DETECT_RETRY_SECONDS,
+                    wait,
                 )
-                retry_at: float | None = time.monotonic() + DETECT_RETRY_SECONDS
+                retry_at: float | None = time.monotonic() + wait
                 self._detected_server = ("other", retry_at)
                 return "other"
             logger.info("%s looks like %s", self.endpoint, detected)
@@ -406,43 +410,10 @@ class OpenAIChat(ChatLLM):
             self._tokenize_retry_at = time.monotonic() + TOKENIZE_RETRY_SECONDS
         return count
 
-    @contextlib.contextmanager
-    def _turn(self) -> Iterator[None]:
+    def _turn(self) -> contextlib.AbstractContextManager[None]:
         """Hold one of the endpoint's request slots for the block (a whole stream)."""
-        if self.max_concurrent < 1:
-            raise LLMError(f"max_concurrent must be at least 1, not {self.max_concurrent}")
-        endpoint = self.endpoint
-        with _SLOTS_LOCK:
-            # First come, first served: a thread calling back to back cannot keep a slot
-            # from one that waits until its timeout.
-            slots = _ENDPOINT_SLOTS.setdefault(endpoint, FairSemaphore(self.max_concurrent))
-        if not slots.acquire(timeout=self.timeout):
-            raise LLMError(
-                f"{endpoint} is busy with the requests this server sent it: none ended "
-                f"within {self.timeout:g} s (max_concurrent)"
-            )
-        try:
-            yield
-        finally:
-            slots.release()
+        return endpoint_turn(self.endpoint, self.max_concurrent, self.timeout)
 
-    @contextlib.contextmanager
-    def _translated_errors(self) -> Iterator[None]:
+    def _translated_errors(self) -> contextlib.AbstractContextManager[None]:
         """Turn ``openai`` exceptions into :class:`LLMError` naming the endpoint and status."""
-        import openai
-
-        try:
-            yield
-        except openai.APIStatusError as exc:
-            raise LLMError(
-                f"{self.endpoint} answered HTTP {exc.status_code}: {exc.message}"
-            ) from exc
-        except openai.APITimeoutError as exc:
-            raise LLMError(f"{self.endpoint} did not answer within {self.timeout} s") from exc
-        except openai.APIConnectionError as exc:
-            cause = exc.__cause__ or exc
-            raise LLMError(f"cannot reach {self.endpoint}: {exc.message} ({cause})") from exc
-        except openai.OpenAIError as exc:
-            raise LLMError(f"{self.endpoint} failed: {exc}") from exc
-        except ValueError as exc:  # a streamed piece that is not JSON (json.JSONDecodeError)
-            raise LLMError(f"{self.endpoint} sent a reply that is not JSON: {exc}") from exc
+        return translated_errors(self.endpoint, self.timeout)

@@ -40,6 +40,13 @@ TOKENIZE_RETRY_SECONDS = 60.0
 # again: long enough that requests do not each pay for the failing probe, short enough
 # that a server started after Ragloom is recognised within minutes.
 DETECT_RETRY_SECONDS = 300.0
+# After /models failed for a while only (no answer, a 5xx: a server still starting or
+# loading its model), how long until it is asked again: a llama.cpp server is recognised
+# (its grammars, used by reranking) as soon as it is up.
+DETECT_RETRY_TRANSIENT_SECONDS = 5.0
+# The answers that say the route is not there (or not ours): asked again only after
+# DETECT_RETRY_SECONDS.
+DETECT_NO_ROUTE_STATUSES = frozenset({401, 403, 404, 405})
 # One /models probe at a time per endpoint (the model objects of an endpoint wait for one
 # answer instead of each asking; a slow endpoint does not hold up the others).
 _DETECT_LOCKS: dict[str, threading.Lock] = {}

@@ -1,0 +1,61 @@
+"""What every request to an OpenAI-compatible endpoint goes through: a turn among the
+endpoint's request slots (:func:`endpoint_turn`), and the ``openai`` package's errors in
+words that name the endpoint (:func:`translated_errors`)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+from ragloom.llms.base import LLMError
+from ragloom.llms.fair_lock import FairSemaphore
+
+__all__ = ["endpoint_turn", "translated_errors"]
+
+# Endpoint URL -> the requests it may take at once from this process (``max_concurrent``
+# of the first model object that asked; every model object of the endpoint shares them).
+_ENDPOINT_SLOTS: dict[str, FairSemaphore] = {}
+_SLOTS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def endpoint_turn(endpoint: str, max_concurrent: int, timeout: float) -> Iterator[None]:
+    """Hold one of ``endpoint``'s request slots for the block (a whole stream); an
+    :class:`LLMError` saying the endpoint is busy when none was free within ``timeout``."""
+    if max_concurrent < 1:
+        raise LLMError(f"max_concurrent must be at least 1, not {max_concurrent}")
+    with _SLOTS_LOCK:
+        # First come, first served: a thread calling back to back cannot keep a slot
+        # from one that waits until its timeout.
+        slots = _ENDPOINT_SLOTS.setdefault(endpoint, FairSemaphore(max_concurrent))
+    if not slots.acquire(timeout=timeout):
+        raise LLMError(
+            f"{endpoint} is busy with the requests this server sent it: none ended "
+            f"within {timeout:g} s (max_concurrent)"
+        )
+    try:
+        yield
+    finally:
+        slots.release()
+
+
+@contextlib.contextmanager
+def translated_errors(endpoint: str, timeout: float) -> Iterator[None]:
+    """Turn ``openai`` exceptions into :class:`LLMError` naming ``endpoint`` and what it
+    answered (the ``openai`` exception kept as the cause)."""
+    import openai
+
+    try:
+        yield
+    except openai.APIStatusError as exc:
+        raise LLMError(f"{endpoint} answered HTTP {exc.status_code}: {exc.message}") from exc
+    except openai.APITimeoutError as exc:
+        raise LLMError(f"{endpoint} did not answer within {timeout} s") from exc
+    except openai.APIConnectionError as exc:
+        cause = exc.__cause__ or exc
+        raise LLMError(f"cannot reach {endpoint}: {exc.message} ({cause})") from exc
+    except openai.OpenAIError as exc:
+        raise LLMError(f"{endpoint} failed: {exc}") from exc
+    except ValueError as exc:  # a streamed piece that is not JSON (json.JSONDecodeError)
+        raise LLMError(f"{endpoint} sent a reply that is not JSON: {exc}") from exc
