@@ -37,12 +37,21 @@ PASSWORD = "correct horse battery"
         # The forms addresses come in: IPv4 on a dual-stack socket, brackets, a port.
         ("::ffff:10.0.0.2", ["203.0.113.9"], "203.0.113.9"),
         ("10.0.0.2", ["[2001:db8::1]:443"], "2001:db8::1"),
+        # Loopback read through a proxy is no local client: never spared the limit.
+        ("127.0.0.1", ["127.0.0.1"], "127.0.0.1"),  # no proxy trusted on loopback here
+        ("10.0.0.2", ["127.0.0.1"], "127.0.0.1 via a proxy"),
     ],
 )
 def test_the_client_is_the_first_address_from_the_right_that_no_trusted_proxy_has(
     peer: str, forwarded_for: list[str], client: str
 ) -> None:
     assert client_address(peer, forwarded_for, PROXIES) == client
+
+
+def test_a_local_proxy_reached_by_a_header_it_cannot_read_is_no_local_client() -> None:
+    local = proxy_networks(["127.0.0.1"])
+    assert client_address("127.0.0.1", ["not an address"], local) == "127.0.0.1 via a proxy"
+    assert client_address("127.0.0.1", ["203.0.113.9"], local) == "203.0.113.9"
 
 
 def test_only_the_right_end_of_a_huge_header_is_read() -> None:

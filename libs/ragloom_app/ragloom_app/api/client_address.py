@@ -4,7 +4,10 @@ The peer's address, unless the peer is a reverse proxy the admin trusts
 (``TRUSTED_PROXIES``): then the address that proxy says it forwarded for, in
 ``X-Forwarded-For``. Every proxy appends the address it was reached from, so the header
 is read from the right, past the trusted proxies, to the first address that is not one of
-them: what is left of it was written by the client, and could say anything.
+them: what is left of it was written by the client, and could say anything. So list
+proxies only: a client inside a listed network could name any address. An address found
+so that is loopback is returned as ``"127.0.0.1 via a proxy"``: it is not this machine's
+own client, which alone is spared the per-address limit.
 """
 
 from __future__ import annotations
@@ -67,6 +70,11 @@ def client_address(peer: str, forwarded_for: Sequence[str], proxies: Sequence[Ne
         nearest = address
         if not _trusted(address, proxies):
             break
+    if nearest is not None and nearest.is_loopback:
+        # Not this machine's own client: a loopback address is spared the per-address
+        # limit, and one read through a proxy (or the local proxy itself, reached by a
+        # header it could not read) must not be.
+        return f"{nearest} via a proxy"
     return str(nearest)
 
 
