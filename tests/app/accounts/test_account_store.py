@@ -137,6 +137,36 @@ def test_a_login_checked_while_the_password_changed_opens_no_session(
     assert store.login("alice", "the admin's new password")[0].name == "alice"
 
 
+def test_two_logins_at_once_both_open_though_one_rehashed_the_password(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a change of the hash's parameters every login rehashes: the one whose check
+    ended second found the hash changed, though the password was the same."""
+    store = AccountStore(create_db_engine(database_url))
+    store.add_user("alice", PASSWORD)
+    verify = store_module.verify_password
+    other_login_done = False
+
+    def the_other_login_rehashes_meanwhile(stored: str, password: str) -> bool:
+        nonlocal other_login_done
+        ok = verify(stored, password)
+        if not other_login_done:
+            other_login_done = True
+            with Session(store.engine) as session:
+                record = session.exec(select(UserRecord)).one()
+                record.password_hash = store_module.hash_password(PASSWORD)
+                session.add(record)
+                session.commit()
+        return ok
+
+    monkeypatch.setattr(store_module, "verify_password", the_other_login_rehashes_meanwhile)
+    monkeypatch.setattr(store_module, "needs_rehash", lambda stored: True)
+    user, token = store.login("alice", PASSWORD, "10.0.0.1")
+    assert user.name == "alice" and store.session_user(token) == user
+    monkeypatch.undo()
+    assert store.login("alice", PASSWORD)[0].name == "alice"
+
+
 def test_a_login_the_database_failed_counts_no_failure(
     store: AccountStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

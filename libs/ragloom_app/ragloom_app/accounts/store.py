@@ -247,6 +247,23 @@ class AccountStore(ApiKeyStore):
         # No transaction stays open through the check (a core for ~0.15 s).
         if not verify_password(checked, password) or user is None:
             raise LoginRefused("the name or the password is not right")
+        opened = self._open_session(user, password, checked)
+        if opened is None:
+            # The hash changed since the read: a new password or a disabling (refused), or
+            # another login of the same password rehashing it (checked again, once).
+            with Session(self.engine) as session:
+                record = session.get(UserRecord, user.id)
+                now_hash = None if record is None or record.disabled else record.password_hash
+            if now_hash is not None and now_hash != checked and verify_password(now_hash, password):
+                opened = self._open_session(user, password, now_hash)
+        if opened is None:
+            raise LoginRefused("the name or the password is not right")
+        return user, opened
+
+    def _open_session(self, user: User, password: str, checked: str) -> str | None:
+        """A new session token of ``user``, whose password (``password``) was checked
+        against the hash ``checked``; ``None`` if that hash is not the user's any more
+        or the user was disabled since (then nothing is written)."""
         rehashed = hash_password(password) if needs_rehash(checked) else checked
         with Session(self.engine) as session:
             # A new password or a disabling since the read wins. This write (a row lock on
@@ -262,7 +279,7 @@ class AccountStore(ApiKeyStore):
                 .values(password_hash=rehashed)
             )
             if still.rowcount != 1:
-                raise LoginRefused("the name or the password is not right")
+                return None
             token = secrets.token_urlsafe(32)
             expires = datetime.now(UTC) + timedelta(hours=SESSION_HOURS)
             session.add(
@@ -274,7 +291,7 @@ class AccountStore(ApiKeyStore):
             ):
                 session.delete(stale)
             session.commit()
-            return user, token
+            return token
 
     def session_user(self, token: str) -> User | None:
         """The user of a live session token, or ``None`` (unknown, expired, disabled)."""
