@@ -296,6 +296,12 @@ def test_the_commands_of_a_plugin_whose_other_hooks_fail_are_left_out(
     assert cli.main(["plugins", "--json"]) == 0
     (record,) = json.loads(capsys.readouterr().out)
     assert record["error"] == "ragloom_reasonings raised RuntimeError: the plugin's bug"
+    # Why its commands are gone is on its record too: as the command line is read, the
+    # app is not started, and a hook might fail there alone.
+    assert record["warnings"] == [
+        "its commands are left out: its hooks failed as the command line was read "
+        "(ragloom_reasonings raised RuntimeError: the plugin's bug)"
+    ]
 
 
 def test_a_command_a_plugin_replaces_is_listed_in_its_record(

@@ -112,6 +112,7 @@ def add_plugin_commands(
     manager = create_plugin_manager()
     with _quiet_loading():
         infos = load_entry_point_plugins(manager, disabled)
+        not_loaded = {info.name for info in infos if info.error is not None}
         _leave_out_failing(manager, infos, settings)
         failed = {info.name for info in infos if info.error is not None}
         loaded = collect_plugins(manager, infos, disabled, stage="cli")
@@ -120,6 +121,15 @@ def add_plugin_commands(
         for plugin in loaded
         if plugin.info.error is not None and plugin.info.name not in failed
     }
+    # Left out by their other hooks here (where the app is not started): said on their
+    # record, or a plugin that works once the app starts would lose its commands unseen.
+    with_commands = {impl.plugin_name for impl in manager.hook.ragloom_commands.get_hookimpls()}
+    for info in infos:
+        if info.name in (failed - not_loaded) and info.name in with_commands:
+            notes.setdefault(info.name, []).append(
+                f"its commands are left out: its hooks failed as the command line was read "
+                f"({info.error})"
+            )
     registry = Registry()
     for slot in slots:
         for name, command in group.commands.items():
