@@ -94,3 +94,25 @@ def test_a_sub_answer_of_a_bare_source_number_counts_as_not_found(tmp_path: Path
     agent = DecompositionAgent(llm=llm, retrievers=[FullTextRetriever(store=store)])
     agent.run("How hot is the reactor?")
     assert "- How hot is the reactor? not found" in llm.prompts[2][-1].content  # not "[1]"
+
+
+def test_a_sub_answers_sources_fit_what_a_small_context_leaves(tmp_path: Path) -> None:
+    """As the final answer's do: a model of a small context was sent more sources than it
+    could hold for a sub-question, and the call failed."""
+    store = BM25Store(tmp_path / "bm25")
+    long = " ".join(["The reactor log notes a routine check of the cooling loop."] * 20)
+    store.add([Chunk(f"c-{n}", f"Reactor entry {n}. {long}", "log", "log.md") for n in range(6)])
+    window = 600
+    llm = ScriptedLLM(
+        replies=["1. What does the reactor log say?\n", "Routine checks [1].", "Routine [1]."],
+        grammar=True,
+        window=window,
+    )
+    agent = DecompositionAgent(
+        llm=llm, retrievers=[FullTextRetriever(store=store)], top_k=6, max_source_tokens=2000
+    )
+    agent.run("What does the reactor log say?")
+    sub_answer = llm.prompts[1]
+    sent = sum(llm.count_tokens(message.content) for message in sub_answer)
+    assert "[1] (log.md)" in sub_answer[-1].content
+    assert sent + llm.options_seen[1].max_tokens <= window

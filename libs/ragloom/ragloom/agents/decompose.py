@@ -37,6 +37,7 @@ SUBANSWER_PROMPT = (
     "answer: not found."
 )
 SPLIT_LABEL = "Splitting the question"
+_SUBANSWER_TOKENS = 120  # a sub-answer is one short sentence or two
 _NUMBERED = re.compile(r"^\s*(?:\d+\s*[.):]|[-*])\s*(?P<text>.+?)\s*$")
 
 
@@ -119,12 +120,17 @@ class DecompositionAgent(BaseComponent):
                 name, time.perf_counter() - started, output={"answer": None}, label=label
             )
             return "not found"
-        block = self.ledger.block(self.llm.count_tokens, self.max_source_tokens, numbers)
+        # As the final answer's: the sources fit what the context leaves (a small model's
+        # 2,048 tokens held fewer than max_source_tokens, and the call failed).
+        fixed = self.llm.count_tokens(SUBANSWER_PROMPT + part)
+        room = self.llm.context_window - _SUBANSWER_TOKENS - fixed - 64
+        budget = max(0, min(self.max_source_tokens, room))
+        block = self.ledger.block(self.llm.count_tokens, budget, numbers)
         messages = [
             ChatMessage("system", SUBANSWER_PROMPT),
             ChatMessage("user", f"Sources:\n{block.text}\nQuestion: {part}\nAnswer:"),
         ]
-        result = self.llm.run(messages, GenerationOptions(max_tokens=120))
+        result = self.llm.run(messages, GenerationOptions(max_tokens=_SUBANSWER_TOKENS))
         yield LLMCallFinished("subanswer", result.usage)
         answer = " ".join(result.text.split())
         if not has_words(answer):  # nothing, or only "[1]"
