@@ -106,6 +106,10 @@ def test_the_api_routes_that_queue_an_event_count_alike(server: tuple[str, BaseA
     assert statuses.count(429) in (3, 4) and set(statuses) <= {200, 429}, statuses
     refused = next(answer for answer in answers if answer.status_code == 429)
     assert refused.text == REFUSED[1]
+    # The routes that would call the function outside the queue, past every bound of it,
+    # are closed.
+    for route in ("run", "api"):
+        assert bob.post(f"/gradio_api/{route}/ask", json=body).status_code == 404, route
 
 
 @pytest.fixture

@@ -233,7 +233,10 @@ def serve(
     if first_run_docs or warm_up:
         prepare_in_background(app, first_run_docs=first_run_docs, warm_up=warm_up)
     demo = build_ui(app)
-    demo.queue(default_concurrency_limit=1, max_size=settings.queue_max_size)
+    # api_open=False: gradio's run/ and api/ routes would call an event's function
+    # outside the queue, past its bounds (QUEUE_MAX_SIZE, QUEUE_MAX_PER_USER, the answer's
+    # concurrency); clients go through the queue (gradio_client does).
+    demo.queue(default_concurrency_limit=1, max_size=settings.queue_max_size, api_open=False)
     web = build_web_app(
         demo,
         settings,

@@ -32,7 +32,7 @@ MAX_BOUND_SESSIONS = 50_000
 """Session hashes remembered; past that the least recently used is forgotten."""
 _MAX_JSON_BYTES = 256 * 1024
 _PREFIX = "/gradio_api/"
-_JOIN_PATHS = tuple(_PREFIX + route for route in ("queue/join", "call/", "run/"))
+_JOIN_PATHS = tuple(_PREFIX + route for route in ("queue/join", "call/"))
 
 
 class _BodyTooLarge(Exception):
@@ -102,7 +102,8 @@ class SessionBinding:
             await refusal(path, 403, "that page session is another user's")(scope, receive, send)
             return
         # Every route that puts an event in gradio's queue (the page's queue/join, and the
-        # API's call/ and run/); the local user, who is everyone without login, unbounded.
+        # API's call/; its run/ and api/ are closed, api_open=False); the local user, who
+        # is everyone without login, unbounded.
         joins = scope["method"] == "POST" and path.startswith(_JOIN_PATHS)
         if not joins or self.waiting is None or user == LOCAL_USER:
             await self.app(scope, receive, send)
