@@ -85,7 +85,13 @@ def test_a_server_still_starting_is_asked_again_soon(
     chat.run(QUESTION)
     assert endpoint.model_listings == 1
     time.sleep(0.4)
+    chat.run(QUESTION)  # still starting: asked again, and now after twice as long
+    assert endpoint.model_listings == 2
+    time.sleep(0.4)
+    chat.run(QUESTION)
+    assert endpoint.model_listings == 2
+    time.sleep(0.3)
     endpoint.models_status = 200
     chat.run(QUESTION)
     chat.run(QUESTION)
-    assert endpoint.model_listings == 2
+    assert endpoint.model_listings == 3

@@ -54,6 +54,7 @@ from ragloom.llms.openai_server import (
     DETECT_NO_ROUTE_STATUSES,
     DETECT_RETRY_SECONDS,
     DETECT_RETRY_TRANSIENT_SECONDS,
+    DETECT_TIMEOUT_SECONDS,
     SERVER_KINDS,
     TOKENIZE_PATHS,
     TOKENIZE_RETRY_SECONDS,
@@ -358,15 +359,26 @@ class OpenAIChat(ChatLLM):
             detected = self._known_server()  # another thread may have asked meanwhile
             if detected is not None:
                 return detected
+            # Once, briefly: a probe that hangs must not hold every request up (it runs
+            # under the endpoint's probe lock) for the chat's own timeout and retries.
+            probe = self._client().with_options(
+                timeout=min(self.timeout, DETECT_TIMEOUT_SECONDS), max_retries=0
+            )
             try:
                 with self._translated_errors():
-                    detected = kind_from_listing(self._client().models.list().data)
+                    detected = kind_from_listing(probe.models.list().data)
             except LLMError as exc:
                 status = getattr(exc.__cause__, "status_code", None)
+                failures = getattr(self, "_detect_failures", 0) + 1
+                self._detect_failures = failures
+                # No such route: not there for minutes. Anything else (no answer, a 5xx: a
+                # server still starting) soon, then less and less often.
                 wait = (
                     DETECT_RETRY_SECONDS
                     if status in DETECT_NO_ROUTE_STATUSES
-                    else DETECT_RETRY_TRANSIENT_SECONDS
+                    else min(
+                        DETECT_RETRY_SECONDS, DETECT_RETRY_TRANSIENT_SECONDS * 2 ** (failures - 1)
+                    )
                 )
                 logger.warning(
                     "cannot tell what kind of server %s is (%s): sending it nothing "
@@ -380,6 +392,7 @@ class OpenAIChat(ChatLLM):
                 return "other"
             logger.info("%s looks like %s", self.endpoint, detected)
             self._detected_server = (detected, None)
+            self._detect_failures = 0
             return detected
 
     def _known_server(self) -> str | None:

@@ -42,8 +42,11 @@ TOKENIZE_RETRY_SECONDS = 60.0
 DETECT_RETRY_SECONDS = 300.0
 # After /models failed for a while only (no answer, a 5xx: a server still starting or
 # loading its model), how long until it is asked again: a llama.cpp server is recognised
-# (its grammars, used by reranking) as soon as it is up.
+# (its grammars, used by reranking) as soon as it is up; twice as long after each failure
+# in a row, up to DETECT_RETRY_SECONDS (a /models that always fails is not asked often).
 DETECT_RETRY_TRANSIENT_SECONDS = 5.0
+# The longest a /models probe waits, tried once: it holds the endpoint's probe lock.
+DETECT_TIMEOUT_SECONDS = 10.0
 # The answers that say the route is not there (or not ours): asked again only after
 # DETECT_RETRY_SECONDS.
 DETECT_NO_ROUTE_STATUSES = frozenset({401, 403, 404, 405})
