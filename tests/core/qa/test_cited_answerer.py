@@ -132,7 +132,7 @@ def test_an_answer_the_model_was_stopped_in_says_it_was_cut_short() -> None:
     answerer = CitedAnswerer(llm=llm, max_answer_tokens=9)
     record = AnswerCollector("fullqa").extend(answerer.stream("How hot is it?", _hits()))
     assert record.answer.startswith("It runs at 451 kelvin [1] and was")
-    assert record.answer.endswith("\n\n(Cut short: the answer reached its limit of 9 tokens.)")
+    assert record.answer.endswith("\n\n(Cut short: the model stopped at its length limit.)")
     # An answer that ended on its own says nothing of the kind.
     whole = CitedAnswerer(llm=ScriptedLLM(replies=["It runs at 451 kelvin [1]."]))
     assert "Cut short" not in AnswerCollector("fullqa").extend(whole.stream("Q?", _hits())).answer

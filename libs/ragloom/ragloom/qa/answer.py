@@ -62,9 +62,10 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 ANSWER_LABEL = "Writing the answer"
-CUT_AT_LENGTH = "Cut short: the answer reached its limit of {tokens} tokens."
-"""What ends an answer the model was stopped in (its finish reason ``length``)."""
 """What the user reads while an answer is written."""
+CUT_AT_LENGTH = "Cut short: the model stopped at its length limit."
+"""What ends an answer the model was stopped in (its finish reason ``length``: its
+``max_tokens``, or a local model's context window, whichever came first)."""
 NO_EVIDENCE_ANSWER = "I found nothing in the indexed documents about this question."
 MAX_HISTORY_TURNS = 4
 """Earlier turns of a conversation an answer's prompt shows (two questions and answers)."""
@@ -153,7 +154,7 @@ def stream_cited_answer(
     citations = yield from cite_answer(answer, evidence, grounding)
     if result is not None and result.finish_reason == "length":
         # The model was stopped mid-answer: the reader must not take it as whole.
-        yield AnswerDelta(f"\n\n({CUT_AT_LENGTH.format(tokens=options.max_tokens)})")
+        yield AnswerDelta(f"\n\n({CUT_AT_LENGTH})")
     yield StepFinished(
         step,
         time.perf_counter() - started,
