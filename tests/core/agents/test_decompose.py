@@ -116,3 +116,17 @@ def test_a_sub_answers_sources_fit_what_a_small_context_leaves(tmp_path: Path) -
     sent = sum(llm.count_tokens(message.content) for message in sub_answer)
     assert "[1] (log.md)" in sub_answer[-1].content
     assert sent + llm.options_seen[1].max_tokens <= window
+
+
+def test_a_sub_question_with_no_room_for_sources_is_not_asked_bare(tmp_path: Path) -> None:
+    """Answered with no sources, the model would answer by heart, and the final answer
+    would build on it."""
+    store = BM25Store(tmp_path / "bm25")
+    store.add([Chunk("c-0", "The reactor log notes a routine check. " * 40, "log", "log.md")])
+    llm = ScriptedLLM(replies=["1. What does the log say?\n", "Nothing [1]."], grammar=True)
+    llm.window = 150  # room for the prompt and the answers, none for a source
+    agent = DecompositionAgent(llm=llm, retrievers=[FullTextRetriever(store=store)], top_k=1)
+    record = AnswerCollector("decompose").extend(agent.run("What does the log say?"))
+    assert len(llm.prompts) == 2  # the split, then the final answer: no bare sub-answer
+    assert "- What does the log say? not found" in llm.prompts[1][-1].content
+    assert record.answer

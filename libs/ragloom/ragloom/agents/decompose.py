@@ -126,6 +126,11 @@ class DecompositionAgent(BaseComponent):
         room = self.llm.context_window - _SUBANSWER_TOKENS - fixed - 64
         budget = max(0, min(self.max_source_tokens, room))
         block = self.ledger.block(self.llm.count_tokens, budget, numbers)
+        if not block.text:  # no room for any: asked bare, the model would answer by heart
+            yield StepFinished(
+                name, time.perf_counter() - started, output={"answer": None}, label=label
+            )
+            return "not found"
         messages = [
             ChatMessage("system", SUBANSWER_PROMPT),
             ChatMessage("user", f"Sources:\n{block.text}\nQuestion: {part}\nAnswer:"),
