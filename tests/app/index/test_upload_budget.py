@@ -56,3 +56,15 @@ def test_a_file_skipped_as_already_indexed_spends_nothing(tmp_path: Path) -> Non
     # The same old file again (skipped) leaves the whole budget to the new one.
     outcomes = index.get_indexing_pipeline({}).run([old, new])
     assert [o.status for o in outcomes] == ["skipped", "indexed"], outcomes
+
+
+def test_a_content_over_a_budget_is_remembered_as_its_reader_read_it() -> None:
+    """The reader goes by the extension: the same bytes over the text budget as JSON (each
+    value under its whole key path) may read well within it as plain text."""
+    budget = UploadBudget()
+    budget.note_over_budget("d1", "data.json", "too much text")
+    assert budget.failed_before("d1", "copy.JSON") == (
+        "too much text (as 'data.json', the same content, earlier in this upload)"
+    )
+    assert budget.failed_before("d1", "data.txt") is None
+    assert budget.failed_before("d2", "data.json") is None

@@ -12,7 +12,7 @@ a zip of a hundred copies of a file that takes the whole time limit costs that t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from ragloom.chunking import PER_FILE
 from ragloom.loaders.archive import size_text
@@ -35,9 +35,9 @@ class UploadBudget:
     max_chunks: int = MAX_UPLOAD_CHUNKS
     bytes_spent: int = 0
     chunks_spent: int = 0
-    over_budget: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """The contents (sha256) that failed on a budget of a file, with the reason and the
-    name of the file that did."""
+    over_budget: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    """The contents (sha256, and the extension they were read as) that failed on a budget
+    of a file, with the reason and the name of the file that did."""
 
     @property
     def bytes_left(self) -> int:
@@ -96,13 +96,19 @@ class UploadBudget:
 
     def note_over_budget(self, digest: str, name: str, reason: str) -> None:
         """Remember that the content ``digest`` (the file ``name``) failed on a budget."""
-        self.over_budget.setdefault(digest, (reason, name))
+        self.over_budget.setdefault(_read_as(digest, name), (reason, name))
 
-    def failed_before(self, digest: str) -> str | None:
-        """Why a copy of the content ``digest`` fails at once (it failed on a budget
-        earlier in this upload), or ``None``."""
-        earlier = self.over_budget.get(digest)
+    def failed_before(self, digest: str, name: str) -> str | None:
+        """Why a copy of the content ``digest``, read as ``name`` is, fails at once (it
+        failed on a budget earlier in this upload, read by the same reader), or ``None``."""
+        earlier = self.over_budget.get(_read_as(digest, name))
         if earlier is None:
             return None
         reason, name = earlier
         return f"{reason} (as {name!r}, the same content, earlier in this upload)"
+
+
+def _read_as(digest: str, name: str) -> tuple[str, str]:
+    """A content as one reader reads it: the reader goes by the name's extension, and the
+    same bytes may be over a budget as JSON and well within it as text."""
+    return digest, PurePath(name).suffix.lower()

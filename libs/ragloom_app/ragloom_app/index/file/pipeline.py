@@ -340,7 +340,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
                     )
             if budget is not None:
                 # A copy of a content that took a whole budget of a file: not read again.
-                over = budget.failed_before(digest)
+                over = budget.failed_before(digest, name)
                 over = over or (budget.spend_file(path) if spend_bytes else budget.used_up())
                 if over:
                     return FileOutcome(name, "failed", reason=over)
