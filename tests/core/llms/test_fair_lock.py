@@ -122,11 +122,11 @@ def test_a_wait_past_its_timeout_leaves_the_line_and_slots_serve_in_order() -> N
         thread.start()
         threads.append(thread)
         _wait_until(lambda n=n: slots.in_line == n + 3)
-    slots.release()
-    slots.release()
-    _wait_until(lambda: len(served) == 2)
-    assert served == [0, 1]
-    slots.release()
+    # A slot at a time, so that each grant is seen before the next is made.
+    for expected in ([0], [0, 1], [0, 1, 2]):
+        slots.release()
+        _wait_until(lambda expected=expected: len(served) == len(expected))
+        assert served == expected
     slots.release()
     for thread in threads:
         thread.join(timeout=10)
