@@ -4,6 +4,7 @@ logins limited."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,6 +15,7 @@ from sqlmodel import Session, select
 
 from ragloom_app.accounts import AccountError, AccountStore, LoginRefused
 from ragloom_app.accounts import store as store_module
+from ragloom_app.accounts.keys import MAX_KEYS_PER_USER
 from ragloom_app.accounts.store import MAX_FAILED_LOGINS, MAX_FAILED_LOGINS_PER_ADDRESS
 from ragloom_app.db.engine import create_db_engine
 from ragloom_app.db.models import ApiKeyRecord, SessionRecord, UserRecord
@@ -255,3 +257,28 @@ def test_a_key_label_is_kept_printable_and_short_on_every_database(database_url:
         info, _ = store.create_key(alice, given)
         assert info.name == kept
     assert [k.name for k in store.keys(alice)] == list(labels.values())
+
+
+def test_keys_made_at_once_stay_within_the_bound_on_every_database(database_url: str) -> None:
+    store = AccountStore(create_db_engine(database_url))
+    alice = store.add_user("alice", PASSWORD)
+    for n in range(MAX_KEYS_PER_USER - 2):
+        store.create_key(alice, f"key {n}")
+    start = threading.Barrier(6)
+    outcomes: list[str] = []
+
+    def make() -> None:
+        start.wait()
+        try:
+            store.create_key(alice, "at once")
+            outcomes.append("made")
+        except AccountError:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=make) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(outcomes) == ["made"] * 2 + ["refused"] * 4
+    assert len(store.keys(alice)) == MAX_KEYS_PER_USER

@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select, update
 
@@ -47,6 +48,7 @@ class ApiKeyStore:
         name = "".join(ch for ch in name if ch.isprintable()).strip()[:80] or "key"
         key = API_KEY_PREFIX + secrets.token_urlsafe(32)
         with Session(self.engine) as session:
+            _one_key_maker_at_a_time(session, user.id)
             live = session.exec(
                 select(ApiKeyRecord).where(
                     ApiKeyRecord.user_id == user.id, col(ApiKeyRecord.revoked_at).is_(None)
@@ -125,3 +127,16 @@ class ApiKeyStore:
         return ApiKeyInfo(
             record.id, record.name, record.prefix, record.created_at, record.last_used_at
         )
+
+
+def _one_key_maker_at_a_time(session: Session, user_id: str) -> None:
+    """Begin ``session``'s transaction so that the user's keys are counted and one is
+    added with no other key of theirs made in between (keys made at once passed
+    ``MAX_KEYS_PER_USER`` together): the user's row locked on PostgreSQL, the write lock
+    taken at once on SQLite."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.exec(  # type: ignore[call-overload]
+            text("SELECT id FROM users WHERE id = :id FOR UPDATE"), params={"id": user_id}
+        )
+    else:
+        session.exec(text("BEGIN IMMEDIATE"))  # type: ignore[call-overload]
