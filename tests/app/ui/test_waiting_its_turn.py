@@ -68,3 +68,25 @@ def _in_line_waiter() -> threading.Thread:
         assert time.monotonic() < deadline
         time.sleep(0.005)
     return thread
+
+
+def test_the_steps_before_the_answer_keep_saying_it_waits_while_the_model_is_busy(
+    app: BaseApp,
+) -> None:
+    """Each step used to replace the waiting words with its own ("Writing the answer")
+    while its call to the model still waited for the answer before it."""
+    LineReplayLLM.line.acquire()  # another answer generating throughout
+    try:
+        question = "How hot does the Zorblax reactor run?"
+        outputs = list(ChatHandlers(ChatPage(app)).respond(question, "fullqa", None))
+    finally:
+        LineReplayLLM.line.release()
+    # A status is the chat's last message in italics (an answer is not).
+    statuses = [
+        str(chat[-1]["content"])
+        for chat, *_ in outputs
+        if isinstance(chat, list) and str(chat[-1]["content"]).startswith("<p><em>")
+    ]
+    assert len(statuses) >= 2  # the first, and at least one step's
+    assert all("Waiting its turn: 1 answer ahead of this one" in s for s in statuses), statuses
+    assert not str(outputs[-1][0][-1]["content"]).startswith("<p><em>")  # then, its answer

@@ -285,14 +285,8 @@ class ChatHandlers:
         except Exception as exc:
             yield self._failed(history, exc, "Answering", owner, conversation_id)
             return
-        ahead = self._answers_in_line(settings)
-        answer, status = "", "Searching the documents…"
-        if ahead:
-            # The local model answers one question at a time, first come, first served.
-            status = (
-                f"Waiting its turn: {ahead} answer{'s' if ahead != 1 else ''} ahead of this "
-                "one on the local model…"
-            )
+        answer = ""
+        status = self._waiting_status(settings) or "Searching the documents…"
         # Lock the inputs while answering: a second question would queue behind this one
         # and, before the first finishes, not know which conversation it belongs to.
         yield _outputs(
@@ -320,7 +314,9 @@ class ChatHandlers:
                     answer = event.text
                     yield _outputs(chat=[*history, _bot(answer)])
                 elif isinstance(event, StepStarted) and not answer:
-                    status = render.step_status(event)
+                    # A step's own words, unless the model it goes on to is busy: its
+                    # LLM call will wait, with no event to say so meanwhile.
+                    status = self._waiting_status(settings) or render.step_status(event)
                     yield _outputs(chat=[*history, _status(status)])
                 elif isinstance(event, StepFinished) and event.error:
                     notify.warn(step_warning(event))
@@ -344,6 +340,18 @@ class ChatHandlers:
                     )
         except Exception as exc:
             yield self._failed(history, exc, "Answering", owner, conversation_id)
+
+    def _waiting_status(self, settings: Mapping[str, Any]) -> str | None:
+        """What the chat says while the local model answers others ("Waiting its turn"),
+        or ``None`` when it is free (or the LLM is an endpoint)."""
+        ahead = self._answers_in_line(settings)
+        if not ahead:
+            return None
+        # The local model answers one question at a time, first come, first served.
+        return (
+            f"Waiting its turn: {ahead} answer{'s' if ahead != 1 else ''} ahead of this one "
+            "on the local model…"
+        )
 
     def _answers_in_line(self, settings: Mapping[str, Any]) -> int:
         """Answers generating with, or waiting for, the LLM these settings use (0 for an
