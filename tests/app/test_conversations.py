@@ -158,3 +158,24 @@ def test_an_answer_holds_its_conversation_on_every_database_and_a_dead_ones_hold
         outlived.__exit__(None, None, None)
         with pytest.raises(ConversationBusyError), store.answering(cid, "alice", 60):
             pass  # pragma: no cover - never entered
+
+
+def test_a_listing_searches_titles_as_text_and_comes_a_page_at_a_time(database_url: str) -> None:
+    store = ConversationStore(create_db_engine(database_url))
+    titles = ["Reactor notes", "100% uptime", "uptime_log", "Canteen", "REACTOR plans"]
+    ids = {}
+    for title in titles:
+        ids[title] = store.create(title, owner="alice")
+        store.rename(ids[title], title, owner="alice")  # changed in this order
+    store.create("Reactor (bob's)", owner="bob")
+    newest_first = [c["title"] for c in store.list("alice")]
+    assert newest_first == titles[::-1]
+    assert [c["title"] for c in store.list("alice", search="reactor")] == [
+        "REACTOR plans",
+        "Reactor notes",
+    ]
+    # "%" and "_" are characters, not SQL's wildcards.
+    assert [c["title"] for c in store.list("alice", search="0%")] == ["100% uptime"]
+    assert [c["title"] for c in store.list("alice", search="e_l")] == ["uptime_log"]
+    assert [c["title"] for c in store.list("alice", limit=2, offset=1)] == newest_first[1:3]
+    assert store.list("alice", offset=5) == [] and store.list("alice", limit=0) == []

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_
+from sqlalchemy import func, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select, update
 
@@ -119,15 +119,27 @@ class ConversationStore:
             session.commit()
         return conversation_id
 
-    def list(self, owner: str = LOCAL_USER) -> list[dict[str, Any]]:
-        """Every conversation of ``owner``, newest first."""
+    def list(
+        self,
+        owner: str = LOCAL_USER,
+        *,
+        search: str = "",
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        """``owner``'s conversations, the last changed first: those whose title holds
+        ``search`` (any case; ``%`` and ``_`` are just characters), at most ``limit`` of
+        them after the first ``offset``."""
+        query = select(Conversation).where(Conversation.owner == owner)
+        if search:
+            escaped = search.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            query = query.where(func.lower(Conversation.title).like(f"%{escaped}%", escape="\\"))
+        query = query.order_by(col(Conversation.updated_at).desc(), col(Conversation.id))
+        query = query.offset(max(0, offset))
+        if limit is not None:
+            query = query.limit(max(0, limit))
         with Session(self.engine) as session:
-            rows = session.exec(
-                select(Conversation)
-                .where(Conversation.owner == owner)
-                .order_by(col(Conversation.updated_at).desc())
-            )
-            return [_summary(c) for c in rows]
+            return [_summary(c) for c in session.exec(query)]
 
     @staticmethod
     def _owned(session: Session, conversation_id: str, owner: str) -> Conversation | None:

@@ -117,6 +117,19 @@ def test_a_conversation_is_created_renamed_listed_and_deleted(api: httpx.Client)
     assert api.delete(f"/conversations/{cid}").status_code == 404
 
 
+def test_conversations_are_listed_a_page_at_a_time(api: httpx.Client) -> None:
+    made = [api.post("/conversations", json={"title": f"Page {n}"}).json()["id"] for n in range(3)]
+    newest = [c["id"] for c in api.get("/conversations", params={"limit": 2}).json()]
+    assert newest == made[::-1][:2]
+    after = api.get("/conversations", params={"limit": 2, "offset": 1}).json()
+    assert [c["id"] for c in after] == made[::-1][1:3]
+    for bad in ({"limit": 0}, {"limit": 501}, {"offset": -1}):
+        refused = api.get("/conversations", params=bad)
+        assert refused.status_code == 422 and refused.json()["error"]["param"] in bad, bad
+    for cid in made:
+        api.delete(f"/conversations/{cid}")
+
+
 def test_ask_answers_as_ask_json_does_and_saves_both_turns(api: httpx.Client) -> None:
     cid = api.post("/conversations").json()["id"]
     answer = api.post(f"/conversations/{cid}/ask", json={"question": "How hot is the reactor?"})

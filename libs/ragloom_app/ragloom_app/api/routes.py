@@ -11,7 +11,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 import ragloom_app
 from ragloom.events import Event
@@ -46,7 +46,10 @@ from ragloom_app.reasoning.settings import typed_mode_settings
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["API_PREFIX", "api_router", "index_out", "public_router"]
+__all__ = ["API_PREFIX", "MAX_CONVERSATIONS_PAGE", "api_router", "index_out", "public_router"]
+
+MAX_CONVERSATIONS_PAGE = 500
+"""The most conversations ``GET /conversations`` gives at once (``limit``; 100 unless asked)."""
 
 API_PREFIX = "/api/v1"
 
@@ -142,9 +145,14 @@ def api_router(
         )
 
     @router.get("/conversations", tags=["conversations"])
-    def conversations(user: User = Depends(current_user)) -> list[ConversationOut]:
-        """The user's conversations, the last changed first."""
-        return [_conversation(c) for c in page.conversations.list(user.id)]
+    def conversations(
+        user: User = Depends(current_user),
+        limit: int = Query(100, ge=1, le=MAX_CONVERSATIONS_PAGE, description="At most this many."),
+        offset: int = Query(0, ge=0, le=2**31 - 1, description="After the first this many."),
+    ) -> list[ConversationOut]:
+        """The user's conversations, the last changed first, a page at a time."""
+        listed = page.conversations.list(user.id, limit=limit, offset=offset)
+        return [_conversation(c) for c in listed]
 
     @router.post("/conversations", status_code=201, tags=["conversations"])
     def create_conversation(

@@ -32,7 +32,7 @@ from ragloom_app.ui.model_text import model_html, plain_html
 from ragloom_app.ui.settings_form import SettingsForm
 from ragloom_app.ui.steps import step_warning
 
-__all__ = ["MAX_TITLE_CHARS", "ChatHandlers"]
+__all__ = ["MAX_LISTED_CONVERSATIONS", "MAX_TITLE_CHARS", "ChatHandlers"]
 logger = logging.getLogger(__name__)
 
 Message = dict[str, str]
@@ -41,6 +41,8 @@ RespondOutput = tuple[Any, Any, Any, Any, Any, Any]
 
 _WAITING_EVIDENCE = "The evidence appears when the answer is complete."
 MAX_TITLE_CHARS = 200
+MAX_LISTED_CONVERSATIONS = 200
+"""Conversations the selector lists, the last changed first (a search reaches the rest)."""
 
 
 class ChatHandlers:
@@ -146,20 +148,19 @@ class ChatHandlers:
 
     # -- conversations -----------------------------------------------------------------
     def conversation_selector(self, selected: str | None, owner: str, search: str = "") -> Any:
-        """The selector's choices (``owner``'s conversations whose title holds ``search``,
-        any case), with ``selected`` chosen.
+        """The selector's choices (``owner``'s last changed conversations whose title holds
+        ``search``, any case, :data:`MAX_LISTED_CONVERSATIONS` at most), with ``selected``
+        chosen.
 
         The open conversation stays among the choices though the search leaves it out,
         and one that is gone is chosen no more: gradio refuses a value outside the
         choices, and would refuse the next question with it.
         """
-        needle = search.strip().casefold()
-        conversations = self.store.list(owner=owner)
-        listed = [c for c in conversations if needle in str(c.get("title", "")).casefold()]
+        listed = self.store.list(owner, search=search.strip(), limit=MAX_LISTED_CONVERSATIONS)
         if selected and all(c["id"] != selected for c in listed):
-            kept = [c for c in conversations if c["id"] == selected]
-            listed += kept
-            selected = selected if kept else None
+            kept = self.store.get(selected, owner=owner)
+            listed += [kept] if kept is not None else []
+            selected = selected if kept is not None else None
         return gr.update(choices=render.conversation_choices(listed), value=selected)
 
     def search_conversations(
@@ -231,7 +232,7 @@ class ChatHandlers:
         owner = ui_user(self.page.app, request).id
         filter_choices = self.refresh_file_filter(files, request)
         try:
-            conversations = self.store.list(owner=owner)
+            conversations = self.store.list(owner, limit=MAX_LISTED_CONVERSATIONS)
         except Exception as exc:
             failure = user_error(exc, "Reading the conversations", log=logger)
             notify.warn(failure.message)
