@@ -282,3 +282,17 @@ def test_keys_made_at_once_stay_within_the_bound_on_every_database(database_url:
         thread.join(timeout=60)
     assert sorted(outcomes) == ["made"] * 2 + ["refused"] * 4
     assert len(store.keys(alice)) == MAX_KEYS_PER_USER
+
+
+def test_failed_logins_count_alike_in_every_process_on_every_database(database_url: str) -> None:
+    """Two app processes behind one address (two stores on one database): an account's
+    failures add up across them, as they would in one."""
+    first = AccountStore(create_db_engine(database_url))
+    second = AccountStore(create_db_engine(database_url))
+    first.add_user("alice", PASSWORD)
+    for n in range(MAX_FAILED_LOGINS):
+        with pytest.raises(LoginRefused, match="not right"):
+            (first if n % 2 else second).login("alice", f"guess {n}", f"10.0.0.{n}")
+    for store in (first, second):
+        with pytest.raises(LoginRefused, match="too many failed logins"):
+            store.login("alice", PASSWORD, "10.0.0.99")

@@ -77,8 +77,10 @@ class AccountStore(ApiKeyStore):
 
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
-        self.by_account = FailureLimiter(MAX_FAILED_LOGINS, FAILED_LOGIN_WINDOW)
-        self.by_address = FailureLimiter(MAX_FAILED_LOGINS_PER_ADDRESS, FAILED_LOGIN_WINDOW)
+        self.by_account = FailureLimiter(engine, "account", MAX_FAILED_LOGINS, FAILED_LOGIN_WINDOW)
+        self.by_address = FailureLimiter(
+            engine, "address", MAX_FAILED_LOGINS_PER_ADDRESS, FAILED_LOGIN_WINDOW
+        )
         self._verifying = threading.BoundedSemaphore(MAX_CONCURRENT_VERIFIES)
 
     # -- users ----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ __all__ = [
     "IndexRecord",
     "IndexingJob",
     "JobStatus",
+    "LoginFailure",
     "MessageRecord",
     "SessionRecord",
     "Source",
@@ -159,6 +160,18 @@ class SessionRecord(SQLModel, table=True):
     user_id: str = Field(foreign_key="users.id", index=True)
     created_at: datetime = Field(default_factory=_now)
     expires_at: datetime
+
+
+class LoginFailure(SQLModel, table=True):
+    """One failed login, counted against an account or a client address (``scope``) for
+    the login limits' window (accounts.ratelimit), whichever app process saw it."""
+
+    __tablename__ = "login_failures"
+
+    id: int | None = Field(default=None, primary_key=True)
+    scope: str
+    key: str = Field(index=True)
+    at: datetime = Field(default_factory=_now, index=True)
 
 
 class ApiKeyRecord(SQLModel, table=True):
