@@ -2,8 +2,11 @@
 
 from dataclasses import replace
 
+import pytest
+
 from ragloom.embeddings import SentenceTransformerEmbeddings
 from ragloom.events import AnswerCollector, AnswerDelta, CitationsFound, LLMCallFinished
+from ragloom.llms.base import LLMError
 from ragloom.qa import CitedAnswerer
 from ragloom.qa.answer import NO_EVIDENCE_ANSWER, bare_answer_notice
 from ragloom.retrieval import SentenceFocus
@@ -136,3 +139,17 @@ def test_an_answer_the_model_was_stopped_in_says_it_was_cut_short() -> None:
     # An answer that ended on its own says nothing of the kind.
     whole = CitedAnswerer(llm=ScriptedLLM(replies=["It runs at 451 kelvin [1]."]))
     assert "Cut short" not in AnswerCollector("fullqa").extend(whole.stream("Q?", _hits())).answer
+
+
+def test_a_call_that_breaks_off_still_counts_in_the_usage() -> None:
+    """The endpoint failed after three words: the tokens it took are not lost from the
+    answer's usage (nor from Auto's budget), and the failure goes on to the mode."""
+    from tests.helpers.misbehaving_llms import FailingLLM
+
+    llm = FailingLLM(replies=["It runs at 451 kelvin [1]."], words_first=3)
+    collector = AnswerCollector("fullqa")
+    with pytest.raises(LLMError, match="refused"):
+        for event in CitedAnswerer(llm=llm).stream("How hot is it?", _hits()):
+            collector.add(event)
+    (usage,) = collector.llm_usages
+    assert usage.completion_tokens == 3 and usage.prompt_tokens > 0

@@ -20,7 +20,7 @@ from ragloom.events import (
     StepFinished,
     StepStarted,
 )
-from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, Usage
 from ragloom.qa.citations import (
     EvidenceBlock,
     attribute_uncited,
@@ -145,12 +145,19 @@ def stream_cited_answer(
     yield StepStarted(step, {"evidence": len(evidence.items)}, label=label)
     answer = ""
     result = None
-    for item in llm.stream(messages, options):
-        if item.text:
-            answer += item.text
-            yield AnswerDelta(item.text)
-        if item.result is not None:
-            result = item.result
+    called = time.perf_counter()
+    try:
+        for item in llm.stream(messages, options):
+            if item.text:
+                answer += item.text
+                yield AnswerDelta(item.text)
+            if item.result is not None:
+                result = item.result
+    except Exception:
+        # The call broke off (the endpoint failed midway): what it took still counts, as
+        # estimated, in the answer's usage (and Auto's budget), then the failure goes on.
+        yield LLMCallFinished(step, _estimated_usage(llm, messages, answer, called))
+        raise
     citations = yield from cite_answer(answer, evidence, grounding)
     if result is not None and result.finish_reason == "length":
         # The model was stopped mid-answer: the reader must not take it as whole.
@@ -252,3 +259,13 @@ class CitedAnswerer(BaseComponent):
     def run(self, question: str, retrieved: Sequence[RetrievedChunk]) -> list[Event]:
         """All events of :meth:`stream`, as a list."""
         return list(self.stream(question, retrieved))
+
+
+def _estimated_usage(
+    llm: ChatLLM, messages: Sequence[ChatMessage], written: str, called: float
+) -> Usage:
+    """The usage of a call that broke off before the model reported its own: the prompt
+    and what it had written, counted by the model's tokenizer (or its estimate)."""
+    prompt = sum(llm.count_tokens(message.content) for message in messages)
+    completion = llm.count_tokens(written) if written else 0
+    return Usage(prompt, prompt, completion, time.perf_counter() - called)
