@@ -2,7 +2,11 @@
 question at a time."""
 
 import logging
+import os
+import socket
+import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,7 +22,7 @@ from ragloom_app.conversations import (
     UnknownConversationError,
 )
 from ragloom_app.db import create_db_engine
-from ragloom_app.db.models import MessageRecord
+from ragloom_app.db.models import Conversation, MessageRecord
 
 
 def test_messages_survive_a_new_engine(tmp_path: Path) -> None:
@@ -179,3 +183,32 @@ def test_a_listing_searches_titles_as_text_and_comes_a_page_at_a_time(database_u
     assert [c["title"] for c in store.list("alice", search="e_l")] == ["uptime_log"]
     assert [c["title"] for c in store.list("alice", limit=2, offset=1)] == newest_first[1:3]
     assert store.list("alice", offset=5) == [] and store.list("alice", limit=0) == []
+
+
+def test_a_hold_of_a_process_that_died_on_this_machine_is_taken_over_at_once(
+    database_url: str,
+) -> None:
+    """After a crash and a restart the conversation goes on at once; a hold of another
+    machine's process still lapses at its time."""
+    store = ConversationStore(create_db_engine(database_url))
+    cid = store.create(owner="alice")
+    dead_pid = subprocess.Popen(["true"])  # a process that has ended
+    dead_pid.wait()
+    host = socket.gethostname()
+
+    def held_by(holder: str) -> None:
+        with Session(store.engine) as session:
+            row = session.get(Conversation, cid)
+            assert row is not None
+            row.answering_until = datetime.now(UTC) + timedelta(minutes=5)
+            row.answering_by = holder
+            session.add(row)
+            session.commit()
+
+    for stale in (f"{host}:{dead_pid.pid}", f"{host}:{os.getpid()}"):  # the latter: pid 1
+        held_by(stale)  # in a container, restarted
+        with store.answering(cid, "alice", 60):
+            pass
+    held_by(f"another-machine.example:{os.getpid()}")
+    with pytest.raises(ConversationBusyError), store.answering(cid, "alice", 60):
+        pass  # pragma: no cover - never entered

@@ -30,6 +30,7 @@ from sqlmodel import Session, col, select, update
 from ragloom.events import Citation
 from ragloom.grounding_report import GroundingReport
 from ragloom.storable import storable_text
+from ragloom_app.conversation_holds import held_here, holder, is_stale
 from ragloom_app.db.models import LOCAL_USER, Conversation, MessageRecord
 from ragloom_app.errors import UserFacingError
 
@@ -244,32 +245,35 @@ class ConversationStore:
         update.
         """
         now = datetime.now(UTC)
-        free = or_(
-            col(Conversation.answering_until).is_(None), col(Conversation.answering_until) < now
-        )
         # The hold's own mark: its release clears this hold only, not one taken after it
         # lapsed (an answer that outlived it must not free the conversation under another).
         until = now + timedelta(seconds=seconds)
-        with Session(self.engine) as session:
-            taken = session.exec(
-                update(Conversation)
-                .where(
-                    col(Conversation.id) == conversation_id,
-                    col(Conversation.owner) == owner,
-                    free,
+        me = holder()
+        free = or_(
+            col(Conversation.answering_until).is_(None), col(Conversation.answering_until) < now
+        )
+        if not self._hold(conversation_id, [col(Conversation.owner) == owner, free], until, me):
+            held = self._holding(conversation_id, owner)
+            # A dead process's hold (a crash, then a restart) is taken over at once.
+            if not (
+                is_stale(held.answering_by, conversation_id)
+                and self._hold(
+                    conversation_id,
+                    [
+                        col(Conversation.answering_by) == held.answering_by,
+                        col(Conversation.answering_until) == held.answering_until,
+                    ],
+                    until,
+                    me,
                 )
-                .values(answering_until=until)
-            )
-            session.commit()
-        if taken.rowcount != 1:
-            if self.get(conversation_id, owner) is None:
-                raise UnknownConversationError(f"no conversation {conversation_id!r}")
-            raise ConversationBusyError(
-                "an answer is being written in this conversation: ask again once it ends "
-                "(or stop it)"
-            )
+            ):
+                raise ConversationBusyError(
+                    "an answer is being written in this conversation: ask again once it "
+                    "ends (or stop it)"
+                )
         try:
-            yield
+            with held_here(conversation_id):
+                yield
         finally:
             with Session(self.engine) as session:
                 session.exec(
@@ -278,9 +282,33 @@ class ConversationStore:
                         col(Conversation.id) == conversation_id,
                         col(Conversation.answering_until) == until,
                     )
-                    .values(answering_until=None)
+                    .values(answering_until=None, answering_by=None)
                 )
                 session.commit()
+
+    def _hold(
+        self, conversation_id: str, conditions: builtins.list[Any], until: datetime, me: str
+    ) -> bool:
+        """Whether this process took the hold of ``conversation_id`` (the row met every
+        one of ``conditions``)."""
+        with Session(self.engine) as session:
+            taken = session.exec(
+                update(Conversation)
+                .where(col(Conversation.id) == conversation_id, *conditions)
+                .values(answering_until=until, answering_by=me)
+            )
+            session.commit()
+        return bool(taken.rowcount == 1)
+
+    def _holding(self, conversation_id: str, owner: str) -> Conversation:
+        """``owner``'s conversation as it is held; :class:`UnknownConversationError` if
+        there is none."""
+        with Session(self.engine) as session:
+            conversation = self._owned(session, conversation_id, owner)
+            if conversation is None:
+                raise UnknownConversationError(f"no conversation {conversation_id!r}")
+            session.expunge(conversation)
+            return conversation
 
     # ``list`` is a method here: the builtin is named in full.
     def messages(self, conversation_id: str) -> builtins.list[StoredMessage]:

@@ -119,6 +119,8 @@ class Conversation(SQLModel, table=True):
     # While an answer is being written in it: until when at most (the answer's deadline),
     # so that one of a process that died lapses. NULL when none is.
     answering_until: datetime | None = None
+    # Which process holds it then ("host:pid"), so that a dead one's hold is taken over.
+    answering_by: str | None = None
 
 
 class MessageRecord(SQLModel, table=True):

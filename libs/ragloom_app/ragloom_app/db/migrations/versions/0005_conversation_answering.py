@@ -4,7 +4,8 @@ Two questions answered at once in one conversation stored their turns interleave
 second question before the first answer), and each was answered without the other in
 its history. ``Conversation.answering_until`` is held while an answer is written, by
 whichever process writes it, so another question waits its turn; it lapses on its own
-when that process died.
+when that process died, or at once when that process is known dead (``answering_by``
+names it).
 
 Revision ID: 0005
 Revises: 0004
@@ -27,7 +28,10 @@ def upgrade() -> None:
         op.add_column(
             "conversations", sa.Column("answering_until", sa.DateTime(timezone=True), nullable=True)
         )
+    if "answering_by" not in columns:
+        op.add_column("conversations", sa.Column("answering_by", sa.String(), nullable=True))
 
 
 def downgrade() -> None:
+    op.drop_column("conversations", "answering_by")
     op.drop_column("conversations", "answering_until")
