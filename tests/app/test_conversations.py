@@ -212,3 +212,21 @@ def test_a_hold_of_a_process_that_died_on_this_machine_is_taken_over_at_once(
     held_by(f"another-machine.example:{os.getpid()}")
     with pytest.raises(ConversationBusyError), store.answering(cid, "alice", 60):
         pass  # pragma: no cover - never entered
+
+
+def test_a_hold_given_back_between_the_two_looks_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = ConversationStore(create_db_engine(f"sqlite:///{tmp_path / 'app.db'}"))
+    cid = store.create(owner="alice")
+    hold = store._hold
+    tries: list[bool] = []
+
+    def held_at_first_look(*args: object) -> bool:
+        tries.append(True)
+        return False if len(tries) == 1 else hold(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_hold", held_at_first_look)
+    with store.answering(cid, "alice", 60):
+        pass
+    assert len(tries) == 2

@@ -242,7 +242,8 @@ class ConversationStore:
         :class:`ConversationBusyError` if another answer holds it,
         :class:`UnknownConversationError` if ``owner`` has no such conversation. Every
         process sees the hold: it is the conversation's row, taken by one conditional
-        update.
+        update. The hold of a process that died on this machine is taken over at once
+        (:mod:`ragloom_app.conversation_holds`).
         """
         now = datetime.now(UTC)
         # The hold's own mark: its release clears this hold only, not one taken after it
@@ -254,9 +255,10 @@ class ConversationStore:
         )
         if not self._hold(conversation_id, [col(Conversation.owner) == owner, free], until, me):
             held = self._holding(conversation_id, owner)
-            # A dead process's hold (a crash, then a restart) is taken over at once.
+            # A dead process's hold (a crash, then a restart) is taken over at once, and
+            # one given back between the two looks is taken as it is.
             if not (
-                is_stale(held.answering_by, conversation_id)
+                (held.answering_until is None or is_stale(held.answering_by, conversation_id))
                 and self._hold(
                     conversation_id,
                     [
