@@ -16,7 +16,8 @@ __all__ = ["PatientTool"]
 
 class PatientTool(BaseTool):
     """Answers at once for the input "now"; for any other, works (as a call to a remote
-    service that never answers) until its call is cancelled, noting the input."""
+    service that never answers) until its call is cancelled, noting the input in
+    ``started``, then in ``cancelled``."""
 
     class Arguments(BaseModel):
         text: str
@@ -26,10 +27,13 @@ class PatientTool(BaseTool):
     sandboxed: ClassVar[bool] = False
 
     def __init__(self) -> None:
+        self.started: list[str] = []
         self.cancelled: list[str] = []
 
     def run(self, arguments: BaseModel) -> ToolResult:
         assert isinstance(arguments, PatientTool.Arguments)
+        if arguments.text != "now":
+            self.started.append(arguments.text)
         while arguments.text != "now":
             if cancel_requested():
                 self.cancelled.append(arguments.text)
