@@ -17,20 +17,15 @@ from gradio_client import Client, handle_file
 
 from ragloom_app.app import BaseApp
 from ragloom_app.jobs import runner
-from ragloom_app.ui.server import serve
-from tests.helpers.ports import free_port
+from tests.helpers.api_server import served
 from tests.helpers.scripted_app import scripted_app
 
 
 @pytest.fixture
 def ui(tmp_path: Path) -> Iterator[tuple[str, BaseApp]]:
     app = scripted_app(tmp_path, {"s": {"class": "tests.helpers.scripted_llm.ScriptedLLM"}}, {})
-    port = free_port()
-    running = serve(app, port=port, first_run_docs=False, block=False, warm_up=False)
-    try:
-        yield f"http://127.0.0.1:{port}/", app
-    finally:
-        running.close()
+    with served(app) as url:
+        yield url, app
 
 
 def test_a_second_upload_is_taken_while_the_first_is_followed(

@@ -19,8 +19,7 @@ import pytest
 from gradio_client import Client
 
 from ragloom_app.app import BaseApp
-from ragloom_app.ui.server import serve
-from tests.helpers.ports import free_port
+from tests.helpers.api_server import served
 from tests.helpers.scripted_app import scripted_app
 
 PASSWORD = "correct horse battery"
@@ -40,12 +39,8 @@ def _serve(tmp_path: Path, **settings: Any) -> Iterator[tuple[str, BaseApp]]:
     app = scripted_app(tmp_path, SLOW, docs, queue_max_per_user=2, **settings)
     for name in ("alice", "bob"):
         app.accounts.add_user(name, PASSWORD)
-    port = free_port()
-    running = serve(app, port=port, first_run_docs=False, block=False, warm_up=False)
-    try:
-        yield f"http://127.0.0.1:{port}/", app
-    finally:
-        running.close()
+    with served(app) as url:
+        yield url, app
 
 
 @pytest.fixture
