@@ -21,6 +21,7 @@ import pluggy
 from ragloom.agents.tools import BaseTool, ToolRegistry
 from ragloom.embeddings import Embeddings
 from ragloom.llms.base import ChatLLM
+from ragloom.llms.deadline import DeadlineLLM
 from ragloom.loaders import FileReader
 from ragloom_app import __version__
 from ragloom_app.data_folder import PRIVATE_UMASK, make_private_folder
@@ -337,11 +338,21 @@ class BaseApp:
 
     def reasoning_state(self, **values: Any) -> ReasoningState:
         """A request's state: the default LLM, the registered tools, the LLMs a user may
-        choose by name, the embeddings."""
+        choose by name, the embeddings. With a ``deadline``, every LLM call of the request
+        stops waiting for its turn at it (:class:`~ragloom.llms.deadline.DeadlineLLM`)."""
+        deadline: float | None = values.get("deadline")
+        if deadline is None:
+            llm, llm_named = self.llm(), self.selectable_llm
+        else:
+            llm = DeadlineLLM(llm=self.llm(), deadline=deadline)
+
+            def llm_named(name: str) -> ChatLLM:
+                return DeadlineLLM(llm=self.selectable_llm(name), deadline=deadline)
+
         return ReasoningState(
-            llm=self.llm(),
+            llm=llm,
             tools=self.tools,
-            llm_named=self.selectable_llm,
+            llm_named=llm_named,
             get_embeddings=self.embeddings,
             get_focus_embeddings=self.focus_embeddings,
             check_grounding=self.settings.grounding_check,

@@ -3,6 +3,7 @@ an answer whose every index fails to give retrievers, and a mode's malformed eve
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -11,6 +12,8 @@ from typing import Any
 import pytest
 
 from ragloom.events import AnswerDelta, Event
+from ragloom.llms.base import ChatMessage
+from ragloom.llms.llamacpp import LlamaCppChat
 from ragloom.retrieval import Retriever
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.reasoning.base import BaseReasoning, ReasoningInfo, ReasoningState
@@ -124,3 +127,33 @@ def test_the_deadline_also_cuts_a_tool_call_under_way(tmp_path: Path) -> None:
     assert time.monotonic() - started < 5
     assert isinstance(finished, AnswerFinished)
     assert "longer than the limit of 1 s (ANSWER_DEADLINE_SECONDS)" in finished.record.answer
+
+
+@pytest.mark.llm
+def test_an_answer_waiting_for_the_busy_local_model_ends_at_its_deadline(tmp_path: Path) -> None:
+    """It once waited for the model without a deadline, behind every answer ahead of it,
+    only to be cut short at its first word (and its conversation's hold could lapse)."""
+    local = {"class": "ragloom.llms.llamacpp.LlamaCppChat"}
+    app = scripted_app(tmp_path, {"local": local}, {"r.md": REACTOR}, answer_deadline_seconds=2.0)
+    other_answer = LlamaCppChat().stream([ChatMessage("user", "Count to a thousand.")])
+    next(other_answer)  # generating: it holds the model until it ends
+    # Should the wait not end at the deadline, the test fails instead of waiting forever.
+    backstop = threading.Timer(20, other_answer.close)
+    backstop.start()
+    try:
+        started = time.monotonic()
+        *_, finished = ChatPage(app).ask("How hot is the reactor?")
+        waited = time.monotonic() - started
+    finally:
+        backstop.cancel()
+        other_answer.close()
+    assert isinstance(finished, AnswerFinished) and waited < 10
+    record = finished.record.to_dict()
+    assert record["answer"].startswith("Sorry, I could not answer: llama.cpp/qwen2.5")
+    assert record["answer"].endswith(
+        "was answering other questions until this answer's deadline came; "
+        "ask again when it is less busy."
+    )
+    assert record["steps"][-1]["step"] == "busy"
+    # The model never had the question: no tokens are counted for it.
+    assert not [step for step in record["steps"] if step["event"] == "usage"]

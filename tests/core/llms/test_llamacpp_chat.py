@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 
-from ragloom.llms import ChatMessage, GenerationOptions, LlamaCppChat, LLMError, LLMResult
+from ragloom.llms import (
+    ChatMessage,
+    GenerationOptions,
+    LlamaCppChat,
+    LLMBusyError,
+    LLMError,
+    LLMResult,
+)
 
 pytestmark = pytest.mark.llm
 
@@ -165,3 +173,35 @@ def test_counts_tokens_with_the_model_tokenizer(llama_chat: LlamaCppChat) -> Non
     assert llama_chat.count_tokens("Hello world") == 2
     assert llama_chat.context_window == 4096
     assert llama_chat.name == f"llama.cpp/{llama_chat.model_path.rsplit('/', 1)[-1]}"
+
+
+def test_a_call_stops_waiting_for_the_busy_model_at_its_wait_until(
+    llama_chat: LlamaCppChat,
+) -> None:
+    other = llama_chat.stream(COUNT)
+    next(other)  # generating: it holds the model until it ends
+    try:
+        started = time.monotonic()
+        with pytest.raises(LLMBusyError, match="was answering other questions"):
+            llama_chat.run(FRANCE, GenerationOptions(max_tokens=8, wait_until=started + 0.5))
+        assert 0.45 < time.monotonic() - started < 5
+    finally:
+        other.close()
+    free = GenerationOptions(max_tokens=8, wait_until=time.monotonic() + 60)
+    assert "Paris" in llama_chat.run(FRANCE, free).text
+
+
+def test_a_calls_seconds_leave_out_its_wait_for_the_model(llama_chat: LlamaCppChat) -> None:
+    other = llama_chat.stream(COUNT)
+    next(other)
+    results: list[LLMResult] = []
+    waiting = threading.Thread(
+        target=lambda: results.append(llama_chat.run(FRANCE, GenerationOptions(max_tokens=8)))
+    )
+    started = time.monotonic()
+    waiting.start()
+    time.sleep(1.5)  # the call waits its turn meanwhile
+    other.close()
+    waiting.join(timeout=60)
+    assert time.monotonic() - started > 1.5
+    assert len(results) == 1 and results[0].usage.seconds < time.monotonic() - started - 1.4

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ragloom.llms.base import ChatMessage, LLMError
+from ragloom.llms.base import ChatMessage, GenerationOptions, LLMBusyError, LLMError
 from ragloom.llms.openai_compat import OpenAIChat
 from ragloom_app.testing.openai_standin import FakeEndpoint, fake_openai
 
@@ -97,5 +97,20 @@ def test_a_request_that_waits_past_the_timeout_says_the_endpoint_is_busy(
     time.sleep(0.3)  # the first request holds the only slot
     with pytest.raises(LLMError, match="busy with the requests this server sent it"):
         _chat(endpoint, max_concurrent=1, timeout=0.5).run(QUESTION)
+    holder.join(timeout=10)
+    assert endpoint.requests == 1
+
+
+def test_a_request_stops_waiting_for_a_slot_at_its_wait_until(endpoint: FakeEndpoint) -> None:
+    endpoint.delay = 2.0
+    first = _chat(endpoint, max_concurrent=1, timeout=10)
+    holder = threading.Thread(target=lambda: first.run(QUESTION))
+    holder.start()
+    time.sleep(0.3)  # the first request holds the only slot
+    started = time.monotonic()
+    soon = GenerationOptions(wait_until=started + 0.4)
+    with pytest.raises(LLMBusyError, match=r"none ended within 0\.\d+ s \(the answer's deadline"):
+        _chat(endpoint, max_concurrent=1, timeout=10).run(QUESTION, soon)
+    assert time.monotonic() - started < 1.5  # not the request's own 10 s
     holder.join(timeout=10)
     assert endpoint.requests == 1

@@ -20,6 +20,7 @@ __all__ = [
     "ChatLLM",
     "ChatMessage",
     "GenerationOptions",
+    "LLMBusyError",
     "LLMError",
     "LLMResult",
     "LLMStreamItem",
@@ -40,6 +41,11 @@ _WIDE_SCRIPTS = re.compile(
 
 class LLMError(RuntimeError):
     """An LLM call failed (the model could not load, the endpoint refused, ...)."""
+
+
+class LLMBusyError(LLMError):
+    """A call's turn did not come in time (the local model, or an endpoint's request
+    slots, busy with other calls until its limit): nothing of it was sent to the model."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,9 @@ class GenerationOptions:
     continues, instead of starting a new turn (ReAct keeps its scratchpad there).
     ``tools``: functions the model may call natively (where :attr:`ChatLLM.supports_tool_calls`);
     ``tool_choice`` is ``"auto"`` (default), ``"none"``, ``"required"`` or a tool's name.
+    ``wait_until``: a :func:`time.monotonic` time (an answer's deadline) past which the call
+    does not wait for its turn (the local model, an endpoint's request slots) but fails
+    with :class:`LLMBusyError` (:meth:`turn_timeout`).
     """
 
     max_tokens: int = 512
@@ -108,12 +117,21 @@ class GenerationOptions:
     continue_assistant: bool = False
     tools: tuple[ToolSpec, ...] = ()
     tool_choice: str | None = None
+    wait_until: float | None = None
 
     def __post_init__(self) -> None:
         if self.grammar is not None and self.json_schema is not None:
             raise ValueError("give either a grammar or a JSON schema, not both")
         if self.max_tokens < 1:
             raise ValueError("max_tokens must be at least 1")
+
+    def turn_timeout(self, limit: float | None = None) -> float | None:
+        """Seconds the call may wait for its turn: ``limit`` (``None``: no limit) or less,
+        to stop at ``wait_until``; never negative."""
+        if self.wait_until is None:
+            return limit
+        left = max(self.wait_until - time.monotonic(), 0.0)
+        return left if limit is None else min(limit, left)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from ragloom.llms.base import (
     ChatLLM,
     ChatMessage,
     GenerationOptions,
+    LLMBusyError,
     LLMError,
     LLMResult,
     LLMStreamItem,
@@ -260,10 +261,17 @@ class LlamaCppChat(ChatLLM):
             raise LLMError(
                 "LlamaCppChat has no native tool calling: describe the tools in the prompt"
             )
-        timer = CallTimer()
         model = self._model()
-        with model.lock:
-            yield from self._generate(model, messages, options, timer)
+        if not model.lock.acquire(timeout=options.turn_timeout()):
+            raise LLMBusyError(
+                f"{self.name} was answering other questions until this answer's deadline "
+                "came; ask again when it is less busy"
+            )
+        try:
+            # Timed from here: a call's seconds are the model's, not its wait in line.
+            yield from self._generate(model, messages, options, CallTimer())
+        finally:
+            model.lock.release()
 
     def _bundled_model(self) -> SplitModel:
         """The bundled model ``bundled`` names; ``LLMError`` naming the known ones if none."""

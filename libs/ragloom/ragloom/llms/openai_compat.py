@@ -199,13 +199,13 @@ class OpenAIChat(ChatLLM):
         if options.tools:
             # Not streamed: several servers (llama.cpp's function-calling formats among
             # them) cannot stream a reply whose tool calls the model chooses itself.
-            yield self._complete(request, messages)
+            yield self._complete(request, messages, options)
             return
-        timer = CallTimer()
         pieces: list[str] = []
         finish_reason: str | None = None
         reported: Any = None
-        with self._turn(), self._translated_errors():
+        with self._turn(options), self._translated_errors():
+            timer = CallTimer()  # a call's seconds are the endpoint's, not its wait in line
             chunks = self._client().chat.completions.create(**request)
             try:
                 for chunk in chunks:
@@ -229,11 +229,16 @@ class OpenAIChat(ChatLLM):
         usage = self._usage(messages, pieces, reported, timer)
         yield LLMStreamItem("", LLMResult("".join(pieces), usage, finish_reason))
 
-    def _complete(self, request: dict[str, Any], messages: Sequence[ChatMessage]) -> LLMStreamItem:
+    def _complete(
+        self,
+        request: dict[str, Any],
+        messages: Sequence[ChatMessage],
+        options: GenerationOptions,
+    ) -> LLMStreamItem:
         """One non-streamed request, as the single (last) item of a stream."""
         request = {k: v for k, v in request.items() if k not in ("stream", "stream_options")}
-        timer = CallTimer()
-        with self._turn(), self._translated_errors():
+        with self._turn(options), self._translated_errors():
+            timer = CallTimer()
             response = self._client().chat.completions.create(**request)
         timer.mark()
         choice = completion_parts(response)
@@ -423,9 +428,13 @@ class OpenAIChat(ChatLLM):
             self._tokenize_retry_at = time.monotonic() + TOKENIZE_RETRY_SECONDS
         return count
 
-    def _turn(self) -> contextlib.AbstractContextManager[None]:
-        """Hold one of the endpoint's request slots for the block (a whole stream)."""
-        return endpoint_turn(self.endpoint, self.max_concurrent, self.timeout)
+    def _turn(self, options: GenerationOptions) -> contextlib.AbstractContextManager[None]:
+        """Hold one of the endpoint's request slots for the block (a whole stream), waiting
+        for one up to ``timeout`` seconds or the call's ``wait_until``, the sooner."""
+        wait = options.turn_timeout(self.timeout)
+        assert wait is not None  # the limit given is a number
+        limit = "max_concurrent" if wait >= self.timeout else "the answer's deadline came"
+        return endpoint_turn(self.endpoint, self.max_concurrent, wait, limit=limit)
 
     def _translated_errors(self) -> contextlib.AbstractContextManager[None]:
         """Turn ``openai`` exceptions into :class:`LLMError` naming the endpoint and status."""

@@ -8,7 +8,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
-from ragloom.llms.base import LLMError
+from ragloom.llms.base import LLMBusyError, LLMError
 from ragloom.llms.fair_lock import FairSemaphore
 
 __all__ = ["endpoint_turn", "translated_errors"]
@@ -20,9 +20,12 @@ _SLOTS_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def endpoint_turn(endpoint: str, max_concurrent: int, timeout: float) -> Iterator[None]:
+def endpoint_turn(
+    endpoint: str, max_concurrent: int, timeout: float, *, limit: str = "max_concurrent"
+) -> Iterator[None]:
     """Hold one of ``endpoint``'s request slots for the block (a whole stream); an
-    :class:`LLMError` saying the endpoint is busy when none was free within ``timeout``."""
+    :class:`LLMError` saying the endpoint is busy when none was free within ``timeout``
+    (``limit`` names what set it, in the message)."""
     if max_concurrent < 1:
         raise LLMError(f"max_concurrent must be at least 1, not {max_concurrent}")
     with _SLOTS_LOCK:
@@ -30,9 +33,9 @@ def endpoint_turn(endpoint: str, max_concurrent: int, timeout: float) -> Iterato
         # from one that waits until its timeout.
         slots = _ENDPOINT_SLOTS.setdefault(endpoint, FairSemaphore(max_concurrent))
     if not slots.acquire(timeout=timeout):
-        raise LLMError(
+        raise LLMBusyError(
             f"{endpoint} is busy with the requests this server sent it: none ended "
-            f"within {timeout:g} s (max_concurrent)"
+            f"within {timeout:g} s ({limit})"
         )
     try:
         yield

@@ -20,7 +20,7 @@ from ragloom.events import (
     StepFinished,
     StepStarted,
 )
-from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, Usage
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMBusyError, Usage
 from ragloom.qa.citations import (
     EvidenceBlock,
     attribute_uncited,
@@ -153,6 +153,8 @@ def stream_cited_answer(
                 yield AnswerDelta(item.text)
             if item.result is not None:
                 result = item.result
+    except LLMBusyError:
+        raise  # the model never had the call: nothing to count
     except Exception:
         # The call broke off (the endpoint failed midway): what it took still counts, as
         # estimated, in the answer's usage (and Auto's budget), then the failure goes on.

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from ragloom.event_checks import event_problem
 from ragloom.events import AnswerCollector, AnswerDelta, Event, StepFinished
+from ragloom.llms.base import LLMBusyError
 from ragloom_app.errors import UserFacingError, scrub, user_error
 
 __all__ = ["LeftOut", "MalformedEventError", "bounded_events"]
@@ -56,6 +57,10 @@ def bounded_events(
             if time.perf_counter() - started > limit:
                 yield from _cut_short(collector, limit, started)
                 break
+    except LLMBusyError as exc:
+        # Expected under load, not a fault: said in words, logged without a stack trace.
+        logger.warning("answer not written: %s", exc)
+        yield from _ended_early(collector, started, "busy", scrub(str(exc)))
     except Exception as exc:
         failure = user_error(exc, "Answering", log=logger)
         yield StepFinished("error", time.perf_counter() - started, error=failure.message)
@@ -70,7 +75,15 @@ def _cut_short(collector: AnswerCollector, limit: float, started: float) -> Iter
     """The events that end an answer at its deadline, keeping what it had."""
     logger.warning("answer stopped at its deadline of %s s (ANSWER_DEADLINE_SECONDS)", limit)
     words = f"the answer took longer than the limit of {limit:g} s (ANSWER_DEADLINE_SECONDS)"
-    yield StepFinished("deadline", time.perf_counter() - started, error=f"Stopped: {words}.")
+    yield from _ended_early(collector, started, "deadline", words)
+
+
+def _ended_early(
+    collector: AnswerCollector, started: float, step: str, words: str
+) -> Iterator[Event]:
+    """The events that end an answer early because of ``words``, keeping what it had;
+    ``step`` names the page's own step that says so."""
+    yield StepFinished(step, time.perf_counter() - started, error=f"Stopped: {words}.")
     if collector.answer.strip():
         yield AnswerDelta(f"\n\n(Cut short: {words}.)")
     else:

@@ -13,7 +13,8 @@ __all__ = ["step_warning"]
 
 def step_warning(step: StepFinished) -> str:
     """What a failed step's warning says: the page's own steps (the mode failed, the
-    deadline, an index left out) have whole sentences; a mode's are named first."""
-    if step.name in ("error", "deadline") or step.name.startswith("index:"):
+    deadline, a model too busy, an index left out) have whole sentences; a mode's are
+    named first."""
+    if step.name in ("error", "deadline", "busy") or step.name.startswith("index:"):
         return str(step.error)
     return f"{step.name} failed: {step.error}"

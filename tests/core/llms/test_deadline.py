@@ -1,0 +1,40 @@
+"""``DeadlineLLM``: every call of one answer stops waiting for its turn at the answer's
+deadline, and is otherwise the wrapped model's (control flow, with the replay LLM; the
+waits themselves are tested with the real model and endpoint, in test_llamacpp_chat.py
+and test_openai_endpoint_limits.py)."""
+
+from __future__ import annotations
+
+import time
+
+from ragloom.llms.base import ChatMessage, GenerationOptions
+from ragloom.llms.deadline import DeadlineLLM
+from ragloom.llms.replay import ReplayLLM
+
+QUESTION = [ChatMessage("user", "How hot is the reactor?")]
+
+
+def test_each_call_waits_for_its_turn_until_the_deadline_at_most() -> None:
+    model = ReplayLLM(replies=["451 K [1]."])
+    deadline = time.monotonic() + 30
+    bound = DeadlineLLM(llm=model, deadline=deadline)
+    assert bound.run(QUESTION).text == "451 K [1]."
+    bound.run(QUESTION, GenerationOptions(max_tokens=9, wait_until=deadline + 60))
+    sooner = deadline - 10
+    bound.run(QUESTION, GenerationOptions(wait_until=sooner))  # a sooner limit stays
+    assert [options.wait_until for options in model.options_seen if options] == [
+        deadline,
+        deadline,
+        sooner,
+    ]
+    assert model.options_seen[1] is not None and model.options_seen[1].max_tokens == 9
+
+
+def test_everything_else_is_the_wrapped_models() -> None:
+    model = ReplayLLM(window=2048, grammar=True, native=True, structured=True, prefill=False)
+    bound = DeadlineLLM(llm=model, deadline=time.monotonic() + 30)
+    assert (bound.name, bound.context_window) == ("ReplayLLM", 2048)
+    assert (bound.supports_grammar, bound.supports_json_schema) == (True, True)
+    assert (bound.supports_tool_calls, bound.continues_assistant_turn) == (True, False)
+    assert bound.count_tokens("three words here") == 3
+    assert bound.in_line == 0  # the replay LLM has no line
