@@ -130,7 +130,10 @@ def test_the_deadline_also_cuts_a_tool_call_under_way(tmp_path: Path) -> None:
 
 
 @pytest.mark.llm
-def test_an_answer_waiting_for_the_busy_local_model_ends_at_its_deadline(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["fullqa", "decompose", "react", "rewoo", "auto"])
+def test_an_answer_waiting_for_the_busy_local_model_ends_at_its_deadline(
+    tmp_path: Path, mode: str
+) -> None:
     """It once waited for the model without a deadline, behind every answer ahead of it,
     only to be cut short at its first word (and its conversation's hold could lapse)."""
     local = {"class": "ragloom.llms.llamacpp.LlamaCppChat"}
@@ -142,7 +145,7 @@ def test_an_answer_waiting_for_the_busy_local_model_ends_at_its_deadline(tmp_pat
     backstop.start()
     try:
         started = time.monotonic()
-        *_, finished = ChatPage(app).ask("How hot is the reactor?")
+        *_, finished = ChatPage(app).ask("How hot is the reactor?", mode=mode)
         waited = time.monotonic() - started
     finally:
         backstop.cancel()

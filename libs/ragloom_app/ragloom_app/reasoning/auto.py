@@ -39,6 +39,7 @@ from ragloom.events import (
     StepFinished,
     StepStarted,
 )
+from ragloom.llms.base import LLMBusyError
 from ragloom.qa.routing import QuestionKind, classify_question
 from ragloom.retrieval import Retriever
 from ragloom_app.errors import UserError, user_error
@@ -307,6 +308,8 @@ class AutoReasoning(BaseReasoning):
                 collector.add(event)
                 if not isinstance(event, CitationsFound | GroundingChecked):
                     yield event
+        except LLMBusyError:
+            raise  # busy until the answer's deadline: another mode would wait in vain
         except Exception as exc:
             failure = user_error(exc, f"Answering in the {mode} mode", log=logger)
             failed = StepFinished("error", time.perf_counter() - started, error=failure.message)
