@@ -132,5 +132,6 @@ DISABLED_PLUGINS: list[str] = []
 # past one fails alone, with the limit named, and the rest of the upload indexes.
 # MAX_FILE_CHUNKS = 50_000             # chunks one file may make
 # MAX_FILE_SECONDS = 300               # seconds to read and chunk one file (its reader killed)
+# MIN_FILE_SECONDS = 60                # ...a small one; a larger one has 5 s more per MB
 # MAX_UPLOAD_BYTES = 2 * 1024**3       # one upload: its files and what its archives unpack to
 # MAX_UPLOAD_CHUNKS = 100_000          # chunks one upload may make

@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from ragloom.chunking import READERS_LIMITS, READERS_SANDBOX, warm_readers_sandbox
+from ragloom.chunking import (
+    MAX_FILE_SECONDS,
+    MIN_FILE_SECONDS,
+    READERS_LIMITS,
+    READERS_SANDBOX,
+    file_seconds,
+    warm_readers_sandbox,
+)
 from ragloom.loaders import default_readers
 from ragloom.sandbox import configure_sandbox
 from ragloom_app.index.base import FileOutcome
@@ -170,3 +177,39 @@ def test_a_reader_that_cannot_cross_to_a_worker_fails_with_its_name(
         "(it cannot be passed to a worker process: "
     )
     assert good.status == "indexed"
+
+
+def test_a_small_file_made_to_be_slow_is_stopped_sooner_than_a_large_one(tmp_path: Path) -> None:
+    """Every file once had the whole MAX_FILE_SECONDS: a few kB made to be slow held a
+    worker five minutes. A file now has MIN_FILE_SECONDS and 5 s more per MB."""
+    readers = {**default_readers(), ".sleep": SleepyReader()}
+    index = hash_file_index(tmp_path / "data", readers, max_file_seconds=60.0, min_file_seconds=1.0)
+    small, larger = tmp_path / "small.sleep", tmp_path / "larger.sleep"
+    small.write_text(str(tmp_path / "small.pid"))
+    pid_file = str(tmp_path / "larger.pid")
+    larger.write_text(pid_file + "\n" * (400_000 - len(pid_file)))  # 0.4 MB: 2 s
+    started = time.perf_counter()
+    outcomes = index.get_indexing_pipeline({}).run([small, larger])
+    seconds = time.perf_counter() - started
+    assert [(o.name, o.reason) for o in outcomes] == [
+        (
+            "small.sleep",
+            "reading and chunking took longer than 1 s, the limit for a file this small",
+        ),
+        (
+            "larger.sleep",
+            "reading and chunking took longer than 2 s, the limit for a file of 0.4 MB",
+        ),
+    ]
+    assert seconds < 20, seconds  # not the 60 s of MAX_FILE_SECONDS
+    assert index.check().clean
+
+
+def test_a_files_time_limit_grows_with_its_size_between_the_two_settings() -> None:
+    assert file_seconds(75) == MIN_FILE_SECONDS == 60
+    assert file_seconds(12_000_000) == 60  # 5 s a MB reaches the minimum at 12 MB
+    assert file_seconds(30_000_000) == 150
+    assert file_seconds(200_000_000) == MAX_FILE_SECONDS == 300  # the size limit's files
+    assert file_seconds(30_000_000, max_seconds=100) == 100
+    assert file_seconds(12_000_001) == 61  # whole seconds, rounded up
+    assert file_seconds(75, max_seconds=10) == 10  # a lower maximum is the minimum too

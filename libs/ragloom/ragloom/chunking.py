@@ -20,6 +20,7 @@ worker read only, and the pages are chunked in the app process, within the same 
 from __future__ import annotations
 
 import logging
+import math
 import pickle
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -60,6 +61,7 @@ __all__ = [
     "FileBudgetError",
     "ReaderFailedError",
     "chunk_in_sandbox",
+    "file_seconds",
     "read_in_sandbox",
     "readers_sandbox",
     "split_within_budget",
@@ -77,6 +79,13 @@ MAX_FILE_CHUNKS = 50_000
 #: took 118 s on 2 cores (most of it splitting), so a file at the 200 MB size limit fits,
 #: and a reader stuck in a loop holds a worker for five minutes at most.
 MAX_FILE_SECONDS = 300.0
+#: Seconds any file may take, however small; a larger one has FILE_SECONDS_PER_MB more for
+#: each megabyte (up to MAX_FILE_SECONDS), so that a small file made to be slow (a few kB
+#: of PDF that unpack to millions of drawing operators) holds a worker for a minute, not
+#: five. Real files take far less: 10 MB of text or CSV read and chunked in under 2 s, and
+#: PDF at about 1.2 s per MB (the 96 MB above), so the limits leave a wide margin.
+MIN_FILE_SECONDS = 60.0
+FILE_SECONDS_PER_MB = 5.0
 #: How the per-file chunk limit is named in reasons.
 PER_FILE = "the limit per file"
 
@@ -252,19 +261,51 @@ def _job(path: Path, readers: Mapping[str, FileReader], **fields: Any) -> Chunki
     return ChunkingJob(path, extension, blob, tuple(sys.path), **fields)
 
 
-def _run(job: ChunkingJob, reader_name: str, max_seconds: float, sandbox: Sandbox | None) -> Any:
-    """Run ``job`` in ``sandbox``; the sandbox's failures become reasons."""
+def file_seconds(
+    file_size: int, max_seconds: float = MAX_FILE_SECONDS, min_seconds: float = MIN_FILE_SECONDS
+) -> float:
+    """The seconds a file of ``file_size`` bytes may take to be read and chunked:
+    ``min_seconds`` and :data:`FILE_SECONDS_PER_MB` for each megabyte, at most
+    ``max_seconds``; whole seconds, rounded up."""
+    by_size = math.ceil(FILE_SECONDS_PER_MB * file_size / 1_000_000)
+    return min(max_seconds, max(min_seconds, by_size))
+
+
+def _time_limit(path: Path, max_seconds: float, min_seconds: float) -> tuple[float, str]:
+    """The time limit of ``path`` and its name in the reason given past it."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0  # the reader will say what is wrong with the file
+    limit = file_seconds(size, max_seconds, min_seconds)
+    if limit >= max_seconds:
+        return max_seconds, "the limit per file"
+    if limit <= min_seconds:
+        return limit, "the limit for a file this small"
+    return limit, f"the limit for a file of {size / 1_000_000:.1f} MB"
+
+
+def _run(
+    job: ChunkingJob,
+    reader_name: str,
+    max_seconds: float,
+    min_seconds: float,
+    sandbox: Sandbox | None,
+) -> Any:
+    """Run ``job`` in ``sandbox`` within its file's time limit; the sandbox's failures
+    become reasons."""
     box = sandbox or readers_sandbox()
     path = job.path
+    limit, limit_name = _time_limit(path, max_seconds, min_seconds)
     try:
-        return box.run(run_job, job, timeout=max_seconds)
+        return box.run(run_job, job, timeout=limit)
     except SandboxTimeout:
         raise FileBudgetError(
-            f"reading and chunking took longer than {max_seconds:g} s, the limit per file", path
+            f"reading and chunking took longer than {limit:g} s, {limit_name}", path
         ) from None
     except SandboxMemoryError:
-        limit = box.limits.memory_bytes
-        shown = f"the {limit // _MiB:,} MiB limit per file" if limit else "the memory available"
+        memory = box.limits.memory_bytes
+        shown = f"the {memory // _MiB:,} MiB limit per file" if memory else "the memory available"
         raise FileBudgetError(f"reading needed more memory than {shown}", path) from None
     except SandboxCrash as exc:
         raise ReaderFailedError(f"the reader {reader_name} crashed: {exc}", path) from None
@@ -281,6 +322,7 @@ def read_in_sandbox(
     reader: FileReader,
     *,
     max_seconds: float = MAX_FILE_SECONDS,
+    min_seconds: float = MIN_FILE_SECONDS,
     text_budget: TextBudget | None = None,
     sandbox: Sandbox | None = None,
 ) -> list[Page]:
@@ -290,7 +332,8 @@ def read_in_sandbox(
     """
     path = Path(path)
     job = _job(path, {path.suffix.lower(): reader}, read_only=True, text_budget=text_budget)
-    return _run(job, type(reader).__name__, max_seconds, sandbox)  # type: ignore[no-any-return]
+    result = _run(job, type(reader).__name__, max_seconds, min_seconds, sandbox)
+    return result  # type: ignore[no-any-return]
 
 
 def chunk_in_sandbox(
@@ -302,6 +345,7 @@ def chunk_in_sandbox(
     *,
     max_chunks: int = MAX_FILE_CHUNKS,
     max_seconds: float = MAX_FILE_SECONDS,
+    min_seconds: float = MIN_FILE_SECONDS,
     chunk_limit_name: str = PER_FILE,
     text_budget: TextBudget | None = None,
     sandbox: Sandbox | None = None,
@@ -309,9 +353,9 @@ def chunk_in_sandbox(
     """The chunks of ``path``, read by its reader in ``readers`` and split by ``splitter``.
 
     Reading and chunking run in ``sandbox`` (default: :func:`readers_sandbox`) and are
-    stopped after ``max_seconds``. Raises a :class:`LoaderError` with a reason: the
-    reader's own, :class:`FileBudgetError` past a budget, :class:`ReaderFailedError` for
-    a reader that crashed or cannot run there.
+    stopped after :func:`file_seconds` (``min_seconds`` to ``max_seconds``). Raises a
+    :class:`LoaderError` with a reason: the reader's own, :class:`FileBudgetError` past a
+    budget, :class:`ReaderFailedError` for a reader that crashed or cannot run there.
     """
     path = Path(path)
     counter = splitter.tokenizer
@@ -338,7 +382,8 @@ def chunk_in_sandbox(
         chunk_limit_name=chunk_limit_name,
         text_budget=text_budget,
     )
-    result = _run(job, type(readers[job.extension]).__name__, max_seconds, sandbox)
+    reader_name = type(readers[job.extension]).__name__
+    result = _run(job, reader_name, max_seconds, min_seconds, sandbox)
     if not read_only:
         return result  # type: ignore[no-any-return]
     return split_within_budget(

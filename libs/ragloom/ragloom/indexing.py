@@ -9,7 +9,13 @@ import numpy as np
 from theflow import Param
 
 from ragloom.base import BaseComponent
-from ragloom.chunking import MAX_FILE_CHUNKS, MAX_FILE_SECONDS, PER_FILE, chunk_in_sandbox
+from ragloom.chunking import (
+    MAX_FILE_CHUNKS,
+    MAX_FILE_SECONDS,
+    MIN_FILE_SECONDS,
+    PER_FILE,
+    chunk_in_sandbox,
+)
 from ragloom.embeddings import Embeddings, EmbeddingsError
 from ragloom.loaders import FileReader, TextBudget, default_readers
 from ragloom.schema import Chunk
@@ -26,7 +32,8 @@ class FileIngestor(BaseComponent):
     refuse the file) before anything reaches the stores; :meth:`store` is :meth:`embed`
     then :meth:`write`, separate too so that the chunks of several small files can be
     embedded in one call. Reading and chunking run in the readers sandbox
-    (:mod:`ragloom.chunking`), within ``max_chunks`` and ``max_seconds``; embedding and
+    (:mod:`ragloom.chunking`), within ``max_chunks`` and the file's time limit (``min_seconds``
+    to ``max_seconds``, by its size); embedding and
     storing run here.
     """
 
@@ -42,6 +49,9 @@ class FileIngestor(BaseComponent):
     )
     max_chunks: int = Param(MAX_FILE_CHUNKS, help="Most chunks one file may make.")
     max_seconds: float = Param(MAX_FILE_SECONDS, help="Most seconds to read and chunk a file.")
+    min_seconds: float = Param(
+        MIN_FILE_SECONDS, help="Seconds any file may take, however small (chunking.file_seconds)."
+    )
     text_budget: TextBudget | None = Param(
         None, help="The page-text budget of every file (None: TextBudget's defaults)."
     )
@@ -68,6 +78,7 @@ class FileIngestor(BaseComponent):
             source_name,
             max_chunks=int(self.max_chunks) if max_chunks is None else max_chunks,
             max_seconds=float(self.max_seconds),
+            min_seconds=float(self.min_seconds),
             chunk_limit_name=chunk_limit_name,
             text_budget=self.text_budget,
         )

@@ -221,6 +221,7 @@ class BaseApp:
             for name, value in (
                 ("max_file_chunks", settings.max_file_chunks),
                 ("max_file_seconds", settings.max_file_seconds),
+                ("min_file_seconds", settings.min_file_seconds),
                 ("max_upload_bytes", settings.max_upload_bytes),
                 ("max_upload_chunks", settings.max_upload_chunks),
             )

@@ -153,9 +153,11 @@ class AppSettings:
     # the login limits count; without them every client behind a proxy is the proxy.
     trusted_proxies: list[str] = field(default_factory=list)
     # -- what indexing may spend (docs/security.md); None keeps the library's default ------
-    # Chunks one file may make (50,000) and seconds it may take to be read and chunked (300).
+    # Chunks one file may make (50,000) and seconds it may take to be read and chunked (300;
+    # a small file 60, and 5 more per MB).
     max_file_chunks: int | None = None
     max_file_seconds: float | None = None
+    min_file_seconds: float | None = None
     # Bytes one upload may spend, what its archives unpack to included (2 GiB), and the
     # chunks it may make (100,000).
     max_upload_bytes: int | None = None
@@ -182,9 +184,9 @@ class AppSettings:
                 raise SettingsError(
                     f"{name.upper()}: must be a positive whole number or None, not {value!r}"
                 )
-        for name in ("answer_deadline_seconds", "max_file_seconds"):
+        for name in ("answer_deadline_seconds", "max_file_seconds", "min_file_seconds"):
             value = getattr(self, name)
-            if value is None and name == "max_file_seconds":
+            if value is None and name != "answer_deadline_seconds":
                 continue
             if (
                 isinstance(value, bool)

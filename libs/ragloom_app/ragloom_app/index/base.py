@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy.engine import Engine
 
-from ragloom.chunking import MAX_FILE_CHUNKS, MAX_FILE_SECONDS
+from ragloom.chunking import MAX_FILE_CHUNKS, MAX_FILE_SECONDS, MIN_FILE_SECONDS
 from ragloom.embeddings import Embeddings
 from ragloom.loaders import FileReader, default_readers
 from ragloom.loaders.archive import ZipLimits
@@ -49,7 +49,8 @@ class IndexResources:
 
     - ``max_file_bytes``: the largest file;
     - ``max_file_chunks`` and ``max_file_seconds``: what one file may make and take to be
-      read and chunked, whatever its reader;
+      read and chunked, whatever its reader; ``min_file_seconds``: what a small file may
+      take (a larger one has more, by its size: :func:`ragloom.chunking.file_seconds`);
     - ``max_upload_bytes`` and ``max_upload_chunks``: what one upload (its files, what its
       archives unpack to, the chunks they make) may spend in all;
     - ``archive_limits``: what a zip may unpack to (:class:`ZipLimits`).
@@ -69,6 +70,7 @@ class IndexResources:
     readers: Mapping[str, FileReader] = field(default_factory=default_readers)
     max_file_chunks: int = MAX_FILE_CHUNKS
     max_file_seconds: float = MAX_FILE_SECONDS
+    min_file_seconds: float = MIN_FILE_SECONDS
     max_upload_bytes: int = MAX_UPLOAD_BYTES
     max_upload_chunks: int = MAX_UPLOAD_CHUNKS
     archive_limits: ZipLimits = field(default_factory=ZipLimits)

@@ -161,6 +161,7 @@ class FileIndex(BaseIndex):
             readers=self.resources.readers,
             max_chunks=self.resources.max_file_chunks,
             max_seconds=self.resources.max_file_seconds,
+            min_seconds=self.resources.min_file_seconds,
         )
 
     @property
