@@ -4,24 +4,30 @@ SQLite and on a real PostgreSQL server (``database_url``)."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
-from sqlmodel import SQLModel
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, SQLModel
 
+from ragloom_app.accounts.store import AccountStore
 from ragloom_app.conversations import ConversationStore
 from ragloom_app.db import create_db_engine
 from ragloom_app.db.migrate import _config, current_revision, head_revision, migrate
+from ragloom_app.db.models import UserRecord
 from ragloom_app.index.manager import IndexAccess
 
 PREVIOUS_RELEASE = Path(__file__).parent / "data" / "ragloom-before-accounts.sql"
+PASSWORD = "correct horse battery"
 
 
 def _differences(engine: Engine) -> list[object]:
@@ -111,3 +117,37 @@ def test_processes_starting_together_migrate_one_after_the_other(database_url: s
         thread.join(timeout=60)
     assert errors == []
     assert sorted(outcomes) == ["created", "current", "current"]
+
+
+def test_the_database_refuses_a_name_that_differs_in_case_alone(database_url: str) -> None:
+    """The store looks before it writes, so two such names added at once both got in: the
+    database's own index refuses the second, whichever way it comes."""
+    engine = create_db_engine(database_url)
+    AccountStore(engine).add_user("alice", PASSWORD)
+    with Session(engine) as session:  # past the store's look, as a racing add is
+        session.add(UserRecord(id="racing", name="ALICE", password_hash="x"))
+        with pytest.raises(IntegrityError):
+            session.commit()
+
+
+def test_an_upgrade_keeps_names_that_differ_in_case_alone_and_names_them(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = create_engine(database_url)
+    with engine.begin() as connection:
+        command.upgrade(_config(connection), "0006")
+        for user_id, name in (("u1", "alice"), ("u2", "Alice")):
+            connection.execute(
+                text(
+                    "INSERT INTO users (id, name, password_hash, is_admin, disabled, created_at)"
+                    " VALUES (:id, :name, 'x', false, false, :now)"
+                ),
+                {"id": user_id, "name": name, "now": datetime.now(UTC)},
+            )
+    with caplog.at_level(logging.WARNING):
+        assert migrate(engine) == "upgraded"
+    assert current_revision(engine) == head_revision()
+    assert "users whose names differ in case alone (alice) are kept" in caplog.text
+    with engine.connect() as connection:
+        names = connection.execute(text("SELECT name FROM users ORDER BY id")).scalars().all()
+    assert names == ["alice", "Alice"]

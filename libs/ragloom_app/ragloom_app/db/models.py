@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Column
+from sqlalchemy import JSON, Column, Index, func, text
 from sqlmodel import Field, SQLModel
 
 __all__ = [
@@ -144,6 +144,9 @@ class UserRecord(SQLModel, table=True):
     password; a disabled user cannot log in and its sessions and keys stop working."""
 
     __tablename__ = "users"
+    # Names that differ in case alone would look like one user wherever shown: the store
+    # refuses them, and this index does when two are added at the same moment.
+    __table_args__ = (Index("ux_users_name_folded", func.lower(text("name")), unique=True),)
 
     id: str = Field(primary_key=True)
     name: str = Field(index=True, unique=True)
