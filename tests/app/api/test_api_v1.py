@@ -162,10 +162,35 @@ def test_ask_streams_the_typed_events_and_ends_with_the_whole_answer(api: httpx.
     assert events[-1][1]["conversation_id"] == cid
 
 
+def test_an_ask_may_change_how_an_index_searches(api: httpx.Client) -> None:
+    cid = api.post("/conversations").json()["id"]
+    question = "How hot is the reactor?"
+
+    def found_by(body: dict[str, Any]) -> set[str]:
+        (search,) = [s for s in body["steps"] if s["step"] == "retrieve" and "output" in s]
+        return {way for hit in search["output"] for way in hit.get("found_by") or {}}
+
+    both = api.post(f"/conversations/{cid}/ask", json={"question": question}).json()
+    vector = {"My files": {"retrieval_mode": "vector"}}
+    alone = api.post(
+        f"/conversations/{cid}/ask", json={"question": question, "index_settings": vector}
+    )
+    assert alone.status_code == 200, alone.text
+    assert found_by(both) == {"vector", "fulltext"} and found_by(alone.json()) == {"vector"}
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
         ({"question": "Hot?", "mode": "telepathy"}, "unknown mode 'telepathy'"),
+        (
+            {"question": "Hot?", "index_settings": {"My files": {"retrieval_mode": "telepathy"}}},
+            "retrieval_mode must be one of",
+        ),
+        (
+            {"question": "Hot?", "index_settings": {"My files": {"frobnicate": 1}}},
+            "frobnicate",
+        ),
         ({"question": "Hot?", "settings": {"top_k": 0}}, "top_k must be between"),
         ({"question": "Hot?", "settings": {"frobnicate": 1}}, "no such setting: frobnicate"),
         ({"question": "x" * 5000}, "the limit is 4,000"),
@@ -189,6 +214,7 @@ def test_what_the_app_refuses_is_a_422_in_its_words_and_saves_nothing(
         ("GET", "/conversations/..%2F..%2Fetc%2Fpasswd", None),
         ("GET", "/no/such/route", None),
         ("POST", "/conversations/{cid}/ask", {"question": "Hot?", "indices": ["nope"]}),
+        ("POST", "/conversations/{cid}/ask", {"question": "Hot?", "index_settings": {"nope": {}}}),
     ],
 )
 def test_unknown_ids_and_paths_are_json_404s(

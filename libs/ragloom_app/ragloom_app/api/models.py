@@ -5,7 +5,7 @@ the chat page in its words; the fields here bound what a body may hold at all.""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -212,6 +212,12 @@ class AskRequest(_Strict):
     )
     indices: list[str] | None = Field(
         None, max_length=MAX_SETTINGS, description="Search only these indices (default: all)."
+    )
+    index_settings: dict[str, Annotated[dict[str, Any], Field(max_length=MAX_SETTINGS)]] = Field(
+        default_factory=dict,
+        max_length=MAX_SETTINGS,
+        description="How an index searches for this question, by index name: its settings "
+        "to change (GET /api/v1/indices/{name}/settings, search_settings_schema).",
     )
     stream: bool = Field(
         False, description="Answer as server-sent events (text/event-stream), not one object."

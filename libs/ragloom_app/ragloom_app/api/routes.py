@@ -260,9 +260,10 @@ def _checked_ask(page: ChatPage, conversation_id: str, body: AskRequest, user: U
     question past the app's limit."""
     cls = page.reasoning_class(body.mode)
     settings = typed_mode_settings(cls.get_user_settings(), body.settings)
-    if body.indices is not None:
+    named = [*(body.indices or []), *body.index_settings]
+    if named:
         readable = {index.name for index in page.app.indices.readable_by(user.id)}
-        unknown = [name for name in body.indices if name not in readable]
+        unknown = [name for name in named if name not in readable]
         if unknown:
             raise not_found("index", unknown[0])
     page.check_question(body.question)
@@ -272,6 +273,7 @@ def _checked_ask(page: ChatPage, conversation_id: str, body: AskRequest, user: U
         settings=settings,
         conversation_id=conversation_id,
         indices=body.indices,
+        index_settings=body.index_settings,
         user_id=user.id,
     )
     # ask() checks the rest (an index setting, an LLM not offered) before its first event.
