@@ -32,9 +32,8 @@ class FileIngestor(BaseComponent):
     refuse the file) before anything reaches the stores; :meth:`store` is :meth:`embed`
     then :meth:`write`, separate too so that the chunks of several small files can be
     embedded in one call. Reading and chunking run in the readers sandbox
-    (:mod:`ragloom.chunking`), within ``max_chunks`` and the file's time limit (``min_seconds``
-    to ``max_seconds``, by its size); embedding and
-    storing run here.
+    (:mod:`ragloom.chunking`), within ``max_chunks`` and the file's time limit (from
+    ``min_seconds`` to ``max_seconds``, by its size); embedding and storing run here.
     """
 
     splitter: TokenSplitter = Param(
