@@ -187,6 +187,7 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         (lambda good: {"manifest.json": _manifest(good, chunks=-1)}, "manifest is not usable"),
         (lambda good: {"vectors.f32": b"\0" * 12}, "vectors do not match"),
         (lambda good: {_member(good, "files/"): b"not the file"}, "does not match its sha256"),
+        (lambda good: {_member(good, "files/"): None}, "holds no stored copy of 'reactor.md'"),
         (lambda good: {"chunks.jsonl": b"[1, 2]\n"}, "not an object"),
         (lambda good: {"sources.jsonl": b'{"name": "x"}\n'}, "bad record"),
         (
@@ -214,6 +215,7 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         "negative-count",
         "vectors-size",
         "file-hash",
+        "file-missing",
         "chunk-not-object",
         "source-record",
         "name-reordered",

@@ -77,11 +77,18 @@ def _write_zip(
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
         for name, path in members.items():
             archive.write(path, name)
+        written: set[str] = set()
         for source in indexed:
-            stored = Path(source.stored_path or "")
+            stored = _stored(source)
             name = f"files/{source.sha256}{stored.suffix.lower()}"
-            if stored.is_file() and name not in archive.namelist():
-                archive.write(stored, name)
+            if name in written:  # two files of one content (an index of before one per content)
+                continue
+            if not stored.is_file():  # removed since its chunks were written
+                raise IndexTransferError(
+                    f"{source.name!r} was removed while the export ran: export the index again"
+                )
+            archive.write(stored, name)
+            written.add(name)
         manifest = {
             "format": EXPORT_FORMAT,
             "exported_at": datetime.now(UTC).isoformat(),
@@ -98,7 +105,7 @@ def _source_record(source: Source, chunks: int) -> dict[str, Any]:
         "name": source.name,
         "sha256": source.sha256,
         "size": source.size,
-        "suffix": Path(source.stored_path or "").suffix.lower(),
+        "suffix": _stored(source).suffix.lower(),
         "chunks": chunks,
     }
 
@@ -125,6 +132,13 @@ def _export_source(
             f"{source.name!r} has {len(missing)} chunks without a vector: run "
             f"`ragloom index check --index {index.name!r} --repair` first"
         )
+    if not _stored(source).is_file():  # an import refuses a file without its copy
+        if not _still_indexed(index, source):
+            return None
+        raise IndexTransferError(
+            f"the stored copy of {source.name!r} is missing from the data folder: run "
+            f"`ragloom index check --index {index.name!r} --repair` first"
+        )
     for row in rows:
         lines.write(_line({"text": row.text, "page": row.page, "start": row.start, "end": row.end}))
         vector = np.asarray(found[row.id], dtype="<f4")
@@ -132,6 +146,11 @@ def _export_source(
             raise IndexTransferError(f"a vector of {source.name!r} has shape {vector.shape}")
         vectors.write(vector.tobytes())
     return len(rows)
+
+
+def _stored(source: Source) -> Path:
+    """Where the stored copy of ``source`` is (a path that is no file when it has none)."""
+    return Path(source.stored_path or "")
 
 
 def _still_indexed(index: FileIndex, source: Source) -> bool:

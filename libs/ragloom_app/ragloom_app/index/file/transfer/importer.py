@@ -196,7 +196,7 @@ def _import_sources(
             fields = _SourceFields.of(record, pipeline, archive, manifest["chunks"] - chunks)
             replaced += _import_source(pipeline, archive, fields, records, vector_bytes, dimension)
             chunks += fields.count
-            named.add(fields.member or "")
+            named.add(fields.member)
         if next(records, None) is not None:
             raise IndexTransferError("chunks.jsonl holds more chunks than its files have")
     if chunks != manifest["chunks"] or sources != manifest["sources"]:
@@ -216,8 +216,8 @@ class _SourceFields:
     digest: str
     count: int
     size: int
-    member: str | None
-    """Its stored copy in the export (``files/<sha256><suffix>``), if the export holds it."""
+    member: str
+    """Its stored copy in the export (``files/<sha256><suffix>``)."""
     suffix: str
 
     @classmethod
@@ -251,7 +251,12 @@ class _SourceFields:
             )
         member = f"files/{digest}{suffix}"
         if member not in archive.NameToInfo:
-            return cls(name, digest, count, size, None, suffix)
+            # Imported, it would be an indexed file that `index check --repair` fails: a
+            # file is indexed again, and checked, from its stored copy.
+            raise IndexTransferError(
+                f"the export holds no stored copy of {name!r} ({member}): it is incomplete; "
+                "export the index again"
+            )
         if archive.getinfo(member).file_size > pipeline.max_file_bytes:
             raise IndexTransferError(
                 f"the stored copy of {name!r} is larger than this deployment's limit for a "
@@ -297,13 +302,12 @@ def _import_source(
                     sha256=fields.digest,
                     size=fields.size,
                     status=SourceStatus.INDEXING,
-                    stored_path=str(stored) if fields.member else None,
+                    stored_path=str(stored),
                     attempts=1,
                 )
             )
             session.commit()
-        if fields.member:
-            _copy_checked(archive, fields.member, stored, pipeline.partial_path(source_id))
+        _copy_checked(archive, fields.member, stored, pipeline.partial_path(source_id))
         chunks, text_left = [], 2 * pipeline.max_file_bytes  # what the largest file may make
         for position in range(fields.count):
             chunks.append(_chunk(next(chunk_records, None), source_id, fields.name, position))
