@@ -131,7 +131,8 @@ def _checked_manifest(archive: zipfile.ZipFile, limits: ImportLimits) -> dict[st
         assert isinstance(dimension, int) and 0 < dimension <= 65536
         for key, limit in (("sources", limits.max_sources), ("chunks", limits.max_chunks)):
             assert isinstance(manifest[key], int) and 0 <= manifest[key] <= limit, key
-    except (AssertionError, KeyError, TypeError, ValueError) as exc:
+    # RecursionError: JSON nested deeper than Python's stack (``[[[[...]]]]``).
+    except (AssertionError, KeyError, TypeError, ValueError, RecursionError) as exc:
         raise IndexTransferError(f"the export's manifest is not usable: {exc}") from None
     expected = manifest["chunks"] * dimension * 4
     if archive.getinfo("vectors.f32").file_size != expected:
@@ -169,7 +170,7 @@ def _lines(handle: IO[bytes], limit: int, what: str) -> Iterator[dict[str, Any]]
             raise IndexTransferError(f"a line of {what} is longer than {limit} bytes")
         try:
             record = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise IndexTransferError(f"{what} holds a line that is not JSON: {exc}") from None
         if not isinstance(record, dict):
             raise IndexTransferError(f"{what} holds a line that is not an object")
