@@ -1,17 +1,27 @@
 """``ragloom index export`` and ``import`` keep the rules the rest of Ragloom keeps: an
-export holds what its import needs (every file's stored copy), and what it cannot write
-is said in words."""
+import takes only files an upload to the new index would take, an export holds what its
+import needs (every file's stored copy), and what it cannot write is said in words."""
 
 from __future__ import annotations
 
+import json
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ragloom_app.app import BaseApp
 from ragloom_app.index.file import FileIndex
-from ragloom_app.index.file.transfer import IndexTransferError, embedding_identity, export_index
+from ragloom_app.index.file.transfer import (
+    IndexTransferError,
+    embedding_identity,
+    export_index,
+    import_index,
+)
 from tests.helpers.api_server import replay_app
+
+FILE_INDEX = "ragloom_app.index.file.FileIndex"
 
 DOCUMENTS = {
     "reactor.md": "# Reactor\n\nThe Zorblax reactor runs at 451 kelvin.",
@@ -57,3 +67,79 @@ def test_an_index_missing_a_stored_copy_is_not_exported_until_it_is_repaired(
     index.check(repair=True)  # fails the file: an export leaves it out
     report = export_index(index, target, _identity(app))
     assert (report.sources, report.skipped) == (1, 1)
+
+
+def _with_first_file(
+    good: Path, target: Path, name: str, config: dict[str, Any] | None = None
+) -> Path:
+    """A copy of the export ``good`` whose first file is called ``name`` (and whose
+    index has ``config``)."""
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(target, "w") as out:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            if info.filename == "sources.jsonl":
+                first, rest = data.split(b"\n", 1)
+                data = json.dumps({**json.loads(first), "name": name}).encode() + b"\n" + rest
+            elif info.filename == "manifest.json" and config is not None:
+                manifest = json.loads(data)
+                manifest["index"]["config"].update(config)
+                data = json.dumps(manifest).encode()
+            out.writestr(info.filename, data)
+    return target
+
+
+@pytest.mark.parametrize(
+    ("name", "config", "message"),
+    [
+        ("payload.exe", None, r"holds 'payload.exe', which this index refuses: unsupported "),
+        ("notes.txt", {"extensions": [".md"]}, r"'notes.txt'.*unsupported file type '.txt'"),
+        ("bundle.zip", None, "'bundle.zip', which this index refuses: an archive is indexed as"),
+        ("bundle.zip/inner.zip", None, "'bundle.zip/inner.zip'.*an archive is indexed as"),
+        ("bundle.zip/tool.exe", None, "'bundle.zip/tool.exe'.*unsupported file type '.exe'"),
+        ("bundle.zip/a.md", {"extensions": [".md"]}, "'bundle.zip/a.md'.*type '.zip'"),
+        ("not/an/archive.md", None, "bad record .*folders in it, yet 'not' is not an archive"),
+        ("C:\\docs\\report.md", None, r"bad record \(the file name has folders in it\)"),
+        ("bundle.zip/../../etc.md", None, "bad record .*unsafe path in the archive"),
+        ("bundle.zip/", None, "bad record .*archive member has no name"),
+    ],
+    ids=[
+        "type-not-taken",
+        "type-not-in-config",
+        "archive-whole",
+        "archive-in-archive",
+        "member-type-not-taken",
+        "archive-not-taken",
+        "folders-outside-an-archive",
+        "windows-folders",
+        "member-leaves-archive",
+        "member-without-name",
+    ],
+)
+def test_an_import_refuses_a_file_an_upload_to_the_index_would_refuse(
+    indexed: tuple[BaseApp, FileIndex],
+    tmp_path: Path,
+    name: str,
+    config: dict[str, Any] | None,
+    message: str,
+) -> None:
+    """The type the new index takes (its `extensions`) and the names uploads make: a
+    file's name, or an archive member's under the archive's (``bundle.zip/a.md``)."""
+    app, index = indexed
+    export_index(index, tmp_path / "good.zip", _identity(app))
+    bad = _with_first_file(tmp_path / "good.zip", tmp_path / "bad.zip", name, config)
+    with pytest.raises(IndexTransferError, match=message):
+        import_index(app.indices, bad, _identity(app), type_id=FILE_INDEX, name="Imported")
+    assert [i.name for i in app.indices.indices] == ["My files"]
+
+
+def test_an_archive_member_imports_under_its_archive_name(
+    indexed: tuple[BaseApp, FileIndex], tmp_path: Path
+) -> None:
+    app, index = indexed
+    export_index(index, tmp_path / "good.zip", _identity(app))
+    member = _with_first_file(tmp_path / "good.zip", tmp_path / "m.zip", "bundle.zip/d/reactor.md")
+    moved, _ = import_index(app.indices, member, _identity(app), type_id=FILE_INDEX, name="Moved")
+    assert sorted(s["name"] for s in moved.list_sources()) == [
+        "badge.txt",
+        "bundle.zip/d/reactor.md",
+    ]

@@ -20,8 +20,14 @@ from sqlmodel import Session
 from ragloom.schema import Chunk
 from ragloom.storable import storable_text
 from ragloom_app.db.models import LOCAL_USER, Source, SourceStatus
+from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, member_display_name
 from ragloom_app.index.file.index import FileIndex
-from ragloom_app.index.file.names import MAX_PATH_LENGTH, UnsafeNameError, clean_name
+from ragloom_app.index.file.names import (
+    MAX_PATH_LENGTH,
+    UnsafeNameError,
+    clean_name,
+    safe_display_name,
+)
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
 from ragloom_app.index.file.source_rows import record_indexed
 from ragloom_app.index.file.transfer.format import (
@@ -242,6 +248,11 @@ class _SourceFields:
             raise IndexTransferError(
                 f"sources.jsonl holds a bad record{why}: {record!r:.200}"
             ) from None
+        refusal = _type_refusal(name, pipeline)
+        if refusal:  # what an upload of the file would be refused for
+            raise IndexTransferError(
+                f"the export holds {name!r}, which this index refuses: {refusal}"
+            )
         # Checked before any chunk is read: a record may claim millions.
         if count > room:
             raise IndexTransferError(f"{name!r} has more chunks than the manifest leaves")
@@ -267,10 +278,32 @@ class _SourceFields:
 
 
 def _checked_name(raw: object) -> str:
-    """A file's name as an upload's is cleaned; an archive member's has ``/`` in it."""
+    """``raw`` as an upload names a file: its name without folders, or an archive
+    member's (``notes.zip/folder/x.md``), each part cleaned as an upload's is.
+
+    Raises :class:`UnsafeNameError` for a name no upload makes.
+    """
     if not isinstance(raw, str) or len(raw) > MAX_PATH_LENGTH:
         raise ValueError("a file name")
-    return "/".join(clean_name(part) for part in raw.split("/"))
+    top, slash, member = raw.partition("/")
+    name = clean_name(top)
+    if safe_display_name(top) != name:  # C:\docs\a.md: an upload keeps "a.md" alone
+        raise UnsafeNameError("the file name has folders in it")
+    if not slash:
+        return name
+    if Path(name).suffix.lower() not in ARCHIVE_SUFFIXES:
+        raise UnsafeNameError(f"the file name has folders in it, yet {name!r} is not an archive")
+    return member_display_name(name, member)
+
+
+def _type_refusal(name: str, pipeline: FileIndexingPipeline) -> str | None:
+    """Why an upload of the file ``name`` (a member: of its archive) would be refused for
+    its type by the index ``pipeline`` writes, or ``None``."""
+    if Path(name).suffix.lower() in ARCHIVE_SUFFIXES:
+        # An archive is indexed as its members, and one inside an archive not at all.
+        return "an archive is indexed as the files it holds, never whole"
+    archive, slash, _ = name.partition("/")
+    return (pipeline.type_refusal(archive) if slash else None) or pipeline.type_refusal(name)
 
 
 def _bounded(value: object, limit: int) -> int:
