@@ -24,8 +24,6 @@ from ragloom_app.cli_handlers import (
     _cmd_index_check,
     _cmd_index_create,
     _cmd_index_delete,
-    _cmd_index_export,
-    _cmd_index_import,
     _cmd_index_list,
     _cmd_index_remove,
     _cmd_models,
@@ -36,6 +34,7 @@ from ragloom_app.cli_handlers import (
     _start_app,
 )
 from ragloom_app.cli_jobs import jobs, worker
+from ragloom_app.cli_transfer import _cmd_index_export, _cmd_index_import
 from ragloom_app.cli_users import keys, users
 from ragloom_app.privacy import switch_off_telemetry
 

@@ -266,39 +266,6 @@ def _cmd_modes(app: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _embedding_identity(app: Any) -> dict[str, Any]:
-    from ragloom_app.index.file.transfer import embedding_identity
-
-    spec = app.embedding_specs[app.settings.default_embedding]  # a plugin's too
-    return embedding_identity(spec, app.embeddings().dimension)
-
-
-def _cmd_index_export(app: Any, args: argparse.Namespace) -> int:
-    from ragloom_app.index.file import FileIndex
-    from ragloom_app.index.file.transfer import export_index
-
-    index = app.indices.get(args.name)
-    if not isinstance(index, FileIndex):
-        raise ValueError(f"{index.name!r} is not a file index: only file indices export")
-    report = export_index(index, Path(args.file), _embedding_identity(app))
-    left = f"; {report.skipped} files not indexed were left out" if report.skipped else ""
-    _say(f"exported {report.index!r}: {report.sources} files, {report.chunks} chunks{left}")
-    return 0
-
-
-def _cmd_index_import(app: Any, args: argparse.Namespace) -> int:
-    from ragloom_app.index.file.transfer import import_index
-
-    type_id = app.settings.index_types[0]
-    index, report = import_index(
-        app.indices, Path(args.file), _embedding_identity(app), type_id=type_id, name=args.name
-    )
-    for warning in report.warnings:
-        _say(f"  warning: {warning}")
-    _say(f"imported {index.name!r}: {report.sources} files, {report.chunks} chunks")
-    return 0
-
-
 def _cmd_index_delete(app: Any, args: argparse.Namespace) -> int:
     app.indices.delete(args.name)
     return 0

@@ -1,0 +1,43 @@
+"""``ragloom index export`` and ``ragloom index import``: an index to a file and back
+(:mod:`ragloom_app.index.file.transfer`), given the started app and the options."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ragloom_app.cli_handlers import _say
+
+
+def _embedding_identity(app: Any) -> dict[str, Any]:
+    from ragloom_app.index.file.transfer import embedding_identity
+
+    spec = app.embedding_specs[app.settings.default_embedding]  # a plugin's too
+    return embedding_identity(spec, app.embeddings().dimension)
+
+
+def _cmd_index_export(app: Any, args: argparse.Namespace) -> int:
+    from ragloom_app.index.file import FileIndex
+    from ragloom_app.index.file.transfer import export_index
+
+    index = app.indices.get(args.name)
+    if not isinstance(index, FileIndex):
+        raise ValueError(f"{index.name!r} is not a file index: only file indices export")
+    report = export_index(index, Path(args.file), _embedding_identity(app))
+    left = f"; {report.skipped} files not indexed were left out" if report.skipped else ""
+    _say(f"exported {report.index!r}: {report.sources} files, {report.chunks} chunks{left}")
+    return 0
+
+
+def _cmd_index_import(app: Any, args: argparse.Namespace) -> int:
+    from ragloom_app.index.file.transfer import import_index
+
+    type_id = app.settings.index_types[0]
+    index, report = import_index(
+        app.indices, Path(args.file), _embedding_identity(app), type_id=type_id, name=args.name
+    )
+    for warning in report.warnings:
+        _say(f"  warning: {warning}")
+    _say(f"imported {index.name!r}: {report.sources} files, {report.chunks} chunks")
+    return 0
