@@ -89,8 +89,28 @@ def test_an_index_is_exported_and_imported_under_a_new_name(
     assert run.stdout.strip() == "exported 'My files': 1 files, 1 chunks"
     run = _ragloom(env, "index", "import", str(exported), "--name", "Copy")
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "imported 'Copy': 1 files, 1 chunks"
+    assert run.stdout.strip() == "imported 'Copy' (shared): 1 files, 1 chunks"
     again = _ragloom(env, "index", "import", str(exported))  # "My files" exists
     assert again.returncode == 2 and again.stderr.startswith("ragloom: error:")
     listing = json.loads(_ragloom(env, "index", "list", "--json").stdout)
     assert sorted(i["name"] for i in listing) == ["Copy", "My files"]
+
+
+def test_an_index_is_imported_for_the_owner_and_with_the_visibility_asked(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = _app(env, monkeypatch)
+    alice = app.accounts.add_user("alice", "correct horse battery")
+    exported = tmp_path / "my-files.zip"
+    assert _ragloom(env, "index", "export", "My files", str(exported)).returncode == 0
+    run = _ragloom(env, "index", "import", str(exported), "--name", "A", "--owner", "alice")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "imported 'A' (shared): 0 files, 0 chunks"  # as exported
+    run = _ragloom(env, "index", "import", str(exported), "--name", "B", "--private")
+    assert run.stdout.strip() == "imported 'B' (private to the local user): 0 files, 0 chunks"
+    app = _app(env, monkeypatch)
+    access = {i.name: app.indices.access(i) for i in app.indices.indices}
+    assert (access["A"].owner, access["A"].shared) == (str(alice.id), True)
+    assert (access["B"].owner, access["B"].shared) == ("local", False)
+    unknown = _ragloom(env, "index", "import", str(exported), "--name", "C", "--owner", "eve")
+    assert unknown.returncode == 2 and "no user named 'eve'" in unknown.stderr

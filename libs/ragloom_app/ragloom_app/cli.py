@@ -186,8 +186,14 @@ def index_export(name: str, file: Path) -> int:
 @index.command(name="import", help="make an index from a file `ragloom index export` wrote")
 @click.argument("file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
 @click.option("--name", help="the new index's name (default: the exported one's)")
-def index_import(file: Path, name: str | None) -> int:
-    return _run(_cmd_index_import, file=file, name=name)
+@click.option("--owner", help="the user who owns it (default: the local user)")
+@click.option(
+    "--shared/--private",
+    default=None,
+    help="every user reads it / only its owner does (default: as the exported index was)",
+)
+def index_import(file: Path, name: str | None, owner: str | None, shared: bool | None) -> int:
+    return _run(_cmd_index_import, file=file, name=name, owner=owner, shared=shared)
 
 
 @index.command(name="delete", help="delete an index and all its files")

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ragloom_app.cli_handlers import _say
+from ragloom_app.cli_handlers import _say, _user_id
 
 
 def _embedding_identity(app: Any) -> dict[str, Any]:
@@ -35,9 +35,20 @@ def _cmd_index_import(app: Any, args: argparse.Namespace) -> int:
 
     type_id = app.settings.index_types[0]
     index, report = import_index(
-        app.indices, Path(args.file), _embedding_identity(app), type_id=type_id, name=args.name
+        app.indices,
+        Path(args.file),
+        _embedding_identity(app),
+        type_id=type_id,
+        name=args.name,
+        owner=_user_id(app, args.owner),
+        shared=args.shared,
     )
     for warning in report.warnings:
         _say(f"  warning: {warning}")
-    _say(f"imported {index.name!r}: {report.sources} files, {report.chunks} chunks")
+    who = (
+        "shared"
+        if app.indices.access(index).shared
+        else f"private to {args.owner or 'the local user'}"
+    )
+    _say(f"imported {index.name!r} ({who}): {report.sources} files, {report.chunks} chunks")
     return 0

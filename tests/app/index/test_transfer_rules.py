@@ -143,3 +143,44 @@ def test_an_archive_member_imports_under_its_archive_name(
         "badge.txt",
         "bundle.zip/d/reactor.md",
     ]
+
+
+def test_a_private_index_is_imported_private_to_its_new_owner_unless_shared(
+    tmp_path: Path,
+) -> None:
+    """Alice's private index, exported: imported on another deployment it is the owner's
+    given (the local user by default) and read by nobody else until shared explicitly."""
+    app = replay_app(tmp_path / "app")
+    config = app.indices.normalize_config(FILE_INDEX, {"visibility": "private"})
+    private = app.indices.create("Alice's notes", FILE_INDEX, config, owner="alice", shared=False)
+    assert isinstance(private, FileIndex)
+    (tmp_path / "secret.md").write_text("# Vault\n\nThe vault code is 7741.", encoding="utf-8")
+    private.get_indexing_pipeline({}).run([tmp_path / "secret.md"])
+    export_index(private, tmp_path / "private.zip", _identity(app))
+
+    other = replay_app(tmp_path / "other")
+    identity = _identity(other)
+    kept, _ = import_index(other.indices, tmp_path / "private.zip", identity, type_id=FILE_INDEX)
+    assert (other.indices.access(kept).owner, other.indices.access(kept).shared) == ("local", False)
+    assert kept.config["visibility"] == "private"
+    assert [i.name for i in other.indices.readable_by("bob")] == ["My files"]
+    owned, _ = import_index(
+        other.indices,
+        tmp_path / "private.zip",
+        identity,
+        type_id=FILE_INDEX,
+        name="Carol's",
+        owner="carol",
+    )
+    assert other.indices.access(owned).owner == "carol"
+    assert [i.name for i in other.indices.readable_by("carol")] == ["My files", "Carol's"]
+    shared, _ = import_index(
+        other.indices,
+        tmp_path / "private.zip",
+        identity,
+        type_id=FILE_INDEX,
+        name="Everyone's",
+        shared=True,
+    )
+    assert shared.config["visibility"] == "shared"
+    assert [i.name for i in other.indices.readable_by("bob")] == ["My files", "Everyone's"]

@@ -50,12 +50,13 @@ def import_index(
     type_id: str,
     name: str | None = None,
     owner: str = LOCAL_USER,
-    shared: bool = True,
+    shared: bool | None = None,
     limits: ImportLimits | None = None,
 ) -> tuple[FileIndex, TransferReport]:
     """Make a new index of ``type_id`` (a file index type) in ``manager`` from the export
     ``source``, named as it was unless ``name`` is given; ``embedding`` is this
-    deployment's :func:`embedding_identity`.
+    deployment's :func:`embedding_identity`. It is ``owner``'s, shared with every user if
+    ``shared``, else private to ``owner``; by default as the exported index was.
 
     Raises :class:`IndexTransferError` (and leaves no index behind) if the file is not an
     export, breaks a limit, or holds vectors of another model.
@@ -75,6 +76,8 @@ def import_index(
             manager.normalize_config(type_id, config)
         except (ValueError, TypeError) as exc:
             raise IndexTransferError(f"the export's index settings are not usable: {exc}") from None
+        if shared is None:
+            shared = _exported_shared(config)
         wanted = name or str(manifest["index"]["name"])
         # Its owner's alone until every file is in: nobody else searches half an index
         # (one an import killed outright leaves so, for its owner to delete).
@@ -96,6 +99,13 @@ def import_index(
                 logger.exception("the half-imported index %r could not be deleted", index.name)
             raise
     return index, TransferReport(index.name, sources, chunks, warnings=tuple(warnings))
+
+
+def _exported_shared(config: Mapping[str, Any]) -> bool:
+    """Whether the exported index was shared, as its settings say: a private one stays
+    private (its export may reach a deployment of many users)."""
+    # An index of before the setting has none: those were all shared.
+    return config.get("visibility", "shared") == "shared"
 
 
 def _checked_manifest(archive: zipfile.ZipFile, limits: ImportLimits) -> dict[str, Any]:
