@@ -87,6 +87,10 @@ def test_an_index_is_exported_and_imported_under_a_new_name(
     run = _ragloom(env, "index", "export", "My files", str(exported))
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "exported 'My files': 1 files, 1 chunks"
+    again = _ragloom(env, "index", "export", "My files", str(exported))
+    assert again.returncode == 2 and "exists: name another file, or --force" in again.stderr
+    run = _ragloom(env, "index", "export", "My files", str(exported), "--force")
+    assert run.returncode == 0, run.stderr
     run = _ragloom(env, "index", "import", str(exported), "--name", "Copy")
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "imported 'Copy' (shared): 1 files, 1 chunks"

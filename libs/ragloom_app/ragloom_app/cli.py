@@ -179,8 +179,9 @@ def index_check(index_name: str | None, repair: bool, as_json: bool) -> int:
 @index.command(name="export", help="write an index (files, chunks, vectors, settings) to a file")
 @click.argument("name")
 @click.argument("file", type=click.Path(path_type=Path))
-def index_export(name: str, file: Path) -> int:
-    return _run(_cmd_index_export, name=name, file=file)
+@click.option("--force", is_flag=True, help="replace FILE if it exists")
+def index_export(name: str, file: Path, force: bool) -> int:
+    return _run(_cmd_index_export, name=name, file=file, force=force)
 
 
 @index.command(name="import", help="make an index from a file `ragloom index export` wrote")

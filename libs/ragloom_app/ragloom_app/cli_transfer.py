@@ -24,7 +24,7 @@ def _cmd_index_export(app: Any, args: argparse.Namespace) -> int:
     index = app.indices.get(args.name)
     if not isinstance(index, FileIndex):
         raise ValueError(f"{index.name!r} is not a file index: only file indices export")
-    report = export_index(index, Path(args.file), _embedding_identity(app))
+    report = export_index(index, Path(args.file), _embedding_identity(app), overwrite=args.force)
     left = f"; {report.skipped} files not indexed were left out" if report.skipped else ""
     _say(f"exported {report.index!r}: {report.sources} files, {report.chunks} chunks{left}")
     return 0

@@ -16,6 +16,7 @@ from ragloom_app.index.file import FileIndex
 from ragloom_app.index.file.transfer import (
     IndexTransferError,
     embedding_identity,
+    export,
     export_index,
     import_index,
 )
@@ -184,3 +185,49 @@ def test_a_private_index_is_imported_private_to_its_new_owner_unless_shared(
     )
     assert shared.config["visibility"] == "shared"
     assert [i.name for i in other.indices.readable_by("bob")] == ["My files", "Everyone's"]
+
+
+def test_an_export_is_never_written_over_a_file_unless_asked(
+    indexed: tuple[BaseApp, FileIndex], tmp_path: Path
+) -> None:
+    app, index = indexed
+    target = tmp_path / "notes.zip"
+    target.write_bytes(b"a file of the user's")
+    with pytest.raises(IndexTransferError, match=r"notes.zip' exists: .*--force to replace it"):
+        export_index(index, target, _identity(app))
+    assert target.read_bytes() == b"a file of the user's"
+    report = export_index(index, target, _identity(app), overwrite=True)
+    assert report.sources == len(DOCUMENTS) and zipfile.is_zipfile(target)
+
+
+def test_an_export_keeps_a_file_made_at_its_name_while_it_ran(
+    indexed: tuple[BaseApp, FileIndex], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app, index = indexed
+    target = tmp_path / "notes.zip"
+    write_zip = export._write_zip
+
+    def someone_writes_meanwhile(partial: Path, *args: Any) -> None:
+        target.write_bytes(b"made meanwhile")
+        write_zip(partial, *args)
+
+    monkeypatch.setattr(export, "_write_zip", someone_writes_meanwhile)
+    with pytest.raises(IndexTransferError, match="exists"):
+        export_index(index, target, _identity(app))
+    assert target.read_bytes() == b"made meanwhile"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app", "docs", "notes.zip"]
+
+
+def test_what_an_export_cannot_write_is_said_in_words(
+    indexed: tuple[BaseApp, FileIndex], tmp_path: Path
+) -> None:
+    """A name longer than the file system takes (an OSError, as a read-only folder or a
+    full disk is): the target and why, nothing left behind."""
+    app, index = indexed
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(
+        IndexTransferError, match=r"^cannot write '.*/xxxx+\.zip': File name too long$"
+    ):
+        export_index(index, out / ("x" * 300 + ".zip"), _identity(app))
+    assert list(out.iterdir()) == []
