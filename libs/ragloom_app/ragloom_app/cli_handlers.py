@@ -42,10 +42,22 @@ def _expand(paths: Sequence[Path]) -> list[Path]:
     return files
 
 
+def _target_index(app: Any, name: str | None) -> Any:
+    """The index ``--index`` names, or without it the first index."""
+    from ragloom_app.errors import UserFacingError
+
+    if name:
+        return app.indices.get(name)
+    indices = app.indices.indices
+    if not indices:  # INDICES = [] and none created yet
+        raise UserFacingError("no index: create one with `ragloom index create NAME`")
+    return indices[0]
+
+
 def _cmd_index_add(app: Any, args: argparse.Namespace) -> int:
     from ragloom_app.index.base import FileOutcome, IndexingProgress
 
-    index = app.indices.get(args.index) if args.index else app.indices.indices[0]
+    index = _target_index(app, args.index)
     outcomes: list[FileOutcome] = []
     pipeline = index.get_indexing_pipeline({})
     said = ""
@@ -97,7 +109,7 @@ def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
 
 
 def _cmd_index_remove(app: Any, args: argparse.Namespace) -> int:
-    index = app.indices.get(args.index) if args.index else app.indices.indices[0]
+    index = _target_index(app, args.index)
     missing = [name for name in args.files if not index.remove_source(name)]
     for name in missing:
         _say(f"not in {index.name!r}: {name}", file=sys.stderr)
