@@ -197,10 +197,11 @@ def index_import(file: Path, name: str | None, owner: str | None, shared: bool |
     return _run(_cmd_index_import, file=file, name=name, owner=owner, shared=shared)
 
 
-@index.command(name="delete", help="delete an index and all its files")
+@index.command(name="delete", help="delete an index and all its files (asks first)")
 @click.argument("name")
-def index_delete(name: str) -> int:
-    return _run(_cmd_index_delete, name=name)
+@click.option("--yes", "-y", is_flag=True, help="delete without asking")
+def index_delete(name: str, yes: bool) -> int:
+    return _run(_cmd_index_delete, name=name, yes=yes)
 
 
 @cli.command(help="ask a question")

@@ -25,6 +25,23 @@ def _say(text: str, *, file: TextIO | None = None) -> None:
     print(terminal_text(text), file=file)
 
 
+def _confirmed(question: str, yes: bool) -> None:
+    """Go on if ``yes`` (``--yes``) or the person at the terminal answers yes to
+    ``question``; a no aborts (exit status 1). With no terminal to ask (a script, a pipe)
+    it is refused unless ``--yes``: what a script deletes is said, never assumed."""
+    import click
+
+    from ragloom_app.errors import UserFacingError
+    from ragloom_app.terminal import terminal_text
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        what = question[0].lower() + question[1:].rstrip("?")
+        raise UserFacingError(f"standard input is not a terminal to ask on: pass --yes to {what}")
+    click.confirm(terminal_text(question), abort=True)
+
+
 def _start_app(args: argparse.Namespace) -> Any:
     from ragloom_app.app import BaseApp
     from ragloom_app.settings import AppSettings
@@ -279,7 +296,11 @@ def _cmd_modes(app: Any, args: argparse.Namespace) -> int:
 
 
 def _cmd_index_delete(app: Any, args: argparse.Namespace) -> int:
-    app.indices.delete(args.name)
+    index = app.indices.get(args.name)
+    files = len(index.list_sources())
+    _confirmed(f"Delete the index {index.name!r} and its {files} files?", args.yes)
+    app.indices.delete(index.id)
+    _say(f"deleted the index {index.name!r} and its {files} files")
     return 0
 
 
