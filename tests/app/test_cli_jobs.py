@@ -1,10 +1,12 @@
 """``ragloom jobs``, ``ragloom worker`` and ``ragloom index export|import`` as an operator
 runs them: jobs listed, shown and cancelled; clear errors for an unknown job and for a
-worker without the queue it runs; an index exported and imported under a new name."""
+worker without the queue it runs; an index exported and imported under a new name; an
+import stopped by SIGTERM or SIGHUP leaves no index behind."""
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from ragloom_app.app import BaseApp
+from ragloom_app.index.file import FileIndex
+from ragloom_app.index.file.transfer import embedding_identity, export_index
 from ragloom_app.jobs.store import JobStore
 from ragloom_app.settings import AppSettings
-from tests.helpers.cli import cli_env
+from tests.helpers.cli import cli_env, run_python
 
 SETTINGS = """
 EMBEDDINGS = {"hash": {"class": "ragloom_app.testing.HashEmbeddings"}}
@@ -118,3 +122,65 @@ def test_an_index_is_imported_for_the_owner_and_with_the_visibility_asked(
     assert (access["B"].owner, access["B"].shared) == ("local", False)
     unknown = _ragloom(env, "index", "import", str(exported), "--name", "C", "--owner", "eve")
     assert unknown.returncode == 2 and "no user named 'eve'" in unknown.stderr
+
+
+# `ragloom index import` with the signal sent to itself once the first file is in.
+STOPPED_IMPORT = """
+import os, signal, sys
+from ragloom_app import cli
+from ragloom_app.index.file.transfer import importer
+
+copy = importer._copy_checked
+
+def stopped_midway(*args):
+    copy(*args)
+    os.kill(os.getpid(), signal.{name})
+
+importer._copy_checked = stopped_midway
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_an_import_stopped_by_a_signal_deletes_the_index_it_had_begun(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop: signal.Signals
+) -> None:
+    """`docker stop` (SIGTERM), a closed ssh session (SIGHUP): the import's clean-up runs,
+    as for Ctrl-C, instead of the process ending with half an index that is listed,
+    searched and checks clean."""
+    app = _app(env, monkeypatch)
+    index = app.indices.get("My files")
+    assert isinstance(index, FileIndex)
+    for name in ("a.md", "b.md"):
+        (tmp_path / name).write_text(f"# {name}\n\nThe file {name}.", encoding="utf-8")
+    index.get_indexing_pipeline({}).run([tmp_path / "a.md", tmp_path / "b.md"])
+    spec = app.settings.embeddings[app.settings.default_embedding]
+    identity = embedding_identity(spec, app.embeddings().dimension)
+    export_index(index, tmp_path / "export.zip", identity)
+
+    script = STOPPED_IMPORT.format(name=stop.name)
+    run = run_python(
+        "-c", script, "index", "import", str(tmp_path / "export.zip"), "--name", "Copy", env=env
+    )
+    assert run.returncode == 128 + stop, run.stderr
+    assert f"the import was stopped ({stop.name}): the index it had begun is deleted" in run.stderr
+    listing = json.loads(_ragloom(env, "index", "list", "--json").stdout)
+    assert [i["name"] for i in listing] == ["My files"]
+
+
+def test_the_stop_signals_raise_only_while_an_import_runs_and_nohup_is_kept() -> None:
+    """The handlers are given back after; a SIGHUP ignored (``nohup ragloom index import``)
+    stays ignored, so a closed session does not stop an import meant to survive it."""
+    from ragloom_app.cli_transfer import _stop_signals_raise, _Stopped
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(_Stopped, match="SIGTERM"), _stop_signals_raise():
+        signal.raise_signal(signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) is before
+    ignored = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with _stop_signals_raise():
+            signal.raise_signal(signal.SIGHUP)  # ignored: nothing raised
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, ignored)
