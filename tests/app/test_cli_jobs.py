@@ -10,9 +10,11 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ragloom_app import cli
 from ragloom_app.app import BaseApp
 from ragloom_app.index.file import FileIndex
 from ragloom_app.index.file.transfer import embedding_identity, export_index
@@ -141,13 +143,8 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_an_import_stopped_by_a_signal_deletes_the_index_it_had_begun(
-    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop: signal.Signals
-) -> None:
-    """`docker stop` (SIGTERM), a closed ssh session (SIGHUP): the import's clean-up runs,
-    as for Ctrl-C, instead of the process ending with half an index that is listed,
-    searched and checks clean."""
+def _exported(env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An export of "My files" holding two files."""
     app = _app(env, monkeypatch)
     index = app.indices.get("My files")
     assert isinstance(index, FileIndex)
@@ -157,11 +154,23 @@ def test_an_import_stopped_by_a_signal_deletes_the_index_it_had_begun(
     spec = app.settings.embeddings[app.settings.default_embedding]
     identity = embedding_identity(spec, app.embeddings().dimension)
     export_index(index, tmp_path / "export.zip", identity)
+    return tmp_path / "export.zip"
 
+
+def _stopped_import(env: dict[str, str], exported: Path, stop: signal.Signals) -> Any:
+    """``ragloom index import`` of ``exported`` as "Copy", sent ``stop`` after one file."""
     script = STOPPED_IMPORT.format(name=stop.name)
-    run = run_python(
-        "-c", script, "index", "import", str(tmp_path / "export.zip"), "--name", "Copy", env=env
-    )
+    return run_python("-c", script, "index", "import", str(exported), "--name", "Copy", env=env)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_an_import_stopped_by_a_signal_deletes_the_index_it_had_begun(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop: signal.Signals
+) -> None:
+    """`docker stop` (SIGTERM), a closed ssh session (SIGHUP): the import's clean-up runs,
+    as for Ctrl-C, instead of the process ending with half an index that is listed,
+    searched and checks clean."""
+    run = _stopped_import(env, _exported(env, tmp_path, monkeypatch), stop)
     assert run.returncode == 128 + stop, run.stderr
     assert f"the import was stopped ({stop.name}): the index it had begun is deleted" in run.stderr
     listing = json.loads(_ragloom(env, "index", "list", "--json").stdout)
@@ -184,3 +193,59 @@ def test_the_stop_signals_raise_only_while_an_import_runs_and_nohup_is_kept() ->
             assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGHUP, ignored)
+
+
+def test_an_index_an_import_killed_outright_left_is_reported_and_repair_deletes_it(
+    env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """SIGKILL (or power lost): nothing can clean up, but the import's mark outlives it."""
+    run = _stopped_import(env, _exported(env, tmp_path, monkeypatch), signal.SIGKILL)
+    assert run.returncode == -signal.SIGKILL
+    monkeypatch.setenv("RAGLOOM_SETTINGS", env["RAGLOOM_SETTINGS"])
+    assert cli.main(["index", "list"]) == 0
+    assert (
+        "Copy (FileIndex, 1 files; its import was killed: `ragloom index check --repair` "
+        "deletes it)" in capsys.readouterr().out
+    )
+    assert cli.main(["index", "list", "--json"]) == 0
+    listed = {i["name"]: i["import"] for i in json.loads(capsys.readouterr().out)}
+    assert listed == {"My files": None, "Copy": "interrupted"}
+    assert cli.main(["index", "check", "--index", "Copy"]) == 1
+    assert "interrupted_import: an import into it stopped before every file was in" in (
+        capsys.readouterr().out
+    )
+    assert cli.main(["index", "check", "--repair"]) == 0
+    shown = capsys.readouterr().out
+    assert "Copy: 1 problems, all repaired" in shown and "My files: clean" in shown
+    assert cli.main(["index", "list", "--json"]) == 0
+    assert [i["name"] for i in json.loads(capsys.readouterr().out)] == ["My files"]
+
+
+def test_an_index_being_imported_is_said_to_be_and_is_not_taken_for_a_killed_one(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragloom_app.index.file.recovery import import_state
+    from ragloom_app.index.file.transfer import import_index, importer
+
+    exported = _exported(env, tmp_path, monkeypatch)
+    app = _app(env, monkeypatch)
+    seen: list[object] = []
+    import_source = importer._import_source
+
+    def looked_at_meanwhile(pipeline: Any, *args: Any) -> int:
+        index = app.indices.get("Copy")
+        assert isinstance(index, FileIndex)
+        seen.extend([import_state(index), index.check().notes])
+        return import_source(pipeline, *args)
+
+    monkeypatch.setattr(importer, "_import_source", looked_at_meanwhile)
+    spec = app.settings.embeddings[app.settings.default_embedding]
+    identity = embedding_identity(spec, app.embeddings().dimension)
+    index, _ = import_index(
+        app.indices, exported, identity, type_id=app.settings.index_types[0], name="Copy"
+    )
+    assert seen[:2] == ["under way", ["an import is filling it right now"]]
+    assert import_state(index) is None and index.check().clean

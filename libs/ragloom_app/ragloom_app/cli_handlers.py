@@ -95,6 +95,15 @@ def _cmd_index_add(app: Any, args: argparse.Namespace) -> int:
     return 1 if any(o.status == "failed" for o in outcomes) else 0
 
 
+def _import_state(index: Any) -> str | None:
+    """Whether an import is filling ``index`` (``"under way"``) or died doing it
+    (``"interrupted"``); ``None`` for any other index."""
+    from ragloom_app.index.file import FileIndex
+    from ragloom_app.index.file.recovery import import_state
+
+    return import_state(index) if isinstance(index, FileIndex) else None
+
+
 def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
     data = [
         {
@@ -102,6 +111,7 @@ def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
             "id": i.id,
             "type": type(i).__name__,
             "unavailable": None,
+            "import": _import_state(i),
             "files": i.list_sources(),
         }
         for i in app.indices.indices
@@ -109,7 +119,14 @@ def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
     # Indices left out at start (a type that failed or is gone) are listed with why; their
     # files are not read (None), which is not "no files" ([]).
     left_out = [
-        {"name": name, "id": None, "type": None, "unavailable": reason, "files": None}
+        {
+            "name": name,
+            "id": None,
+            "type": None,
+            "unavailable": reason,
+            "import": None,
+            "files": None,
+        }
         for name, reason in app.indices.unavailable.items()
     ]
     if args.json:
@@ -118,7 +135,11 @@ def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
     for entry in left_out:
         _say(f"{entry['name']} (unavailable: {entry['unavailable']})")
     for entry in data:
-        _say(f"{entry['name']} ({entry['type']}, {len(entry['files'])} files)")
+        state = {
+            "under way": "; being imported",
+            "interrupted": "; its import was killed: `ragloom index check --repair` deletes it",
+        }.get(entry["import"] or "", "")
+        _say(f"{entry['name']} ({entry['type']}, {len(entry['files'])} files{state})")
         for f in entry["files"]:
             reason = f": {f['reason']}" if f["reason"] else ""
             _say(f"  {f['status']:8} {f['name']} ({f['chunks']} chunks){reason}")
@@ -174,7 +195,16 @@ def _cmd_index_create(app: Any, args: argparse.Namespace) -> int:
 
 def _cmd_index_check(app: Any, args: argparse.Namespace) -> int:
     indices = [app.indices.get(args.index)] if args.index else app.indices.indices
-    reports = [index.check(repair=args.repair) for index in indices]
+    reports = []
+    for index in indices:
+        report = index.check(repair=args.repair)
+        if args.repair and _import_state(index) == "interrupted":
+            # Half an index, its export still at hand: deleted, not made whole.
+            app.indices.delete(index.id)
+            for problem in report.problems:
+                problem.message = "an import into it stopped before every file was in: deleted"
+                problem.repaired = True
+        reports.append(report)
     ok = all(report.ok for report in reports)
     if args.json:
         print(json.dumps({"ok": ok, "indices": [r.to_dict() for r in reports]}))

@@ -18,6 +18,7 @@ from sqlmodel import Session
 from ragloom_app.db.models import LOCAL_USER, Source, SourceStatus
 from ragloom_app.index.file.index import FileIndex
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
+from ragloom_app.index.file.recovery import IMPORT_LOCK
 from ragloom_app.index.file.source_rows import record_indexed
 from ragloom_app.index.file.transfer.format import (
     BATCH,
@@ -83,21 +84,25 @@ def import_index(
         # (one an import killed outright leaves so, for its owner to delete).
         index = manager.create(wanted, type_id, config, owner=owner, shared=False)
         assert isinstance(index, FileIndex)
-        try:
+        # Held until every file is in: what a process killed outright leaves (the lock
+        # file, nobody holding it) tells `index list` and `index check` the index is half
+        # made, and `index check --repair` deletes it.
+        with WorkLock(index.locks_dir, IMPORT_LOCK):
             try:
-                sources, chunks = _import_sources(index, archive, manifest, limits)
-            except _DAMAGED as exc:  # read as it is used: a bad CRC, a broken deflate stream
-                raise IndexTransferError(f"the export is damaged: {exc}") from None
-            index.fulltext_store.ensure_index()
-            if shared:
-                manager.share(index)
-        except BaseException:
-            logger.warning("import of %s failed: deleting the index %r", source, index.name)
-            try:
-                manager.delete(index.id)
-            except Exception:  # often what failed the import (a server away): say the first
-                logger.exception("the half-imported index %r could not be deleted", index.name)
-            raise
+                try:
+                    sources, chunks = _import_sources(index, archive, manifest, limits)
+                except _DAMAGED as exc:  # read as it is used: a bad CRC, a broken deflate
+                    raise IndexTransferError(f"the export is damaged: {exc}") from None
+                index.fulltext_store.ensure_index()
+                if shared:
+                    manager.share(index)
+            except BaseException:
+                logger.warning("import of %s failed: deleting the index %r", source, index.name)
+                try:
+                    manager.delete(index.id)
+                except Exception:  # often what failed the import (a server away): say the first
+                    logger.exception("the half-imported index %r could not be deleted", index.name)
+                raise
     return index, TransferReport(index.name, sources, chunks, warnings=tuple(warnings))
 
 
