@@ -1,20 +1,26 @@
 """``ragloom jobs``, ``ragloom worker`` and ``ragloom index export|import`` as an operator
 runs them: jobs listed, shown and cancelled; clear errors for an unknown job and for a
-worker without the queue it runs; an index exported and imported under a new name."""
+worker without the queue it runs; an index exported and imported under a new name; an
+import stopped by SIGTERM or SIGHUP leaves no index behind."""
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ragloom_app import cli
 from ragloom_app.app import BaseApp
+from ragloom_app.index.file import FileIndex
+from ragloom_app.index.file.transfer import embedding_identity, export_index
 from ragloom_app.jobs.store import JobStore
 from ragloom_app.settings import AppSettings
-from tests.helpers.cli import cli_env
+from tests.helpers.cli import cli_env, run_python
 
 SETTINGS = """
 EMBEDDINGS = {"hash": {"class": "ragloom_app.testing.HashEmbeddings"}}
@@ -87,10 +93,159 @@ def test_an_index_is_exported_and_imported_under_a_new_name(
     run = _ragloom(env, "index", "export", "My files", str(exported))
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "exported 'My files': 1 files, 1 chunks"
+    again = _ragloom(env, "index", "export", "My files", str(exported))
+    assert again.returncode == 2 and "exists: name another file, or --force" in again.stderr
+    run = _ragloom(env, "index", "export", "My files", str(exported), "--force")
+    assert run.returncode == 0, run.stderr
     run = _ragloom(env, "index", "import", str(exported), "--name", "Copy")
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "imported 'Copy': 1 files, 1 chunks"
+    assert run.stdout.strip() == "imported 'Copy' (shared): 1 files, 1 chunks"
     again = _ragloom(env, "index", "import", str(exported))  # "My files" exists
     assert again.returncode == 2 and again.stderr.startswith("ragloom: error:")
     listing = json.loads(_ragloom(env, "index", "list", "--json").stdout)
     assert sorted(i["name"] for i in listing) == ["Copy", "My files"]
+
+
+def test_an_index_is_imported_for_the_owner_and_with_the_visibility_asked(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = _app(env, monkeypatch)
+    alice = app.accounts.add_user("alice", "correct horse battery")
+    exported = tmp_path / "my-files.zip"
+    assert _ragloom(env, "index", "export", "My files", str(exported)).returncode == 0
+    run = _ragloom(env, "index", "import", str(exported), "--name", "A", "--owner", "alice")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "imported 'A' (shared): 0 files, 0 chunks"  # as exported
+    run = _ragloom(env, "index", "import", str(exported), "--name", "B", "--private")
+    assert run.stdout.strip() == "imported 'B' (private to the local user): 0 files, 0 chunks"
+    app = _app(env, monkeypatch)
+    access = {i.name: app.indices.access(i) for i in app.indices.indices}
+    assert (access["A"].owner, access["A"].shared) == (str(alice.id), True)
+    assert (access["B"].owner, access["B"].shared) == ("local", False)
+    unknown = _ragloom(env, "index", "import", str(exported), "--name", "C", "--owner", "eve")
+    assert unknown.returncode == 2 and "no user named 'eve'" in unknown.stderr
+
+
+# `ragloom index import` with the signal sent to itself once the first file is in.
+STOPPED_IMPORT = """
+import os, signal, sys
+from ragloom_app import cli
+from ragloom_app.index.file.transfer import importer
+
+copy = importer._copy_checked
+
+def stopped_midway(*args):
+    copy(*args)
+    os.kill(os.getpid(), signal.{name})
+
+importer._copy_checked = stopped_midway
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _exported(env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An export of "My files" holding two files."""
+    app = _app(env, monkeypatch)
+    index = app.indices.get("My files")
+    assert isinstance(index, FileIndex)
+    for name in ("a.md", "b.md"):
+        (tmp_path / name).write_text(f"# {name}\n\nThe file {name}.", encoding="utf-8")
+    index.get_indexing_pipeline({}).run([tmp_path / "a.md", tmp_path / "b.md"])
+    spec = app.settings.embeddings[app.settings.default_embedding]
+    identity = embedding_identity(spec, app.embeddings().dimension)
+    export_index(index, tmp_path / "export.zip", identity)
+    return tmp_path / "export.zip"
+
+
+def _stopped_import(env: dict[str, str], exported: Path, stop: signal.Signals) -> Any:
+    """``ragloom index import`` of ``exported`` as "Copy", sent ``stop`` after one file."""
+    script = STOPPED_IMPORT.format(name=stop.name)
+    return run_python("-c", script, "index", "import", str(exported), "--name", "Copy", env=env)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_an_import_stopped_by_a_signal_deletes_the_index_it_had_begun(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop: signal.Signals
+) -> None:
+    """`docker stop` (SIGTERM), a closed ssh session (SIGHUP): the import's clean-up runs,
+    as for Ctrl-C, instead of the process ending with half an index that is listed,
+    searched and checks clean."""
+    run = _stopped_import(env, _exported(env, tmp_path, monkeypatch), stop)
+    assert run.returncode == 128 + stop, run.stderr
+    assert f"the import was stopped ({stop.name}): the index it had begun is deleted" in run.stderr
+    listing = json.loads(_ragloom(env, "index", "list", "--json").stdout)
+    assert [i["name"] for i in listing] == ["My files"]
+
+
+def test_the_stop_signals_raise_only_while_an_import_runs_and_nohup_is_kept() -> None:
+    """The handlers are given back after; a SIGHUP ignored (``nohup ragloom index import``)
+    stays ignored, so a closed session does not stop an import meant to survive it."""
+    from ragloom_app.cli_transfer import _stop_signals_raise, _Stopped
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(_Stopped, match="SIGTERM"), _stop_signals_raise():
+        signal.raise_signal(signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) is before
+    ignored = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with _stop_signals_raise():
+            signal.raise_signal(signal.SIGHUP)  # ignored: nothing raised
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, ignored)
+
+
+def test_an_index_an_import_killed_outright_left_is_reported_and_repair_deletes_it(
+    env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """SIGKILL (or power lost): nothing can clean up, but the import's mark outlives it."""
+    run = _stopped_import(env, _exported(env, tmp_path, monkeypatch), signal.SIGKILL)
+    assert run.returncode == -signal.SIGKILL
+    monkeypatch.setenv("RAGLOOM_SETTINGS", env["RAGLOOM_SETTINGS"])
+    assert cli.main(["index", "list"]) == 0
+    assert (
+        "Copy (FileIndex, 1 files; its import was killed: `ragloom index check --repair` "
+        "deletes it)" in capsys.readouterr().out
+    )
+    assert cli.main(["index", "list", "--json"]) == 0
+    listed = {i["name"]: i["import"] for i in json.loads(capsys.readouterr().out)}
+    assert listed == {"My files": None, "Copy": "interrupted"}
+    assert cli.main(["index", "check", "--index", "Copy"]) == 1
+    assert "interrupted_import: an import into it stopped before every file was in" in (
+        capsys.readouterr().out
+    )
+    assert cli.main(["index", "check", "--repair"]) == 0
+    shown = capsys.readouterr().out
+    assert "Copy: 1 problems, all repaired" in shown and "My files: clean" in shown
+    assert cli.main(["index", "list", "--json"]) == 0
+    assert [i["name"] for i in json.loads(capsys.readouterr().out)] == ["My files"]
+
+
+def test_an_index_being_imported_is_said_to_be_and_is_not_taken_for_a_killed_one(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragloom_app.index.file.recovery import import_state
+    from ragloom_app.index.file.transfer import import_index, importer
+
+    exported = _exported(env, tmp_path, monkeypatch)
+    app = _app(env, monkeypatch)
+    seen: list[object] = []
+    import_source = importer._import_source
+
+    def looked_at_meanwhile(pipeline: Any, *args: Any) -> int:
+        index = app.indices.get("Copy")
+        assert isinstance(index, FileIndex)
+        seen.extend([import_state(index), index.check().notes])
+        return import_source(pipeline, *args)
+
+    monkeypatch.setattr(importer, "_import_source", looked_at_meanwhile)
+    spec = app.settings.embeddings[app.settings.default_embedding]
+    identity = embedding_identity(spec, app.embeddings().dimension)
+    index, _ = import_index(
+        app.indices, exported, identity, type_id=app.settings.index_types[0], name="Copy"
+    )
+    assert seen[:2] == ["under way", ["an import is filling it right now"]]
+    assert import_state(index) is None and index.check().clean

@@ -149,7 +149,10 @@ def test_users_delete_removes_what_is_the_users_alone_and_says_what(
         "bobs-notes", "ragloom_app.index.file.FileIndex", owner=bob.id, shared=False
     )
     ConversationStore(app.engine).create(owner=bob.id)
-    deleted = _ragloom(env, "users", "delete", "bob")
+    unasked = _ragloom(env, "users", "delete", "bob")  # stdin is no terminal to ask on
+    assert unasked.returncode == 2 and "pass --yes to delete the user bob" in unasked.stderr
+    assert _app(env).accounts.user_named("bob") is not None
+    deleted = _ragloom(env, "users", "delete", "bob", "--yes")
     assert deleted.returncode == 0, deleted.stderr
     assert deleted.stdout.strip() == (
         "Deleted bob, with 1 conversation and 1 private index ('bobs-notes')."
@@ -157,5 +160,5 @@ def test_users_delete_removes_what_is_the_users_alone_and_says_what(
     app = _app(env)
     assert app.accounts.user_named("bob") is None
     assert notes.name not in {index.name for index in app.indices.indices}
-    again = _ragloom(env, "users", "delete", "bob")
+    again = _ragloom(env, "users", "delete", "bob", "--yes")
     assert again.returncode == 2 and "no user named 'bob'" in again.stderr

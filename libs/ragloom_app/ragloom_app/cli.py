@@ -24,8 +24,6 @@ from ragloom_app.cli_handlers import (
     _cmd_index_check,
     _cmd_index_create,
     _cmd_index_delete,
-    _cmd_index_export,
-    _cmd_index_import,
     _cmd_index_list,
     _cmd_index_remove,
     _cmd_models,
@@ -36,6 +34,7 @@ from ragloom_app.cli_handlers import (
     _start_app,
 )
 from ragloom_app.cli_jobs import jobs, worker
+from ragloom_app.cli_transfer import _cmd_index_export, _cmd_index_import
 from ragloom_app.cli_users import keys, users
 from ragloom_app.privacy import switch_off_telemetry
 
@@ -180,21 +179,29 @@ def index_check(index_name: str | None, repair: bool, as_json: bool) -> int:
 @index.command(name="export", help="write an index (files, chunks, vectors, settings) to a file")
 @click.argument("name")
 @click.argument("file", type=click.Path(path_type=Path))
-def index_export(name: str, file: Path) -> int:
-    return _run(_cmd_index_export, name=name, file=file)
+@click.option("--force", is_flag=True, help="replace FILE if it exists")
+def index_export(name: str, file: Path, force: bool) -> int:
+    return _run(_cmd_index_export, name=name, file=file, force=force)
 
 
 @index.command(name="import", help="make an index from a file `ragloom index export` wrote")
 @click.argument("file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
 @click.option("--name", help="the new index's name (default: the exported one's)")
-def index_import(file: Path, name: str | None) -> int:
-    return _run(_cmd_index_import, file=file, name=name)
+@click.option("--owner", help="the user who owns it (default: the local user)")
+@click.option(
+    "--shared/--private",
+    default=None,
+    help="every user reads it / only its owner does (default: as the exported index was)",
+)
+def index_import(file: Path, name: str | None, owner: str | None, shared: bool | None) -> int:
+    return _run(_cmd_index_import, file=file, name=name, owner=owner, shared=shared)
 
 
-@index.command(name="delete", help="delete an index and all its files")
+@index.command(name="delete", help="delete an index and all its files (asks first)")
 @click.argument("name")
-def index_delete(name: str) -> int:
-    return _run(_cmd_index_delete, name=name)
+@click.option("--yes", "-y", is_flag=True, help="delete without asking")
+def index_delete(name: str, yes: bool) -> int:
+    return _run(_cmd_index_delete, name=name, yes=yes)
 
 
 @cli.command(help="ask a question")

@@ -25,6 +25,23 @@ def _say(text: str, *, file: TextIO | None = None) -> None:
     print(terminal_text(text), file=file)
 
 
+def _confirmed(question: str, yes: bool) -> None:
+    """Go on if ``yes`` (``--yes``) or the person at the terminal answers yes to
+    ``question``; a no aborts (exit status 1). With no terminal to ask (a script, a pipe)
+    it is refused unless ``--yes``: what a script deletes is said, never assumed."""
+    import click
+
+    from ragloom_app.errors import UserFacingError
+    from ragloom_app.terminal import terminal_text
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        what = question[0].lower() + question[1:].rstrip("?")
+        raise UserFacingError(f"standard input is not a terminal to ask on: pass --yes to {what}")
+    click.confirm(terminal_text(question), abort=True)
+
+
 def _start_app(args: argparse.Namespace) -> Any:
     from ragloom_app.app import BaseApp
     from ragloom_app.settings import AppSettings
@@ -42,10 +59,22 @@ def _expand(paths: Sequence[Path]) -> list[Path]:
     return files
 
 
+def _target_index(app: Any, name: str | None) -> Any:
+    """The index ``--index`` names, or without it the first index."""
+    from ragloom_app.errors import UserFacingError
+
+    if name:
+        return app.indices.get(name)
+    indices = app.indices.indices
+    if not indices:  # INDICES = [] and none created yet
+        raise UserFacingError("no index: create one with `ragloom index create NAME`")
+    return indices[0]
+
+
 def _cmd_index_add(app: Any, args: argparse.Namespace) -> int:
     from ragloom_app.index.base import FileOutcome, IndexingProgress
 
-    index = app.indices.get(args.index) if args.index else app.indices.indices[0]
+    index = _target_index(app, args.index)
     outcomes: list[FileOutcome] = []
     pipeline = index.get_indexing_pipeline({})
     said = ""
@@ -66,6 +95,15 @@ def _cmd_index_add(app: Any, args: argparse.Namespace) -> int:
     return 1 if any(o.status == "failed" for o in outcomes) else 0
 
 
+def _import_state(index: Any) -> str | None:
+    """Whether an import is filling ``index`` (``"under way"``) or died doing it
+    (``"interrupted"``); ``None`` for any other index."""
+    from ragloom_app.index.file import FileIndex
+    from ragloom_app.index.file.recovery import import_state
+
+    return import_state(index) if isinstance(index, FileIndex) else None
+
+
 def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
     data = [
         {
@@ -73,6 +111,7 @@ def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
             "id": i.id,
             "type": type(i).__name__,
             "unavailable": None,
+            "import": _import_state(i),
             "files": i.list_sources(),
         }
         for i in app.indices.indices
@@ -80,7 +119,14 @@ def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
     # Indices left out at start (a type that failed or is gone) are listed with why; their
     # files are not read (None), which is not "no files" ([]).
     left_out = [
-        {"name": name, "id": None, "type": None, "unavailable": reason, "files": None}
+        {
+            "name": name,
+            "id": None,
+            "type": None,
+            "unavailable": reason,
+            "import": None,
+            "files": None,
+        }
         for name, reason in app.indices.unavailable.items()
     ]
     if args.json:
@@ -89,7 +135,11 @@ def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
     for entry in left_out:
         _say(f"{entry['name']} (unavailable: {entry['unavailable']})")
     for entry in data:
-        _say(f"{entry['name']} ({entry['type']}, {len(entry['files'])} files)")
+        state = {
+            "under way": "; being imported",
+            "interrupted": "; its import was killed: `ragloom index check --repair` deletes it",
+        }.get(entry["import"] or "", "")
+        _say(f"{entry['name']} ({entry['type']}, {len(entry['files'])} files{state})")
         for f in entry["files"]:
             reason = f": {f['reason']}" if f["reason"] else ""
             _say(f"  {f['status']:8} {f['name']} ({f['chunks']} chunks){reason}")
@@ -97,7 +147,7 @@ def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:
 
 
 def _cmd_index_remove(app: Any, args: argparse.Namespace) -> int:
-    index = app.indices.get(args.index) if args.index else app.indices.indices[0]
+    index = _target_index(app, args.index)
     missing = [name for name in args.files if not index.remove_source(name)]
     for name in missing:
         _say(f"not in {index.name!r}: {name}", file=sys.stderr)
@@ -145,7 +195,16 @@ def _cmd_index_create(app: Any, args: argparse.Namespace) -> int:
 
 def _cmd_index_check(app: Any, args: argparse.Namespace) -> int:
     indices = [app.indices.get(args.index)] if args.index else app.indices.indices
-    reports = [index.check(repair=args.repair) for index in indices]
+    reports = []
+    for index in indices:
+        report = index.check(repair=args.repair)
+        if args.repair and _import_state(index) == "interrupted":
+            # Half an index, its export still at hand: deleted, not made whole.
+            app.indices.delete(index.id)
+            for problem in report.problems:
+                problem.message = "an import into it stopped before every file was in: deleted"
+                problem.repaired = True
+        reports.append(report)
     ok = all(report.ok for report in reports)
     if args.json:
         print(json.dumps({"ok": ok, "indices": [r.to_dict() for r in reports]}))
@@ -266,41 +325,12 @@ def _cmd_modes(app: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _embedding_identity(app: Any) -> dict[str, Any]:
-    from ragloom_app.index.file.transfer import embedding_identity
-
-    spec = app.embedding_specs[app.settings.default_embedding]  # a plugin's too
-    return embedding_identity(spec, app.embeddings().dimension)
-
-
-def _cmd_index_export(app: Any, args: argparse.Namespace) -> int:
-    from ragloom_app.index.file import FileIndex
-    from ragloom_app.index.file.transfer import export_index
-
-    index = app.indices.get(args.name)
-    if not isinstance(index, FileIndex):
-        raise ValueError(f"{index.name!r} is not a file index: only file indices export")
-    report = export_index(index, Path(args.file), _embedding_identity(app))
-    left = f"; {report.skipped} files not indexed were left out" if report.skipped else ""
-    _say(f"exported {report.index!r}: {report.sources} files, {report.chunks} chunks{left}")
-    return 0
-
-
-def _cmd_index_import(app: Any, args: argparse.Namespace) -> int:
-    from ragloom_app.index.file.transfer import import_index
-
-    type_id = app.settings.index_types[0]
-    index, report = import_index(
-        app.indices, Path(args.file), _embedding_identity(app), type_id=type_id, name=args.name
-    )
-    for warning in report.warnings:
-        _say(f"  warning: {warning}")
-    _say(f"imported {index.name!r}: {report.sources} files, {report.chunks} chunks")
-    return 0
-
-
 def _cmd_index_delete(app: Any, args: argparse.Namespace) -> int:
-    app.indices.delete(args.name)
+    index = app.indices.get(args.name)
+    files = len(index.list_sources())
+    _confirmed(f"Delete the index {index.name!r} and its {files} files?", args.yes)
+    app.indices.delete(index.id)
+    _say(f"deleted the index {index.name!r} and its {files} files")
     return 0
 
 

@@ -136,16 +136,24 @@ def _cmd_disabled(app: Any, args: argparse.Namespace) -> int:
 @users.command(
     name="delete",
     help="delete a user with its sessions, API keys, conversations and private indices "
-    "(its shared indices stay, for their readers)",
+    "(its shared indices stay, for their readers); asks first",
 )
 @click.argument("name")
-def users_delete(name: str) -> int:
-    return _run(_cmd_delete, name=name)
+@click.option("--yes", "-y", is_flag=True, help="delete without asking")
+def users_delete(name: str, yes: bool) -> int:
+    return _run(_cmd_delete, name=name, yes=yes)
 
 
 def _cmd_delete(app: Any, args: argparse.Namespace) -> int:
     from ragloom_app.accounts.removal import remove_user
+    from ragloom_app.cli_handlers import _confirmed
 
+    user = _named(app, args.name)  # an unknown name is told before anything is asked
+    _confirmed(
+        f"Delete the user {user.name} with its sessions, API keys, conversations and "
+        "private indices?",
+        args.yes,
+    )
     _say(remove_user(app, args.name).summary())
     return 0
 

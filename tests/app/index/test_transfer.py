@@ -37,6 +37,7 @@ DOCUMENTS = {
     "badge.txt": "Visitors wear a yellow badge; staff wear a blue one.\n\nBadges expire after "
     "90 days and are renewed at the front desk.",
 }
+_DEEP = b"[" * 100_000 + b"]" * 100_000  # deeper than Python's stack: a RecursionError
 QUESTIONS = ["How hot is the reactor?", "What does the soup cost?", "When do badges expire?"]
 
 
@@ -187,7 +188,10 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         (lambda good: {"manifest.json": _manifest(good, chunks=-1)}, "manifest is not usable"),
         (lambda good: {"vectors.f32": b"\0" * 12}, "vectors do not match"),
         (lambda good: {_member(good, "files/"): b"not the file"}, "does not match its sha256"),
+        (lambda good: {_member(good, "files/"): None}, "holds no stored copy of 'reactor.md'"),
         (lambda good: {"chunks.jsonl": b"[1, 2]\n"}, "not an object"),
+        (lambda good: {"manifest.json": _DEEP}, "manifest is not usable: maximum recursion"),
+        (lambda good: {"chunks.jsonl": _DEEP + b"\n"}, "not JSON: maximum recursion"),
         (lambda good: {"sources.jsonl": b'{"name": "x"}\n'}, "bad record"),
         (
             lambda good: _first_line(good, "sources.jsonl", name="invoice\u202efdp.exe"),
@@ -214,7 +218,10 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         "negative-count",
         "vectors-size",
         "file-hash",
+        "file-missing",
         "chunk-not-object",
+        "manifest-nested-deep",
+        "chunk-nested-deep",
         "source-record",
         "name-reordered",
         "name-nul",

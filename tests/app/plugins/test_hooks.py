@@ -19,7 +19,7 @@ import click
 import pytest
 
 from ragloom_app.app import BaseApp
-from ragloom_app.cli_handlers import _embedding_identity
+from ragloom_app.cli_transfer import _embedding_identity
 from ragloom_app.plugins import hookimpl
 from ragloom_app.plugins.manager import create_plugin_manager
 from ragloom_app.settings import AppSettings, SettingsError

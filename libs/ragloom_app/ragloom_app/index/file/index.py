@@ -30,11 +30,17 @@ from ragloom.splitters import TokenSplitter
 from ragloom.stores import BM25Store, ChromaVectorStore, PostgresFullTextStore
 from ragloom.stores.chroma import chroma_http_client
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
-from ragloom_app.index.base import BaseIndex, CheckReport, FileOutcome
+from ragloom_app.index.base import BaseIndex, CheckProblem, CheckReport, FileOutcome
 from ragloom_app.index.file import specs
 from ragloom_app.index.file.consistency import FileIndexChecker
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
-from ragloom_app.index.file.recovery import clean_leftovers, recover_index, shown_state
+from ragloom_app.index.file.recovery import (
+    HALF_IMPORTED,
+    clean_leftovers,
+    import_state,
+    recover_index,
+    shown_state,
+)
 from ragloom_app.index.file.specs import RETRIEVAL_MODES, VISIBILITIES
 from ragloom_app.index.file.worklock import WorkLock
 from ragloom_app.index.settings import REQUEST_KEYS
@@ -122,8 +128,21 @@ class FileIndex(BaseIndex):
         return recover_index(self.get_indexing_pipeline({}))
 
     def check(self, repair: bool = False) -> CheckReport:
-        """Compare the database, Chroma and the full-text store; ``repair`` fixes them."""
-        return FileIndexChecker(self.get_indexing_pipeline({}), self.name).check(repair=repair)
+        """Compare the database, Chroma and the full-text store; ``repair`` fixes them.
+
+        An index an import killed outright left half made is reported as such
+        (``interrupted_import``) and not repaired here: it is deleted, which the index
+        manager does (``ragloom index check --repair``).
+        """
+        state = import_state(self)
+        if state == "interrupted":
+            return CheckReport(
+                self.name, problems=[CheckProblem("interrupted_import", HALF_IMPORTED)]
+            )
+        report = FileIndexChecker(self.get_indexing_pipeline({}), self.name).check(repair=repair)
+        if state == "under way":
+            report.notes.append("an import is filling it right now")
+        return report
 
     def on_delete(self) -> None:
         """Drop both stores, the database rows and the index's folder, each even when an

@@ -349,11 +349,18 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
                 # only once its new version is flipped: a reindex that fails keeps the old)
             return self._begin(path, name, digest, budget, recorded=looking.release)
 
-    def _check_file(self, path: Path, name: str) -> str | None:
+    def type_refusal(self, name: str) -> str | None:
+        """Why this index does not take a file called ``name`` (its type), or ``None``."""
         suffix = Path(name).suffix.lower()
-        if suffix not in self.extensions:
-            supported = ", ".join(sorted(self.extensions))
-            return f"unsupported file type '{suffix or '(none)'}'; supported: {supported}"
+        if suffix in self.extensions:
+            return None
+        supported = ", ".join(sorted(self.extensions))
+        return f"unsupported file type '{suffix or '(none)'}'; supported: {supported}"
+
+    def _check_file(self, path: Path, name: str) -> str | None:
+        refusal = self.type_refusal(name)
+        if refusal:
+            return refusal
         if not path.is_file():
             return "file not found"
         size = path.stat().st_size

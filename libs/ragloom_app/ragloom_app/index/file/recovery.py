@@ -35,10 +35,13 @@ from ragloom_app.index.file.worklock import WorkLock, is_busy
 
 __all__ = [
     "GAVE_UP_REASON",
+    "HALF_IMPORTED",
+    "IMPORT_LOCK",
     "MAX_INDEXING_ATTEMPTS",
     "UNFINISHED",
     "IndexFolders",
     "clean_leftovers",
+    "import_state",
     "recover_index",
     "shown_state",
     "stale_partials",
@@ -60,6 +63,16 @@ GAVE_UP_REASON = (
     f"indexing stopped {MAX_INDEXING_ATTEMPTS} times without finishing (the process was "
     "killed or crashed, perhaps out of memory); not tried again: remove the file or add "
     "it again"
+)
+
+#: The lock an import holds on the index it makes until every file is in: found without
+#: its holder, it marks an import killed outright (:func:`import_state`).
+IMPORT_LOCK = "import"
+
+#: What ``index check`` says of an index an import killed outright left half made.
+HALF_IMPORTED = (
+    "an import into it stopped before every file was in (its process was killed): "
+    "`ragloom index check --repair` deletes it; import the export again"
 )
 
 _RECOVERED_BY = "when `ragloom serve` starts, or by `ragloom index check --repair`"
@@ -180,3 +193,16 @@ def stale_partials(folders: IndexFolders) -> list[Path]:
         for path in sorted(files_dir.glob(f".*{_PARTIAL}"))
         if not is_busy(folders.locks_dir, path.name[1 : -len(_PARTIAL)])
     ]
+
+
+def import_state(folders: IndexFolders) -> str | None:
+    """``"under way"`` while an import fills the index, ``"interrupted"`` once the process
+    importing it died before every file was in (SIGKILL, power lost: nothing could delete
+    the half-made index), ``None`` for an index no import is making."""
+    mark = folders.locks_dir / f"{IMPORT_LOCK}.lock"
+    if not mark.exists():
+        return None
+    if is_busy(folders.locks_dir, IMPORT_LOCK):
+        return "under way"
+    # Looked at again: an import that ends removes its mark before it lets go of it.
+    return "interrupted" if mark.exists() else None

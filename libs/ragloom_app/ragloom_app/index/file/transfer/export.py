@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import zipfile
 from collections.abc import Mapping
@@ -24,13 +25,35 @@ from ragloom_app.index.file.transfer.format import (
 __all__ = ["export_index"]
 
 
-def export_index(index: FileIndex, target: Path, embedding: Mapping[str, Any]) -> TransferReport:
+def export_index(
+    index: FileIndex, target: Path, embedding: Mapping[str, Any], *, overwrite: bool = False
+) -> TransferReport:
     """Write ``index`` to the zip ``target`` (see the module docs); ``embedding`` is
-    :func:`embedding_identity` of the model its vectors were made with."""
+    :func:`embedding_identity` of the model its vectors were made with. A file already at
+    ``target`` is refused unless ``overwrite``.
+
+    Raises :class:`IndexTransferError` saying why when it cannot be written (no such
+    folder, a name too long, no permission, the disk full).
+    """
+    try:
+        return _export(index, target, embedding, overwrite)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        where = Path(exc.filename) if isinstance(exc.filename, str) else None
+        if where is not None and target.parent not in where.parents:  # a stored copy
+            raise IndexTransferError(f"cannot read {str(where)!r}: {reason}") from None
+        raise IndexTransferError(f"cannot write {str(target)!r}: {reason}") from None
+
+
+def _export(
+    index: FileIndex, target: Path, embedding: Mapping[str, Any], overwrite: bool
+) -> TransferReport:
     if not target.parent.is_dir():
         raise IndexTransferError(f"no folder {str(target.parent)!r} to write the export in")
     if target.is_dir():
         raise IndexTransferError(f"{str(target)!r} is a folder: name the export's file")
+    if target.exists() and not overwrite:  # checked first: an export may take minutes
+        raise _exists(target)
     engine = index.resources.engine
     with Session(engine) as session:
         sources = list(
@@ -60,10 +83,32 @@ def export_index(index: FileIndex, target: Path, embedding: Mapping[str, Any]) -
                 chunks_written += count
         try:
             _write_zip(partial, members, indexed, index, embedding, chunks_written)
-            partial.replace(target)
+            _put(partial, target, overwrite)
         finally:
             partial.unlink(missing_ok=True)
     return TransferReport(index.name, len(indexed), chunks_written, len(sources) - len(indexed))
+
+
+def _exists(target: Path) -> IndexTransferError:
+    return IndexTransferError(
+        f"{str(target)!r} exists: name another file, or --force to replace it"
+    )
+
+
+def _put(partial: Path, target: Path, overwrite: bool) -> None:
+    """Give the finished export ``partial`` its name ``target``; unless ``overwrite``,
+    never over a file that is there (made while the export ran)."""
+    if overwrite:
+        partial.replace(target)
+        return
+    try:
+        os.link(partial, target)  # refused if the name is taken, where a rename replaces
+    except FileExistsError:
+        raise _exists(target) from None
+    except OSError:  # a file system without hard links: looked at, then renamed
+        if target.exists():
+            raise _exists(target) from None
+        partial.replace(target)
 
 
 def _write_zip(
@@ -77,11 +122,18 @@ def _write_zip(
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
         for name, path in members.items():
             archive.write(path, name)
+        written: set[str] = set()
         for source in indexed:
-            stored = Path(source.stored_path or "")
+            stored = _stored(source)
             name = f"files/{source.sha256}{stored.suffix.lower()}"
-            if stored.is_file() and name not in archive.namelist():
-                archive.write(stored, name)
+            if name in written:  # two files of one content (an index of before one per content)
+                continue
+            if not stored.is_file():  # removed since its chunks were written
+                raise IndexTransferError(
+                    f"{source.name!r} was removed while the export ran: export the index again"
+                )
+            archive.write(stored, name)
+            written.add(name)
         manifest = {
             "format": EXPORT_FORMAT,
             "exported_at": datetime.now(UTC).isoformat(),
@@ -98,7 +150,7 @@ def _source_record(source: Source, chunks: int) -> dict[str, Any]:
         "name": source.name,
         "sha256": source.sha256,
         "size": source.size,
-        "suffix": Path(source.stored_path or "").suffix.lower(),
+        "suffix": _stored(source).suffix.lower(),
         "chunks": chunks,
     }
 
@@ -125,6 +177,13 @@ def _export_source(
             f"{source.name!r} has {len(missing)} chunks without a vector: run "
             f"`ragloom index check --index {index.name!r} --repair` first"
         )
+    if not _stored(source).is_file():  # an import refuses a file without its copy
+        if not _still_indexed(index, source):
+            return None
+        raise IndexTransferError(
+            f"the stored copy of {source.name!r} is missing from the data folder: run "
+            f"`ragloom index check --index {index.name!r} --repair` first"
+        )
     for row in rows:
         lines.write(_line({"text": row.text, "page": row.page, "start": row.start, "end": row.end}))
         vector = np.asarray(found[row.id], dtype="<f4")
@@ -132,6 +191,11 @@ def _export_source(
             raise IndexTransferError(f"a vector of {source.name!r} has shape {vector.shape}")
         vectors.write(vector.tobytes())
     return len(rows)
+
+
+def _stored(source: Source) -> Path:
+    """Where the stored copy of ``source`` is (a path that is no file when it has none)."""
+    return Path(source.stored_path or "")
 
 
 def _still_indexed(index: FileIndex, source: Source) -> bool:

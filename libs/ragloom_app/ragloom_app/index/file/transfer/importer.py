@@ -5,24 +5,20 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import uuid
 import zipfile
 import zlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 from sqlmodel import Session
 
-from ragloom.schema import Chunk
-from ragloom.storable import storable_text
 from ragloom_app.db.models import LOCAL_USER, Source, SourceStatus
 from ragloom_app.index.file.index import FileIndex
-from ragloom_app.index.file.names import MAX_PATH_LENGTH, UnsafeNameError, clean_name
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
+from ragloom_app.index.file.recovery import IMPORT_LOCK
 from ragloom_app.index.file.source_rows import record_indexed
 from ragloom_app.index.file.transfer.format import (
     BATCH,
@@ -33,6 +29,7 @@ from ragloom_app.index.file.transfer.format import (
     IndexTransferError,
     TransferReport,
 )
+from ragloom_app.index.file.transfer.records import SourceFields, chunk_of, json_lines
 from ragloom_app.index.file.worklock import WorkLock
 from ragloom_app.index.manager import IndexManager
 
@@ -44,7 +41,6 @@ _ENCRYPTED = 0x1  # the zip's general purpose flag for an encrypted member
 _COMPRESSIONS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)  # what an export writes
 # What reading a member raises when its bytes are damaged; caught where they are read.
 _DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError)
-_MAX_OFFSET = 2**31 - 1  # a page or a character offset: PostgreSQL's integer
 
 
 def import_index(
@@ -55,12 +51,13 @@ def import_index(
     type_id: str,
     name: str | None = None,
     owner: str = LOCAL_USER,
-    shared: bool = True,
+    shared: bool | None = None,
     limits: ImportLimits | None = None,
 ) -> tuple[FileIndex, TransferReport]:
     """Make a new index of ``type_id`` (a file index type) in ``manager`` from the export
     ``source``, named as it was unless ``name`` is given; ``embedding`` is this
-    deployment's :func:`embedding_identity`.
+    deployment's :func:`embedding_identity`. It is ``owner``'s, shared with every user if
+    ``shared``, else private to ``owner``; by default as the exported index was.
 
     Raises :class:`IndexTransferError` (and leaves no index behind) if the file is not an
     export, breaks a limit, or holds vectors of another model.
@@ -80,27 +77,40 @@ def import_index(
             manager.normalize_config(type_id, config)
         except (ValueError, TypeError) as exc:
             raise IndexTransferError(f"the export's index settings are not usable: {exc}") from None
+        if shared is None:
+            shared = _exported_shared(config)
         wanted = name or str(manifest["index"]["name"])
         # Its owner's alone until every file is in: nobody else searches half an index
         # (one an import killed outright leaves so, for its owner to delete).
         index = manager.create(wanted, type_id, config, owner=owner, shared=False)
         assert isinstance(index, FileIndex)
-        try:
+        # Held until every file is in: what a process killed outright leaves (the lock
+        # file, nobody holding it) tells `index list` and `index check` the index is half
+        # made, and `index check --repair` deletes it.
+        with WorkLock(index.locks_dir, IMPORT_LOCK):
             try:
-                sources, chunks = _import_sources(index, archive, manifest, limits)
-            except _DAMAGED as exc:  # read as it is used: a bad CRC, a broken deflate stream
-                raise IndexTransferError(f"the export is damaged: {exc}") from None
-            index.fulltext_store.ensure_index()
-            if shared:
-                manager.share(index)
-        except BaseException:
-            logger.warning("import of %s failed: deleting the index %r", source, index.name)
-            try:
-                manager.delete(index.id)
-            except Exception:  # often what failed the import (a server away): say the first
-                logger.exception("the half-imported index %r could not be deleted", index.name)
-            raise
+                try:
+                    sources, chunks = _import_sources(index, archive, manifest, limits)
+                except _DAMAGED as exc:  # read as it is used: a bad CRC, a broken deflate
+                    raise IndexTransferError(f"the export is damaged: {exc}") from None
+                index.fulltext_store.ensure_index()
+                if shared:
+                    manager.share(index)
+            except BaseException:
+                logger.warning("import of %s failed: deleting the index %r", source, index.name)
+                try:
+                    manager.delete(index.id)
+                except Exception:  # often what failed the import (a server away): say the first
+                    logger.exception("the half-imported index %r could not be deleted", index.name)
+                raise
     return index, TransferReport(index.name, sources, chunks, warnings=tuple(warnings))
+
+
+def _exported_shared(config: Mapping[str, Any]) -> bool:
+    """Whether the exported index was shared, as its settings say: a private one stays
+    private (its export may reach a deployment of many users)."""
+    # An index of before the setting has none: those were all shared.
+    return config.get("visibility", "shared") == "shared"
 
 
 def _checked_manifest(archive: zipfile.ZipFile, limits: ImportLimits) -> dict[str, Any]:
@@ -131,7 +141,8 @@ def _checked_manifest(archive: zipfile.ZipFile, limits: ImportLimits) -> dict[st
         assert isinstance(dimension, int) and 0 < dimension <= 65536
         for key, limit in (("sources", limits.max_sources), ("chunks", limits.max_chunks)):
             assert isinstance(manifest[key], int) and 0 <= manifest[key] <= limit, key
-    except (AssertionError, KeyError, TypeError, ValueError) as exc:
+    # RecursionError: JSON nested deeper than Python's stack (``[[[[...]]]]``).
+    except (AssertionError, KeyError, TypeError, ValueError, RecursionError) as exc:
         raise IndexTransferError(f"the export's manifest is not usable: {exc}") from None
     expected = manifest["chunks"] * dimension * 4
     if archive.getinfo("vectors.f32").file_size != expected:
@@ -163,19 +174,6 @@ def _check_embedding(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> list
     ]
 
 
-def _lines(handle: IO[bytes], limit: int, what: str) -> Iterator[dict[str, Any]]:
-    while line := handle.readline(limit + 1):
-        if len(line) > limit:
-            raise IndexTransferError(f"a line of {what} is longer than {limit} bytes")
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise IndexTransferError(f"{what} holds a line that is not JSON: {exc}") from None
-        if not isinstance(record, dict):
-            raise IndexTransferError(f"{what} holds a line that is not an object")
-        yield record
-
-
 def _import_sources(
     index: FileIndex, archive: zipfile.ZipFile, manifest: Mapping[str, Any], limits: ImportLimits
 ) -> tuple[int, int]:
@@ -188,15 +186,15 @@ def _import_sources(
         archive.open("chunks.jsonl") as chunk_lines,
         archive.open("vectors.f32") as vector_bytes,
     ):
-        records = _lines(chunk_lines, limits.max_line_bytes, "chunks.jsonl")
-        for record in _lines(source_lines, limits.max_line_bytes, "sources.jsonl"):
+        records = json_lines(chunk_lines, limits.max_line_bytes, "chunks.jsonl")
+        for record in json_lines(source_lines, limits.max_line_bytes, "sources.jsonl"):
             sources += 1
             if sources > manifest["sources"]:
                 raise IndexTransferError("sources.jsonl holds more files than the manifest says")
-            fields = _SourceFields.of(record, pipeline, archive, manifest["chunks"] - chunks)
+            fields = SourceFields.of(record, pipeline, archive, manifest["chunks"] - chunks)
             replaced += _import_source(pipeline, archive, fields, records, vector_bytes, dimension)
             chunks += fields.count
-            named.add(fields.member or "")
+            named.add(fields.member)
         if next(records, None) is not None:
             raise IndexTransferError("chunks.jsonl holds more chunks than its files have")
     if chunks != manifest["chunks"] or sources != manifest["sources"]:
@@ -208,76 +206,10 @@ def _import_sources(
     return sources - replaced, chunks
 
 
-@dataclass(frozen=True)
-class _SourceFields:
-    """One record of ``sources.jsonl``, checked as a new upload's file is."""
-
-    name: str
-    digest: str
-    count: int
-    size: int
-    member: str | None
-    """Its stored copy in the export (``files/<sha256><suffix>``), if the export holds it."""
-    suffix: str
-
-    @classmethod
-    def of(
-        cls,
-        record: Mapping[str, Any],
-        pipeline: FileIndexingPipeline,
-        archive: zipfile.ZipFile,
-        room: int,
-    ) -> _SourceFields:
-        """The record's fields; ``room`` is how many chunks the manifest leaves."""
-        try:
-            digest, suffix = str(record["sha256"]), str(record.get("suffix", ""))
-            count, size = _bounded(record["chunks"], 2**62), _bounded(record.get("size", 0), 2**62)
-            assert re.fullmatch(r"[0-9a-f]{64}", digest) and STORED_MEMBER.fullmatch(
-                f"files/{digest}{suffix}"
-            )
-            name = _checked_name(record["name"])
-        except (AssertionError, KeyError, TypeError, ValueError, OverflowError) as exc:
-            why = f" ({exc})" if isinstance(exc, UnsafeNameError) else ""
-            raise IndexTransferError(
-                f"sources.jsonl holds a bad record{why}: {record!r:.200}"
-            ) from None
-        # Checked before any chunk is read: a record may claim millions.
-        if count > room:
-            raise IndexTransferError(f"{name!r} has more chunks than the manifest leaves")
-        if count > pipeline.ingestor.max_chunks:
-            raise IndexTransferError(
-                f"{name!r} has {count} chunks; this deployment's limit for one file is "
-                f"{pipeline.ingestor.max_chunks} (MAX_FILE_CHUNKS)"
-            )
-        member = f"files/{digest}{suffix}"
-        if member not in archive.NameToInfo:
-            return cls(name, digest, count, size, None, suffix)
-        if archive.getinfo(member).file_size > pipeline.max_file_bytes:
-            raise IndexTransferError(
-                f"the stored copy of {name!r} is larger than this deployment's limit for a "
-                f"file ({pipeline.max_file_bytes / 1e6:.0f} MB)"
-            )
-        return cls(name, digest, count, size, member, suffix)
-
-
-def _checked_name(raw: object) -> str:
-    """A file's name as an upload's is cleaned; an archive member's has ``/`` in it."""
-    if not isinstance(raw, str) or len(raw) > MAX_PATH_LENGTH:
-        raise ValueError("a file name")
-    return "/".join(clean_name(part) for part in raw.split("/"))
-
-
-def _bounded(value: object, limit: int) -> int:
-    """``value`` as an integer from 0 to ``limit``: JSON holds floats, huge numbers, text."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
-        raise ValueError(f"{value!r:.40} is not a whole number from 0 to {limit}")
-    return value
-
-
 def _import_source(
     pipeline: FileIndexingPipeline,
     archive: zipfile.ZipFile,
-    fields: _SourceFields,
+    fields: SourceFields,
     chunk_records: Iterator[dict[str, Any]],
     vector_bytes: IO[bytes],
     dimension: int,
@@ -297,16 +229,15 @@ def _import_source(
                     sha256=fields.digest,
                     size=fields.size,
                     status=SourceStatus.INDEXING,
-                    stored_path=str(stored) if fields.member else None,
+                    stored_path=str(stored),
                     attempts=1,
                 )
             )
             session.commit()
-        if fields.member:
-            _copy_checked(archive, fields.member, stored, pipeline.partial_path(source_id))
+        _copy_checked(archive, fields.member, stored, pipeline.partial_path(source_id))
         chunks, text_left = [], 2 * pipeline.max_file_bytes  # what the largest file may make
         for position in range(fields.count):
-            chunks.append(_chunk(next(chunk_records, None), source_id, fields.name, position))
+            chunks.append(chunk_of(next(chunk_records, None), source_id, fields.name, position))
             text_left -= len(chunks[-1].text)
             if text_left < 0:  # the chunks are held until the file's rows are written
                 raise IndexTransferError(
@@ -328,27 +259,6 @@ def _import_source(
     for earlier in flip.replaced:
         pipeline.remove(earlier)
     return len(flip.replaced)
-
-
-def _chunk(values: dict[str, Any] | None, source_id: str, name: str, position: int) -> Chunk:
-    """One line of ``chunks.jsonl`` as the chunk ``position`` of the file ``name``."""
-    if values is None:
-        raise IndexTransferError("chunks.jsonl ends before its files' chunks do")
-    try:
-        text = values["text"]
-        assert isinstance(text, str)
-        page = values.get("page")
-        return Chunk(
-            id=f"{source_id}-{position:05d}",
-            text=storable_text(text),
-            source_id=source_id,
-            source_name=name,
-            page=None if page is None else _bounded(page, _MAX_OFFSET),
-            start=_bounded(values["start"], _MAX_OFFSET),
-            end=_bounded(values["end"], _MAX_OFFSET),
-        )
-    except (AssertionError, KeyError, TypeError, ValueError):
-        raise IndexTransferError(f"chunks.jsonl holds a bad chunk of {name!r}") from None
 
 
 def _copy_checked(archive: zipfile.ZipFile, member: str, target: Path, partial: Path) -> None:

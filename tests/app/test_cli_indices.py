@@ -1,0 +1,92 @@
+"""``ragloom index ...`` run in this process as a user types it: an error a user can fix
+is told in words with exit status 2, never a traceback; a deletion is asked first."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from ragloom_app import cli
+
+SETTINGS = """
+EMBEDDINGS = {"hash": {"class": "ragloom_app.testing.HashEmbeddings"}}
+DEFAULT_EMBEDDING = "hash"
+FIRST_RUN_DOCS = None
+"""
+
+
+@pytest.fixture
+def no_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A deployment whose settings make no index (``INDICES = []``); its data folder."""
+    settings = tmp_path / "flowsettings.py"
+    settings.write_text(SETTINGS + "INDICES = []\n", encoding="utf-8")
+    monkeypatch.setenv("RAGLOOM_SETTINGS", str(settings))
+    monkeypatch.setenv("RAGLOOM_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+class _Terminal(io.StringIO):
+    """Standard input typed at a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def deployment(no_index: Path, tmp_path: Path) -> Path:
+    """A deployment with one index, "Notes", holding one file (``INDICES`` would make
+    theirs again at the next start)."""
+    (tmp_path / "notes.md").write_text("# Notes\n\nThe pumps run at night.", encoding="utf-8")
+    assert cli.main(["index", "create", "Notes"]) == 0
+    assert cli.main(["index", "add", str(tmp_path / "notes.md")]) == 0
+    return tmp_path
+
+
+def _indices(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    capsys.readouterr()
+    assert cli.main(["index", "list"]) == 0
+    return [line.split(" (")[0] for line in capsys.readouterr().out.splitlines() if line[:1] != " "]
+
+
+def test_deleting_an_index_asks_first_and_says_what_it_deleted(
+    deployment: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
+    capsys.readouterr()
+    assert cli.main(["index", "delete", "Notes"]) == 1
+    out = capsys.readouterr()
+    assert out.out.startswith("Delete the index 'Notes' and its 1 files? [y/N]")
+    assert "Aborted!" in out.err
+    assert _indices(capsys) == ["Notes"]
+    monkeypatch.setattr("sys.stdin", _Terminal("y\n"))
+    assert cli.main(["index", "delete", "Notes"]) == 0
+    assert capsys.readouterr().out.endswith("deleted the index 'Notes' and its 1 files\n")
+    assert _indices(capsys) == []
+
+
+def test_a_script_deletes_an_index_only_with_yes(
+    deployment: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))  # a pipe: nobody to ask
+    capsys.readouterr()
+    assert cli.main(["index", "delete", "Notes"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "ragloom: error: standard input is not a terminal to ask on: pass --yes to delete "
+        "the index 'Notes' and its 1 files"
+    )
+    assert _indices(capsys) == ["Notes"]
+    assert cli.main(["index", "delete", "Notes", "--yes"]) == 0
+    assert capsys.readouterr().out == "deleted the index 'Notes' and its 1 files\n"
+    assert _indices(capsys) == []
+
+
+@pytest.mark.parametrize("command", [["add", "notes.md"], ["remove", "notes.md"]])
+def test_adding_or_removing_files_with_no_index_says_to_create_one(
+    no_index: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["index", *command]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "ragloom: error: no index: create one with `ragloom index create NAME`"
+    )
