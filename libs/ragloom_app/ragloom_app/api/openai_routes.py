@@ -4,12 +4,13 @@ a model.
 ``GET /v1/models`` lists one model per mode (``ragloom-fullqa``, ``ragloom-rewoo``, plugin
 modes too). ``POST /v1/chat/completions`` answers the last user message over the indices
 with that mode; the user and assistant messages before it are the request's history
-(``ReasoningState.history``: the built-in modes answer the question alone, a plugin mode
-may use them). Streaming sends the answer as it
-is written. When Ragloom revises an answer after it was written, a revision that only
-adds citation marks changes nothing a client shows; one that changes its words (the
-grounding check declined it, or removed a sentence) is sent as one more piece, after a
-blank line, saying so: a client never keeps an answer Ragloom withdrew without being
+(``ReasoningState.history``: FullQA, and auto when it picks FullQA, search with the
+previous user message and show the last two exchanges in their prompt; the other built-in
+modes answer the question alone, and a plugin mode may use them). Streaming sends the
+answer as it is written. When Ragloom revises an answer after it was written, a revision
+that only adds citation marks changes nothing a client shows; one that changes its words
+(the grounding check declined it, or removed a sentence) is sent as one more piece, after
+a blank line, saying so: a client never keeps an answer Ragloom withdrew without being
 told. Citations travel in the extra field ``ragloom`` (:class:`RagloomExtra`), in the
 response and in the stream's last chunk.
 """

@@ -99,7 +99,9 @@ class ReActAgent(BaseComponent):
         3, help="Most tool calls run of one reply (native tool calling); the rest are not."
     )
     search_first: bool = Param(
-        True, help="Start with a document search whose query the model writes."
+        True,
+        help="Start with a document search: for the question itself, or for a query the "
+        "model writes in an open turn or a native tool call.",
     )
     open_turn: bool = Param(
         False,
