@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlmodel import Session, select
 
 from ragloom_app.app import BaseApp
+from ragloom_app.db.models import Source
 from ragloom_app.index.file import FileIndex
 from ragloom_app.index.file.transfer import (
     IndexTransferError,
@@ -68,6 +70,25 @@ def test_an_index_missing_a_stored_copy_is_not_exported_until_it_is_repaired(
     index.check(repair=True)  # fails the file: an export leaves it out
     report = export_index(index, target, _identity(app))
     assert (report.sources, report.skipped) == (1, 1)
+
+
+def test_an_index_stored_through_another_data_folder_is_exported_there(
+    indexed: tuple[BaseApp, FileIndex], tmp_path: Path
+) -> None:
+    """App processes that share the database each keep the copies of what they indexed:
+    the export says where to run, not to repair (which would not help)."""
+    app, index = indexed
+    elsewhere = tmp_path / "another-machine" / "files"  # a folder this process cannot see
+    with Session(app.engine) as session:
+        for source in session.exec(select(Source)).all():
+            assert source.stored_path is not None
+            stored = Path(source.stored_path)
+            stored.unlink()
+            source.stored_path = str(elsewhere / stored.name)
+            session.add(source)
+        session.commit()
+    with pytest.raises(IndexTransferError, match="stored through another data folder"):
+        export_index(index, tmp_path / "export.zip", _identity(app))
 
 
 def _with_first_file(

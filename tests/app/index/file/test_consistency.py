@@ -237,3 +237,28 @@ def test_an_index_type_without_stores_to_compare_reports_clean(tmp_path: Path) -
         "problems": [],
         "notes": ["BaseIndex has nothing to check"],
     }
+
+
+def test_a_copy_stored_through_another_data_folder_is_noted_not_repaired(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    """App processes that share the database but not the data folder each store the
+    copies of what they index: a repair in one once took the others' files out of every
+    store, as if their copies were lost."""
+    with Session(index.resources.engine) as session:
+        source = session.exec(select(Source).where(Source.name == "pumps.md")).one()
+        assert source.stored_path is not None
+        stored = Path(source.stored_path)
+        elsewhere = tmp_path / "another-process" / "files"
+        elsewhere.mkdir(parents=True)
+        source.stored_path = str(stored.rename(elsewhere / stored.name))
+        session.add(source)
+        session.commit()
+    report = index.check(repair=True)
+    assert report.ok and report.problems == []
+    assert report.notes == [
+        "1 files were stored through another data folder, whose copies are not checked "
+        "here: 'pumps.md'"
+    ]
+    assert {s["name"]: s["status"] for s in index.list_sources()}["pumps.md"] == "indexed"
+    _assert_consistent(index)

@@ -183,7 +183,21 @@ class FileIndexChecker:
                 )
             )
         indexed = [s for s in sources if s.status == SourceStatus.INDEXED]
-        lost = [s for s in indexed if not s.stored_path or not Path(s.stored_path).is_file()]
+        # A copy stored through another data folder (another app process's) is not this
+        # one's to judge: missing here, it may be whole there, and a repair would take a
+        # searchable file out of every store.
+        here = {self.pipeline.files_dir, self.pipeline.files_dir.resolve()}
+        elsewhere = [s for s in indexed if s.stored_path and Path(s.stored_path).parent not in here]
+        if elsewhere:
+            report.notes.append(
+                f"{len(elsewhere)} files were stored through another data folder, whose "
+                f"copies are not checked here: {_names(elsewhere)}"
+            )
+        lost = [
+            s
+            for s in indexed
+            if s not in elsewhere and (not s.stored_path or not Path(s.stored_path).is_file())
+        ]
         if lost:
             found.append(
                 _Found(

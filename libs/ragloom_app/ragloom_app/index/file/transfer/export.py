@@ -180,6 +180,11 @@ def _export_source(
     if not _stored(source).is_file():  # an import refuses a file without its copy
         if not _still_indexed(index, source):
             return None
+        if _stored(source).parent not in (index.files_dir, index.files_dir.resolve()):
+            raise IndexTransferError(
+                f"{source.name!r} was stored through another data folder (another app "
+                "process's): export the index there, or share the data folder between them"
+            )
         raise IndexTransferError(
             f"the stored copy of {source.name!r} is missing from the data folder: run "
             f"`ragloom index check --index {index.name!r} --repair` first"
