@@ -1,9 +1,10 @@
 """Ragloom's settings: what the app registers and builds at startup.
 
 Every upper-case name here is a setting; names left out keep their defaults
-(``ragloom_app.settings.AppSettings``). Environment variables override some of them:
-RAGLOOM_DATA_DIR, RAGLOOM_DATABASE_URL, RAGLOOM_LLM, RAGLOOM_REASONING,
-RAGLOOM_DISABLED_PLUGINS, and the RAGLOOM_LLM_* / RAGLOOM_OPENAI_* variables read below.
+(``ragloom_app.settings.AppSettings``). Environment variables override some of them
+whatever the settings file (``ragloom_app.settings.ENV_OVERRIDES``: RAGLOOM_DATA_DIR,
+RAGLOOM_DATABASE_URL, RAGLOOM_LLM, RAGLOOM_REASONING, RAGLOOM_DISABLED_PLUGINS...), and
+this file reads the RAGLOOM_LLM_*, RAGLOOM_OPENAI_* and RAGLOOM_EMBEDDING_* variables below.
 Point RAGLOOM_SETTINGS at another file to use it instead of this one.
 """
 

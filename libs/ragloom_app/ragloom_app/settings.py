@@ -21,8 +21,9 @@ __all__ = ["ENV_OVERRIDES", "FULLTEXT_STORES", "AppSettings", "SettingsError", "
 FULLTEXT_STORES = ("auto", "bm25")
 """The values of ``FULLTEXT_STORE``."""
 JOB_QUEUES = ("in-process", "procrastinate")
-MAX_TRUSTED_PROXIES = 64
 """The values of ``JOB_QUEUE``."""
+MAX_TRUSTED_PROXIES = 64
+"""The most entries ``TRUSTED_PROXIES`` may list."""
 
 
 class SettingsError(ValueError):
