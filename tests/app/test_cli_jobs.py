@@ -177,18 +177,72 @@ def test_an_import_stopped_by_a_signal_deletes_the_index_it_had_begun(
     assert [i["name"] for i in listing] == ["My files"]
 
 
+# The signal sent while the index is being made, and while a failed import cleans up.
+STOPPED_WHILE_MADE = """
+import os, signal, sys
+from ragloom_app import cli
+from ragloom_app.index.manager import IndexManager
+
+create = IndexManager.create
+
+def create_then_stop(self, *args, **kwargs):
+    index = create(self, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGTERM)
+    return index
+
+IndexManager.create = create_then_stop
+sys.exit(cli.main(sys.argv[1:]))
+"""
+STOPPED_IN_CLEAN_UP = """
+import os, signal, sys
+from ragloom_app import cli
+from ragloom_app.index.manager import IndexManager
+from ragloom_app.index.file.transfer import importer
+from ragloom_app.index.file.transfer.format import IndexTransferError
+
+copy, delete = importer._copy_checked, IndexManager.delete
+
+def damaged(*args):
+    copy(*args)
+    raise IndexTransferError("the export is damaged")
+
+def stop_then_delete(self, *args, **kwargs):
+    os.kill(os.getpid(), signal.SIGTERM)
+    return delete(self, *args, **kwargs)
+
+importer._copy_checked, IndexManager.delete = damaged, stop_then_delete
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(
+    "script", [STOPPED_WHILE_MADE, STOPPED_IN_CLEAN_UP], ids=["making", "cleaning-up"]
+)
+def test_a_stop_while_the_index_is_made_or_cleaned_up_waits_for_that_step(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str
+) -> None:
+    """Raised wherever it came, a stop once left the index made but neither marked nor
+    deleted, or cut its deletion in two, while the import said it was deleted."""
+    exported = _exported(env, tmp_path, monkeypatch)
+    run = run_python("-c", script, "index", "import", str(exported), "--name", "Copy", env=env)
+    assert run.returncode == 128 + signal.SIGTERM, run.stderr
+    assert "the index it had begun is deleted" in run.stderr
+    listing = json.loads(_ragloom(env, "index", "list", "--json").stdout)
+    assert [i["name"] for i in listing] == ["My files"]
+
+
 def test_the_stop_signals_raise_only_while_an_import_runs_and_nohup_is_kept() -> None:
     """The handlers are given back after; a SIGHUP ignored (``nohup ragloom index import``)
     stays ignored, so a closed session does not stop an import meant to survive it."""
-    from ragloom_app.cli_transfer import _stop_signals_raise, _Stopped
+    from ragloom_app.stop_signals import StopRequested, stop_signals_raise
 
     before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(_Stopped, match="SIGTERM"), _stop_signals_raise():
+    with pytest.raises(StopRequested, match="SIGTERM"), stop_signals_raise():
         signal.raise_signal(signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) is before
     ignored = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
-        with _stop_signals_raise():
+        with stop_signals_raise():
             signal.raise_signal(signal.SIGHUP)  # ignored: nothing raised
             assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     finally:

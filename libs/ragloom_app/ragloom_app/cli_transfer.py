@@ -4,61 +4,12 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from ragloom_app.cli_handlers import _say, _user_id
-
-#: What stops an import as Ctrl-C does: `docker stop`, systemd, a closed ssh session.
-_STOP_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
-)
-
-
-class _Stopped(BaseException):
-    """A stop signal arrived while an import ran. A BaseException, as KeyboardInterrupt
-    is: nothing that catches ``Exception`` on the way swallows it."""
-
-    def __init__(self, number: int) -> None:
-        super().__init__(signal.Signals(number).name)
-        self.number = number
-
-
-@contextlib.contextmanager
-def _stop_signals_raise() -> Iterator[None]:
-    """While inside, SIGTERM and SIGHUP raise :class:`_Stopped` in the main thread, so
-    the import's clean-up (deleting the half-made index) runs before the process ends;
-    their default would end it at once, leaving that index behind. The handlers are
-    given back on exit. A signal ignored (``nohup``) stays ignored; off the main thread
-    (where no handler can be set) nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    stopping = False
-
-    def stop(number: int, frame: FrameType | None) -> None:
-        nonlocal stopping
-        if stopping:  # a second one while the clean-up runs: let it finish
-            return
-        stopping = True
-        raise _Stopped(number)
-
-    previous = {}
-    for number in _STOP_SIGNALS:
-        if signal.getsignal(number) is not signal.SIG_IGN:
-            previous[number] = signal.signal(number, stop)
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            # None: a handler set outside Python, which cannot be set again; the default.
-            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+from ragloom_app.stop_signals import StopRequested, stop_signals_raise
 
 
 def _embedding_identity(app: Any) -> dict[str, Any]:
@@ -86,7 +37,7 @@ def _cmd_index_import(app: Any, args: argparse.Namespace) -> int:
 
     type_id = app.settings.index_types[0]
     try:
-        with _stop_signals_raise():
+        with stop_signals_raise():
             index, report = import_index(
                 app.indices,
                 Path(args.file),
@@ -96,7 +47,7 @@ def _cmd_index_import(app: Any, args: argparse.Namespace) -> int:
                 owner=_user_id(app, args.owner),
                 shared=args.shared,
             )
-    except _Stopped as stop:
+    except StopRequested as stop:
         _say(
             f"ragloom: the import was stopped ({stop}): the index it had begun is deleted",
             file=sys.stderr,

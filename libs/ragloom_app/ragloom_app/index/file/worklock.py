@@ -55,10 +55,30 @@ class WorkLock:
         self._fd = fd
         return True
 
-    def release(self) -> None:
-        """Drop the lock and remove its file (unless another lock file replaced it)."""
+    def acquire_new(self) -> None:
+        """Take the lock on a file made for it, that nobody can see unlocked: the file
+        :meth:`acquire` makes is free to anyone who looks between its creation and its
+        lock, which for a mark of unfinished work (an import's) reads as "abandoned"."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        made = self.path.with_name(f".{self.path.name}.{os.getpid()}.new")
+        fd = os.open(made, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.replace(made, self.path)  # appears locked already
+        except BaseException:
+            os.close(fd)
+            made.unlink(missing_ok=True)
+            raise
+        self._fd = fd
+
+    def release(self, *, keep_file: bool = False) -> None:
+        """Drop the lock and remove its file (unless another lock file replaced it, or
+        ``keep_file``: the file, nobody holding it, then marks work left unfinished)."""
         fd, self._fd = self._fd, None
         if fd is None:
+            return
+        if keep_file:
+            os.close(fd)
             return
         try:
             # Someone who opened the file before this unlink may still lock the old inode;

@@ -32,6 +32,7 @@ from ragloom_app.index.file.transfer.format import (
 from ragloom_app.index.file.transfer.records import SourceFields, chunk_of, json_lines
 from ragloom_app.index.file.worklock import WorkLock
 from ragloom_app.index.manager import IndexManager
+from ragloom_app.stop_signals import stop_deferred
 
 __all__ = ["import_index"]
 
@@ -80,30 +81,51 @@ def import_index(
         if shared is None:
             shared = _exported_shared(config)
         wanted = name or str(manifest["index"]["name"])
-        # Its owner's alone until every file is in: nobody else searches half an index
-        # (one an import killed outright leaves so, for its owner to delete).
-        index = manager.create(wanted, type_id, config, owner=owner, shared=False)
-        assert isinstance(index, FileIndex)
-        # Held until every file is in: what a process killed outright leaves (the lock
-        # file, nobody holding it) tells `index list` and `index check` the index is half
-        # made, and `index check --repair` deletes it.
-        with WorkLock(index.locks_dir, IMPORT_LOCK):
+        made: tuple[FileIndex, WorkLock] | None = None
+        try:
+            # A stop (SIGTERM) between the two would leave an index nothing tells is half
+            # made: it waits, and is raised here, where the clean-up sees it.
+            with stop_deferred():
+                # Its owner's alone until every file is in: nobody else searches half an
+                # index (one an import killed outright leaves so, for its owner to delete).
+                index = manager.create(wanted, type_id, config, owner=owner, shared=False)
+                assert isinstance(index, FileIndex)
+                # Held until every file is in: what a process killed outright leaves (the
+                # lock file, nobody holding it) tells `index list` and `index check` the
+                # index is half made, and `index check --repair` deletes it.
+                mark = WorkLock(index.locks_dir, IMPORT_LOCK)
+                made = (index, mark)
+                mark.acquire_new()
             try:
-                try:
-                    sources, chunks = _import_sources(index, archive, manifest, limits)
-                except _DAMAGED as exc:  # read as it is used: a bad CRC, a broken deflate
-                    raise IndexTransferError(f"the export is damaged: {exc}") from None
-                index.fulltext_store.ensure_index()
-                if shared:
-                    manager.share(index)
-            except BaseException:
-                logger.warning("import of %s failed: deleting the index %r", source, index.name)
-                try:
-                    manager.delete(index.id)
-                except Exception:  # often what failed the import (a server away): say the first
-                    logger.exception("the half-imported index %r could not be deleted", index.name)
-                raise
+                sources, chunks = _import_sources(index, archive, manifest, limits)
+            except _DAMAGED as exc:  # read as it is used: a bad CRC, a broken deflate
+                raise IndexTransferError(f"the export is damaged: {exc}") from None
+            index.fulltext_store.ensure_index()
+            if shared:
+                manager.share(index)
+        except BaseException:
+            if made is not None:
+                _delete_half_made(manager, *made, source)
+            raise
+        mark.release()
     return index, TransferReport(index.name, sources, chunks, warnings=tuple(warnings))
+
+
+def _delete_half_made(
+    manager: IndexManager, index: FileIndex, mark: WorkLock, source: Path
+) -> None:
+    """Delete the index a failed or stopped import had begun, to the end (a stop signal
+    meanwhile waits); one that cannot be deleted keeps its mark, for `index check
+    --repair` to find."""
+    with stop_deferred():
+        logger.warning("import of %s failed: deleting the index %r", source, index.name)
+        try:
+            manager.delete(index.id)
+        except Exception:  # often what failed the import (a server away): say the first
+            logger.exception("the half-imported index %r could not be deleted", index.name)
+            mark.release(keep_file=True)
+        else:
+            mark.release()
 
 
 def _exported_shared(config: Mapping[str, Any]) -> bool:
