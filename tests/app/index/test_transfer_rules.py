@@ -5,6 +5,7 @@ import needs (every file's stored copy), and what it cannot write is said in wor
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,25 @@ def test_an_index_stored_through_another_data_folder_is_exported_there(
         session.commit()
     with pytest.raises(IndexTransferError, match="stored through another data folder"):
         export_index(index, tmp_path / "export.zip", _identity(app))
+
+
+def test_a_stored_copy_that_cannot_be_read_is_named_not_the_target(
+    indexed: tuple[BaseApp, FileIndex], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exported into the folder above the data folder, a copy it could not read was
+    reported as the export it could not write."""
+    app, index = indexed
+    write = zipfile.ZipFile.write
+
+    def refused(self: zipfile.ZipFile, filename: Any, *args: Any, **kwargs: Any) -> None:
+        if Path(filename).parent == index.files_dir:  # named as a relative data folder has it
+            raise PermissionError(13, "Permission denied", os.path.relpath(filename))
+        write(self, filename, *args, **kwargs)
+
+    monkeypatch.setattr(zipfile.ZipFile, "write", refused)
+    monkeypatch.chdir(index.files_dir.parents[3])  # the data folder's own parent
+    with pytest.raises(IndexTransferError, match=r"^cannot read '.*files/.*': Permission"):
+        export_index(index, Path("export.zip"), _identity(app))
 
 
 def _with_first_file(

@@ -262,3 +262,22 @@ def test_a_copy_stored_through_another_data_folder_is_noted_not_repaired(
     ]
     assert {s["name"]: s["status"] for s in index.list_sources()}["pumps.md"] == "indexed"
     _assert_consistent(index)
+
+
+def test_a_lost_copy_is_lost_however_the_data_folder_is_named(
+    index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the default relative data folder the stored path is relative: named absolutely
+    another time, the same folder once looked like another data folder's."""
+    monkeypatch.chdir(tmp_path)
+    with Session(index.resources.engine) as session:
+        source = session.exec(select(Source).where(Source.name == "pumps.md")).one()
+        assert source.stored_path is not None
+        stored = Path(source.stored_path)
+        stored.unlink()
+        source.stored_path = str(stored.relative_to(tmp_path))
+        session.add(source)
+        session.commit()
+        source_id = source.id
+    (problem,) = index.check().problems
+    assert (problem.kind, problem.ids) == ("stored_file_missing", [source_id])

@@ -72,6 +72,7 @@ class FileIndexChecker:
 
     def __init__(self, pipeline: FileIndexingPipeline, index_name: str) -> None:
         self.pipeline = pipeline
+        self._resolved: dict[Path, bool] = {}  # stored copies' folders: this index's?
         self.index_name = index_name
         self.engine = pipeline.engine
         self.index_id = pipeline.index_id
@@ -153,6 +154,14 @@ class FileIndexChecker:
         counts.update({name: store.count() for name, store in self.stores.items()})
         return counts
 
+    def _stored_here(self, stored_path: str) -> bool:
+        """Whether ``stored_path`` is in this index's folder of stored copies, however
+        either is written (a relative data folder, named absolutely another time)."""
+        parent = Path(stored_path).parent
+        if parent not in self._resolved:
+            self._resolved[parent] = parent.resolve() == self.pipeline.files_dir.resolve()
+        return self._resolved[parent]
+
     def _source_problems(self, report: CheckReport) -> list[_Found]:
         sources = self._sources()
         found: list[_Found] = []
@@ -186,17 +195,17 @@ class FileIndexChecker:
         # A copy stored through another data folder (another app process's) is not this
         # one's to judge: missing here, it may be whole there, and a repair would take a
         # searchable file out of every store.
-        here = {self.pipeline.files_dir, self.pipeline.files_dir.resolve()}
-        elsewhere = [s for s in indexed if s.stored_path and Path(s.stored_path).parent not in here]
+        elsewhere = [s for s in indexed if s.stored_path and not self._stored_here(s.stored_path)]
         if elsewhere:
             report.notes.append(
                 f"{len(elsewhere)} files were stored through another data folder, whose "
                 f"copies are not checked here: {_names(elsewhere)}"
             )
+        not_here = {s.id for s in elsewhere}
         lost = [
             s
             for s in indexed
-            if s not in elsewhere and (not s.stored_path or not Path(s.stored_path).is_file())
+            if s.id not in not_here and (not s.stored_path or not Path(s.stored_path).is_file())
         ]
         if lost:
             found.append(
