@@ -200,6 +200,10 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         (lambda good: _first_line(good, "sources.jsonl", name="a\x00b.md"), "NUL"),
         (lambda good: _first_line(good, "sources.jsonl", name="a/../b.md"), "bad record"),
         (
+            lambda good: _first_line(good, "sources.jsonl", suffix=".html"),
+            r"stored copy of '.*\.md' is of another type \(\.html\)",
+        ),
+        (
             lambda good: _first_line(good, "sources.jsonl", chunks=10**8),
             "more chunks than the manifest leaves",
         ),
@@ -226,6 +230,7 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         "name-reordered",
         "name-nul",
         "name-dot-dot",
+        "stored-type",
         "chunk-count-bomb",
         "size-overflow",
         "size-null",

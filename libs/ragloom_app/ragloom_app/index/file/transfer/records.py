@@ -8,7 +8,7 @@ import re
 import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from ragloom.schema import Chunk
@@ -80,6 +80,12 @@ class SourceFields:
         if refusal:  # what an upload of the file would be refused for
             raise IndexTransferError(
                 f"the export holds {name!r}, which this index refuses: {refusal}"
+            )
+        if suffix != PurePosixPath(name).suffix.lower():
+            # The stored copy's type picks its reader when the file is indexed again.
+            raise IndexTransferError(
+                f"the stored copy of {name!r} is of another type ({suffix or 'none'}) than "
+                "its name: the export was altered"
             )
         # Checked before any chunk is read: a record may claim millions.
         if count > room:
