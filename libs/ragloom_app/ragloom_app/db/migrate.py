@@ -13,7 +13,8 @@ holds:
   missing tables are created, then it is stamped with the newest revision.
 
 After any of them, :func:`~ragloom_app.db.engine.add_missing_columns` adds what a database
-older than the first revision still lacks (it adds nothing to one that is current). Two
+older than the first revision still lacks (it adds nothing to one that is current), and
+:func:`fold_user_names` the unique index on user names a migration could not make. Two
 processes starting on the same database migrate one after the other: a lock file beside a
 SQLite database, an advisory lock in PostgreSQL.
 """
@@ -35,13 +36,16 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import SQLModel
 
-__all__ = ["BEFORE_ACCOUNTS", "current_revision", "head_revision", "migrate"]
+__all__ = ["BEFORE_ACCOUNTS", "current_revision", "fold_user_names", "head_revision", "migrate"]
 
 logger = logging.getLogger(__name__)
 
 BEFORE_ACCOUNTS = "0001"
 """The revision of the schema made before migrations existed, without accounts."""
 _MIGRATION_LOCK = 7_261_023_118  # PostgreSQL's advisory lock key of Ragloom's migrations
+_CASE_PAIRS = "SELECT lower(name) FROM users GROUP BY lower(name) HAVING count(*) > 1"
+# As db.models.UserRecord declares it (migration 0007).
+_FOLDED_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS ux_users_name_folded ON users (lower(name))"
 
 
 def _config(connection: Connection | None = None) -> Config:
@@ -120,5 +124,21 @@ def migrate(engine: Engine) -> str:
             if done == "upgraded":
                 logger.warning("upgrading the database from revision %s to %s", current, head)
             command.upgrade(config, "head")
+        fold_user_names(connection)
     add_missing_columns(engine)
     return done
+
+
+def fold_user_names(connection: Connection) -> None:
+    """Make the unique index on ``lower(users.name)`` where it is missing (a database
+    adopted without it, or one whose names that differ in case alone were kept by the
+    upgrade, until they are gone); while any are left, name them in the log."""
+    pairs = connection.execute(text(_CASE_PAIRS)).scalars().all()
+    if pairs:
+        logger.warning(
+            "users whose names differ in case alone (%s): delete all but one of each "
+            "(`ragloom users delete`) so that the database refuses such names by itself",
+            ", ".join(sorted(pairs)),
+        )
+        return
+    connection.execute(text(_FOLDED_INDEX))
