@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import time
 
+import pytest
+from theflow import Param
+
 from ragloom.llms.base import ChatMessage, GenerationOptions
 from ragloom.llms.deadline import DeadlineLLM
 from ragloom.llms.replay import ReplayLLM
@@ -38,3 +41,22 @@ def test_everything_else_is_the_wrapped_models() -> None:
     assert (bound.supports_tool_calls, bound.continues_assistant_turn) == (True, False)
     assert bound.count_tokens("three words here") == 3
     assert bound.in_line == 0  # the replay LLM has no line
+
+
+class ModelOfAPlugin(ReplayLLM):
+    """A plugin's LLM, with a setting and a property of its own."""
+
+    temperature: float = Param(0.3, help="A setting of its own.")
+
+    @property
+    def supports_images(self) -> bool:
+        return True
+
+
+def test_a_plugin_models_own_attributes_are_read_through() -> None:
+    """Every answer's LLM is wrapped: a mode reading its model's own setting once met an
+    AttributeError."""
+    bound = DeadlineLLM(llm=ModelOfAPlugin(), deadline=time.monotonic() + 30)
+    assert bound.temperature == 0.3 and bound.supports_images is True
+    with pytest.raises(AttributeError):
+        _ = bound.no_such_attribute

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from theflow import Param
 
@@ -26,11 +27,19 @@ class DeadlineLLM(ChatLLM):
 
     ``deadline`` is a :func:`time.monotonic` time; a call's own ``wait_until``, if sooner,
     still holds. Everything else (the context window, the tokenizer, what the model
-    supports) is ``llm``'s.
+    supports, any attribute of its own class) is ``llm``'s; an ``isinstance`` test of the
+    model's class is made on ``llm``.
     """
 
     llm: ChatLLM = Param(help="The LLM that answers.")
     deadline: float = Param(help="A time.monotonic() time: the answer's deadline.")
+
+    def __getattr__(self, name: str) -> Any:
+        # Only what this class lacks comes here: a model's own settings and properties
+        # (a plugin's LLM), which a mode may read off the LLM it was given.
+        if name.startswith("_") or name in ("llm", "deadline"):
+            raise AttributeError(name)  # theflow's internals, or not set yet
+        return getattr(self.llm, name)
 
     @property
     def context_window(self) -> int:
