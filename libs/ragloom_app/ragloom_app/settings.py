@@ -196,6 +196,12 @@ class AppSettings:
                 or value <= 0
             ):
                 raise SettingsError(f"{name.upper()}: must be a positive number, not {value!r}")
+        least, most = self.min_file_seconds, self.max_file_seconds
+        if least is not None and most is not None and least > most:
+            raise SettingsError(
+                f"MIN_FILE_SECONDS ({least:g}) is more than MAX_FILE_SECONDS ({most:g}): "
+                "what a small file may take cannot be more than any file may"
+            )
         if not isinstance(self.selectable_llms, list | tuple) or not all(
             isinstance(name, str) for name in self.selectable_llms
         ):

@@ -65,6 +65,9 @@ def test_limits_from_a_settings_file_are_checked(tmp_path: Path) -> None:
     file.write_text("ANSWER_DEADLINE_SECONDS = 0\n")
     with pytest.raises(SettingsError, match="ANSWER_DEADLINE_SECONDS: must be a positive"):
         AppSettings.load(file)
+    file.write_text("MIN_FILE_SECONDS = 600\nMAX_FILE_SECONDS = 100\n")
+    with pytest.raises(SettingsError, match=r"MIN_FILE_SECONDS \(600\) is more than MAX_FILE"):
+        AppSettings.load(file)
 
 
 def test_when_every_index_fails_to_give_retrievers_the_error_is_raised(tmp_path: Path) -> None:
