@@ -27,6 +27,7 @@ from ragloom.postgres_outage import outage_words
 from ragloom_app.db.models import IndexingJob, JobStatus
 from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
+from ragloom_app.index.file.archives import reported_name
 from ragloom_app.jobs.staging import discard_staging, staging_dir
 from ragloom_app.jobs.store import JobStore
 from ragloom_app.jobs.view import FINAL
@@ -159,7 +160,7 @@ class JobRunner:
         except Exception:  # the index deleted, the database gone again: left to a start
             logger.warning("job %s: finishing its interrupted files failed", row.id, exc_info=True)
             return []
-        names = [str(entry["name"]) for entry in row.files]
+        names = _reported_names(row)
         return [
             outcome.to_dict()
             for outcome in recovered
@@ -288,7 +289,7 @@ class JobRunner:
             raise ClaimLostError(row.id)
 
     def _cancelled(self, row: IndexingJob, tally: _Tally) -> JobStatus | None:
-        left = _unreported([str(f["name"]) for f in row.files], tally.outcomes)
+        left = _unreported(_reported_names(row), tally.outcomes)
         outcomes = tally.outcomes + [
             {
                 "file": name,
@@ -353,6 +354,14 @@ class _Heartbeat:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+
+def _reported_names(row: IndexingJob) -> list[str]:
+    """The job's files by the names their outcomes are reported under: an upload's as the
+    pipeline shows them (a raw name may hold a NUL, which PostgreSQL refuses), a
+    reindex's as its sources are named already."""
+    names = [str(entry["name"]) for entry in row.files]
+    return [reported_name(name) for name in names] if row.kind == "add" else names
 
 
 def _reports(outcome_name: str, file_name: str) -> bool:

@@ -54,7 +54,7 @@ from ragloom.loaders.archive import ZipLimits
 from ragloom_app.db.models import Source, SourceStatus
 from ragloom_app.index.base import FileOutcome, IndexingPipeline, IndexingProgress
 from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS, UploadBudget
-from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, index_archive, shown_member_name
+from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, index_archive, reported_name
 from ragloom_app.index.file.groups import PreparedFile, UploadGroups
 from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
 from ragloom_app.index.file.source_steps import INTERRUPTED_REASON, SourceSteps, sha256_of
@@ -148,7 +148,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
             try:
                 for position, (path, raw_name) in enumerate(zip(paths, shown, strict=True)):
                     start, end = position / total, (position + 1) / total
-                    yield IndexingProgress(raw_name, start, "reading")
+                    yield IndexingProgress(reported_name(raw_name), start, "reading")
                     events = self._index_upload(
                         path, raw_name, reindex, (start, end), budget, groups
                     )
@@ -188,7 +188,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         try:
             name = safe_display_name(raw_name)
         except UnsafeNameError as exc:
-            refused = FileOutcome(shown_member_name(raw_name, 120), "failed", reason=str(exc))
+            refused = FileOutcome(reported_name(raw_name), "failed", reason=str(exc))
             yield from self._report(groups, refused, span[1])
             return
         problem = self._check_file(path, name)
