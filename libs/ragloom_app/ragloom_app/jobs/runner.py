@@ -260,7 +260,10 @@ class JobRunner:
                 f"the staged upload is gone ({len(missing)} of {len(paths)} files, e.g. "
                 f"{missing[0]!r}): is the data folder's 'jobs' folder shared with the workers?"
             )
-        yield from index.get_indexing_pipeline({"owner": row.owner}).stream(paths, names=names)
+        # A job begun before (its worker died under it): the file that was cut short then
+        # keeps the count of the attempts it cost, whose bound a new start would undo.
+        settings = {"owner": row.owner, "resumed": row.attempts > 1}
+        yield from index.get_indexing_pipeline(settings).stream(paths, names=names)
 
     def _record(
         self,
