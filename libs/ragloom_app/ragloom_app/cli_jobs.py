@@ -32,10 +32,10 @@ def _say(text: str) -> None:
     say(text)
 
 
-def _as_dict(app: Any, job: Any) -> dict[str, Any]:
+def _as_dict(app: Any, job: Any, *, with_outcomes: bool = True) -> dict[str, Any]:
     from ragloom_app.api.job_routes import job_out
 
-    return job_out(app, job).model_dump(mode="json")
+    return job_out(app, job, with_outcomes=with_outcomes).model_dump(mode="json")
 
 
 def _line(job: dict[str, Any]) -> str:
@@ -61,8 +61,9 @@ def jobs_list(active: bool, limit: int, as_json: bool) -> int:
 
 
 def _cmd_list(app: Any, args: argparse.Namespace) -> int:
-    found = app.jobs.jobs(None, active_only=args.active, limit=args.limit)
-    shown = [{**_as_dict(app, job), "owner": job.owner} for job in found]
+    # As the API's list: the outcomes (up to MAX_JOB_OUTCOMES a job) are `jobs show`'s.
+    found = app.jobs.jobs(None, active_only=args.active, limit=args.limit, with_outcomes=False)
+    shown = [{**_as_dict(app, job, with_outcomes=False), "owner": job.owner} for job in found]
     if args.json:
         print(json.dumps(shown, indent=2))
     elif not shown:
@@ -91,6 +92,8 @@ def _cmd_show(app: Any, args: argparse.Namespace) -> int:
     for outcome in shown["outcomes"]:
         reason = f": {outcome['reason']}" if outcome["reason"] else ""
         _say(f"  {outcome['status']:<9} {outcome['file']}{reason}")
+    if shown["outcomes_not_listed"]:
+        _say(f"  … and {shown['outcomes_not_listed']:,} more files done, not listed")
     return 0
 
 

@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ragloom.postgres_outage import outage_words
@@ -30,7 +30,7 @@ from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
 from ragloom_app.index.file.archives import reported_name
 from ragloom_app.jobs.staging import discard_staging, staging_dir
 from ragloom_app.jobs.store import JobStore
-from ragloom_app.jobs.view import FINAL
+from ragloom_app.jobs.view import FINAL, MAX_JOB_OUTCOMES
 
 if TYPE_CHECKING:
     from ragloom_app.app import BaseApp
@@ -53,7 +53,11 @@ OUTAGE_WAIT_SECONDS = 120.0
 past that the job is left to the sweeper, which takes it once its heartbeat is stale."""
 MAX_OUTAGE_RERUNS = 3
 """Times a worker runs a job again itself after the database went away under it."""
-_PROGRESS_EVERY = 0.5  # seconds between two progress writes of one job (outcomes: always)
+_PROGRESS_EVERY = 0.5  # seconds between two progress writes of one job
+# A running job's outcomes are written once the new ones are this share of those written
+# already (at least one): each write rewrites the list, and spacing them so keeps a job's
+# writes of outcomes within about 1 + 1/share times their final size, not its square.
+_OUTCOMES_GROWTH = 0.25
 _OUTAGE_POLL_SECONDS = 1.0  # how often a worker waiting for its database asks again
 
 
@@ -69,9 +73,25 @@ def worker_name(label: str = "app") -> str:
 
 @dataclass
 class _Tally:
-    outcomes: list[dict[str, Any]]
+    """What one run of a job has done: every outcome (the row records the first
+    MAX_JOB_OUTCOMES), how far it is, and what of it was written."""
+
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
     fraction: float = 0.0
     last_write: float = 0.0
+    written: int = 0  # outcomes the job's row holds
+
+    def due(self) -> list[dict[str, Any]] | None:
+        """The outcomes to write with the next progress write, or ``None``: not yet."""
+        recorded = min(len(self.outcomes), MAX_JOB_OUTCOMES)
+        new = recorded - self.written
+        if new <= 0 or new < self.written * _OUTCOMES_GROWTH:
+            return None
+        return self.outcomes[:recorded]
+
+    def final(self, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+        """What :meth:`JobStore.finish` records of a job that ends with ``outcomes``."""
+        return {"outcomes": outcomes[:MAX_JOB_OUTCOMES], "files_done": len(outcomes)}
 
 
 class JobRunner:
@@ -129,8 +149,9 @@ class JobRunner:
         an attempt: a job whose writes bring the server down again is not run for ever)."""
         reruns = 0
         while True:
+            tally = _Tally()
             try:
-                return self._run_claimed(row)
+                return self._run_claimed(row, tally)
             except Exception as exc:
                 words = outage_words(exc)
                 if words is None or reruns >= MAX_OUTAGE_RERUNS:
@@ -144,9 +165,7 @@ class JobRunner:
                 current = self.store.row(row.id)
                 return current.status if current is not None and current.status in FINAL else None
             if self.store.cancel_requested(row.id):
-                current = self.store.row(row.id)
-                outcomes = list(current.outcomes) if current is not None else []
-                outcomes += self._finish_cut_short(row)
+                outcomes = tally.outcomes + self._finish_cut_short(row)
                 return self._cancelled(row, _Tally(outcomes=outcomes))
             reruns += 1
             logger.info("job %s: the database is back; running the job again", row.id)
@@ -183,15 +202,16 @@ class JobRunner:
                     raise
         return None
 
-    def _run_claimed(self, row: IndexingJob) -> JobStatus | None:
-        """Run the job under this claim; its final state, or ``None`` if the claim was
-        lost (the job taken back by a sweeper) before this run could end it."""
+    def _run_claimed(self, row: IndexingJob, tally: _Tally | None = None) -> JobStatus | None:
+        """Run the job under this claim, keeping ``tally`` (if given); its final state,
+        or ``None`` if the claim was lost (the job taken back by a sweeper) before this
+        run could end it."""
+        tally = tally if tally is not None else _Tally()
         try:
             index = self.app.indices.get(row.index_id)
         except KeyError:
             self.store.finish(row.id, JobStatus.FAILED, error="its index was deleted")
             return JobStatus.FAILED  # whoever holds it: nobody can run it
-        tally = _Tally(outcomes=[])
         try:
             # Closed at once on a cancel: files the pipeline holds unreported are taken out.
             with contextlib.closing(self._events(index, row)) as events:
@@ -200,7 +220,7 @@ class JobRunner:
                         self._record(row, tally, event.name, fraction=event.fraction)
                     else:
                         tally.outcomes.append(event.to_dict())
-                        self._record(row, tally, event.name, force=True)
+                        self._record(row, tally, event.name, outcome=True)
                     # Only where the upload holds no file unreported: between files (the
                     # file just done is recorded with its outcome), or while it waits.
                     between = not isinstance(event, IndexingProgress) or event.waiting
@@ -225,7 +245,7 @@ class JobRunner:
                 worker=self.worker,
                 attempts=row.attempts,
                 error=failure.message,
-                outcomes=tally.outcomes,
+                **tally.final(tally.outcomes),
             ):
                 return None
             return JobStatus.FAILED
@@ -234,7 +254,7 @@ class JobRunner:
             JobStatus.DONE,
             worker=self.worker,
             attempts=row.attempts,
-            outcomes=tally.outcomes,
+            **tally.final(tally.outcomes),
         ):
             logger.warning("job %s was taken from %s before it finished", row.id, self.worker)
             return None
@@ -272,12 +292,16 @@ class JobRunner:
         current: str,
         *,
         fraction: float | None = None,
-        force: bool = False,
+        outcome: bool = False,
     ) -> None:
+        """Write how far the job is, at most every _PROGRESS_EVERY seconds, with its
+        outcomes when enough new ones are due (:meth:`_Tally.due`), at once if this is
+        an ``outcome``'s; the rest are written as the job ends."""
         if fraction is not None:
             tally.fraction = fraction
         now = time.monotonic()
-        if not force and now - tally.last_write < _PROGRESS_EVERY:
+        outcomes = tally.due()
+        if now - tally.last_write < _PROGRESS_EVERY and not (outcome and outcomes is not None):
             return
         tally.last_write = now
         if not self.store.progress(
@@ -286,10 +310,12 @@ class JobRunner:
             attempts=row.attempts,
             fraction=tally.fraction,
             current=current,
-            outcomes=list(tally.outcomes),
+            outcomes=outcomes,
             files_done=len(tally.outcomes),
         ):
             raise ClaimLostError(row.id)
+        if outcomes is not None:
+            tally.written = len(outcomes)
 
     def _cancelled(self, row: IndexingJob, tally: _Tally) -> JobStatus | None:
         left = _unreported(_reported_names(row), tally.outcomes)
@@ -309,7 +335,7 @@ class JobRunner:
             worker=self.worker,
             attempts=row.attempts,
             error="cancelled by its owner; the files indexed before stay indexed",
-            outcomes=outcomes,
+            **tally.final(outcomes),
         ):
             return None  # taken back meanwhile: the new claim sees the cancel
         logger.info("job %s cancelled after %d files", row.id, len(tally.outcomes))
