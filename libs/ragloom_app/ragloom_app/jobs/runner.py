@@ -20,7 +20,6 @@ import socket
 import threading
 import time
 from collections.abc import Generator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ragloom.postgres_outage import outage_words
@@ -28,9 +27,10 @@ from ragloom_app.db.models import IndexingJob, JobStatus
 from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
 from ragloom_app.index.file.archives import reported_name
+from ragloom_app.jobs.progress import Heartbeat, Tally
 from ragloom_app.jobs.staging import discard_staging, staging_dir
 from ragloom_app.jobs.store import JobStore
-from ragloom_app.jobs.view import FINAL, MAX_JOB_OUTCOMES
+from ragloom_app.jobs.view import FINAL
 
 if TYPE_CHECKING:
     from ragloom_app.app import BaseApp
@@ -54,10 +54,6 @@ past that the job is left to the sweeper, which takes it once its heartbeat is s
 MAX_OUTAGE_RERUNS = 3
 """Times a worker runs a job again itself after the database went away under it."""
 _PROGRESS_EVERY = 0.5  # seconds between two progress writes of one job
-# A running job's outcomes are written once the new ones are this share of those written
-# already (at least one): each write rewrites the list, and spacing them so keeps a job's
-# writes of outcomes within about 1 + 1/share times their final size, not its square.
-_OUTCOMES_GROWTH = 0.25
 _OUTAGE_POLL_SECONDS = 1.0  # how often a worker waiting for its database asks again
 
 
@@ -71,34 +67,14 @@ def worker_name(label: str = "app") -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{label}"
 
 
-@dataclass
-class _Tally:
-    """What one run of a job has done: every outcome (the row records the first
-    MAX_JOB_OUTCOMES), how far it is, and what of it was written."""
-
-    outcomes: list[dict[str, Any]] = field(default_factory=list)
-    fraction: float = 0.0
-    last_write: float = 0.0
-    written: int = 0  # outcomes the job's row holds
-
-    def due(self) -> list[dict[str, Any]] | None:
-        """The outcomes to write with the next progress write, or ``None``: not yet."""
-        recorded = min(len(self.outcomes), MAX_JOB_OUTCOMES)
-        new = recorded - self.written
-        if new <= 0 or new < self.written * _OUTCOMES_GROWTH:
-            return None
-        return self.outcomes[:recorded]
-
-    def final(self, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
-        """What :meth:`JobStore.finish` records of a job that ends with ``outcomes``."""
-        return {"outcomes": outcomes[:MAX_JOB_OUTCOMES], "files_done": len(outcomes)}
-
-
 class JobRunner:
     """Runs jobs of one app (its indices, its database) as worker ``worker``.
 
     ``stopping``, once set, says the worker's process is asked to stop: a job the database
     went away under is then not waited for, but left to the sweepers at once.
+    ``handing_back``, once set, says it stops without finishing its jobs (``ragloom
+    serve``'s own threads): each running job is put back in the queue between two files,
+    its claim not counted (:meth:`JobStore.hand_back`), as it is no dead worker's.
     """
 
     def __init__(self, app: BaseApp, worker: str, stopping: threading.Event | None = None):
@@ -106,6 +82,9 @@ class JobRunner:
         self.worker = worker
         self.store = JobStore(app.engine)
         self.stopping = stopping if stopping is not None else threading.Event()
+        self.handing_back = threading.Event()
+        self._claims: dict[str, int] = {}  # job id -> attempt, of the jobs running now
+        self._claims_lock = threading.Lock()
 
     @property
     def stall_seconds(self) -> float:
@@ -134,13 +113,33 @@ class JobRunner:
             discard_staging(self.app.settings.data_dir, job_id)
             return JobStatus.FAILED
         logger.info("job %s: %d files, run by %s", job_id, row.files_total, self.worker)
-        with self._heartbeat(row):
-            status = self._run_through_outages(row)
+        with self._claims_lock:
+            self._claims[job_id] = row.attempts
+        try:
+            with self._heartbeat(row):
+                status = self._run_through_outages(row)
+        finally:
+            with self._claims_lock:
+                self._claims.pop(job_id, None)
         # Only the claim that ended the job removes its upload: a claim taken back from
         # this one (a stall) may still be reading it.
         if status in FINAL:
             discard_staging(self.app.settings.data_dir, job_id)
         return status
+
+    def hand_back_running(self) -> list[str]:
+        """Hand back every job this runner still runs (the process stops before they got
+        between two files); the ids handed back. Their runs stop at their next write."""
+        with self._claims_lock:
+            claims = dict(self._claims)
+        handed = [
+            job
+            for job, attempt in claims.items()
+            if self.store.hand_back(job, self.worker, attempt)
+        ]
+        for job_id in handed:
+            logger.warning("job %s: handed back to the queue in the middle of a file", job_id)
+        return handed
 
     def _run_through_outages(self, row: IndexingJob) -> JobStatus | None:
         """Run the claimed job; when the database goes away under it, run it again from
@@ -149,7 +148,7 @@ class JobRunner:
         an attempt: a job whose writes bring the server down again is not run for ever)."""
         reruns = 0
         while True:
-            tally = _Tally()
+            tally = Tally()
             try:
                 return self._run_claimed(row, tally)
             except Exception as exc:
@@ -166,7 +165,7 @@ class JobRunner:
                 return current.status if current is not None and current.status in FINAL else None
             if self.store.cancel_requested(row.id):
                 outcomes = tally.outcomes + self._finish_cut_short(row)
-                return self._cancelled(row, _Tally(outcomes=outcomes))
+                return self._cancelled(row, Tally(outcomes=outcomes))
             reruns += 1
             logger.info("job %s: the database is back; running the job again", row.id)
 
@@ -202,11 +201,11 @@ class JobRunner:
                     raise
         return None
 
-    def _run_claimed(self, row: IndexingJob, tally: _Tally | None = None) -> JobStatus | None:
+    def _run_claimed(self, row: IndexingJob, tally: Tally | None = None) -> JobStatus | None:
         """Run the job under this claim, keeping ``tally`` (if given); its final state,
         or ``None`` if the claim was lost (the job taken back by a sweeper) before this
         run could end it."""
-        tally = tally if tally is not None else _Tally()
+        tally = tally if tally is not None else Tally()
         try:
             index = self.app.indices.get(row.index_id)
         except KeyError:
@@ -227,6 +226,12 @@ class JobRunner:
                     if between and self.store.cancel_requested(row.id):
                         events.close()
                         return self._cancelled(row, tally)
+                    if self.handing_back.is_set():
+                        # At any event, not only between files: the files the upload
+                        # holds unreported are taken out as the events close, and the
+                        # next claim indexes them (a group may hold 30 s of files).
+                        events.close()
+                        return self._handed_back(row, tally)
         except ClaimLostError:
             # Taken back by a sweeper (this worker stalled past JOB_STALL_SECONDS: a
             # machine asleep, a process paused) and claimed again: the new claim runs the
@@ -288,14 +293,14 @@ class JobRunner:
     def _record(
         self,
         row: IndexingJob,
-        tally: _Tally,
+        tally: Tally,
         current: str,
         *,
         fraction: float | None = None,
         outcome: bool = False,
     ) -> None:
         """Write how far the job is, at most every _PROGRESS_EVERY seconds, with its
-        outcomes when enough new ones are due (:meth:`_Tally.due`), at once if this is
+        outcomes when enough new ones are due (:meth:`Tally.due`), at once if this is
         an ``outcome``'s; the rest are written as the job ends."""
         if fraction is not None:
             tally.fraction = fraction
@@ -317,7 +322,19 @@ class JobRunner:
         if outcomes is not None:
             tally.written = len(outcomes)
 
-    def _cancelled(self, row: IndexingJob, tally: _Tally) -> JobStatus | None:
+    def _handed_back(self, row: IndexingJob, tally: Tally) -> JobStatus | None:
+        """Put the job back in the queue as the process stops (see ``handing_back``):
+        the next claim runs it from the start, the files indexed so far then skipped."""
+        if self.store.hand_back(row.id, self.worker, row.attempts):
+            logger.info(
+                "job %s: handed back to the queue after %d files", row.id, len(tally.outcomes)
+            )
+            return None
+        if self.store.cancel_requested(row.id):  # asked just now: cancelled, not handed back
+            return self._cancelled(row, tally)
+        return None  # taken back meanwhile
+
+    def _cancelled(self, row: IndexingJob, tally: Tally) -> JobStatus | None:
         left = _unreported(_reported_names(row), tally.outcomes)
         outcomes = tally.outcomes + [
             {
@@ -342,47 +359,9 @@ class JobRunner:
         return JobStatus.CANCELLED
 
     # -- heartbeat -------------------------------------------------------------------------
-    def _heartbeat(self, row: IndexingJob) -> _Heartbeat:
+    def _heartbeat(self, row: IndexingJob) -> Heartbeat:
         every = max(self.stall_seconds / 4, 0.25)
-        return _Heartbeat(self.store, row.id, self.worker, row.attempts, every)
-
-
-class _Heartbeat:
-    """Renews a job's heartbeat from a thread while the block runs."""
-
-    def __init__(
-        self, store: JobStore, job_id: str, worker: str, attempts: int, every: float
-    ) -> None:
-        self._store, self._job_id, self._worker, self._every = store, job_id, worker, every
-        self._attempts = attempts
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._beat, name=f"ragloom-job-heartbeat-{job_id[:8]}", daemon=True
-        )
-
-    def _beat(self) -> None:
-        failing = False  # the traceback is logged at the first failure of a run of them
-        while not self._stop.wait(self._every):
-            try:
-                if not self._store.heartbeat(self._job_id, self._worker, self._attempts):
-                    return  # finished, or taken back (the run sees it at its next write)
-            except Exception as exc:  # the database down for a moment: try at the next beat
-                logger.warning(
-                    "job %s: heartbeat failed (%s)",
-                    self._job_id,
-                    outage_words(exc) or type(exc).__name__,
-                    exc_info=not failing,
-                )
-                failing = True
-            else:
-                failing = False
-
-    def __enter__(self) -> None:
-        self._thread.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        return Heartbeat(self.store, row.id, self.worker, row.attempts, every)
 
 
 def _reported_names(row: IndexingJob) -> list[str]:

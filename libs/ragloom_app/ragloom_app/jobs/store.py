@@ -244,6 +244,22 @@ class JobStore:
             heartbeat_at=_now(),
         )
 
+    def hand_back(self, job_id: str, worker: str, attempts: int) -> bool:
+        """Put ``worker``'s running job (its claim ``attempts``) back in the queue as its
+        process stops on purpose, the claim not counted: a stop is no death of a worker
+        (``MAX_JOB_ATTEMPTS``). Not a job whose owner asked it to stop (the worker
+        cancels it instead). ``False`` if nothing was changed."""
+        return self._move(
+            job_id,
+            *self._held_by(worker, attempts),
+            col(IndexingJob.cancel_requested).is_(False),
+            status=JobStatus.QUEUED,
+            worker=None,
+            current=None,
+            attempts=attempts - 1,
+            heartbeat_at=_now(),
+        )
+
     def cancel_stalled(self, job_id: str, stall_seconds: float) -> bool:
         """Cancel a running job whose worker died and whose owner asked it to stop; only
         while its heartbeat is still stale (a live worker that claimed it meanwhile sees
