@@ -129,13 +129,12 @@ def worker(concurrency: int) -> int:
 def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
     from ragloom.chunking import warm_readers_sandbox
     from ragloom_app.jobs.queues import (
-        QUEUE_NAME,
         JobSweeper,
         ProcrastinateJobQueue,
         procrastinate_app,
     )
     from ragloom_app.jobs.store import JobStore
-    from ragloom_app.jobs.worker import run_worker
+    from ragloom_app.jobs.worker import run_worker, worker_options
     from ragloom_app.settings import SettingsError
 
     if app.settings.job_queue != "procrastinate":
@@ -170,14 +169,7 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
         # Ctrl-C or SIGTERM: no new job is taken, and the jobs running finish first. A
         # worker killed outright loses its jobs to the others after JOB_STALL_SECONDS (the
         # sweepers); one that stopped because the database went away starts again.
-        run_worker(
-            queue_app,
-            stopping,
-            queues=[QUEUE_NAME],
-            concurrency=args.concurrency,
-            update_heartbeat_interval=max(stall / 4, 0.5),
-            stalled_worker_timeout=stall,
-        )
+        run_worker(queue_app, stopping, **worker_options(args.concurrency, stall))
     finally:
         sweeper.stop()
         submitter.close()
