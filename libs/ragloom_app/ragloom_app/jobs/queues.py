@@ -29,7 +29,7 @@ from sqlalchemy import make_url, text
 
 from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs.runner import JobRunner, worker_name
-from ragloom_app.jobs.staging import remove_leftover_staging
+from ragloom_app.jobs.staging import remove_leftover_api_uploads, remove_leftover_staging
 from ragloom_app.jobs.store import JobStore
 
 if TYPE_CHECKING:
@@ -79,7 +79,8 @@ class JobSweeper:
     which the queue may never have been handed (below). Runs every ``stall_seconds / 2``
     in a thread of its own, with ``also`` (if given) at each turn before the sweep. With
     ``data_dir``, each turn also removes the staged uploads no job will read
-    (:func:`~ragloom_app.jobs.staging.remove_leftover_staging`).
+    (:func:`~ragloom_app.jobs.staging.remove_leftover_staging`), and the HTTP API's
+    upload folders a killed process left (``remove_leftover_api_uploads``).
 
     A queued job whose queue lost it: the database went away between writing its row and
     handing it over (procrastinate's defer failed), or as a worker that had taken it from
@@ -131,6 +132,7 @@ class JobSweeper:
         if self.data_dir is not None:
             try:
                 remove_leftover_staging(self.data_dir, self.store)
+                remove_leftover_api_uploads(self.data_dir)
             except Exception:  # its own trouble must not stop the sweep of jobs
                 logger.warning("removing leftover staged uploads failed", exc_info=True)
         return taken
