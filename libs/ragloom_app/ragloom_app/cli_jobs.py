@@ -32,10 +32,10 @@ def _say(text: str) -> None:
     say(text)
 
 
-def _as_dict(app: Any, job: Any) -> dict[str, Any]:
+def _as_dict(app: Any, job: Any, *, with_outcomes: bool = True) -> dict[str, Any]:
     from ragloom_app.api.job_routes import job_out
 
-    return job_out(app, job).model_dump(mode="json")
+    return job_out(app, job, with_outcomes=with_outcomes).model_dump(mode="json")
 
 
 def _line(job: dict[str, Any]) -> str:
@@ -61,8 +61,9 @@ def jobs_list(active: bool, limit: int, as_json: bool) -> int:
 
 
 def _cmd_list(app: Any, args: argparse.Namespace) -> int:
-    found = app.jobs.jobs(None, active_only=args.active, limit=args.limit)
-    shown = [{**_as_dict(app, job), "owner": job.owner} for job in found]
+    # As the API's list: the outcomes (up to MAX_JOB_OUTCOMES a job) are `jobs show`'s.
+    found = app.jobs.jobs(None, active_only=args.active, limit=args.limit, with_outcomes=False)
+    shown = [{**_as_dict(app, job, with_outcomes=False), "owner": job.owner} for job in found]
     if args.json:
         print(json.dumps(shown, indent=2))
     elif not shown:
@@ -91,6 +92,8 @@ def _cmd_show(app: Any, args: argparse.Namespace) -> int:
     for outcome in shown["outcomes"]:
         reason = f": {outcome['reason']}" if outcome["reason"] else ""
         _say(f"  {outcome['status']:<9} {outcome['file']}{reason}")
+    if shown["outcomes_not_listed"]:
+        _say(f"  … and {shown['outcomes_not_listed']:,} more files done, not listed")
     return 0
 
 
@@ -126,13 +129,12 @@ def worker(concurrency: int) -> int:
 def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
     from ragloom.chunking import warm_readers_sandbox
     from ragloom_app.jobs.queues import (
-        QUEUE_NAME,
         JobSweeper,
         ProcrastinateJobQueue,
         procrastinate_app,
     )
     from ragloom_app.jobs.store import JobStore
-    from ragloom_app.jobs.worker import run_worker
+    from ragloom_app.jobs.worker import run_worker, worker_options
     from ragloom_app.settings import SettingsError
 
     if app.settings.job_queue != "procrastinate":
@@ -167,14 +169,7 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
         # Ctrl-C or SIGTERM: no new job is taken, and the jobs running finish first. A
         # worker killed outright loses its jobs to the others after JOB_STALL_SECONDS (the
         # sweepers); one that stopped because the database went away starts again.
-        run_worker(
-            queue_app,
-            stopping,
-            queues=[QUEUE_NAME],
-            concurrency=args.concurrency,
-            update_heartbeat_interval=max(stall / 4, 0.5),
-            stalled_worker_timeout=stall,
-        )
+        run_worker(queue_app, stopping, **worker_options(args.concurrency, stall))
     finally:
         sweeper.stop()
         submitter.close()

@@ -96,6 +96,10 @@ def test_a_file_is_indexed_again_from_its_stored_copy(
         assert job["status"] in ("queued", "running") and time.monotonic() < deadline, job
         time.sleep(0.1)
     assert [(o["file"], o["status"]) for o in job["outcomes"]] == [("canteen.md", "indexed")]
+    assert job["outcomes_not_listed"] == 0
+    # The list of jobs leaves the outcomes out (200 jobs of up to MAX_JOB_OUTCOMES each).
+    (listed,) = [j for j in api.get("/jobs").json() if j["id"] == job["id"]]
+    assert listed["outcomes"] is None and listed["files_done"] == 1
     now = api.get(f"/indices/My files/files/{canteen['id']}").json()
     chunks = api.get(f"/indices/My files/files/{canteen['id']}/chunks").json()
     assert now["status"] == "indexed" and updated() > last

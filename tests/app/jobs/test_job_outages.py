@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,12 +47,12 @@ def _failing(
     runs: list[int] = []
     run_claimed = runner._run_claimed
 
-    def outage_first(row: IndexingJob) -> JobStatus:
+    def outage_first(row: IndexingJob, *rest: Any) -> JobStatus | None:
         runs.append(1)
         if len(runs) <= times:
             meanwhile()
             raise postgres_away()
-        return run_claimed(row)
+        return run_claimed(row, *rest)
 
     monkeypatch.setattr(runner, "_run_claimed", outage_first)
     return runs

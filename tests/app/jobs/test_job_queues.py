@@ -5,6 +5,7 @@ procrastinate on PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +15,9 @@ from sqlalchemy import text
 
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
-from ragloom_app.jobs.queues import InProcessJobQueue, ProcrastinateJobQueue
+from ragloom_app.jobs.queues import InProcessJobQueue, ProcrastinateJobQueue, procrastinate_app
 from ragloom_app.jobs.runner import JobRunner
+from ragloom_app.jobs.worker import worker_options
 from tests.helpers.api_server import replay_app
 from tests.helpers.jobs import empty_job, finished_job
 from tests.helpers.postgres import PostgresServer, database
@@ -91,6 +93,45 @@ def test_procrastinate_holds_one_task_of_a_job_waiting_and_tells_the_lost_ones(
                     )
                 ).all()
             assert dict(waiting) == {held: 1, dropped: 1, failed: 1, never: 1}
+        finally:
+            queue.close()
+            app.jobs.close()
+            app.engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_worker_deletes_the_task_of_a_job_it_ran(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    """procrastinate keeps every task by default: ``ragloom worker``'s options delete those
+    that succeeded, or its tables grow by each upload's rows for ever. The job's own row
+    stays, and says what became of it."""
+    with database(postgres_server) as url:
+        app = replay_app(tmp_path, database_url=url)
+        queue = ProcrastinateJobQueue(app)
+        worker_app = procrastinate_app(app)
+        try:
+            job_id = empty_job(app)
+            queue.submit(job_id)
+
+            async def drain() -> None:  # runs the tasks waiting, then returns
+                await worker_app.open_async()
+                try:
+                    options = worker_options(1, 1.0)
+                    await worker_app.run_worker_async(
+                        install_signal_handlers=False, wait=False, **options
+                    )
+                finally:
+                    await worker_app.close_async()
+
+            asyncio.run(drain())
+            assert finished_job(app, job_id).status == JobStatus.DONE
+            with app.engine.connect() as connection:
+                left = connection.execute(
+                    text("SELECT status FROM procrastinate_jobs WHERE queueing_lock = :j"),
+                    {"j": job_id},
+                ).all()
+            assert left == []
         finally:
             queue.close()
             app.jobs.close()

@@ -6,6 +6,8 @@ keeps its files for that job."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,8 +19,14 @@ from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs import queues
 from ragloom_app.jobs.queues import JobSweeper
-from ragloom_app.jobs.staging import remove_leftover_staging, staging_dir
+from ragloom_app.jobs.staging import (
+    STAGING_GRACE_SECONDS,
+    remove_leftover_staging,
+    staging_dir,
+)
 from ragloom_app.jobs.store import JobStore
+from tests.helpers.api_server import replay_app
+from tests.helpers.cli import PROJECT
 from tests.helpers.jobs import backdate, empty_job, finished_job
 
 
@@ -115,3 +123,60 @@ def test_trouble_removing_staged_uploads_stops_neither_the_sweep_nor_the_queue(
         app.indices.get("My files"), "local", [("a.md", upload)], move=False
     )
     assert finished_job(app, job.id).status == JobStatus.DONE
+
+
+# A `ragloom serve` that dies (os._exit, as SIGKILL or the OOM killer would end it) while
+# it copies the second file of an HTTP API upload out of the request.
+KILLED_IN_AN_UPLOAD = """
+import os, shutil, sys
+from pathlib import Path
+import httpx
+from ragloom_app.api import index_routes
+from tests.helpers.api_server import replay_app, served
+
+app = replay_app(Path(sys.argv[1]))
+copies = []
+copy = shutil.copyfileobj
+
+def dying(source, target, *args):
+    copies.append(1)
+    if len(copies) == 2:
+        target.write(b"part of it")
+        target.flush()
+        os._exit(9)
+    return copy(source, target, *args)
+
+index_routes.shutil.copyfileobj = dying
+with served(app) as url:
+    files = [("files", ("a.md", b"# A\\n\\nalpha")), ("files", ("b.md", b"# B\\n\\nbeta"))]
+    httpx.post(url.rstrip("/") + "/api/v1/indices/My files/files", files=files, timeout=30)
+"""
+
+
+def test_an_api_upload_a_killed_process_left_is_removed_once_stale(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT), os.environ["PYTHONPATH"]])}
+    env = {k: v for k, v in env.items() if not k.startswith("RAGLOOM_")}
+    command = [sys.executable, "-c", KILLED_IN_AN_UPLOAD, str(tmp_path)]
+    killed = subprocess.run(command, env=env, cwd=PROJECT, capture_output=True, timeout=120)
+    assert killed.returncode == 9, killed.stderr.decode()[-2000:]
+    app = replay_app(tmp_path)  # the next start
+    try:
+        uploads = app.settings.data_dir / "uploads"
+        (left,) = [p for p in uploads.iterdir() if p.name.startswith("api-upload-")]
+        assert sorted(p.name for p in left.iterdir()) == ["0", "1"]
+        ui_cache = uploads / "gradio-cache"  # the UI's upload cache shares the folder
+        ui_cache.mkdir()
+        (ui_cache / "notes.md").write_text("the UI's")
+        sweeper = JobSweeper(
+            JobStore(app.engine), 30.0, lambda job_id: None, data_dir=app.settings.data_dir
+        )
+        sweeper.sweep()
+        assert left.is_dir()  # perhaps a request still copying it, for all a sweep knows
+        an_hour_ago = time.time() - STAGING_GRACE_SECONDS - 60
+        for path in (left, *left.iterdir(), ui_cache, *ui_cache.iterdir()):
+            os.utime(path, (an_hour_ago, an_hour_ago))
+        sweeper.sweep()
+        assert not left.exists()
+        assert (ui_cache / "notes.md").read_text() == "the UI's"
+    finally:
+        app.jobs.close()

@@ -112,6 +112,43 @@ def test_a_cancel_lists_each_file_not_reached_once_whatever_its_name(
     ]
 
 
+def test_a_file_named_with_a_nul_fails_alone_and_is_reported_by_its_shown_name(
+    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NUL in a name (multipart accepts it) is never written as the job's progress:
+    PostgreSQL's text columns refuse it, which failed the whole job, no file indexed."""
+    index = app.indices.get("My files")
+    docs = numbered_documents(tmp_path / "in", 3)
+    job = app.jobs.submit_files(
+        index, "local", [("bad\x00name.md", docs[0][1]), *docs[1:]], move=False
+    )
+    done = finished_job(app, job.id, timeout=60)
+    assert done.status == JobStatus.DONE, done.error
+    assert [(o["file"], o["status"]) for o in done.outcomes] == [
+        ("bad?name.md", "failed"),
+        ("doc1.md", "indexed"),
+        ("doc2.md", "indexed"),
+    ]
+    assert "NUL" in done.outcomes[0]["reason"]
+    # A cancel lists a file it did not reach by the name its outcome would have had.
+    job_id = staged_job(app, [docs[0], ("late\x00.md", docs[1][1])], "nul-cancel")
+    progress = JobStore.progress
+
+    def cancel_after_the_first_file(self: JobStore, job_id: str, *args, **values):  # type: ignore[no-untyped-def]
+        if values.get("outcomes"):
+            self.request_cancel(job_id)
+        return progress(self, job_id, *args, **values)
+
+    monkeypatch.setattr(JobStore, "progress", cancel_after_the_first_file)
+    assert JobRunner(app, "w").run(job_id) == JobStatus.CANCELLED
+    cancelled = JobStore(app.engine).get(job_id)
+    assert cancelled is not None
+    assert [(o["file"], o["status"]) for o in cancelled.outcomes] == [
+        ("doc0.md", "indexed"),  # refused under its NUL name above
+        ("late?.md", "cancelled"),
+    ]
+
+
 def test_a_job_whose_worker_died_is_taken_again_and_finished(app: BaseApp, tmp_path: Path) -> None:
     store = JobStore(app.engine)
     job_id = staged_job(app, numbered_documents(tmp_path / "in", 2), "dead0000")

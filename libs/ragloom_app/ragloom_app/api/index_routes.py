@@ -32,6 +32,7 @@ from ragloom_app.db.models import ChunkRecord
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.index.manager import INDEX_NAME_PATTERN, MAX_INDEX_NAME_CHARS
 from ragloom_app.jobs import JobLimitError
+from ragloom_app.jobs.staging import API_UPLOAD_PREFIX, api_upload_root
 
 __all__ = ["index_router"]
 
@@ -197,7 +198,8 @@ def index_router(
     def submit(index: BaseIndex, user: User, uploads: list[UploadFile]) -> UploadOut:
         """Copy the uploads out of the request (each under a name of its position, never
         one the client sent) and submit them as one job."""
-        folder = Path(tempfile.mkdtemp(prefix="api-upload-", dir=_upload_dir(app)))
+        # Removed below; left only by a killed process, for the sweepers (staging.py).
+        folder = Path(tempfile.mkdtemp(prefix=API_UPLOAD_PREFIX, dir=_upload_dir(app)))
         try:
             staged = []
             for position, upload in enumerate(uploads):
@@ -278,6 +280,6 @@ def index_router(
 
 
 def _upload_dir(app: BaseApp) -> Path:
-    folder = app.settings.data_dir / "uploads"
+    folder = api_upload_root(app.settings.data_dir)
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     return folder

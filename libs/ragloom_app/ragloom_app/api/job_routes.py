@@ -18,6 +18,7 @@ from ragloom_app.api.errors import not_found
 from ragloom_app.api.models import ERROR_RESPONSES
 from ragloom_app.app import BaseApp
 from ragloom_app.jobs import JobView, UnknownJobError
+from ragloom_app.jobs.view import MAX_JOB_OUTCOMES
 
 __all__ = ["JobOut", "job_out", "job_router"]
 
@@ -54,11 +55,24 @@ class JobOut(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-    outcomes: list[JobOutcomeOut]
+    outcomes: list[JobOutcomeOut] | None = Field(
+        description=(
+            f"Each finished file's outcome, the first {MAX_JOB_OUTCOMES:,} of a job; only "
+            "in GET /jobs/{job_id}: null in the list of jobs."
+        )
+    )
+    outcomes_not_listed: int | None = Field(
+        description=(
+            "Files done whose outcome is not in `outcomes`: past the first "
+            f"{MAX_JOB_OUTCOMES:,} and, while the job runs, those not written yet (a "
+            "running job writes its outcomes in batches). Null in the list of jobs."
+        )
+    )
 
 
-def job_out(app: BaseApp, job: JobView) -> JobOut:
-    """The API's shape of a job."""
+def job_out(app: BaseApp, job: JobView, *, with_outcomes: bool = True) -> JobOut:
+    """The API's shape of a job; its outcomes null unless ``with_outcomes`` (the view
+    was read with them)."""
     try:
         index_name: str | None = app.indices.get(job.index_id).name
     except KeyError:
@@ -80,7 +94,8 @@ def job_out(app: BaseApp, job: JobView) -> JobOut:
         created_at=job.created_at,
         started_at=job.started_at,
         finished_at=job.finished_at,
-        outcomes=[JobOutcomeOut(**o) for o in outcomes],
+        outcomes=[JobOutcomeOut(**o) for o in outcomes] if with_outcomes else None,
+        outcomes_not_listed=job.outcomes_not_listed if with_outcomes else None,
     )
 
 
@@ -103,9 +118,11 @@ def job_router(app: BaseApp, current_user: Callable[[Request], User]) -> APIRout
         limit: Annotated[int, Query(ge=1, le=MAX_JOBS_LISTED)] = 50,
         user: User = Depends(current_user),
     ) -> list[JobOut]:
-        """The caller's indexing jobs, newest first."""
+        """The caller's indexing jobs, newest first, without their outcomes (GET
+        /jobs/{job_id} has them): up to 200 jobs of up to MAX_JOB_OUTCOMES each."""
         owner = None if (all and user.is_admin) else user.id
-        return [job_out(app, job) for job in app.jobs.jobs(owner, active_only=active, limit=limit)]
+        found = app.jobs.jobs(owner, active_only=active, limit=limit, with_outcomes=False)
+        return [job_out(app, job, with_outcomes=False) for job in found]
 
     @router.get("/jobs/{job_id}", tags=["jobs"])
     def get_job(job_id: str, user: User = Depends(current_user)) -> JobOut:

@@ -19,6 +19,8 @@ import contextlib
 import logging
 import queue
 import threading
+import time
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +29,7 @@ from sqlalchemy import make_url, text
 
 from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs.runner import JobRunner, worker_name
-from ragloom_app.jobs.staging import remove_leftover_staging
+from ragloom_app.jobs.staging import remove_leftover_api_uploads, remove_leftover_staging
 from ragloom_app.jobs.store import JobStore
 
 if TYPE_CHECKING:
@@ -45,6 +47,9 @@ BROKER_WAIT_SECONDS = 10.0
 worker`` starts it again (:mod:`ragloom_app.jobs.worker`); opening the pool at a start
 waits psycopg_pool's own 30 s."""
 
+HAND_BACK_WAIT_SECONDS = 10.0
+"""How long closing the in-process queue waits for its running jobs to get between two
+files and be handed back to the queue; past it they are handed back at once."""
 TASK_NAME = "ragloom.index_job"
 """The procrastinate task that runs one job (its only argument: ``job_id``)."""
 QUEUE_NAME = "indexing"
@@ -74,7 +79,8 @@ class JobSweeper:
     which the queue may never have been handed (below). Runs every ``stall_seconds / 2``
     in a thread of its own, with ``also`` (if given) at each turn before the sweep. With
     ``data_dir``, each turn also removes the staged uploads no job will read
-    (:func:`~ragloom_app.jobs.staging.remove_leftover_staging`).
+    (:func:`~ragloom_app.jobs.staging.remove_leftover_staging`), and the HTTP API's
+    upload folders a killed process left (``remove_leftover_api_uploads``).
 
     A queued job whose queue lost it: the database went away between writing its row and
     handing it over (procrastinate's defer failed), or as a worker that had taken it from
@@ -126,6 +132,7 @@ class JobSweeper:
         if self.data_dir is not None:
             try:
                 remove_leftover_staging(self.data_dir, self.store)
+                remove_leftover_api_uploads(self.data_dir)
             except Exception:  # its own trouble must not stop the sweep of jobs
                 logger.warning("removing leftover staged uploads failed", exc_info=True)
         return taken
@@ -172,7 +179,10 @@ class InProcessJobQueue(JobQueue):
     """
 
     def __init__(self, app: BaseApp, workers: int = 1) -> None:
-        self._runner = JobRunner(app, worker_name("in-process"))
+        # A name of this queue's own: a job it hands back as it closes may be claimed again
+        # by a queue started after it in this process, with the same attempt number (see
+        # JobStore.hand_back), and this one's late writes must not pass for that claim's.
+        self._runner = JobRunner(app, worker_name(f"in-process-{uuid.uuid4().hex[:6]}"))
         self._pending: queue.Queue[str | None] = queue.Queue()
         self._threads = [
             threading.Thread(target=self._work, name=f"ragloom-job-worker-{n}", daemon=True)
@@ -219,6 +229,8 @@ class InProcessJobQueue(JobQueue):
         while (job_id := self._pending.get()) is not None:
             with self._lock:
                 self._held.discard(job_id)
+            if self._runner.handing_back.is_set():
+                continue  # closing: left queued for the next start, and not claimed
             try:
                 self._runner.run(job_id)
                 with self._lock:
@@ -248,10 +260,19 @@ class InProcessJobQueue(JobQueue):
             self.submit(job_id)
 
     def close(self) -> None:
+        """Stop, handing the running jobs back to the queue uncounted (a graceful stop of
+        ``ragloom serve`` is no dead worker): between two files, or, for a file not done
+        within HAND_BACK_WAIT_SECONDS, at once (the process is about to end; that file's
+        own attempt is taken back at exit, :mod:`~ragloom_app.index.file.attempts`)."""
         self._sweeper.stop()
+        self._runner.handing_back.set()
         self._runner.stopping.set()  # a job waiting for the database gives up
         for _ in self._threads:
             self._pending.put(None)
+        deadline = time.monotonic() + HAND_BACK_WAIT_SECONDS
+        for thread in self._threads:
+            thread.join(timeout=max(deadline - time.monotonic(), 0.0))
+        self._runner.hand_back_running()
 
 
 class ProcrastinateJobQueue(JobQueue):

@@ -20,13 +20,14 @@ import socket
 import threading
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ragloom.postgres_outage import outage_words
 from ragloom_app.db.models import IndexingJob, JobStatus
 from ragloom_app.errors import UserFacingError, user_error
 from ragloom_app.index.base import BaseIndex, FileOutcome, IndexingProgress
+from ragloom_app.index.file.archives import reported_name
+from ragloom_app.jobs.progress import Heartbeat, Tally
 from ragloom_app.jobs.staging import discard_staging, staging_dir
 from ragloom_app.jobs.store import JobStore
 from ragloom_app.jobs.view import FINAL
@@ -52,7 +53,7 @@ OUTAGE_WAIT_SECONDS = 120.0
 past that the job is left to the sweeper, which takes it once its heartbeat is stale."""
 MAX_OUTAGE_RERUNS = 3
 """Times a worker runs a job again itself after the database went away under it."""
-_PROGRESS_EVERY = 0.5  # seconds between two progress writes of one job (outcomes: always)
+_PROGRESS_EVERY = 0.5  # seconds between two progress writes of one job
 _OUTAGE_POLL_SECONDS = 1.0  # how often a worker waiting for its database asks again
 
 
@@ -66,18 +67,14 @@ def worker_name(label: str = "app") -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{label}"
 
 
-@dataclass
-class _Tally:
-    outcomes: list[dict[str, Any]]
-    fraction: float = 0.0
-    last_write: float = 0.0
-
-
 class JobRunner:
     """Runs jobs of one app (its indices, its database) as worker ``worker``.
 
     ``stopping``, once set, says the worker's process is asked to stop: a job the database
     went away under is then not waited for, but left to the sweepers at once.
+    ``handing_back``, once set, says it stops without finishing its jobs (``ragloom
+    serve``'s own threads): each running job is put back in the queue between two files,
+    its claim not counted (:meth:`JobStore.hand_back`), as it is no dead worker's.
     """
 
     def __init__(self, app: BaseApp, worker: str, stopping: threading.Event | None = None):
@@ -85,6 +82,9 @@ class JobRunner:
         self.worker = worker
         self.store = JobStore(app.engine)
         self.stopping = stopping if stopping is not None else threading.Event()
+        self.handing_back = threading.Event()
+        self._claims: dict[str, int] = {}  # job id -> attempt, of the jobs running now
+        self._claims_lock = threading.Lock()
 
     @property
     def stall_seconds(self) -> float:
@@ -113,13 +113,33 @@ class JobRunner:
             discard_staging(self.app.settings.data_dir, job_id)
             return JobStatus.FAILED
         logger.info("job %s: %d files, run by %s", job_id, row.files_total, self.worker)
-        with self._heartbeat(row):
-            status = self._run_through_outages(row)
+        with self._claims_lock:
+            self._claims[job_id] = row.attempts
+        try:
+            with self._heartbeat(row):
+                status = self._run_through_outages(row)
+        finally:
+            with self._claims_lock:
+                self._claims.pop(job_id, None)
         # Only the claim that ended the job removes its upload: a claim taken back from
         # this one (a stall) may still be reading it.
         if status in FINAL:
             discard_staging(self.app.settings.data_dir, job_id)
         return status
+
+    def hand_back_running(self) -> list[str]:
+        """Hand back every job this runner still runs (the process stops before they got
+        between two files); the ids handed back. Their runs stop at their next write."""
+        with self._claims_lock:
+            claims = dict(self._claims)
+        handed = [
+            job
+            for job, attempt in claims.items()
+            if self.store.hand_back(job, self.worker, attempt)
+        ]
+        for job_id in handed:
+            logger.warning("job %s: handed back to the queue in the middle of a file", job_id)
+        return handed
 
     def _run_through_outages(self, row: IndexingJob) -> JobStatus | None:
         """Run the claimed job; when the database goes away under it, run it again from
@@ -128,8 +148,9 @@ class JobRunner:
         an attempt: a job whose writes bring the server down again is not run for ever)."""
         reruns = 0
         while True:
+            tally = Tally()
             try:
-                return self._run_claimed(row)
+                return self._run_claimed(row, tally)
             except Exception as exc:
                 words = outage_words(exc)
                 if words is None or reruns >= MAX_OUTAGE_RERUNS:
@@ -143,10 +164,8 @@ class JobRunner:
                 current = self.store.row(row.id)
                 return current.status if current is not None and current.status in FINAL else None
             if self.store.cancel_requested(row.id):
-                current = self.store.row(row.id)
-                outcomes = list(current.outcomes) if current is not None else []
-                outcomes += self._finish_cut_short(row)
-                return self._cancelled(row, _Tally(outcomes=outcomes))
+                outcomes = tally.outcomes + self._finish_cut_short(row)
+                return self._cancelled(row, Tally(outcomes=outcomes))
             reruns += 1
             logger.info("job %s: the database is back; running the job again", row.id)
 
@@ -159,7 +178,7 @@ class JobRunner:
         except Exception:  # the index deleted, the database gone again: left to a start
             logger.warning("job %s: finishing its interrupted files failed", row.id, exc_info=True)
             return []
-        names = [str(entry["name"]) for entry in row.files]
+        names = _reported_names(row)
         return [
             outcome.to_dict()
             for outcome in recovered
@@ -182,15 +201,16 @@ class JobRunner:
                     raise
         return None
 
-    def _run_claimed(self, row: IndexingJob) -> JobStatus | None:
-        """Run the job under this claim; its final state, or ``None`` if the claim was
-        lost (the job taken back by a sweeper) before this run could end it."""
+    def _run_claimed(self, row: IndexingJob, tally: Tally | None = None) -> JobStatus | None:
+        """Run the job under this claim, keeping ``tally`` (if given); its final state,
+        or ``None`` if the claim was lost (the job taken back by a sweeper) before this
+        run could end it."""
+        tally = tally if tally is not None else Tally()
         try:
             index = self.app.indices.get(row.index_id)
         except KeyError:
             self.store.finish(row.id, JobStatus.FAILED, error="its index was deleted")
             return JobStatus.FAILED  # whoever holds it: nobody can run it
-        tally = _Tally(outcomes=[])
         try:
             # Closed at once on a cancel: files the pipeline holds unreported are taken out.
             with contextlib.closing(self._events(index, row)) as events:
@@ -199,13 +219,19 @@ class JobRunner:
                         self._record(row, tally, event.name, fraction=event.fraction)
                     else:
                         tally.outcomes.append(event.to_dict())
-                        self._record(row, tally, event.name, force=True)
+                        self._record(row, tally, event.name, outcome=True)
                     # Only where the upload holds no file unreported: between files (the
                     # file just done is recorded with its outcome), or while it waits.
                     between = not isinstance(event, IndexingProgress) or event.waiting
                     if between and self.store.cancel_requested(row.id):
                         events.close()
                         return self._cancelled(row, tally)
+                    if self.handing_back.is_set():
+                        # At any event, not only between files: the files the upload
+                        # holds unreported are taken out as the events close, and the
+                        # next claim indexes them (a group may hold 30 s of files).
+                        events.close()
+                        return self._handed_back(row, tally)
         except ClaimLostError:
             # Taken back by a sweeper (this worker stalled past JOB_STALL_SECONDS: a
             # machine asleep, a process paused) and claimed again: the new claim runs the
@@ -224,7 +250,7 @@ class JobRunner:
                 worker=self.worker,
                 attempts=row.attempts,
                 error=failure.message,
-                outcomes=tally.outcomes,
+                **tally.final(tally.outcomes),
             ):
                 return None
             return JobStatus.FAILED
@@ -233,7 +259,7 @@ class JobRunner:
             JobStatus.DONE,
             worker=self.worker,
             attempts=row.attempts,
-            outcomes=tally.outcomes,
+            **tally.final(tally.outcomes),
         ):
             logger.warning("job %s was taken from %s before it finished", row.id, self.worker)
             return None
@@ -259,21 +285,28 @@ class JobRunner:
                 f"the staged upload is gone ({len(missing)} of {len(paths)} files, e.g. "
                 f"{missing[0]!r}): is the data folder's 'jobs' folder shared with the workers?"
             )
-        yield from index.get_indexing_pipeline({"owner": row.owner}).stream(paths, names=names)
+        # A job begun before (its worker died under it): the file that was cut short then
+        # keeps the count of the attempts it cost, whose bound a new start would undo.
+        settings = {"owner": row.owner, "resumed": row.attempts > 1}
+        yield from index.get_indexing_pipeline(settings).stream(paths, names=names)
 
     def _record(
         self,
         row: IndexingJob,
-        tally: _Tally,
+        tally: Tally,
         current: str,
         *,
         fraction: float | None = None,
-        force: bool = False,
+        outcome: bool = False,
     ) -> None:
+        """Write how far the job is, at most every _PROGRESS_EVERY seconds, with its
+        outcomes when enough new ones are due (:meth:`Tally.due`), at once if this is
+        an ``outcome``'s; the rest are written as the job ends."""
         if fraction is not None:
             tally.fraction = fraction
         now = time.monotonic()
-        if not force and now - tally.last_write < _PROGRESS_EVERY:
+        outcomes = tally.due()
+        if now - tally.last_write < _PROGRESS_EVERY and not (outcome and outcomes is not None):
             return
         tally.last_write = now
         if not self.store.progress(
@@ -282,13 +315,27 @@ class JobRunner:
             attempts=row.attempts,
             fraction=tally.fraction,
             current=current,
-            outcomes=list(tally.outcomes),
+            outcomes=outcomes,
             files_done=len(tally.outcomes),
         ):
             raise ClaimLostError(row.id)
+        if outcomes is not None:
+            tally.written = len(outcomes)
 
-    def _cancelled(self, row: IndexingJob, tally: _Tally) -> JobStatus | None:
-        left = _unreported([str(f["name"]) for f in row.files], tally.outcomes)
+    def _handed_back(self, row: IndexingJob, tally: Tally) -> JobStatus | None:
+        """Put the job back in the queue as the process stops (see ``handing_back``):
+        the next claim runs it from the start, the files indexed so far then skipped."""
+        if self.store.hand_back(row.id, self.worker, row.attempts):
+            logger.info(
+                "job %s: handed back to the queue after %d files", row.id, len(tally.outcomes)
+            )
+            return None
+        if self.store.cancel_requested(row.id):  # asked just now: cancelled, not handed back
+            return self._cancelled(row, tally)
+        return None  # taken back meanwhile
+
+    def _cancelled(self, row: IndexingJob, tally: Tally) -> JobStatus | None:
+        left = _unreported(_reported_names(row), tally.outcomes)
         outcomes = tally.outcomes + [
             {
                 "file": name,
@@ -305,54 +352,24 @@ class JobRunner:
             worker=self.worker,
             attempts=row.attempts,
             error="cancelled by its owner; the files indexed before stay indexed",
-            outcomes=outcomes,
+            **tally.final(outcomes),
         ):
             return None  # taken back meanwhile: the new claim sees the cancel
         logger.info("job %s cancelled after %d files", row.id, len(tally.outcomes))
         return JobStatus.CANCELLED
 
     # -- heartbeat -------------------------------------------------------------------------
-    def _heartbeat(self, row: IndexingJob) -> _Heartbeat:
+    def _heartbeat(self, row: IndexingJob) -> Heartbeat:
         every = max(self.stall_seconds / 4, 0.25)
-        return _Heartbeat(self.store, row.id, self.worker, row.attempts, every)
+        return Heartbeat(self.store, row.id, self.worker, row.attempts, every)
 
 
-class _Heartbeat:
-    """Renews a job's heartbeat from a thread while the block runs."""
-
-    def __init__(
-        self, store: JobStore, job_id: str, worker: str, attempts: int, every: float
-    ) -> None:
-        self._store, self._job_id, self._worker, self._every = store, job_id, worker, every
-        self._attempts = attempts
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._beat, name=f"ragloom-job-heartbeat-{job_id[:8]}", daemon=True
-        )
-
-    def _beat(self) -> None:
-        failing = False  # the traceback is logged at the first failure of a run of them
-        while not self._stop.wait(self._every):
-            try:
-                if not self._store.heartbeat(self._job_id, self._worker, self._attempts):
-                    return  # finished, or taken back (the run sees it at its next write)
-            except Exception as exc:  # the database down for a moment: try at the next beat
-                logger.warning(
-                    "job %s: heartbeat failed (%s)",
-                    self._job_id,
-                    outage_words(exc) or type(exc).__name__,
-                    exc_info=not failing,
-                )
-                failing = True
-            else:
-                failing = False
-
-    def __enter__(self) -> None:
-        self._thread.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+def _reported_names(row: IndexingJob) -> list[str]:
+    """The job's files by the names their outcomes are reported under: an upload's as the
+    pipeline shows them (a raw name may hold a NUL, which PostgreSQL refuses), a
+    reindex's as its sources are named already."""
+    names = [str(entry["name"]) for entry in row.files]
+    return [reported_name(name) for name in names] if row.kind == "add" else names
 
 
 def _reports(outcome_name: str, file_name: str) -> bool:

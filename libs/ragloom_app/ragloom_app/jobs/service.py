@@ -167,11 +167,17 @@ class JobService:
         return job
 
     def jobs(
-        self, user_id: str | None, *, active_only: bool = False, limit: int = 50
+        self,
+        user_id: str | None,
+        *,
+        active_only: bool = False,
+        limit: int = 50,
+        with_outcomes: bool = True,
     ) -> list[JobView]:
-        """A user's jobs (everyone's for ``None``), newest first."""
+        """A user's jobs (everyone's for ``None``), newest first; without their outcomes
+        (left unread) unless ``with_outcomes``."""
         statuses = [JobStatus.QUEUED, JobStatus.RUNNING] if active_only else None
-        return self.store.jobs(user_id, statuses=statuses, limit=limit)
+        return self.store.jobs(user_id, statuses=statuses, limit=limit, with_outcomes=with_outcomes)
 
     def cancel(self, job_id: str, user_id: str, is_admin: bool = False) -> JobView:
         """Cancel a queued job at once; a running one stops after the file it is on."""

@@ -14,6 +14,12 @@ once the job is done, failed or cancelled. Some folders are left behind all the 
 folders of finished jobs and of jobs that do not exist, the latter only once nothing has
 been added to them for :data:`STAGING_GRACE_SECONDS` (an upload is still being copied
 into a new folder before its row is written).
+
+An HTTP API upload is first copied out of the request into a folder of its own
+(``DATA_DIR/uploads/api-upload-*``), which the request removes once its job has the
+files; a process killed while it copies leaves it. :func:`remove_leftover_api_uploads`,
+run by the sweepers too, removes such a folder once nothing in it has changed for
+:data:`STAGING_GRACE_SECONDS`.
 """
 
 from __future__ import annotations
@@ -30,7 +36,15 @@ from ragloom_app.jobs.view import FINAL
 if TYPE_CHECKING:
     from ragloom_app.jobs.store import JobStore
 
-__all__ = ["STAGING_GRACE_SECONDS", "discard_staging", "remove_leftover_staging", "staging_dir"]
+__all__ = [
+    "API_UPLOAD_PREFIX",
+    "STAGING_GRACE_SECONDS",
+    "api_upload_root",
+    "discard_staging",
+    "remove_leftover_api_uploads",
+    "remove_leftover_staging",
+    "staging_dir",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +53,16 @@ _JOB_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex: the ids JobService gives
 STAGING_GRACE_SECONDS = 3600.0
 """How long a staging folder with no job row is kept after its last change: longer than
 copying any upload takes, and than the clocks of the machines sharing the folder differ."""
+
+
+API_UPLOAD_PREFIX = "api-upload-"
+"""How the folder an HTTP API upload is copied into begins (:func:`api_upload_root`)."""
+
+
+def api_upload_root(data_dir: Path) -> Path:
+    """Where the HTTP API copies an upload out of its request, before its job is made
+    (shared with the UI's upload cache: only :data:`API_UPLOAD_PREFIX` folders are ours)."""
+    return data_dir / "uploads"
 
 
 def staging_dir(data_dir: Path, job_id: str) -> Path:
@@ -95,3 +119,40 @@ def remove_leftover_staging(
     if removed:
         logger.info("removed the staged files of %d jobs no worker will run", len(removed))
     return removed
+
+
+def remove_leftover_api_uploads(
+    data_dir: Path, grace_seconds: float = STAGING_GRACE_SECONDS
+) -> list[str]:
+    """Remove the API upload folders (:data:`API_UPLOAD_PREFIX`) in which nothing has
+    changed for ``grace_seconds``: left by a process killed while it copied an upload (a
+    live request removes its own); the names of those removed. Never through a symbolic
+    link, and nothing else of the folder (the UI's upload cache)."""
+    try:
+        entries = list(api_upload_root(data_dir).iterdir())
+    except FileNotFoundError:
+        return []
+    cutoff = time.time() - grace_seconds
+    removed = []
+    for folder in sorted(entries):
+        if not folder.name.startswith(API_UPLOAD_PREFIX) or folder.is_symlink():
+            continue
+        try:
+            if not folder.is_dir() or _last_change(folder) > cutoff:
+                continue  # perhaps a request still copying it
+            shutil.rmtree(folder)
+        except FileNotFoundError:
+            continue  # its request removed it just now
+        except OSError:
+            logger.warning("could not remove the API upload folder %s", folder, exc_info=True)
+            continue
+        removed.append(folder.name)
+    if removed:
+        logger.info("removed %d API upload folders left by a stopped process", len(removed))
+    return removed
+
+
+def _last_change(folder: Path) -> float:
+    """The latest modification time of ``folder`` and of the files in it: a file being
+    copied changes its own time, not its folder's."""
+    return max([folder.stat().st_mtime, *(entry.stat().st_mtime for entry in folder.iterdir())])

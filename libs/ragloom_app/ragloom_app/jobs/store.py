@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import case, func, literal, update
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
 from ragloom_app.db.models import IndexingJob, JobStatus
@@ -85,10 +86,14 @@ class JobStore:
         index_id: int | None = None,
         statuses: Sequence[JobStatus] | None = None,
         limit: int = 50,
+        with_outcomes: bool = True,
     ) -> list[JobView]:
         """Jobs, newest first: of ``owner`` (everyone's if ``None``), of an index, in
-        some ``statuses``."""
+        some ``statuses``; their outcomes (up to MAX_JOB_OUTCOMES each) not even read
+        unless ``with_outcomes``."""
         query = select(IndexingJob).order_by(col(IndexingJob.created_at).desc()).limit(limit)
+        if not with_outcomes:
+            query = query.options(defer(IndexingJob.outcomes))  # type: ignore[arg-type]
         if owner is not None:
             query = query.where(IndexingJob.owner == owner)
         if index_id is not None:
@@ -96,7 +101,7 @@ class JobStore:
         if statuses is not None:
             query = query.where(col(IndexingJob.status).in_(list(statuses)))
         with Session(self.engine) as session:
-            return [JobView.of(row) for row in session.exec(query)]
+            return [JobView.of(row, with_outcomes=with_outcomes) for row in session.exec(query)]
 
     def count_active(self, *, owner: str | None = None, index_id: int | None = None) -> int:
         """Jobs queued or running, of ``owner`` or of an index."""
@@ -239,6 +244,22 @@ class JobStore:
             heartbeat_at=_now(),
         )
 
+    def hand_back(self, job_id: str, worker: str, attempts: int) -> bool:
+        """Put ``worker``'s running job (its claim ``attempts``) back in the queue as its
+        process stops on purpose, the claim not counted: a stop is no death of a worker
+        (``MAX_JOB_ATTEMPTS``). Not a job whose owner asked it to stop (the worker
+        cancels it instead). ``False`` if nothing was changed."""
+        return self._move(
+            job_id,
+            *self._held_by(worker, attempts),
+            col(IndexingJob.cancel_requested).is_(False),
+            status=JobStatus.QUEUED,
+            worker=None,
+            current=None,
+            attempts=attempts - 1,
+            heartbeat_at=_now(),
+        )
+
     def cancel_stalled(self, job_id: str, stall_seconds: float) -> bool:
         """Cancel a running job whose worker died and whose owner asked it to stop; only
         while its heartbeat is still stale (a live worker that claimed it meanwhile sees
@@ -323,9 +344,11 @@ class JobStore:
         error: str | None = None,
         outcomes: list[dict[str, Any]] | None = None,
         attempts: int | None = None,
+        files_done: int | None = None,
     ) -> bool:
         """Move an active job to a final ``status``: only ``worker``'s running job (its
-        claim ``attempts``), if given. ``False`` if it was not moved."""
+        claim ``attempts``), if given. ``False`` if it was not moved. ``files_done``
+        defaults to the number of ``outcomes``, if given."""
         conditions: list[Any] = [col(IndexingJob.status).in_(list(ACTIVE))]
         if worker is not None:
             conditions = self._held_by(worker, attempts)
@@ -340,6 +363,8 @@ class JobStore:
         if outcomes is not None:
             values["outcomes"] = outcomes
             values["files_done"] = len(outcomes)
+        if files_done is not None:
+            values["files_done"] = files_done
         return self._move(job_id, *conditions, **values)
 
     def request_cancel(self, job_id: str) -> JobStatus | None:

@@ -8,7 +8,13 @@ from typing import Any
 
 from ragloom_app.db.models import IndexingJob, JobStatus
 
-__all__ = ["ACTIVE", "FINAL", "JobView"]
+__all__ = ["ACTIVE", "FINAL", "MAX_JOB_OUTCOMES", "JobView"]
+
+MAX_JOB_OUTCOMES = 1000
+"""Outcomes one job records (the first ones): past them, files are counted in
+``files_done`` only. Every file of a job may be an archive of thousands of members, and
+its outcomes are rewritten as they grow: without a cap, one job's row could grow to
+hundreds of megabytes (a 97 KB zip of 1,000 failing members made 101 MB of writes)."""
 
 ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
 """States in which a job still has work to do."""
@@ -44,9 +50,17 @@ class JobView:
         """Whether the job is in a final state."""
         return self.status in FINAL
 
+    @property
+    def outcomes_not_listed(self) -> int:
+        """Files done whose outcome is not in :attr:`outcomes`: those past
+        :data:`MAX_JOB_OUTCOMES` and, while the job runs, those not written yet (a running
+        job writes its outcomes in batches). Of a view read with its outcomes only."""
+        return max(self.files_done - len(self.outcomes), 0)
+
     @classmethod
-    def of(cls, row: IndexingJob) -> JobView:
-        """The view of a database row."""
+    def of(cls, row: IndexingJob, *, with_outcomes: bool = True) -> JobView:
+        """The view of a database row; without its outcomes (left unread, ``[]``) unless
+        ``with_outcomes``."""
         return cls(
             id=row.id,
             index_id=row.index_id,
@@ -65,5 +79,5 @@ class JobView:
             started_at=row.started_at,
             finished_at=row.finished_at,
             names=[str(f.get("name", "")) for f in row.files or []],
-            outcomes=list(row.outcomes or []),
+            outcomes=list(row.outcomes or []) if with_outcomes else [],
         )

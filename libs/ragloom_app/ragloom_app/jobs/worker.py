@@ -26,12 +26,30 @@ from ragloom.postgres_outage import outage_words
 if TYPE_CHECKING:
     import procrastinate
 
-__all__ = ["RESTART_PAUSE_SECONDS", "run_worker"]
+__all__ = ["RESTART_PAUSE_SECONDS", "run_worker", "worker_options"]
 
 logger = logging.getLogger(__name__)
 
 RESTART_PAUSE_SECONDS = 2.0
 """The pause before a worker that stopped on its own is started again."""
+
+
+def worker_options(concurrency: int, stall_seconds: float) -> dict[str, Any]:
+    """The options ``ragloom worker`` runs procrastinate's worker with: the indexing
+    queue, ``concurrency`` jobs at once, its heartbeat and stall time from
+    ``JOB_STALL_SECONDS``. A task that succeeded is deleted as it ends: procrastinate
+    keeps every task (and its events) by default, and its tables grew by two rows and
+    more per upload, for ever. The job's own row (``indexing_jobs``) says what became of
+    it; failed and aborted tasks stay, for an operator to look at (docs/deploy.md)."""
+    from ragloom_app.jobs.queues import QUEUE_NAME
+
+    return {
+        "queues": [QUEUE_NAME],
+        "concurrency": concurrency,
+        "update_heartbeat_interval": max(stall_seconds / 4, 0.5),
+        "stalled_worker_timeout": stall_seconds,
+        "delete_jobs": "successful",
+    }
 
 
 def run_worker(

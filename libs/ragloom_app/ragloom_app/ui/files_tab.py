@@ -180,7 +180,7 @@ class FilesHandlers:
         outcomes = job.outcomes
         failed = [o for o in outcomes if o["status"] == "failed"]
         if failed:
-            notify.warn(f"{len(failed)} of {len(outcomes)} files could not be indexed.")
+            notify.warn(f"{len(failed)} of {job.files_done} files could not be indexed.")
         # Clear the upload box so the next upload starts empty.
         listing = self.file_list(index.name, request)
         return render.outcomes_html(outcomes), listing, gr.update(value=None)

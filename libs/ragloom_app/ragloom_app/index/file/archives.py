@@ -22,7 +22,12 @@ from ragloom.loaders.archive import ArchiveContents, ZipLimits, expand_zip
 from ragloom_app.errors import user_error
 from ragloom_app.index.base import FileOutcome, IndexingProgress
 from ragloom_app.index.budget import UploadBudget
-from ragloom_app.index.file.names import MAX_PATH_LENGTH, UnsafeNameError, clean_name
+from ragloom_app.index.file.names import (
+    MAX_PATH_LENGTH,
+    UnsafeNameError,
+    clean_name,
+    safe_display_name,
+)
 from ragloom_app.index.file.worklock import WorkLock, is_busy
 
 __all__ = [
@@ -31,6 +36,7 @@ __all__ = [
     "expanded_archive",
     "index_archive",
     "member_display_name",
+    "reported_name",
     "shown_member_name",
 ]
 
@@ -182,3 +188,14 @@ def shown_member_name(member_name: str, limit: int = 200) -> str:
         "?" if unicodedata.category(ch) in _HIDDEN_CATEGORIES else ch for ch in member_name
     )
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
+
+
+def reported_name(raw_name: str) -> str:
+    """The name an uploaded file's progress and outcome are reported under: its display
+    name (:func:`safe_display_name`), or, for a name refused, the name as
+    :func:`shown_member_name` shows it. Never the raw name: it may hold a NUL, which
+    PostgreSQL's text columns refuse (a job's progress would fail the whole job)."""
+    try:
+        return safe_display_name(raw_name)
+    except UnsafeNameError:
+        return shown_member_name(raw_name, 120)

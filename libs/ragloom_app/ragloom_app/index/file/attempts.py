@@ -3,7 +3,13 @@
 Each start is counted (``Source.attempts``) and committed before the file is read: if the
 process dies while indexing it (the OOM killer, a native crash, a power cut), the count
 stays, and the recovery fails a file that has stopped the process
-``recovery.MAX_INDEXING_ATTEMPTS`` times instead of trying it at every start.
+:data:`MAX_INDEXING_ATTEMPTS` times instead of trying it at every start.
+
+A job whose worker died runs again from the start; the new source it begins for the file
+that was cut short carries the attempts counted against that content
+(:func:`carried_attempts`), so that neither the job's runs nor the recoveries between
+them begin the count afresh: the file stops the process at most MAX_INDEXING_ATTEMPTS
+times, however its retries come.
 
 Stopping on purpose is no crash. An attempt this process gives up cleanly (Ctrl-C in
 ``ragloom index add``, ``ragloom serve`` shutting down while it recovers a file) is taken
@@ -18,7 +24,7 @@ import atexit
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
 from sqlalchemy import update
@@ -28,9 +34,27 @@ from sqlmodel import Session, col
 from ragloom.sandbox import SandboxStopped
 from ragloom_app.db.models import Source, SourceStatus
 
-__all__ = ["attempt_underway", "start_attempt"]
+__all__ = [
+    "GAVE_UP_REASON",
+    "MAX_INDEXING_ATTEMPTS",
+    "attempt_underway",
+    "carried_attempts",
+    "start_attempt",
+]
 
 logger = logging.getLogger(__name__)
+
+#: Started indexing attempts after which an interrupted source is failed, not retried:
+#: the first run and one retry. A file that kills the process (out of memory, a crash in
+#: a native library) then takes it down at most twice, instead of at every start.
+MAX_INDEXING_ATTEMPTS = 2
+
+#: Why a source is failed once its indexing stopped MAX_INDEXING_ATTEMPTS times.
+GAVE_UP_REASON = (
+    f"indexing stopped {MAX_INDEXING_ATTEMPTS} times without finishing (the process was "
+    "killed or crashed, perhaps out of memory); not tried again: remove the file or add "
+    "it again"
+)
 
 _UNDERWAY: dict[str, Engine] = {}  # source id -> its database, while this process indexes it
 _LOCK = threading.Lock()
@@ -57,6 +81,23 @@ def start_attempt(engine: Engine, source: Source) -> None:
             )
         )
         session.commit()
+
+
+def carried_attempts(sources: Sequence[Source]) -> int:
+    """The attempts already counted against a content by its ``sources`` that a stopped
+    process left ``queued`` or ``indexing``, or that were given up for it
+    (:data:`GAVE_UP_REASON`): what the run of a job whose worker died carries over to the
+    file it begins again (0 if none)."""
+    left = (SourceStatus.QUEUED, SourceStatus.INDEXING)
+    return max(
+        (
+            source.attempts
+            for source in sources
+            if source.status in left
+            or (source.status == SourceStatus.FAILED and source.reason == GAVE_UP_REASON)
+        ),
+        default=0,
+    )
 
 
 @contextlib.contextmanager

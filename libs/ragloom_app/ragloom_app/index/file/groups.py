@@ -73,6 +73,8 @@ class PreparedFile:
     """A source whose row says ``indexing``, whose copy is stored and chunks made.
 
     ``held`` keeps its lock and attempt until :meth:`FileGroup.finished` closes it.
+    ``alone``: embedded in a group of its own (a file begun again after a crash, which
+    may have been its doing: it must not take the files grouped with it down again).
     """
 
     source_id: str
@@ -81,6 +83,7 @@ class PreparedFile:
     chunks: list[Chunk]
     held: contextlib.ExitStack[bool | None]
     span: tuple[float, float] = (0.0, 1.0)  # the upload's progress before and after it
+    alone: bool = False
 
 
 @dataclass

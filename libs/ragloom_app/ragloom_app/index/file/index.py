@@ -199,6 +199,8 @@ class FileIndex(BaseIndex):
         return self.resources.data_dir / "tmp"
 
     def get_indexing_pipeline(self, settings: Mapping[str, Any]) -> FileIndexingPipeline:
+        """The pipeline adding files for ``settings["owner"]`` (default ``local``);
+        ``settings["resumed"]``: for a job that began before (see the pipeline)."""
         return FileIndexingPipeline(
             index_id=self.id,
             engine=self.resources.engine,
@@ -211,6 +213,7 @@ class FileIndex(BaseIndex):
             max_upload_bytes=self.resources.max_upload_bytes,
             max_upload_chunks=self.resources.max_upload_chunks,
             archive_limits=self.resources.archive_limits,
+            resumed=bool(settings.get("resumed", False)),
         )
 
     def get_retriever_pipelines(

@@ -54,7 +54,8 @@ from ragloom.loaders.archive import ZipLimits
 from ragloom_app.db.models import Source, SourceStatus
 from ragloom_app.index.base import FileOutcome, IndexingPipeline, IndexingProgress
 from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS, UploadBudget
-from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, index_archive, shown_member_name
+from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, index_archive, reported_name
+from ragloom_app.index.file.attempts import MAX_INDEXING_ATTEMPTS, carried_attempts
 from ragloom_app.index.file.groups import PreparedFile, UploadGroups
 from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
 from ragloom_app.index.file.source_steps import INTERRUPTED_REASON, SourceSteps, sha256_of
@@ -74,7 +75,10 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
     ``data_dir`` is the index's own folder (default: the parent of ``files_dir``); the
     pipeline keeps its lock files and temporary folders there, never elsewhere. Each
     upload may spend ``max_upload_bytes`` and ``max_upload_chunks``; archives are
-    expanded within ``archive_limits``.
+    expanded within ``archive_limits``. ``resumed`` says the upload is a job's that began
+    before (its worker died): a file begun again carries the attempts counted against its
+    content (:func:`~.attempts.carried_attempts`), and one they reached
+    MAX_INDEXING_ATTEMPTS is failed without being read.
     """
 
     #: Embed a full group in a thread while the next files are read (:mod:`.groups`).
@@ -99,6 +103,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         max_upload_bytes: int = MAX_UPLOAD_BYTES,
         max_upload_chunks: int = MAX_UPLOAD_CHUNKS,
         archive_limits: ZipLimits | None = None,
+        resumed: bool = False,
     ) -> None:
         self.index_id = index_id
         self.engine = engine
@@ -111,6 +116,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         self.max_upload_bytes = max_upload_bytes
         self.max_upload_chunks = max_upload_chunks
         self.archive_limits = archive_limits or ZipLimits()
+        self.resumed = resumed
 
     @property
     def tmp_dir(self) -> Path:
@@ -148,12 +154,16 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
             try:
                 for position, (path, raw_name) in enumerate(zip(paths, shown, strict=True)):
                     start, end = position / total, (position + 1) / total
-                    yield IndexingProgress(raw_name, start, "reading")
+                    yield IndexingProgress(reported_name(raw_name), start, "reading")
                     events = self._index_upload(
                         path, raw_name, reindex, (start, end), budget, groups
                     )
                     for event in events:
-                        if isinstance(event, PreparedFile):
+                        if isinstance(event, PreparedFile) and event.alone:
+                            yield from groups.flush()
+                            yield from groups.add(event)
+                            yield from groups.flush()
+                        elif isinstance(event, PreparedFile):
                             yield from groups.add(event)
                         else:
                             yield event
@@ -188,7 +198,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         try:
             name = safe_display_name(raw_name)
         except UnsafeNameError as exc:
-            refused = FileOutcome(shown_member_name(raw_name, 120), "failed", reason=str(exc))
+            refused = FileOutcome(reported_name(raw_name), "failed", reason=str(exc))
             yield from self._report(groups, refused, span[1])
             return
         problem = self._check_file(path, name)
@@ -338,6 +348,9 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
                         reason=f"being indexed right now as {busy.name!r} (same content)",
                         source_id=busy.id,
                     )
+            carried = carried_attempts(same) if self.resumed else 0
+            if carried >= MAX_INDEXING_ATTEMPTS:
+                return self._given_up(same, name)
             if budget is not None:
                 # A copy of a content that took a whole budget of a file: not read again.
                 over = budget.failed_before(digest, name)
@@ -347,7 +360,9 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
             if existing is not None and existing.status != SourceStatus.INDEXED:
                 self.remove(existing.id)  # nothing of it to keep (an indexed one is replaced
                 # only once its new version is flipped: a reindex that fails keeps the old)
-            return self._begin(path, name, digest, budget, recorded=looking.release)
+            return self._begin(
+                path, name, digest, budget, recorded=looking.release, attempts=carried + 1
+            )
 
     def type_refusal(self, name: str) -> str | None:
         """Why this index does not take a file called ``name`` (its type), or ``None``."""

@@ -30,6 +30,7 @@ from sqlmodel import Session, col, select
 from ragloom_app.db.models import Source, SourceStatus
 from ragloom_app.index.base import FileOutcome
 from ragloom_app.index.file.archives import clean_stale_archives
+from ragloom_app.index.file.attempts import GAVE_UP_REASON, MAX_INDEXING_ATTEMPTS
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
 from ragloom_app.index.file.worklock import WorkLock, is_busy
 
@@ -52,18 +53,6 @@ logger = logging.getLogger(__name__)
 
 #: Statuses a source passes through; one found in them with no live owner was interrupted.
 UNFINISHED = (SourceStatus.QUEUED, SourceStatus.INDEXING, SourceStatus.REMOVING)
-
-#: Started indexing attempts after which an interrupted source is failed, not retried:
-#: the first run and one retry. A file that kills the process (out of memory, a crash in
-#: a native library) then takes it down at most twice, instead of at every start.
-MAX_INDEXING_ATTEMPTS = 2
-
-#: Why a source is failed once its indexing stopped MAX_INDEXING_ATTEMPTS times.
-GAVE_UP_REASON = (
-    f"indexing stopped {MAX_INDEXING_ATTEMPTS} times without finishing (the process was "
-    "killed or crashed, perhaps out of memory); not tried again: remove the file or add "
-    "it again"
-)
 
 #: The lock an import holds on the index it makes until every file is in: found without
 #: its holder, it marks an import killed outright (:func:`import_state`).

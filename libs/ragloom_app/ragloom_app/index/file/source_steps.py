@@ -31,7 +31,7 @@ from ragloom_app.db.models import Source, SourceStatus
 from ragloom_app.errors import user_error
 from ragloom_app.index.base import FileOutcome
 from ragloom_app.index.budget import UploadBudget
-from ragloom_app.index.file.attempts import attempt_underway, start_attempt
+from ragloom_app.index.file.attempts import GAVE_UP_REASON, attempt_underway, start_attempt
 from ragloom_app.index.file.disk import disk_full_reason, reference_of
 from ragloom_app.index.file.groups import PreparedFile
 from ragloom_app.index.file.source_rows import delete_chunk_rows, record_indexed, set_status
@@ -93,9 +93,11 @@ class SourceSteps:
         budget: UploadBudget | None = None,
         *,
         recorded: Callable[[], None] | None = None,
+        attempts: int = 1,
     ) -> FileOutcome | PreparedFile:
         """Record a new source, store its copy and chunk it; its hold goes with it.
-        ``recorded`` is called once its row is written (and held)."""
+        ``recorded`` is called once its row is written (and held). ``attempts`` counts
+        this one and those carried over from an earlier source of the file."""
         source_id = uuid.uuid4().hex
         stored = self.files_dir / f"{digest}{Path(name).suffix.lower()}"
         with contextlib.ExitStack() as held:
@@ -113,7 +115,7 @@ class SourceSteps:
                         owner=self.owner,
                         status=SourceStatus.INDEXING,
                         stored_path=str(stored),
-                        attempts=1,  # committed before any reading: see .attempts
+                        attempts=attempts,  # committed before any reading: see .attempts
                     )
                 )
                 session.commit()
@@ -129,7 +131,25 @@ class SourceSteps:
             chunks = self._chunked(source_id, stored, name, budget, digest)
             if isinstance(chunks, FileOutcome):
                 return chunks
-            return PreparedFile(source_id, name, digest, chunks, held.pop_all())
+            # One that stopped the process before is embedded alone (see PreparedFile).
+            alone = attempts > 1
+            return PreparedFile(source_id, name, digest, chunks, held.pop_all(), alone=alone)
+
+    def _given_up(self, same: list[Source], name: str) -> FileOutcome:
+        """The outcome of a file that stopped the process MAX_INDEXING_ATTEMPTS times in
+        this job's earlier runs and the recoveries between them; a source of it left
+        unfinished is failed now, as the recovery would."""
+        for source in same:
+            if source.status not in (SourceStatus.QUEUED, SourceStatus.INDEXING):
+                continue
+            lock = WorkLock(self.locks_dir, source.id)
+            if lock.acquire(blocking=False):  # else a recovery finishes it just now
+                try:
+                    self.unindex(source.id, GAVE_UP_REASON)
+                finally:
+                    lock.release()
+        given_up = next((s.id for s in same if s.status != SourceStatus.INDEXED), None)
+        return FileOutcome(name, "failed", reason=GAVE_UP_REASON, source_id=given_up)
 
     def _keep_copy(self, path: Path, stored: Path, source_id: str) -> None:
         """Copy the upload to its content-addressed place, complete or not at all."""

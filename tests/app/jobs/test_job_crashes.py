@@ -1,0 +1,101 @@
+"""A file that kills its worker stops it at most MAX_INDEXING_ATTEMPTS times, however the
+retries come: a job run again after its worker died, the start-up recovery of the worker
+processes between two runs, or both. Real processes (each a worker start as ``ragloom
+worker`` makes it: the indices' recovery, a sweep, then the job), SIGKILLed by the
+embeddings of tests/helpers/crashing_embeddings.py; real SQLite, Chroma and BM25.
+
+Before the fix each run of the job began the file afresh, counting 1, and each recovery
+after it tried it once more: the file killed 6 workers, not 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+
+from ragloom_app.app import BaseApp
+from ragloom_app.db.models import JobStatus, Source
+from ragloom_app.index.file.recovery import GAVE_UP_REASON, MAX_INDEXING_ATTEMPTS
+from ragloom_app.jobs.store import JobStore
+from ragloom_app.plugins.manager import create_plugin_manager
+from ragloom_app.settings import AppSettings
+from tests.helpers.cli import PROJECT
+from tests.helpers.crashing_embeddings import MARKER
+from tests.helpers.jobs import staged_job
+
+STALL_SECONDS = 1.0
+
+# One worker start: the app as in make_app below, then what `ragloom worker` does first.
+WORKER = """
+import sys
+from pathlib import Path
+from tests.app.jobs.test_job_crashes import make_app
+from ragloom_app.jobs.queues import JobSweeper
+from ragloom_app.jobs.runner import JobRunner, worker_name
+from ragloom_app.jobs.store import JobStore
+
+app = make_app(Path(sys.argv[1]))
+if sys.argv[3] == "recover":
+    app.recover_indices()
+JobSweeper(JobStore(app.engine), app.settings.job_stall_seconds, lambda job_id: None).sweep()
+JobRunner(app, worker_name("worker")).run(sys.argv[2])
+"""
+
+
+def make_app(root: Path) -> BaseApp:
+    """The app of ``root``: SQLite, the crashing embeddings, a 1 s stall time."""
+    values = AppSettings(
+        data_dir=root / "data",
+        database_url=f"sqlite:///{root / 'app.db'}",
+        llms={"replay": {"class": "ragloom.llms.replay.ReplayLLM", "replies": ["x"]}},
+        default_llm="replay",
+        embeddings={
+            "crashing": {
+                "class": "tests.helpers.crashing_embeddings.CrashingEmbeddings",
+                "calls_file": str(root / "calls.jsonl"),
+            }
+        },
+        default_embedding="crashing",
+        job_stall_seconds=STALL_SECONDS,
+    )
+    values.first_run_docs = None
+    return BaseApp(values, plugin_manager=create_plugin_manager()).start()
+
+
+@pytest.mark.parametrize("recovery", ["recover", "no-recovery"])
+def test_a_file_that_kills_its_worker_kills_it_at_most_twice(tmp_path: Path, recovery: str) -> None:
+    app = make_app(tmp_path)
+    docs = tmp_path / "in"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nThe harbour pumps move water at night.\n")
+    (docs / "bad.md").write_text(f"# Bad\n\nThis page looks harmless. {MARKER}\n")
+    files = [("good.md", docs / "good.md"), ("bad.md", docs / "bad.md")]
+    job_id = staged_job(app, files, "crash" * 6)
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
+    env = {**inherited, "PYTHONPATH": os.pathsep.join([str(PROJECT), os.environ["PYTHONPATH"]])}
+    killed = 0
+    store = JobStore(app.engine)
+    for _ in range(8):  # the job ends within MAX_INDEXING_ATTEMPTS + 1 starts
+        command = [sys.executable, "-c", WORKER, str(tmp_path), job_id, recovery]
+        started = subprocess.run(command, env=env, cwd=PROJECT, capture_output=True, timeout=120)
+        assert started.returncode in (0, -9), started.stderr.decode()[-2000:]
+        killed += started.returncode == -9
+        job = store.get(job_id)
+        assert job is not None
+        if job.finished:
+            break
+        time.sleep(STALL_SECONDS * 1.3)  # the killed worker's heartbeat goes stale
+    assert killed == MAX_INDEXING_ATTEMPTS
+    assert job.status == JobStatus.DONE, job.error
+    outcomes = {o["file"]: (o["status"], o["reason"]) for o in job.outcomes}
+    assert outcomes["bad.md"] == ("failed", GAVE_UP_REASON)
+    assert outcomes["good.md"][0] in ("indexed", "skipped")  # skipped: a recovery indexed it
+    with Session(app.engine) as session:
+        sources = {s.name: (s.status, s.attempts) for s in session.exec(select(Source))}
+    assert sources["bad.md"] == ("failed", MAX_INDEXING_ATTEMPTS)
+    assert sources["good.md"][0] == "indexed"
