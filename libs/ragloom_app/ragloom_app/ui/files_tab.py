@@ -180,7 +180,9 @@ class FilesHandlers:
         outcomes = job.outcomes
         failed = [o for o in outcomes if o["status"] == "failed"]
         if failed:
-            notify.warn(f"{len(failed)} of {job.files_done} files could not be indexed.")
+            unlisted = job.outcomes_not_listed  # past the most a job records
+            of = f"the first {len(outcomes)} of {job.files_done}" if unlisted else job.files_done
+            notify.warn(f"{len(failed)} of {of} files could not be indexed.")
         # Clear the upload box so the next upload starts empty.
         listing = self.file_list(index.name, request)
         return render.outcomes_html(outcomes), listing, gr.update(value=None)
