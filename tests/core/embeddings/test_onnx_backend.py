@@ -31,9 +31,15 @@ _RECORDING = threading.Event()
 _HOOK_INSTALLED = False
 
 
-def _audit(event: str, args: tuple[object, ...]) -> None:
-    if _RECORDING.is_set() and event in ("socket.connect", "socket.getaddrinfo"):
-        _CONNECTIONS.append(f"{event} {args[:2]!r}")
+def _audit(
+    event: str,
+    args: tuple[object, ...],
+    recording: threading.Event = _RECORDING,
+    connections: list[str] = _CONNECTIONS,
+) -> None:
+    # Bound as defaults: the hook outlives the module's globals at the interpreter's exit.
+    if recording.is_set() and event in ("socket.connect", "socket.getaddrinfo"):
+        connections.append(f"{event} {args[:2]!r}")
 
 
 def _forget_onnx_models() -> None:
