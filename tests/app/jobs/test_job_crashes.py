@@ -77,7 +77,8 @@ def test_a_file_that_kills_its_worker_kills_it_at_most_twice(tmp_path: Path, rec
     files = [("good.md", docs / "good.md"), ("bad.md", docs / "bad.md")]
     job_id = staged_job(app, files, "crash" * 6)
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
-    env = {**inherited, "PYTHONPATH": os.pathsep.join([str(PROJECT), os.environ["PYTHONPATH"]])}
+    path = os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")])
+    env = {**inherited, "PYTHONPATH": path}
     killed = 0
     store = JobStore(app.engine)
     for _ in range(8):  # the job ends within MAX_INDEXING_ATTEMPTS + 1 starts

@@ -154,7 +154,8 @@ with served(app) as url:
 
 
 def test_an_api_upload_a_killed_process_left_is_removed_once_stale(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT), os.environ["PYTHONPATH"]])}
+    path = os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
     env = {k: v for k, v in env.items() if not k.startswith("RAGLOOM_")}
     command = [sys.executable, "-c", KILLED_IN_AN_UPLOAD, str(tmp_path)]
     killed = subprocess.run(command, env=env, cwd=PROJECT, capture_output=True, timeout=120)
