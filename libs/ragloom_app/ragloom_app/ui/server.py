@@ -256,5 +256,10 @@ def serve(
     if on_listening is not None:
         on_listening(running.url)
     if block:
-        server.wait()
+        try:
+            server.wait()
+        finally:
+            # The job queue too: a running job is handed back to the queue uncounted
+            # (a stop on purpose is no dead worker), not left for the next start to count.
+            running.close()
     return running
