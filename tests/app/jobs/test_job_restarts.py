@@ -16,9 +16,9 @@ from ragloom.indexing import FileIngestor
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs import queues
-from ragloom_app.jobs.runner import MAX_JOB_ATTEMPTS
+from ragloom_app.jobs.runner import MAX_JOB_ATTEMPTS, JobRunner
 from ragloom_app.jobs.store import JobStore, JobView
-from tests.helpers.jobs import finished_job, numbered_documents
+from tests.helpers.jobs import backdate, finished_job, numbered_documents, staged_job
 
 
 def _slow_files(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
@@ -76,3 +76,34 @@ def test_restarts_of_the_app_during_a_job_hand_it_back_uncounted(
         done.outcomes
     )
     assert index.check().clean
+
+
+def test_a_claim_made_again_by_another_thread_is_still_handed_back(
+    app: BaseApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose claim was taken back (its heartbeat went stale: a laptop's sleep) and
+    made again by another thread of the same runner once forgot the new claim as it
+    ended, so a stop left that job running, to be counted as a dead worker."""
+    _slow_files(monkeypatch, 1.0)
+    job_id = staged_job(app, numbered_documents(tmp_path / "in", 4), "reclaimed" * 3)
+    runner, store = JobRunner(app, "this-process"), JobStore(app.engine)
+    first = threading.Thread(target=runner.run, args=(job_id,))
+    first.start()
+    _running(app, job_id)
+    deadline = time.monotonic() + 30
+    backdate(app, job_id, "heartbeat_at")
+    while not store.requeue_stalled(job_id, 1.0):  # a heartbeat may land in between
+        assert time.monotonic() < deadline
+        backdate(app, job_id, "heartbeat_at")
+    second = threading.Thread(target=runner.run, args=(job_id,))
+    second.start()
+    deadline = time.monotonic() + 30
+    while (job := store.get(job_id)) is None or job.attempts != 2:
+        assert time.monotonic() < deadline, job
+        time.sleep(0.02)
+    first.join(timeout=30)  # its next write finds its claim gone: it ends
+    runner.handing_back.set()
+    assert runner.hand_back_running() == [job_id]
+    second.join(timeout=30)
+    handed = store.get(job_id)
+    assert handed is not None and (handed.status, handed.worker) == (JobStatus.QUEUED, None)

@@ -120,7 +120,10 @@ class JobRunner:
                 status = self._run_through_outages(row)
         finally:
             with self._claims_lock:
-                self._claims.pop(job_id, None)
+                # Only this claim's entry: a claim taken back from this run (a stall) and
+                # made again by another thread of this runner holds the job now.
+                if self._claims.get(job_id) == row.attempts:
+                    del self._claims[job_id]
         # Only the claim that ended the job removes its upload: a claim taken back from
         # this one (a stall) may still be reading it.
         if status in FINAL:
