@@ -9,6 +9,7 @@ after it tried it once more: the file killed 6 workers, not 2."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -21,12 +22,13 @@ from sqlmodel import Session, select
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus, Source
 from ragloom_app.index.file.recovery import GAVE_UP_REASON, MAX_INDEXING_ATTEMPTS
+from ragloom_app.jobs.runner import JobRunner
 from ragloom_app.jobs.store import JobStore
 from ragloom_app.plugins.manager import create_plugin_manager
 from ragloom_app.settings import AppSettings
 from tests.helpers.cli import PROJECT
 from tests.helpers.crashing_embeddings import MARKER
-from tests.helpers.jobs import staged_job
+from tests.helpers.jobs import staged_job, stalled
 
 STALL_SECONDS = 1.0
 
@@ -100,3 +102,35 @@ def test_a_file_that_kills_its_worker_kills_it_at_most_twice(tmp_path: Path, rec
         sources = {s.name: (s.status, s.attempts) for s in session.exec(select(Source))}
     assert sources["bad.md"] == ("failed", MAX_INDEXING_ATTEMPTS)
     assert sources["good.md"][0] == "indexed"
+
+
+def test_a_content_given_up_before_the_job_is_tried_afresh_when_it_resumes(
+    tmp_path: Path,
+) -> None:
+    """A job resumed after its worker died carries the attempts of its own runs only: it
+    once also carried those of an earlier upload given up long ago, and failed the file
+    the user had added again to have it tried afresh (as the give-up's reason says)."""
+    app = make_app(tmp_path)
+    content = b"# Retry\n\nThe pumps were mended; this file indexes now.\n"
+    index = app.indices.get("My files")
+    with Session(app.engine) as session:  # as an earlier job left the file it gave up on
+        session.add(
+            Source(
+                id="given-up-before",
+                index_id=index.id,
+                name="retry.md",
+                sha256=hashlib.sha256(content).hexdigest(),
+                status="failed",
+                reason=GAVE_UP_REASON,
+                attempts=MAX_INDEXING_ATTEMPTS,
+            )
+        )
+        session.commit()
+    (tmp_path / "retry.md").write_bytes(content)
+    job_id = staged_job(app, [("retry.md", tmp_path / "retry.md")], "afresh" * 5)
+    stalled(app, job_id, "a-worker-that-died")  # on any file, or a laptop asleep
+    assert JobRunner(app, "this-worker").run(job_id) == JobStatus.DONE
+    job = JobStore(app.engine).get(job_id)
+    assert job is not None and [(o["file"], o["status"]) for o in job.outcomes] == [
+        ("retry.md", "indexed")
+    ]

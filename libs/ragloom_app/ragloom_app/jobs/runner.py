@@ -290,7 +290,8 @@ class JobRunner:
             )
         # A job begun before (its worker died under it): the file that was cut short then
         # keeps the count of the attempts it cost, whose bound a new start would undo.
-        settings = {"owner": row.owner, "resumed": row.attempts > 1}
+        resumed_since = row.created_at if row.attempts > 1 else None
+        settings = {"owner": row.owner, "resumed_since": resumed_since}
         yield from index.get_indexing_pipeline(settings).stream(paths, names=names)
 
     def _record(

@@ -83,21 +83,32 @@ def start_attempt(engine: Engine, source: Source) -> None:
         session.commit()
 
 
-def carried_attempts(sources: Sequence[Source]) -> int:
+def carried_attempts(sources: Sequence[Source], *, since: datetime, owner: str) -> int:
     """The attempts already counted against a content by its ``sources`` that a stopped
     process left ``queued`` or ``indexing``, or that were given up for it
     (:data:`GAVE_UP_REASON`): what the run of a job whose worker died carries over to the
-    file it begins again (0 if none)."""
+    file it begins again (0 if none). Only sources of the job's ``owner`` made ``since``
+    the job was: the job's own runs, not an earlier upload of the content (one given up
+    long ago, or another user's), which a new upload tries afresh."""
     left = (SourceStatus.QUEUED, SourceStatus.INDEXING)
     return max(
         (
             source.attempts
             for source in sources
-            if source.status in left
-            or (source.status == SourceStatus.FAILED and source.reason == GAVE_UP_REASON)
+            if source.owner == owner
+            and _utc(source.created_at) >= _utc(since)
+            and (
+                source.status in left
+                or (source.status == SourceStatus.FAILED and source.reason == GAVE_UP_REASON)
+            )
         ),
         default=0,
     )
+
+
+def _utc(moment: datetime) -> datetime:
+    """``moment`` as an aware UTC time (SQLite gives times back without their zone)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 @contextlib.contextmanager

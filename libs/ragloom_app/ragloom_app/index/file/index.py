@@ -200,7 +200,8 @@ class FileIndex(BaseIndex):
 
     def get_indexing_pipeline(self, settings: Mapping[str, Any]) -> FileIndexingPipeline:
         """The pipeline adding files for ``settings["owner"]`` (default ``local``);
-        ``settings["resumed"]``: for a job that began before (see the pipeline)."""
+        ``settings["resumed_since"]``: for a job that began before, when it was made (see
+        the pipeline)."""
         return FileIndexingPipeline(
             index_id=self.id,
             engine=self.resources.engine,
@@ -213,7 +214,7 @@ class FileIndex(BaseIndex):
             max_upload_bytes=self.resources.max_upload_bytes,
             max_upload_chunks=self.resources.max_upload_chunks,
             archive_limits=self.resources.archive_limits,
-            resumed=bool(settings.get("resumed", False)),
+            resumed_since=settings.get("resumed_since"),
         )
 
     def get_retriever_pipelines(

@@ -42,6 +42,7 @@ import sys
 import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -75,10 +76,11 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
     ``data_dir`` is the index's own folder (default: the parent of ``files_dir``); the
     pipeline keeps its lock files and temporary folders there, never elsewhere. Each
     upload may spend ``max_upload_bytes`` and ``max_upload_chunks``; archives are
-    expanded within ``archive_limits``. ``resumed`` says the upload is a job's that began
-    before (its worker died): a file begun again carries the attempts counted against its
-    content (:func:`~.attempts.carried_attempts`), and one they reached
-    MAX_INDEXING_ATTEMPTS is failed without being read.
+    expanded within ``archive_limits``. ``resumed_since`` says the upload is a job's that
+    began before (its worker died), made at that time: a file begun again carries the
+    attempts its earlier runs counted against its content
+    (:func:`~.attempts.carried_attempts`), and one they reached MAX_INDEXING_ATTEMPTS is
+    failed without being read.
     """
 
     #: Embed a full group in a thread while the next files are read (:mod:`.groups`).
@@ -103,7 +105,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         max_upload_bytes: int = MAX_UPLOAD_BYTES,
         max_upload_chunks: int = MAX_UPLOAD_CHUNKS,
         archive_limits: ZipLimits | None = None,
-        resumed: bool = False,
+        resumed_since: datetime | None = None,
     ) -> None:
         self.index_id = index_id
         self.engine = engine
@@ -116,7 +118,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         self.max_upload_bytes = max_upload_bytes
         self.max_upload_chunks = max_upload_chunks
         self.archive_limits = archive_limits or ZipLimits()
-        self.resumed = resumed
+        self.resumed_since = resumed_since
 
     @property
     def tmp_dir(self) -> Path:
@@ -348,7 +350,9 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
                         reason=f"being indexed right now as {busy.name!r} (same content)",
                         source_id=busy.id,
                     )
-            carried = carried_attempts(same) if self.resumed else 0
+            carried = 0
+            if self.resumed_since is not None:
+                carried = carried_attempts(same, since=self.resumed_since, owner=self.owner)
             if carried >= MAX_INDEXING_ATTEMPTS:
                 return self._given_up(same, name)
             if budget is not None:
