@@ -67,6 +67,8 @@ def test_restarts_of_the_app_during_a_job_hand_it_back_uncounted(
         stopped = JobStore(app.engine).get(job.id)
         assert stopped is not None
         assert (stopped.status, stopped.attempts, stopped.worker) == (JobStatus.QUEUED, 0, None)
+        # Queued shows no progress: its next claim runs it from the start.
+        assert (stopped.files_done, stopped.outcomes) == (0, [])
         # The process would end here, and a thread still in its file with it: waited for.
         _threads_ended("ragloom-job-worker")
         app.jobs.start()  # the next start of the app takes the job up

@@ -258,6 +258,10 @@ class JobStore:
             current=None,
             attempts=attempts - 1,
             heartbeat_at=_now(),
+            # Its next claim runs it from the start: no progress shown meanwhile.
+            files_done=0,
+            fraction=0.0,
+            outcomes=[],
         )
 
     def cancel_stalled(self, job_id: str, stall_seconds: float) -> bool:
