@@ -6,7 +6,9 @@ procrastinate on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs.queues import InProcessJobQueue, ProcrastinateJobQueue, procrastinate_app
 from ragloom_app.jobs.runner import JobRunner
+from ragloom_app.jobs.staging import API_UPLOAD_PREFIX, STAGING_GRACE_SECONDS
 from ragloom_app.jobs.worker import worker_options
 from tests.helpers.api_server import replay_app
 from tests.helpers.jobs import empty_job, finished_job
@@ -136,3 +139,27 @@ def test_a_worker_deletes_the_task_of_a_job_it_ran(
             queue.close()
             app.jobs.close()
             app.engine.dispose()
+
+
+@pytest.mark.postgres
+def test_an_app_process_on_procrastinate_clears_the_api_uploads_a_killed_one_left(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    """Only the workers swept them, in their own data folder: an app process on a machine
+    of its own kept the upload folders of every time it was killed mid-copy."""
+    with database(postgres_server) as url:
+        app = replay_app(tmp_path, database_url=url)
+        uploads = app.settings.data_dir / "uploads"
+        left, fresh = uploads / f"{API_UPLOAD_PREFIX}left", uploads / f"{API_UPLOAD_PREFIX}now"
+        for folder in (left, fresh):
+            folder.mkdir(parents=True)
+            (folder / "0").write_text("a file of an upload being copied")
+        an_hour_ago = time.time() - STAGING_GRACE_SECONDS - 60
+        for path in (left, left / "0"):
+            os.utime(path, (an_hour_ago, an_hour_ago))
+        queue = ProcrastinateJobQueue(app)  # as the app process starts again
+        try:
+            assert not left.exists() and (fresh / "0").is_file()
+        finally:
+            queue.close()
+            app.jobs.close()

@@ -276,12 +276,20 @@ class InProcessJobQueue(JobQueue):
 
 
 class ProcrastinateJobQueue(JobQueue):
-    """Defers each job as a procrastinate task in the app's PostgreSQL database."""
+    """Defers each job as a procrastinate task in the app's PostgreSQL database.
+
+    The workers' sweepers clean the staged uploads; the HTTP API's upload folders that a
+    killed app process left are its own to clean, as it starts again: on a machine of its
+    own, no worker shares them."""
 
     def __init__(self, app: BaseApp) -> None:
         self._app = app
         self._procrastinate = procrastinate_app(app)
         self._procrastinate.open()
+        try:
+            remove_leftover_api_uploads(app.settings.data_dir)
+        except Exception:  # its own trouble must not keep uploads from being queued
+            logger.warning("removing leftover API upload folders failed", exc_info=True)
 
     def submit(self, job_id: str) -> None:
         from procrastinate.exceptions import AlreadyEnqueued
