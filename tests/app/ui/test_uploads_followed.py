@@ -35,11 +35,11 @@ def test_a_second_upload_is_taken_while_the_first_is_followed(
     held, go_on = threading.Event(), threading.Event()
     run_claimed = runner.JobRunner._run_claimed
 
-    def hold_the_first(self: runner.JobRunner, row: Any) -> Any:
+    def hold_the_first(self: runner.JobRunner, *args: Any) -> Any:
         if not held.is_set():
             held.set()
             go_on.wait(60)
-        return run_claimed(self, row)
+        return run_claimed(self, *args)
 
     monkeypatch.setattr(runner.JobRunner, "_run_claimed", hold_the_first)
     files = []

@@ -36,9 +36,15 @@ _RECORDING = threading.Event()
 _HOOK_INSTALLED = False
 
 
-def _audit(event: str, args: tuple[object, ...]) -> None:
-    if _RECORDING.is_set() and event in ("socket.connect", "socket.getaddrinfo"):
-        _CONNECTIONS.append((event, repr(args[:2])))
+def _audit(
+    event: str,
+    args: tuple[object, ...],
+    recording: threading.Event = _RECORDING,
+    connections: list[tuple[str, str]] = _CONNECTIONS,
+) -> None:
+    # Bound as defaults: the hook outlives the module's globals at the interpreter's exit.
+    if recording.is_set() and event in ("socket.connect", "socket.getaddrinfo"):
+        connections.append((event, repr(args[:2])))
 
 
 @pytest.fixture(scope="module", autouse=True)
