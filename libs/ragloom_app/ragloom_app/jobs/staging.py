@@ -109,16 +109,26 @@ def remove_leftover_staging(
         try:
             if status is None and folder.stat().st_mtime > cutoff:
                 continue  # perhaps an upload whose row is about to be written
-            shutil.rmtree(folder)
         except FileNotFoundError:
-            continue  # its worker removed it just now
-        except OSError:
-            logger.warning("could not remove the staged upload %s", folder, exc_info=True)
             continue
-        removed.append(job_id)
+        if _removed(folder, "staged upload"):
+            removed.append(job_id)
     if removed:
         logger.info("removed the staged files of %d jobs no worker will run", len(removed))
     return removed
+
+
+def _removed(folder: Path, what: str) -> bool:
+    """Remove ``folder`` (a leftover ``what``); whether it is gone by this call. One its
+    owner removed just now is not; one that cannot be removed is logged and kept."""
+    try:
+        shutil.rmtree(folder)
+    except FileNotFoundError:
+        return False  # its worker or request removed it just now
+    except OSError:
+        logger.warning("could not remove the %s %s", what, folder, exc_info=True)
+        return False
+    return True
 
 
 def remove_leftover_api_uploads(
@@ -140,13 +150,10 @@ def remove_leftover_api_uploads(
         try:
             if not folder.is_dir() or _last_change(folder) > cutoff:
                 continue  # perhaps a request still copying it
-            shutil.rmtree(folder)
         except FileNotFoundError:
-            continue  # its request removed it just now
-        except OSError:
-            logger.warning("could not remove the API upload folder %s", folder, exc_info=True)
             continue
-        removed.append(folder.name)
+        if _removed(folder, "API upload folder"):
+            removed.append(folder.name)
     if removed:
         logger.info("removed %d API upload folders left by a stopped process", len(removed))
     return removed
