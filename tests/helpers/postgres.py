@@ -11,10 +11,13 @@ an app on purpose never closes it, and the server takes 100 connections in all).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,13 +61,23 @@ class PostgresServer:
         return f"postgresql+psycopg://{_USER}@{self.host}:{self.port}/{database}"
 
     def stop(self) -> None:
-        """Stop the server at once (connections are cut, as in a crash); :meth:`start` again."""
-        subprocess.run(
-            _as_owner([*self.pg_ctl, "-m", "immediate", "-w", "stop"]),
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
+        """Stop the server at once (connections are cut, as in a crash); :meth:`start` again.
+
+        A server that does not stop within a minute (a child stuck in a slow disk's fsync,
+        on a busy machine) is killed with all its processes: a crash all the same."""
+        try:
+            subprocess.run(
+                _as_owner([*self.pg_ctl, "-m", "immediate", "-w", "stop"]),
+                check=True,
+                capture_output=True,
+                timeout=60,
+            )
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL every process of the server, as in a power cut; :meth:`start` again."""
+        _kill_cluster(Path(self.pg_ctl[-1]), self.log)
 
     def start(self) -> None:
         """Start the stopped server again, on the same port, with its data."""
@@ -74,6 +87,33 @@ class PostgresServer:
             capture_output=True,
             timeout=120,
         )
+
+
+def _kill_cluster(data: Path, log: str, wait: float = 120.0) -> None:
+    """SIGKILL the postmaster of ``data`` and its children (each leads a process group of
+    its own, so the postmaster's group is not enough), and wait until all are gone."""
+    postmaster = int((data / "postmaster.pid").read_text().split()[0])
+    children = [
+        int(stat.parent.name)
+        for stat in Path("/proc").glob("[0-9]*/stat")
+        if _parent_of(stat) == postmaster
+    ]
+    for pid in [postmaster, *children]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + wait
+    while any(Path(f"/proc/{pid}").exists() for pid in [postmaster, *children]):
+        if time.monotonic() > deadline:
+            tail = Path(log).read_text(errors="replace")[-2000:] if log else ""
+            raise TimeoutError(f"PostgreSQL at {data} outlived SIGKILL; its log ends:\n{tail}")
+        time.sleep(0.2)
+
+
+def _parent_of(stat: Path) -> int | None:
+    try:  # "pid (command) state ppid ...": the command may hold spaces and parentheses
+        return int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None  # the process ended while being read
 
 
 def _as_owner(command: list[str]) -> list[str]:

@@ -65,7 +65,8 @@ def test_an_outage_fails_cleanly_and_the_app_recovers_without_a_restart(
     try:
         with pytest.raises(StoreUnavailableError) as failed:
             retriever.run("How hot does the Zorblax reactor run?")
-        assert "451" not in str(failed.value)
+        # The passage's words, not its number: a free port may hold "451".
+        assert "kelvin" not in str(failed.value)
         second = tmp_path / "second.md"
         second.write_text("The cooling loop is flushed every 90 days.", encoding="utf-8")
         (outcome,) = index.get_indexing_pipeline({}).run([second])
