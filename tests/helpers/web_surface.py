@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import socket
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ import pytest
 from ragloom_app.app import BaseApp
 from ragloom_app.plugins.manager import create_plugin_manager
 from ragloom_app.settings import AppSettings
+from tests.helpers.outbound import recorded_hosts
 from tests.helpers.ports import free_port
 
 KB = 1024
@@ -33,21 +33,6 @@ MAX_REQUEST = 128 * KB
 QUEUE = 4
 ANSWER_DELAY = 1.0
 LOOPBACK = re.compile(r"^(127\.\d+\.\d+\.\d+|::1|localhost|::ffff:127\.\d+\.\d+\.\d+)$")
-
-
-# -- outbound connections: an audit hook (it cannot be removed: it records only when asked)
-_outbound: list[str] | None = None
-_hooked = False
-
-
-def _record(event: str, args: tuple[Any, ...]) -> None:
-    if _outbound is None or not event.startswith("socket."):
-        return
-    if event == "socket.connect":
-        address = args[1]
-        _outbound.append(str(address[0] if isinstance(address, tuple) else address))
-    elif event == "socket.getaddrinfo":
-        _outbound.append(str(args[0]))
 
 
 @dataclass
@@ -98,15 +83,8 @@ def surface(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Surface]:
 @pytest.fixture
 def outbound() -> Iterator[list[str]]:
     """Every host the process resolves or connects to while the test runs."""
-    global _outbound, _hooked
-    if not _hooked:
-        sys.addaudithook(_record)
-        _hooked = True
-    _outbound = []
-    try:
-        yield _outbound
-    finally:
-        _outbound = None
+    with recorded_hosts() as hosts:
+        yield hosts
 
 
 def served(surface: Surface) -> float:

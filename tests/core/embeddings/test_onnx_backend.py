@@ -23,23 +23,9 @@ from ragloom.embeddings import (
 from ragloom.embeddings import sentence_transformer as st_module
 from ragloom.embeddings.bundled import BUNDLED_MODEL_SHA256
 from tests.helpers.embedding_texts import SAMPLE_TEXTS
+from tests.helpers.outbound import recorded_hosts
 
 TEXTS = SAMPLE_TEXTS
-
-_CONNECTIONS: list[str] = []
-_RECORDING = threading.Event()
-_HOOK_INSTALLED = False
-
-
-def _audit(
-    event: str,
-    args: tuple[object, ...],
-    recording: threading.Event = _RECORDING,
-    connections: list[str] = _CONNECTIONS,
-) -> None:
-    # Bound as defaults: the hook outlives the module's globals at the interpreter's exit.
-    if recording.is_set() and event in ("socket.connect", "socket.getaddrinfo"):
-        connections.append(f"{event} {args[:2]!r}")
 
 
 def _forget_onnx_models() -> None:
@@ -51,22 +37,16 @@ def _forget_onnx_models() -> None:
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A model cache of this module's own, exported into once, with no network."""
-    global _HOOK_INSTALLED
-    if not _HOOK_INSTALLED:
-        sys.addaudithook(_audit)  # cannot be removed; it records only while the event is set
-        _HOOK_INSTALLED = True
     folder = tmp_path_factory.mktemp("model-cache")
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch, recorded_hosts() as hosts:
         patch.setenv("RAGLOOM_MODEL_CACHE", str(folder))
         patch.setenv("HF_HUB_OFFLINE", "1")
         _forget_onnx_models()
-        _RECORDING.set()
         try:
             yield folder
         finally:
-            _RECORDING.clear()
             _forget_onnx_models()
-    assert not _CONNECTIONS, _CONNECTIONS
+    assert not hosts, hosts
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,42 +24,18 @@ from ragloom.embeddings.bundled import (
 from ragloom.schema import Page
 from ragloom.splitters import TokenSplitter
 from tests.helpers.embedding_texts import SAMPLE_TEXTS
+from tests.helpers.outbound import recorded_hosts
 
 TEXTS = SAMPLE_TEXTS
-
-# Every outbound connection attempt while the model loads or runs (see stack facts: a
-# connect can succeed through a proxy here, so record instead of relying on failures).
-_CONNECTIONS: list[tuple[str, str]] = []
-_RECORDING = threading.Event()
-_HOOK_INSTALLED = False
-
-
-def _audit(
-    event: str,
-    args: tuple[object, ...],
-    recording: threading.Event = _RECORDING,
-    connections: list[tuple[str, str]] = _CONNECTIONS,
-) -> None:
-    # Bound as defaults: the hook outlives the module's globals at the interpreter's exit.
-    if recording.is_set() and event in ("socket.connect", "socket.getaddrinfo"):
-        connections.append((event, repr(args[:2])))
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _offline() -> Iterator[None]:
-    global _HOOK_INSTALLED
-    if not _HOOK_INSTALLED:
-        sys.addaudithook(_audit)  # cannot be removed; it records only while the event is set
-        _HOOK_INSTALLED = True
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch, recorded_hosts() as hosts:
         patch.setitem(os.environ, "HF_HUB_OFFLINE", "1")
         patch.setitem(os.environ, "HF_HUB_DISABLE_TELEMETRY", "1")
-        _RECORDING.set()
-        try:
-            yield
-        finally:
-            _RECORDING.clear()
-    assert not _CONNECTIONS, _CONNECTIONS
+        yield
+    assert not hosts, hosts
 
 
 @pytest.fixture(scope="module")

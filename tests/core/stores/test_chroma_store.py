@@ -26,40 +26,10 @@ from ragloom.stores import (
     chroma_client,
     chroma_http_client,
 )
+from tests.helpers.outbound import recorded_hosts
 from tests.helpers.ports import free_port
 
 DIM = 16
-
-# --- an outbound-connection recorder ------------------------------------------------------
-# Audit hooks cannot be removed, so one hook is installed for the module and only records
-# while `_recording` is set.
-_connections: list[object] = []
-_recording = threading.Event()
-
-
-def _audit(
-    event: str,
-    args: tuple[object, ...],
-    # Bound now: at interpreter exit the module's globals are gone, the hook still runs.
-    recording: threading.Event = _recording,
-    connections: list[object] = _connections,
-) -> None:
-    if recording.is_set() and event in ("socket.connect", "socket.getaddrinfo"):
-        connections.append(args[1] if event == "socket.connect" else args[0])
-
-
-sys.addaudithook(_audit)
-
-
-@contextlib.contextmanager
-def recording_connections() -> Iterator[list[object]]:
-    _connections.clear()
-    _recording.set()
-    try:
-        yield _connections
-    finally:
-        _recording.clear()
-
 
 # --- helpers --------------------------------------------------------------------------------
 
@@ -282,13 +252,13 @@ def test_constructor_validation(tmp_path: Path) -> None:
 
 
 def test_no_network_connection_while_adding_and_querying(tmp_path: Path) -> None:
-    with recording_connections() as connections:
+    with recorded_hosts() as hosts:
         store = ChromaVectorStore("offline", path=tmp_path)
         store.add(make_chunks(5), unit_vectors(5))
         store.query(unit_vectors(1)[0], k=3, source_ids=["src-a"])
         store.delete_source("src-a")
         store.drop()
-    assert connections == []
+    assert hosts == []
 
 
 # --- server mode ----------------------------------------------------------------------------
