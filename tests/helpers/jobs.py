@@ -8,10 +8,12 @@ time, a killed worker or an older release would.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import update
 from sqlmodel import Session, col
 
@@ -24,6 +26,7 @@ from tests.helpers.file_index import one_chunk_documents
 __all__ = [
     "alter_job",
     "backdate",
+    "cancel_when",
     "empty_job",
     "finished_job",
     "numbered_documents",
@@ -91,3 +94,21 @@ def stalled(app: BaseApp, job_id: str, worker: str) -> None:
     ``worker`` (with a stall time of 1 s), its heartbeat a minute old."""
     assert app.jobs.store.claim(job_id, worker, stall_seconds=1.0)
     backdate(app, job_id, "heartbeat_at")
+
+
+def cancel_when(
+    monkeypatch: pytest.MonkeyPatch,
+    reached: Callable[[list[dict[str, Any]]], bool],
+    cancel: Callable[[JobStore, str], object] = JobStore.request_cancel,
+) -> None:
+    """Press Cancel on a job as soon as the outcomes it reports satisfy ``reached`` (between
+    two of its files, as an owner would): :meth:`JobStore.progress` is wrapped to call
+    ``cancel`` (the store's own request by default) before it records them."""
+    progress = JobStore.progress
+
+    def progress_after_cancel(self: JobStore, job_id: str, *args: Any, **values: Any) -> bool:
+        if reached(values.get("outcomes") or []):
+            cancel(self, job_id)
+        return progress(self, job_id, *args, **values)
+
+    monkeypatch.setattr(JobStore, "progress", progress_after_cancel)

@@ -20,6 +20,7 @@ from ragloom_app.jobs.staging import staging_dir
 from ragloom_app.jobs.store import JobStore
 from tests.helpers.jobs import (
     alter_job,
+    cancel_when,
     empty_job,
     finished_job,
     numbered_documents,
@@ -62,14 +63,11 @@ def test_a_running_job_stops_after_the_file_it_is_on(
 ) -> None:
     index = app.indices.get("My files")
     job = app.jobs.submit_files(index, "local", numbered_documents(tmp_path / "in", 4), move=True)
-    progress = JobStore.progress
-
-    def cancel_after_the_first_file(self: JobStore, job_id: str, *args, **values):  # type: ignore[no-untyped-def]
-        if len(values.get("outcomes") or []) == 1:
-            app.jobs.cancel(job_id, "local")  # the owner presses Cancel now
-        return progress(self, job_id, *args, **values)
-
-    monkeypatch.setattr(JobStore, "progress", cancel_after_the_first_file)
+    cancel_when(
+        monkeypatch,
+        lambda outcomes: len(outcomes) == 1,
+        cancel=lambda _, job_id: app.jobs.cancel(job_id, "local"),  # as its owner presses Cancel
+    )
     done = finished_job(app, job.id, timeout=60)
     assert done.status == JobStatus.CANCELLED and done.cancel_requested
     assert [(o["file"], o["status"]) for o in done.outcomes] == [
@@ -93,14 +91,9 @@ def test_a_cancel_lists_each_file_not_reached_once_whatever_its_name(
         bundle.write(docs[0][1], "doc0.md")
     files = [("bundle.zip", archive), ("notes.md", docs[1][1]), ("notes.md", docs[2][1])]
     job_id = staged_job(app, [*files, ("last.md", docs[3][1])], "names")
-    progress = JobStore.progress
-
-    def cancel_after_the_archive(self: JobStore, job_id: str, *args, **values):  # type: ignore[no-untyped-def]
-        if any(o["file"] == "bundle.zip/doc0.md" for o in values.get("outcomes") or []):
-            self.request_cancel(job_id)
-        return progress(self, job_id, *args, **values)
-
-    monkeypatch.setattr(JobStore, "progress", cancel_after_the_archive)
+    cancel_when(
+        monkeypatch, lambda outcomes: any(o["file"] == "bundle.zip/doc0.md" for o in outcomes)
+    )
     assert JobRunner(app, "w").run(job_id) == JobStatus.CANCELLED
     done = JobStore(app.engine).get(job_id)
     assert done is not None
@@ -132,14 +125,7 @@ def test_a_file_named_with_a_nul_fails_alone_and_is_reported_by_its_shown_name(
     assert "NUL" in done.outcomes[0]["reason"]
     # A cancel lists a file it did not reach by the name its outcome would have had.
     job_id = staged_job(app, [docs[0], ("late\x00.md", docs[1][1])], "nul-cancel")
-    progress = JobStore.progress
-
-    def cancel_after_the_first_file(self: JobStore, job_id: str, *args, **values):  # type: ignore[no-untyped-def]
-        if values.get("outcomes"):
-            self.request_cancel(job_id)
-        return progress(self, job_id, *args, **values)
-
-    monkeypatch.setattr(JobStore, "progress", cancel_after_the_first_file)
+    cancel_when(monkeypatch, bool)  # after the first file
     assert JobRunner(app, "w").run(job_id) == JobStatus.CANCELLED
     cancelled = JobStore(app.engine).get(job_id)
     assert cancelled is not None
