@@ -20,6 +20,7 @@ from ragloom.events import (
     Citation,
     CitationsFound,
     Event,
+    GroundingChecked,
     StepFinished,
     StepStarted,
 )
@@ -112,7 +113,7 @@ class VerifiedReasoning(BaseReasoning):
         return cls(inner=inner, min_support=float(values["min_support"]))
 
     def stream(self, question: str) -> Iterator[Event]:
-        answer, citations = "", []
+        answer, citations, declined = "", [], False
         for event in self.inner.stream(question):
             if isinstance(event, CitationsFound):
                 citations = list(event.citations)  # held back: they close the answer
@@ -121,7 +122,14 @@ class VerifiedReasoning(BaseReasoning):
                 answer += event.text
             elif isinstance(event, AnswerRevised):
                 answer = event.text
+            elif isinstance(event, GroundingChecked):
+                declined = event.report.declined
             yield event
+        if declined:
+            # FullQA's own check replaced the answer with a decline: Ragloom's words, which
+            # name the passages it found, not claims for this check to mark.
+            yield CitationsFound(citations)
+            return
         started = time.perf_counter()
         yield StepStarted("verify", {"min_support": self.min_support})
         revised, checks = verify_answer(answer, citations, self.min_support)

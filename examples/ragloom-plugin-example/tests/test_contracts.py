@@ -21,6 +21,7 @@ def test_the_hooks_register_a_mode_a_tool_and_a_reader() -> None:
     assert loaded.info.registered["reasonings"] == ["verified"]
     assert loaded.info.registered["tools"] == ["date_calc"]
     assert loaded.info.registered["readers"] == [".rst", ".rest"]
+    assert loaded.info.registered["commands"] == ["rst-preview"]
 
 
 def test_verified_keeps_supported_sentences_and_marks_the_others() -> None:
@@ -31,6 +32,16 @@ def test_verified_keeps_supported_sentences_and_marks_the_others() -> None:
     )
     verify = next(s for s in record["steps"] if s["step"] == "verify" and "output" in s)
     assert verify["output"]["unsupported"] == 1
+
+
+def test_verified_leaves_a_decline_unmarked() -> None:
+    """FullQA's grounding check declines an answer whose claims its passages do not hold;
+    the decline is Ragloom's own words, not sentences to mark (unsupported)."""
+    llm = ReplayLLM(replies=["It was built on Mars in 1969 by 42 robots [1]."])
+    record = check_reasoning(VerifiedReasoning, llm=llm)
+    assert record["grounding"]["declined"], record["grounding"]
+    assert "(unsupported)" not in record["answer"]
+    assert not [s for s in record["steps"] if s["step"] == "verify"]
 
 
 def test_date_calc_counts_days_and_fails_with_codes() -> None:

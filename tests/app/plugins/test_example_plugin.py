@@ -61,7 +61,7 @@ def test_the_example_passes_its_own_contract_tests() -> None:
         timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "4 passed" in run.stdout
+    assert "5 passed" in run.stdout
 
 
 def test_an_rst_upload_is_read_by_the_plugin_and_found(app: BaseApp) -> None:
