@@ -352,6 +352,26 @@ def test_check_plugin_names_a_misspelt_hook_and_a_bad_return() -> None:
         check_plugin(Wrong())
 
 
+def test_check_plugin_calls_the_command_hooks_too() -> None:
+    """The ``ragloom`` command's hooks, which no app start calls, are checked as well."""
+
+    class Raising:
+        @hookimpl
+        def ragloom_commands(self) -> list[Any]:
+            raise RuntimeError("boom")
+
+    with pytest.raises(AssertionError, match="boom"):
+        check_plugin(Raising())
+
+    class WrongKind:
+        @hookimpl
+        def ragloom_commands(self) -> Any:
+            return {"not a click command"}
+
+    with pytest.raises(AssertionError, match="must return a list of click commands"):
+        check_plugin(WrongKind())
+
+
 def test_check_plugin_refuses_a_tool_name_the_app_would_refuse() -> None:
     plugin = type("P", (), {"ragloom_tools": staticmethod(hookimpl(lambda: [ShoutingName]))})
     with pytest.raises(AssertionError, match=r"ShoutingName\.name must be a lower-case identifier"):

@@ -25,6 +25,7 @@ from ragloom_app.plugins.manager import (
     collect_plugins,
     create_plugin_manager,
 )
+from ragloom_app.plugins.slots import slots_of
 from ragloom_app.testing.contracts import (
     COMPONENTS,
     SAMPLE_PASSAGES,
@@ -58,6 +59,7 @@ def check_plugin(plugin: object, name: str = "plugin-under-test", app: Any = Non
     :class:`~ragloom_app.app.BaseApp`, for one that reads ``app.plugin_settings(name)``;
     None if not given).
 
+    Every hook is called, the ``ragloom`` command's (``commands``) as well as the app's.
     Fails on an unknown hook, a hook that raises or returns the wrong kind of thing, a
     reasoning's info or settings, a tool's metadata or an index type's settings. Returns
     what the plugin contributes, for further checks with the other ``check_*``.
@@ -72,6 +74,14 @@ def check_plugin(plugin: object, name: str = "plugin-under-test", app: Any = Non
     if loaded.info.error:
         raise AssertionError(f"{name}: {loaded.info.error}")
     found = loaded.contributions
+    # The ``ragloom`` command's hooks too, which an app's start never calls.
+    (commands,) = collect_plugins(manager, given={"app": app}, stage="cli")
+    if commands.info.error:
+        raise AssertionError(f"{name}: {commands.info.error}")
+    for slot in slots_of("cli"):
+        entries = commands.contributions.entries[slot.kind]
+        found.add(slot.kind, entries)
+        loaded.info.registered[slot.kind] = list(dict.fromkeys(key for key, _ in entries))
     for tool in found.tools:
         if not tool.description or tool.parameters_schema().get("type") != "object":
             raise AssertionError(f"{tool.__qualname__}: needs a description and object arguments")
