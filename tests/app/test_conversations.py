@@ -8,6 +8,7 @@ import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlmodel import Session
@@ -15,6 +16,7 @@ from sqlmodel import Session
 from ragloom.events import Citation
 from ragloom.grounding_report import GroundingReport
 from ragloom.qa.grounding import check_grounding
+from ragloom_app.conversation_holds import holder
 from ragloom_app.conversations import (
     ConversationBusyError,
     ConversationStore,
@@ -205,13 +207,48 @@ def test_a_hold_of_a_process_that_died_on_this_machine_is_taken_over_at_once(
             session.add(row)
             session.commit()
 
-    for stale in (f"{host}:{dead_pid.pid}", f"{host}:{os.getpid()}"):  # the latter: pid 1
-        held_by(stale)  # in a container, restarted
+    stale = [
+        f"{host}:{dead_pid.pid}:s0123456789abcdef",
+        f"{host}:{os.getpid()}:s0123456789abcdef",  # this pid's earlier life: a container's
+        f"{host}:{dead_pid.pid}",  # (pid 1, restarted); then an older release's holds
+        f"{host}:{os.getpid()}",
+    ]
+    for dead in stale:
+        held_by(dead)
         with store.answering(cid, "alice", 60):
             pass
-    held_by(f"another-machine.example:{os.getpid()}")
-    with pytest.raises(ConversationBusyError), store.answering(cid, "alice", 60):
-        pass  # pragma: no cover - never entered
+    for alive in (f"another-machine.example:{os.getpid()}:s0123456789abcdef", holder()):
+        held_by(alive)
+        with pytest.raises(ConversationBusyError), store.answering(cid, "alice", 60):
+            pass  # pragma: no cover - never entered
+
+
+def test_two_answers_of_one_process_never_hold_a_conversation_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second of two questions asked together waits for no moment of the first: even
+    between the first taking the hold and starting its answer, the hold is this live
+    process's, and the second is refused (it took the hold over as a dead process's)."""
+    store = ConversationStore(create_db_engine(f"sqlite:///{tmp_path / 'app.db'}"))
+    cid = store.create(owner="alice")
+    hold = store._hold
+    second: list[BaseException] = []
+
+    def hold_then_another_asks(*args: Any) -> bool:
+        taken = hold(*args)
+        if taken and not second:
+            with (
+                pytest.raises(ConversationBusyError) as refused,
+                store.answering(cid, "alice", 60),
+            ):
+                pass  # pragma: no cover - never entered
+            second.append(refused.value)
+        return taken
+
+    monkeypatch.setattr(store, "_hold", hold_then_another_asks)
+    with store.answering(cid, "alice", 60):
+        pass
+    assert len(second) == 1
 
 
 def test_a_hold_given_back_between_the_two_looks_is_taken(

@@ -30,7 +30,7 @@ from sqlmodel import Session, col, select, update
 from ragloom.events import Citation
 from ragloom.grounding_report import GroundingReport
 from ragloom.storable import storable_text
-from ragloom_app.conversation_holds import held_here, holder, is_stale
+from ragloom_app.conversation_holds import holder, is_stale
 from ragloom_app.db.models import LOCAL_USER, Conversation, MessageRecord
 from ragloom_app.errors import UserFacingError
 
@@ -258,7 +258,7 @@ class ConversationStore:
             # A dead process's hold (a crash, then a restart) is taken over at once, and
             # one given back between the two looks is taken as it is.
             if not (
-                (held.answering_until is None or is_stale(held.answering_by, conversation_id))
+                (held.answering_until is None or is_stale(held.answering_by))
                 and self._hold(
                     conversation_id,
                     [
@@ -274,8 +274,7 @@ class ConversationStore:
                     "ends (or stop it)"
                 )
         try:
-            with held_here(conversation_id):
-                yield
+            yield
         finally:
             with Session(self.engine) as session:
                 session.exec(
