@@ -11,6 +11,7 @@ default.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from ragloom_app.settings import AppSettings
 from ragloom_app.ui.chat_handlers import ChatHandlers
 from ragloom_app.ui.index_settings import index_specs, remember
 from ragloom_app.ui.settings_form import build_settings_form
+from tests.helpers.markdown_shown import markdown_html, shown_text
 
 
 class TunedReasoning(FullQAReasoning):
@@ -132,9 +134,22 @@ def test_defaults_with_a_refused_setting_are_not_saved(handlers: ChatHandlers) -
     )
     with pytest.warns(UserWarning, match="not saved: Tuned: min_support must be a number"):
         status = handlers.save_defaults("tuned", {}, None, *_sent(handlers, min_support=math.nan))
-    assert status.startswith("Not saved: Tuned: min_support must be a number, got nan")
+    assert shown_text(status).startswith("Not saved: Tuned: min_support must be a number")
     saved = ChatDefaultsStore(handlers.page.app.engine).get(LOCAL_USER)
     assert saved.modes["tuned"]["note"] == "kept" and saved.modes["tuned"]["min_support"] == 0.5
+
+
+def test_a_value_the_refusal_quotes_shows_as_written(handlers: ChatHandlers) -> None:
+    """The status is Markdown; a value sent past gradio's choices is quoted as text."""
+    form = handlers.settings_form
+    assert form is not None
+    values = list(_sent(handlers))
+    hostile = "![p](https://evil.example/?q=1) <img src=x>"
+    values[form.keys.index(("auto", "single_mode"))] = hostile
+    with pytest.warns(UserWarning, match="single_mode must be one of"):
+        status = handlers.save_defaults("tuned", {}, None, *values)
+    assert hostile in shown_text(status)
+    assert not re.search(r"<(a|img)\b", markdown_html(status)) and "https:" not in status
 
 
 def test_saved_values_no_longer_valid_read_back_as_the_defaults(handlers: ChatHandlers) -> None:

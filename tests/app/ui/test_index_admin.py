@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import gradio as gr
@@ -13,6 +14,7 @@ from ragloom_app.ui import file_filter, render
 from ragloom_app.ui.indices_panel import IndexAdminHandlers
 from ragloom_app.ui.settings_form import build_settings_form
 from tests.helpers.file_index import StoreSetup
+from tests.helpers.markdown_shown import markdown_html, shown_text
 
 FILE_INDEX = "ragloom_app.index.file.FileIndex"
 
@@ -107,6 +109,32 @@ def test_delete_asks_first_then_removes_the_index(
     assert not data_dir.exists()
     with pytest.warns(UserWarning):
         assert "no index named 'Team'" in handlers.delete("Team", "My files", [])[5]
+
+
+# An image, a link to show beside "Yes, delete it", a tag and an autolink (80 characters).
+HOSTILE_NAME = "![p](https:evil.example?q=1) [Cancel](https:e.example) <img src=x> www.e.example"
+
+
+def test_an_index_name_shows_as_written_wherever_the_panel_names_it(
+    app: BaseApp, handlers: IndexAdminHandlers
+) -> None:
+    """The status line and the delete question are Markdown: a name is text there."""
+    made = handlers.create(HOSTILE_NAME, FILE_INDEX, [], None, *_form_values(handlers))
+    with pytest.warns(UserWarning, match="is taken already"):
+        taken = handlers.create(HOSTILE_NAME, FILE_INDEX, [], None, *_form_values(handlers))
+    _, question, _ = handlers.ask_delete(HOSTILE_NAME)
+    deleted = handlers.delete(HOSTILE_NAME, None, [])
+    with pytest.warns(UserWarning, match="no index named"):
+        gone = handlers.delete(HOSTILE_NAME, None, [])
+    assert shown_text(made.status) == f"Created the index {HOSTILE_NAME!r}."
+    assert shown_text(question).startswith(f"Delete the index {HOSTILE_NAME} and its 0 files")
+    assert "<strong>" in markdown_html(question)  # the name still in bold
+    assert shown_text(deleted.status) == f"Deleted the index {HOSTILE_NAME!r}."
+    for markdown in (made.status, taken.status, question, deleted.status, gone.status):
+        assert HOSTILE_NAME in shown_text(markdown)
+        assert not re.search(r"<(a|img)\b", markdown_html(markdown))
+        # Nor a link for the browser's GFM parser, which links www. and schemes bare.
+        assert "www.e" not in markdown and "https:" not in markdown
 
 
 def test_an_index_files_are_being_indexed_into_is_not_deleted(

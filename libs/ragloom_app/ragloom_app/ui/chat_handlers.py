@@ -29,7 +29,7 @@ from ragloom_app.ui import file_filter, index_settings, notify, render
 from ragloom_app.ui.grounding_marks import grounded_answer_html
 from ragloom_app.ui.identity import ui_user
 from ragloom_app.ui.mode_values import checked_mode_settings, every_mode_settings
-from ragloom_app.ui.model_text import model_html, plain_html
+from ragloom_app.ui.model_text import literal_markdown, model_html, plain_html
 from ragloom_app.ui.settings_form import SettingsForm
 from ragloom_app.ui.steps import step_warning
 
@@ -131,7 +131,7 @@ class ChatHandlers:
             )
         except (ModeSettingsError, SettingsTooLargeError) as exc:
             notify.warn(f"The settings were not saved: {exc}.")
-            return f"Not saved: {exc}."
+            return f"Not saved: {literal_markdown(str(exc))}."  # it may quote a value sent
         return "Saved: new pages open with these settings."
 
     def request_settings(self, mode_id: str | None, values: tuple[Any, ...]) -> dict[str, Any]:
