@@ -111,6 +111,32 @@ def test_delete_asks_first_then_removes_the_index(
         assert "no index named 'Team'" in handlers.delete("Team", "My files", [])[5]
 
 
+NAME_RULE = (
+    "an index name is 1 to 80 characters, not only digits, "
+    "without '/', '\\', control or text-direction characters"
+)
+
+
+@pytest.mark.parametrize("name", ["notes/2024", "notes\\2024", "x" * 81, "1" * 200])
+def test_the_index_name_rule_is_shown_whole(handlers: IndexAdminHandlers, name: str) -> None:
+    """The rule is Ragloom's own words: its '/' is a character, not a path to hide."""
+    with pytest.warns(UserWarning, match="control or text-direction characters"):
+        out = handlers.create(name, FILE_INDEX, [], None, *_form_values(handlers))
+    assert shown_text(out.status) == f"Could not create {name!r}: {NAME_RULE}"
+
+
+def test_an_index_types_own_words_are_still_scrubbed(
+    app: BaseApp, handlers: IndexAdminHandlers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(type_id: str, config: object) -> None:
+        raise ValueError("no template at /srv/ragloom/templates/team.cfg")
+
+    monkeypatch.setattr(app.indices, "normalize_config", refuse)
+    with pytest.warns(UserWarning, match="path hidden"):
+        out = handlers.create("Team", FILE_INDEX, [], None, *_form_values(handlers))
+    assert shown_text(out.status) == "Could not create 'Team': no template at [path hidden]"
+
+
 # An image, a link to show beside "Yes, delete it", a tag and an autolink (80 characters).
 HOSTILE_NAME = "![p](https:evil.example?q=1) [Cancel](https:e.example) <img src=x> www.e.example"
 

@@ -27,7 +27,7 @@ from ragloom_app.api.auth import LOCAL
 from ragloom_app.app import BaseApp
 from ragloom_app.errors import scrub, user_error
 from ragloom_app.index.base import BaseIndex
-from ragloom_app.index.manager import UnknownIndexError
+from ragloom_app.index.manager import IndexNameError, UnknownIndexError
 from ragloom_app.ui import file_filter, notify, render
 from ragloom_app.ui.identity import ui_user
 from ragloom_app.ui.model_text import literal_markdown
@@ -178,6 +178,8 @@ class IndexAdminHandlers:
             if shared and not (user.is_admin or user is LOCAL):
                 raise ValueError("only an admin makes a shared index: choose private")
             self.app.indices.create(name, type_id, config, owner=user.id, shared=shared)
+        except IndexNameError as exc:  # Ragloom's own rule, whole: its '/' is not a path
+            return _refused(f"Could not create {name!r}: {exc}")
         except (ValueError, KeyError) as exc:  # the form's values: the user's to fix
             return _refused(f"Could not create {name!r}: {scrub(str(exc))}")
         except Exception as exc:  # the index type's own failure: the log has the details
