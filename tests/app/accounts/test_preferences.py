@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,21 @@ def test_what_is_no_longer_offered_is_forgotten() -> None:
     )
     kept = ChatDefaults(mode="rewoo", modes={"rewoo": {"planner_llm": "big"}})
     assert kept.offered(MODES, INDICES) == kept
+
+
+def test_a_value_the_server_would_refuse_is_forgotten_and_the_rest_typed() -> None:
+    """The server's typed check, as a question's settings meet it: a saved NaN given back
+    would fail every question."""
+    bounded = {"fullqa": {"top_k": {"value": 3, "component": "number", "minimum": 1}}}
+    saved = ChatDefaults(
+        modes={"fullqa": {"top_k": math.nan}, "rewoo": {"max_steps": "4", "planner_llm": 3}},
+        indices={"Team": {"mmr": "maybe"}},
+    )
+    assert saved.offered({**MODES, **bounded}, INDICES) == ChatDefaults(
+        modes={"rewoo": {"max_steps": 4}}
+    )
+    for wrong in (0, math.inf, "three", True):
+        assert ChatDefaults(modes={"fullqa": {"top_k": wrong}}).offered(bounded, {}).modes == {}
 
 
 @pytest.mark.parametrize(

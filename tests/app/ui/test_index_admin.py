@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import gradio as gr
@@ -13,6 +14,7 @@ from ragloom_app.ui import file_filter, render
 from ragloom_app.ui.indices_panel import IndexAdminHandlers
 from ragloom_app.ui.settings_form import build_settings_form
 from tests.helpers.file_index import StoreSetup
+from tests.helpers.markdown_shown import markdown_html, shown_text
 
 FILE_INDEX = "ragloom_app.index.file.FileIndex"
 
@@ -107,6 +109,58 @@ def test_delete_asks_first_then_removes_the_index(
     assert not data_dir.exists()
     with pytest.warns(UserWarning):
         assert "no index named 'Team'" in handlers.delete("Team", "My files", [])[5]
+
+
+NAME_RULE = (
+    "an index name is 1 to 80 characters, not only digits, "
+    "without '/', '\\', control or text-direction characters"
+)
+
+
+@pytest.mark.parametrize("name", ["notes/2024", "notes\\2024", "x" * 81, "1" * 200])
+def test_the_index_name_rule_is_shown_whole(handlers: IndexAdminHandlers, name: str) -> None:
+    """The rule is Ragloom's own words: its '/' is a character, not a path to hide."""
+    with pytest.warns(UserWarning, match="control or text-direction characters"):
+        out = handlers.create(name, FILE_INDEX, [], None, *_form_values(handlers))
+    assert shown_text(out.status) == f"Could not create {name!r}: {NAME_RULE}"
+
+
+def test_an_index_types_own_words_are_still_scrubbed(
+    app: BaseApp, handlers: IndexAdminHandlers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(type_id: str, config: object) -> None:
+        raise ValueError("no template at /srv/ragloom/templates/team.cfg")
+
+    monkeypatch.setattr(app.indices, "normalize_config", refuse)
+    with pytest.warns(UserWarning, match="path hidden"):
+        out = handlers.create("Team", FILE_INDEX, [], None, *_form_values(handlers))
+    assert shown_text(out.status) == "Could not create 'Team': no template at [path hidden]"
+
+
+# An image, a link to show beside "Yes, delete it", a tag and an autolink (80 characters).
+HOSTILE_NAME = "![p](https:evil.example?q=1) [Cancel](https:e.example) <img src=x> www.e.example"
+
+
+def test_an_index_name_shows_as_written_wherever_the_panel_names_it(
+    app: BaseApp, handlers: IndexAdminHandlers
+) -> None:
+    """The status line and the delete question are Markdown: a name is text there."""
+    made = handlers.create(HOSTILE_NAME, FILE_INDEX, [], None, *_form_values(handlers))
+    with pytest.warns(UserWarning, match="is taken already"):
+        taken = handlers.create(HOSTILE_NAME, FILE_INDEX, [], None, *_form_values(handlers))
+    _, question, _ = handlers.ask_delete(HOSTILE_NAME)
+    deleted = handlers.delete(HOSTILE_NAME, None, [])
+    with pytest.warns(UserWarning, match="no index named"):
+        gone = handlers.delete(HOSTILE_NAME, None, [])
+    assert shown_text(made.status) == f"Created the index {HOSTILE_NAME!r}."
+    assert shown_text(question).startswith(f"Delete the index {HOSTILE_NAME} and its 0 files")
+    assert "<strong>" in markdown_html(question)  # the name still in bold
+    assert shown_text(deleted.status) == f"Deleted the index {HOSTILE_NAME!r}."
+    for markdown in (made.status, taken.status, question, deleted.status, gone.status):
+        assert HOSTILE_NAME in shown_text(markdown)
+        assert not re.search(r"<(a|img)\b", markdown_html(markdown))
+        # Nor a link for the browser's GFM parser, which links www. and schemes bare.
+        assert "www.e" not in markdown and "https:" not in markdown
 
 
 def test_an_index_files_are_being_indexed_into_is_not_deleted(

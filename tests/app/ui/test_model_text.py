@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragloom_app.conversations import StoredMessage
-from ragloom_app.ui.model_text import model_html, plain_html
+from ragloom_app.ui.model_text import literal_markdown, model_html, plain_html
 from ragloom_app.ui.render import chat_history
+from tests.helpers.markdown_shown import markdown_html, shown_text
 
 HOST = "http://203.0.113.7"
 
@@ -145,3 +146,15 @@ _PIECES = st.sampled_from(
 @given(st.lists(_PIECES, max_size=40).map("".join))
 def test_any_mix_of_markdown_and_html_loads_nothing(text: str) -> None:
     _assert_loads_nothing(model_html(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES | st.sampled_from(["www.e.x", "a@b.c", "$$", "*", "_", "#", "\\"])))
+def test_literal_markdown_shows_any_name_as_written(pieces: list[str]) -> None:
+    """What a status line (gr.Markdown) shows of a name: the name, in one paragraph."""
+    name = " ".join("".join(pieces).split())  # a name has no line breaks nor runs of spaces
+    markdown = literal_markdown(name)
+    assert shown_text(markdown) == name
+    assert re.findall(r"<(\w+)", markdown_html(markdown)) == (["p"] if name else [])
+    # Nor an autolink for the browser's GFM parser: www., a scheme, an e-mail address.
+    assert not re.search(r"www\.|:|@", markdown)

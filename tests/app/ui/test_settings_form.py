@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import gradio as gr
@@ -50,6 +51,9 @@ def test_values_are_typed_and_only_the_owners_are_kept() -> None:
     assert form.values_for("alpha", values) == {"k": 5, "on": True}
     assert form.values_for("beta", values) == {"how": "x", "weight": 1.0, "note": ""}
     assert coerce_value({"value": 2}, 2.7) == 2 and coerce_value({"value": "a"}, None) == "a"
+    # Left for the server's typed check to refuse in words: int() would raise.
+    assert math.isnan(coerce_value({"value": 2}, math.nan))
+    assert coerce_value({"value": 2}, math.inf) == math.inf
 
 
 def test_the_chat_sends_the_selected_modes_settings(tmp_path: Path) -> None:

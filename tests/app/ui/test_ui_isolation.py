@@ -8,6 +8,7 @@ embeddings, a replay LLM): each handler is called as gradio calls it, with the
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from ragloom_app.ui.settings_form import build_settings_form
 from tests.helpers.accounts import PASSWORD, app_with_users, existing_user
 from tests.helpers.api_server import replay_app
 from tests.helpers.file_index import StoreSetup
+from tests.helpers.markdown_shown import markdown_html, shown_text
 
 FILE_INDEX = "ragloom_app.index.file.FileIndex"
 
@@ -218,8 +220,26 @@ def test_the_account_tab_keys_and_admin_actions(app: BaseApp) -> None:
     with pytest.warns(UserWarning, match="at least"):
         accounts.act("password", "alice", "short", False, root)
     deleted = accounts.act("delete", "carol", "", False, root)[0]
-    assert deleted == "Deleted carol, with no conversations and no private indices."
+    assert shown_text(deleted) == "Deleted carol, with no conversations and no private indices."
     assert app.accounts.user_named("carol") is None
+
+
+def test_names_show_as_written_in_the_account_status(app: BaseApp) -> None:
+    """The status is Markdown: a user's name (www.… would be a link) and the names of the
+    private indices its deletion took are text there."""
+    accounts, root = AccountHandlers(app), _as(app, "root")
+    added = accounts.act("add", "www.evil.example", PASSWORD, False, root)[0]
+    with pytest.warns(UserWarning, match="already"):
+        again = accounts.act("add", "www.evil.example", PASSWORD, False, root)[0]
+    hostile = "![p](https:evil.example) [Cancel](https:e.example) <img src=x>"
+    owner = existing_user(app, "www.evil.example").id
+    app.indices.create(hostile, FILE_INDEX, owner=owner, shared=False)
+    deleted = accounts.act("delete", "www.evil.example", "", False, root)[0]
+    assert shown_text(added) == "Added www.evil.example."
+    assert "www.evil.example" in shown_text(again) and hostile in shown_text(deleted)
+    for markdown in (added, again, deleted):
+        assert not re.search(r"<(a|img)\b", markdown_html(markdown))
+        assert "www.evil" not in markdown and "https:" not in markdown  # nor a GFM autolink
 
 
 def test_the_login_bar_escapes_the_name_and_carries_the_logout_token() -> None:

@@ -2,9 +2,10 @@
 them) and each index's search settings.
 
 Saved values are read back against what the app offers *now*: a mode, an index or a
-setting that is gone is dropped, and a choice no longer offered (an LLM the admin took off
-``SELECTABLE_LLMS``) falls back to its default, so a stale default never breaks a
-question. What one user may save is bounded (:data:`MAX_SAVED_BYTES`).
+setting that is gone is dropped, and a value the app's typed check refuses now (a choice
+no longer offered, such as an LLM the admin took off ``SELECTABLE_LLMS``; a number out of
+bounds or not finite; a value of the wrong type) falls back to its default, so a stale
+default never breaks a question. What one user may save is bounded (:data:`MAX_SAVED_BYTES`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sqlmodel import Session
 
 from ragloom_app.db.models import UserSettingsRecord
 from ragloom_app.errors import UserFacingError
+from ragloom_app.index.settings import IndexSettingsError, typed_setting_value
 
 __all__ = ["MAX_SAVED_BYTES", "ChatDefaults", "ChatDefaultsStore", "SettingsTooLargeError"]
 
@@ -61,7 +63,8 @@ class ChatDefaults:
 
     def offered(self, modes: Specs, indices: Specs) -> ChatDefaults:
         """These defaults limited to the ``modes`` and ``indices`` offered now, by their
-        specs: unknown owners and keys dropped, choices no longer offered forgotten."""
+        specs: unknown owners and keys dropped, values the specs refuse now forgotten
+        (the others typed as the specs say)."""
         return ChatDefaults(
             mode=self.mode if self.mode in modes else None,
             modes=_offered(self.modes, modes),
@@ -75,30 +78,22 @@ def _nested(value: Any) -> dict[str, dict[str, Any]]:
     return {str(k): dict(v) for k, v in value.items() if isinstance(v, dict)}
 
 
-def _choice_values(spec: Mapping[str, Any]) -> list[Any]:
-    return [c[1] if isinstance(c, list | tuple) and len(c) == 2 else c for c in spec["choices"]]
-
-
-def _still_offered(spec: Mapping[str, Any], value: Any) -> bool:
-    if "choices" not in spec or not spec["choices"]:
-        return True
-    allowed = _choice_values(spec)
-    if isinstance(value, list):
-        return all(v in allowed for v in value)
-    return value in allowed
-
-
 def _offered(saved: Mapping[str, Mapping[str, Any]], specs: Specs) -> dict[str, dict[str, Any]]:
     kept: dict[str, dict[str, Any]] = {}
     for owner, values in saved.items():
         owner_specs = specs.get(owner)
         if owner_specs is None:
             continue
-        good = {
-            key: value
-            for key, value in values.items()
-            if key in owner_specs and _still_offered(owner_specs[key], value)
-        }
+        good: dict[str, Any] = {}
+        for key, value in values.items():
+            if key not in owner_specs:
+                continue
+            # The server's own check, choices included (an LLM setting's are the LLMs
+            # offered now): a saved NaN given back would fail every question it answers.
+            try:
+                good[key] = typed_setting_value(key, dict(owner_specs[key]), value)
+            except IndexSettingsError:
+                continue
         if good:
             kept[owner] = good
     return kept

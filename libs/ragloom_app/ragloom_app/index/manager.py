@@ -25,6 +25,7 @@ __all__ = [
     "MAX_INDEX_NAME_CHARS",
     "IndexAccess",
     "IndexManager",
+    "IndexNameError",
     "UnknownIndexError",
     "new_store_name",
 ]
@@ -49,6 +50,12 @@ class UnknownIndexError(UserFacingError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown index"
+
+
+class IndexNameError(UserFacingError, ValueError):
+    """A new index's name that the rules refuse, or one taken already: Ragloom's own
+    words, which quote the rule (its ``'/'`` and ``'\\'`` are characters, not paths) and
+    at most :data:`MAX_INDEX_NAME_CHARS` characters of the name given."""
 
 
 @dataclass(frozen=True)
@@ -255,12 +262,13 @@ class IndexManager:
             raise SettingsError(f"unknown index type {type_id!r}")
         name = name.strip()
         if not name:
-            raise ValueError("an index needs a name")
-        if name.isdigit():
-            # get() takes a name or an id: a name that is a number would name two indices.
-            raise ValueError(f"an index name cannot be a number ({name!r} reads as an id)")
+            raise IndexNameError("an index needs a name")
+        # get() takes a name or an id: a name that is a number would name two indices. (A
+        # longer one is told the rule below: the words never quote a name past the limit.)
+        if len(name) <= MAX_INDEX_NAME_CHARS and name.isdigit():
+            raise IndexNameError(f"an index name cannot be a number ({name!r} reads as an id)")
         if len(name) > MAX_INDEX_NAME_CHARS or not re.fullmatch(INDEX_NAME_PATTERN, name):
-            raise ValueError(
+            raise IndexNameError(
                 f"an index name is 1 to {MAX_INDEX_NAME_CHARS} characters, not only digits, "
                 "without '/', '\\', control or text-direction characters"
             )
@@ -272,7 +280,7 @@ class IndexManager:
     ) -> BaseIndex:
         if name in self.unavailable or any(i.name == name for i in self._indices.values()):
             # Names are the whole app's: the words say it is taken, not whose it is.
-            raise ValueError(f"the name {name!r} is taken already: choose another")
+            raise IndexNameError(f"the name {name!r} is taken already: choose another")
         record = IndexRecord(
             name=name,
             index_type=type_id,

@@ -22,6 +22,7 @@ from ragloom_app.api.auth import LOCAL, SESSION_COOKIE
 from ragloom_app.app import BaseApp
 from ragloom_app.ui import notify, render
 from ragloom_app.ui.identity import ui_user
+from ragloom_app.ui.model_text import literal_markdown
 from ragloom_app.web.login import logout_token
 
 __all__ = ["AccountHandlers", "AccountTab", "build_account_tab", "login_bar_html"]
@@ -146,35 +147,38 @@ class AccountHandlers:
         is_admin: bool,
         request: gr.Request | None = None,
     ) -> tuple[str, str, Any]:
-        """Run one admin action on the user ``name``; the status, the table, the password
-        box emptied (a password never stays in the page)."""
+        """Run one admin action on the user ``name``; the status (Markdown, in which names
+        and errors show as written), the table, the password box emptied (a password never
+        stays in the page)."""
         admin = self._admin(request)
         name = (name or "").strip()
+        shown = literal_markdown(name)  # a user's name may be www.example.org: no link
         store = self.app.accounts
         try:
             if not name:
                 raise AccountError("type the user's name")
             if action == "add":
                 store.add_user(name, password or "", is_admin=is_admin)
-                done = f"Added {name}."
+                done = f"Added {shown}."
             elif action == "password":
                 store.set_password(name, password or "")
-                done = f"Set a new password for {name}; its sessions ended, its API keys revoked."
+                done = f"Set a new password for {shown}; its sessions ended, its API keys revoked."
             elif action in ("disable", "enable", "delete") and name == admin.name:
                 raise AccountError("an admin cannot disable or delete itself here")
             elif action == "disable":
                 store.set_disabled(name, True)
-                done = f"Disabled {name}: its sessions ended and its keys stopped working."
+                done = f"Disabled {shown}: its sessions ended and its keys stopped working."
             elif action == "enable":
                 store.set_disabled(name, False)
-                done = f"Enabled {name}."
+                done = f"Enabled {shown}."
             elif action == "delete":
-                done = remove_user(self.app, name).summary()
+                # It names the user's indices, whatever their names hold.
+                done = literal_markdown(remove_user(self.app, name).summary())
             else:
                 raise AccountError("choose an action")
         except AccountError as exc:
             notify.warn(str(exc))
-            return str(exc), self.users_table(request), gr.update(value="")
+            return literal_markdown(str(exc)), self.users_table(request), gr.update(value="")
         logger.info("UI: admin %s: %s %s", admin.name, action, name)
         return done, self.users_table(request), gr.update(value="")
 

@@ -24,11 +24,12 @@ from ragloom.events import (
 from ragloom_app.accounts.preferences import ChatDefaults, ChatDefaultsStore, SettingsTooLargeError
 from ragloom_app.errors import user_error
 from ragloom_app.pages.chat import AnswerFinished, ChatPage, QuestionTooLongError
-from ragloom_app.reasoning.settings import offer_llms
+from ragloom_app.reasoning.settings import ModeSettingsError, offer_llms
 from ragloom_app.ui import file_filter, index_settings, notify, render
 from ragloom_app.ui.grounding_marks import grounded_answer_html
 from ragloom_app.ui.identity import ui_user
-from ragloom_app.ui.model_text import model_html, plain_html
+from ragloom_app.ui.mode_values import checked_mode_settings, every_mode_settings
+from ragloom_app.ui.model_text import literal_markdown, model_html, plain_html
 from ragloom_app.ui.settings_form import SettingsForm
 from ragloom_app.ui.steps import step_warning
 
@@ -114,31 +115,33 @@ class ChatHandlers:
         *setting_values: Any,
     ) -> str:
         """Save the mode, every mode's settings and the indices' search settings shown now
-        as the user's defaults; the status to show."""
+        as the user's defaults; the status to show. Nothing is saved when a mode refuses a
+        value (as the HTTP API would: NaN, out of bounds, text too long)."""
         user = ui_user(self.page.app, request)
         form = self.settings_form
-        modes = (
-            {owner: form.values_for(owner, setting_values) for owner in form.specs}
-            if form is not None and setting_values
-            else {}
-        )
         indices = index_settings.sent(self.page.app, index_values, user.id)
         try:
+            modes = (
+                every_mode_settings(self.page, form, setting_values)
+                if form is not None and setting_values
+                else {}
+            )
             ChatDefaultsStore(self.page.app.engine).save(
                 user.id, ChatDefaults(mode=mode_id, modes=modes, indices=indices)
             )
-        except SettingsTooLargeError as exc:
+        except (ModeSettingsError, SettingsTooLargeError) as exc:
             notify.warn(f"The settings were not saved: {exc}.")
-            return f"Not saved: {exc}."
+            return f"Not saved: {literal_markdown(str(exc))}."  # it may quote a value sent
         return "Saved: new pages open with these settings."
 
     def request_settings(self, mode_id: str | None, values: tuple[Any, ...]) -> dict[str, Any]:
-        """The selected mode's settings from the values of every settings component."""
+        """The selected mode's settings from the values of every settings component,
+        checked as the HTTP API checks them: :class:`ModeSettingsError` for a value the
+        mode refuses."""
         if self.settings_form is None or not values:
             return {}
-        return self.settings_form.values_for(
-            mode_id or self.page.app.settings.default_reasoning, values
-        )
+        mode_id = mode_id or self.page.app.settings.default_reasoning
+        return checked_mode_settings(self.page, self.settings_form, mode_id, values)
 
     def refresh_file_filter(
         self, current: list[str] | None, request: gr.Request | None = None
@@ -267,9 +270,14 @@ class ChatHandlers:
             return
         try:
             self.page.check_question(question)
-        except QuestionTooLongError as exc:
+            # Before the conversation is made, as the API checks them: nothing is saved.
+            settings = self.request_settings(mode_id, setting_values)
+        except (QuestionTooLongError, ModeSettingsError) as exc:
             notify.warn(f"The question was not sent: {exc}.")
             yield _outputs()
+            return
+        except Exception as exc:
+            yield self._failed([_user(question)], exc, "Answering", owner)
             return
         try:
             if conversation_id and self.store.get(conversation_id, owner=owner) is None:
@@ -281,11 +289,6 @@ class ChatHandlers:
             yield self._failed([_user(question)], exc, "Opening the conversation", owner)
             return
         history.append(_user(question))
-        try:
-            settings = self.request_settings(mode_id, setting_values)
-        except Exception as exc:
-            yield self._failed(history, exc, "Answering", owner, conversation_id)
-            return
         answer = ""
         status = self._waiting_status(settings) or "Searching the documents…"
         # Lock the inputs while answering: a second question would queue behind this one

@@ -20,6 +20,8 @@ import gradio as gr
 
 from ragloom_app.accounts.preferences import ChatDefaultsStore
 from ragloom_app.app import BaseApp
+from ragloom_app.index.settings import IndexSettingsError, typed_setting_value
+from ragloom_app.ui import notify
 from ragloom_app.ui.identity import ui_user
 from ragloom_app.ui.settings_form import build_settings_form, coerce_value
 
@@ -53,10 +55,17 @@ def index_specs(app: BaseApp, user_id: str) -> dict[str, dict[str, dict[str, Any
 def remember(
     values: IndexValues | None, index: str, key: str, spec: Mapping[str, Any], value: Any
 ) -> IndexValues:
-    """``values`` with ``index``'s ``key`` set to ``value``, typed as its spec says (a new
-    dict: gradio compares a state by value)."""
+    """``values`` with ``index``'s ``key`` set to ``value``, checked and typed as the
+    server checks a request's index settings (a new dict: gradio compares a state by
+    value). A value the spec refuses is not kept, and the user is told why: gradio lets
+    NaN through a number box, and a kept NaN would fail every later question."""
     values = values or {}
-    return {**values, index: {**values.get(index, {}), key: coerce_value(spec, value)}}
+    try:
+        typed = typed_setting_value(key, dict(spec), coerce_value(spec, value))
+    except IndexSettingsError as exc:
+        notify.warn(f"The search setting was not kept: index {index!r}: {exc}.")
+        return values
+    return {**values, index: {**values.get(index, {}), key: typed}}
 
 
 def sent(app: BaseApp, values: IndexValues | None, user_id: str) -> IndexValues:

@@ -27,9 +27,10 @@ from ragloom_app.api.auth import LOCAL
 from ragloom_app.app import BaseApp
 from ragloom_app.errors import scrub, user_error
 from ragloom_app.index.base import BaseIndex
-from ragloom_app.index.manager import UnknownIndexError
+from ragloom_app.index.manager import IndexNameError, UnknownIndexError
 from ragloom_app.ui import file_filter, notify, render
 from ragloom_app.ui.identity import ui_user
+from ragloom_app.ui.model_text import literal_markdown
 from ragloom_app.ui.settings_form import SettingsForm, build_settings_form
 
 __all__ = ["IndexAdminHandlers", "IndicesPanel", "PanelChange", "build_indices_panel"]
@@ -54,6 +55,19 @@ class PanelChange(NamedTuple):
     def only(cls, **changed: Any) -> PanelChange:
         """The ``changed`` outputs; every other one left as it is."""
         return cls(**{name: changed.get(name, gr.skip()) for name in cls._fields})
+
+
+def _named(name: str) -> str:
+    """An index name, quoted, for the Markdown of a status line: shown as written (a name
+    may hold ``[Cancel](https://...)`` or ``<img>``)."""
+    return literal_markdown(repr(name))
+
+
+def _refused(message: str, **changed: Any) -> PanelChange:
+    """Warn ``message`` (plain text; it may hold a name or an error's words) and show it
+    as written in the status line, with the ``changed`` outputs."""
+    notify.warn(message)
+    return PanelChange.only(status=literal_markdown(message), **changed)
 
 
 class IndexAdminHandlers:
@@ -164,16 +178,14 @@ class IndexAdminHandlers:
             if shared and not (user.is_admin or user is LOCAL):
                 raise ValueError("only an admin makes a shared index: choose private")
             self.app.indices.create(name, type_id, config, owner=user.id, shared=shared)
+        except IndexNameError as exc:  # Ragloom's own rule, whole: its '/' is not a path
+            return _refused(f"Could not create {name!r}: {exc}")
         except (ValueError, KeyError) as exc:  # the form's values: the user's to fix
-            message = f"Could not create {name!r}: {scrub(str(exc))}"
-            notify.warn(message)
-            return PanelChange.only(status=message)
+            return _refused(f"Could not create {name!r}: {scrub(str(exc))}")
         except Exception as exc:  # the index type's own failure: the log has the details
-            message = user_error(exc, f"Creating the index {name!r}", log=logger).message
-            notify.warn(message)
-            return PanelChange.only(status=message)
+            return _refused(user_error(exc, f"Creating the index {name!r}", log=logger).message)
         logger.info("UI: %s created index %r", user.name, name)
-        made = self._changed(name, filter_values, f"Created the index {name!r}.", request)
+        made = self._changed(name, filter_values, f"Created the index {_named(name)}.", request)
         return made._replace(new_name="")  # the form is ready for the next one
 
     def _writable(self, name: str, user: User) -> BaseIndex:
@@ -199,8 +211,8 @@ class IndexAdminHandlers:
             return self.cancel_delete()
         plural = "file" if files == 1 else "files"
         question = (
-            f"Delete the index **{name}** and its {files} {plural} from every store? "
-            "This cannot be undone."
+            f"Delete the index **{literal_markdown(name)}** and its {files} {plural} "
+            "from every store? This cannot be undone."
         )
         return gr.update(visible=True), question, name
 
@@ -231,19 +243,15 @@ class IndexAdminHandlers:
             index = self._writable(name, user)
             if self.app.jobs.busy(index):  # as the API refuses it
                 message = f"Files are being indexed into {name!r}: cancel the jobs or wait."
-                notify.warn(message)
-                return PanelChange.only(status=message, confirm_box=hidden)
+                return _refused(message, confirm_box=hidden)
             self.app.indices.delete(index.id)  # the id: the index checked, never another
         except KeyError as exc:
-            message = f"Could not delete {name!r}: {scrub(str(exc))}"
-            notify.warn(message)
-            return PanelChange.only(status=message, confirm_box=hidden)
+            return _refused(f"Could not delete {name!r}: {scrub(str(exc))}", confirm_box=hidden)
         except Exception as exc:
-            message = user_error(exc, f"Deleting the index {name!r}", log=logger).message
-            notify.warn(message)
-            return PanelChange.only(status=message, confirm_box=hidden)
+            failure = user_error(exc, f"Deleting the index {name!r}", log=logger)
+            return _refused(failure.message, confirm_box=hidden)
         logger.info("UI: %s deleted index %r", user.name, name)
-        return self._changed(current, filter_values, f"Deleted the index {name!r}.", request)
+        return self._changed(current, filter_values, f"Deleted the index {_named(name)}.", request)
 
 
 @dataclass

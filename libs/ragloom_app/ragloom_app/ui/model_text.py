@@ -15,6 +15,10 @@ tables and strikethrough) with these rules, and hands the chatbot finished HTML
   what an image is, the same parser whose output is shown.
 - Links keep working, for ``http``, ``https`` and ``mailto`` only; another scheme
   (``javascript:``, ``data:``, ``file:``) leaves the Markdown as text.
+
+A name a user chose (an index's, a user's, a file's) is no more trusted where gradio
+renders Markdown itself (a ``gr.Markdown`` status line): :func:`literal_markdown` makes it
+show as written there, never as a link, an image or markup.
 """
 
 from __future__ import annotations
@@ -28,11 +32,16 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-__all__ = ["SAFE_LINK_SCHEMES", "model_html", "plain_html"]
+__all__ = ["SAFE_LINK_SCHEMES", "literal_markdown", "model_html", "plain_html"]
 
 SAFE_LINK_SCHEMES = ("http", "https", "mailto")
 """The schemes a link in model text may have; others are left as text."""
 
+# The ASCII punctuation that can begin Markdown, HTML, an autolink or math: brackets and
+# ! of links and images, < of tags, * _ ` ~ of emphasis and code, : / of a URL, . of
+# www., @ of an e-mail address, $ of math, # > - + | = of blocks... All but the quote
+# marks and , ; ? (which begin nothing), so that a sentence stays readable in the source.
+_MARKDOWN_SYNTAX = re.compile(r"[!#$%&()*+\-./:<=>@\[\\\]^_`{|}~]")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
 # What a link opens with: a new tab, no referrer, no ranking credit for a planted URL.
 _LINK_ATTRS = {"target": "_blank", "rel": "noopener noreferrer nofollow"}
@@ -83,6 +92,15 @@ def model_html(text: str) -> str:
     """The Markdown ``text`` (an answer, a question, a stored message) as HTML that shows
     no raw HTML and loads no image, frame, style or media; links stay clickable."""
     return _markdown().render(text or "").strip()
+
+
+def literal_markdown(text: str) -> str:
+    """``text`` (a name a user chose, an error's words) for a ``gr.Markdown`` value, shown
+    as written: each character that could be Markdown, HTML or an autolink becomes a
+    character reference, which any Markdown parser shows as that character and nothing
+    else; line breaks become spaces."""
+    flat = (text or "").replace("\r", " ").replace("\n", " ")
+    return _MARKDOWN_SYNTAX.sub(lambda m: f"&#{ord(m.group(0))};", flat)
 
 
 def plain_html(text: str, *, emphasis: bool = False) -> str:

@@ -12,6 +12,7 @@ values of every component and keep the selected owner's.
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,12 +69,19 @@ def setting_component(
 
 
 def coerce_value(spec: Mapping[str, Any], value: Any) -> Any:
-    """A form value typed as the spec's default is (gradio numbers arrive as floats)."""
+    """A form value typed as the spec's default is (gradio numbers arrive as floats).
+
+    A number that is not finite stays as it came: gradio lets NaN and infinity through,
+    and the server's typed check (:func:`~ragloom_app.index.settings.typed_setting_value`)
+    refuses them in words, where ``int()`` would raise.
+    """
     default = spec.get("value")
     if value is None:
         return default
     if isinstance(default, bool):
         return bool(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return value
     if isinstance(default, int) and isinstance(value, int | float):
         return int(value)
     if isinstance(default, float) and isinstance(value, int | float):
