@@ -1,6 +1,6 @@
-"""A source that stopped being searchable (its removal, or its failure's clean-up, could
-not reach a store) is never found, whatever the store still holds of it, until the
-removal is finished."""
+"""A source that is not fully indexed is never found, whatever the stores hold of it: one
+whose removal, or failure's clean-up, could not reach a store, until the removal is
+finished; one being indexed, until it is; one whose process was killed halfway."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from ragloom.stores.base import StoreUnavailableError
+from ragloom_app.db.models import SourceStatus
 from ragloom_app.index.file import FileIndex
+from ragloom_app.index.file.source_rows import set_status
+from ragloom_app.index.file.source_steps import SourceSteps
 from tests.helpers.scripted_llm import ScriptedLLM
 
 SECRET = "# Launch\n\nThe launch password is Quillfeather, kept by the night shift.\n"
@@ -94,3 +97,38 @@ def test_selecting_a_file_of_an_index_with_nothing_indexed_searches_that_file_on
     ids = _indexed(index, tmp_path / "docs")
     monkeypatch.setattr(index, "indexed_source_ids", set)  # say, all being indexed again
     assert index.selection_filter([ids["public.md"]]) == [ids["public.md"]]
+
+
+def test_a_file_being_indexed_or_cut_off_halfway_is_never_found(
+    index: FileIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its chunks are in both stores before it counts as indexed; a search then, or after
+    its process was killed there (the file listed queued), finds the other files only,
+    with or without a selection."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "public.md").write_text(PUBLIC)
+    (docs / "secret.md").write_text(SECRET)
+    (public,) = index.get_indexing_pipeline({}).run([docs / "public.md"])
+    question = "What is the launch password kept by the night shift?"
+    seen: list[set[str]] = []
+    flip = SourceSteps._flip
+
+    def searched_before_the_flip(self: SourceSteps, *args: object, **values: object) -> object:
+        for mode in ("hybrid", "vector", "fulltext"):
+            for selected in (None, [public.source_id]):
+                seen.append(_names(index, question, mode, selected))
+        return flip(self, *args, **values)
+
+    monkeypatch.setattr(SourceSteps, "_flip", searched_before_the_flip)
+    (secret,) = index.get_indexing_pipeline({}).run([docs / "secret.md"])
+    assert secret.status == "indexed" and secret.source_id is not None
+    assert seen == [{"public.md"}] * 6
+    assert index.find_terms(["quillfeather"]) == {"quillfeather": True}
+    # As a process killed before its flip leaves the row (listed queued).
+    set_status(index.resources.engine, secret.source_id, SourceStatus.INDEXING, None)
+    assert {s["name"]: s["status"] for s in index.list_sources()}["secret.md"] == "queued"
+    for mode in ("hybrid", "vector", "fulltext"):
+        for selected in (None, [public.source_id], [secret.source_id]):
+            assert _names(index, question, mode, selected) <= {"public.md"}, (mode, selected)
+    assert index.find_terms(["quillfeather"]) == {"quillfeather": False}

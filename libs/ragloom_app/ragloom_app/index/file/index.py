@@ -228,8 +228,8 @@ class FileIndex(BaseIndex):
         and the request's ``top_k`` (default 5) and ``llm`` (a :class:`ChatLLM` for
         ``rerank``, put there by the chat page, not the user). ``selected`` limits the
         search to those source ids, unless it holds every indexed source of this index:
-        then no filter is passed, as Chroma's ``$in`` filter is slow. Sources being
-        removed or failed are never returned (:meth:`unsearchable_source_ids`).
+        then no filter is passed, as Chroma's ``$in`` filter is slow. Sources not fully
+        indexed are never returned (:meth:`unsearchable_source_ids`).
         """
         values = self.resolve_settings({k: v for k, v in settings.items() if k not in REQUEST_KEYS})
         top_k = int(settings.get("top_k") or 5)
@@ -303,10 +303,19 @@ class FileIndex(BaseIndex):
         return self.source_ids(SourceStatus.INDEXED)
 
     def unsearchable_source_ids(self) -> set[str]:
-        """The ids of sources being removed or failed: a store may still hold chunks of
-        theirs (its clean-up could not reach it; recovery or ``index check --repair``
-        finishes it), and no search may return them meanwhile."""
-        return self.source_ids(SourceStatus.REMOVING, SourceStatus.FAILED)
+        """The ids of sources not (or no longer) fully indexed, whose chunks no search may
+        return: one being indexed has chunks in the stores before it counts as indexed,
+        one whose process was killed keeps them until it is indexed again, and a store may
+        still hold chunks of one removed or failed (its clean-up could not reach it;
+        recovery or ``index check --repair`` finishes it)."""
+        with Session(self.resources.engine) as session:
+            return set(
+                session.exec(
+                    select(Source.id).where(
+                        Source.index_id == self.id, col(Source.status) != SourceStatus.INDEXED
+                    )
+                )
+            )
 
     def selection_filter(self, selected: Collection[str] | None) -> list[str] | None:
         """The source ids to filter on for ``selected``, or ``None`` for no filter at all.
