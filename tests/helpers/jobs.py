@@ -31,6 +31,7 @@ __all__ = [
     "finished_job",
     "numbered_documents",
     "staged_job",
+    "staging_removed",
     "stalled",
 ]
 
@@ -73,6 +74,17 @@ def finished_job(app: BaseApp, job_id: str, timeout: float = 30) -> JobView:
         assert time.monotonic() < deadline, seen
         time.sleep(0.05)
     return seen
+
+
+def staging_removed(app: BaseApp, job_id: str, timeout: float = 30) -> bool:
+    """Whether the job's staged upload is gone within ``timeout``: the run that ended the
+    job removes it just after recording the end (the end first, lest a crash between the
+    two leave a job to run again without its files)."""
+    folder = staging_dir(app.settings.data_dir, job_id)
+    deadline = time.monotonic() + timeout
+    while folder.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not folder.exists()
 
 
 def alter_job(app: BaseApp, job_id: str, **values: Any) -> None:

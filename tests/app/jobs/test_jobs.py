@@ -25,6 +25,7 @@ from tests.helpers.jobs import (
     finished_job,
     numbered_documents,
     staged_job,
+    staging_removed,
     stalled,
 )
 from tests.helpers.outages import postgres_away
@@ -45,7 +46,7 @@ def test_a_job_indexes_every_file_and_reports_each(app: BaseApp, tmp_path: Path)
     ]
     assert "unsupported file type" in done.outcomes[3]["reason"]
     assert sorted(s["name"] for s in index.list_sources()) == ["doc0.md", "doc1.md", "doc2.md"]
-    assert not staging_dir(app.settings.data_dir, job.id).exists()
+    assert staging_removed(app, job.id)
     assert all(path.exists() for _, path in files)  # copied, not moved: the caller's stay
     assert index.check().clean
 
@@ -77,7 +78,7 @@ def test_a_running_job_stops_after_the_file_it_is_on(
         ("doc3.md", "cancelled"),
     ]
     assert [s["name"] for s in index.list_sources()] == ["doc0.md"]
-    assert index.check().clean and not staging_dir(app.settings.data_dir, job.id).exists()
+    assert index.check().clean and staging_removed(app, job.id)
 
 
 def test_a_cancel_lists_each_file_not_reached_once_whatever_its_name(
