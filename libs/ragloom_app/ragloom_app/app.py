@@ -21,7 +21,7 @@ import pluggy
 from ragloom.agents.tools import BaseTool, ToolRegistry
 from ragloom.embeddings import Embeddings
 from ragloom.llms.base import ChatLLM
-from ragloom.llms.deadline import DeadlineLLM
+from ragloom.llms.deadline import DeadlineLLM, UnfinishedCalls
 from ragloom.loaders import FileReader
 from ragloom_app import __version__
 from ragloom_app.data_folder import PRIVATE_UMASK, make_private_folder
@@ -340,15 +340,18 @@ class BaseApp:
     def reasoning_state(self, **values: Any) -> ReasoningState:
         """A request's state: the default LLM, the registered tools, the LLMs a user may
         choose by name, the embeddings. With a ``deadline``, every LLM call of the request
-        stops waiting for its turn at it (:class:`~ragloom.llms.deadline.DeadlineLLM`)."""
+        stops waiting for its turn at it (:class:`~ragloom.llms.deadline.DeadlineLLM`), and
+        the usage of those cut short is kept in ``unfinished``, if given."""
         deadline: float | None = values.get("deadline")
+        unfinished: UnfinishedCalls | None = values.pop("unfinished", None)
         if deadline is None:
             llm, llm_named = self.llm(), self.selectable_llm
         else:
-            llm = DeadlineLLM(llm=self.llm(), deadline=deadline)
+            llm = DeadlineLLM(llm=self.llm(), deadline=deadline, unfinished=unfinished)
 
             def llm_named(name: str) -> ChatLLM:
-                return DeadlineLLM(llm=self.selectable_llm(name), deadline=deadline)
+                chosen = self.selectable_llm(name)
+                return DeadlineLLM(llm=chosen, deadline=deadline, unfinished=unfinished)
 
         return ReasoningState(
             llm=llm,

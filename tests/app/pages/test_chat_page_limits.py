@@ -163,3 +163,25 @@ def test_an_answer_waiting_for_the_busy_local_model_ends_at_its_deadline(
     assert record["steps"][-1]["step"] == "busy"
     # The model never had the question: no tokens are counted for it.
     assert not [step for step in record["steps"] if step["event"] == "usage"]
+
+
+def test_a_call_cut_short_by_the_deadline_still_counts_its_tokens(tmp_path: Path) -> None:
+    """Its usage comes with its last item, which a cut call never reaches: the answer once
+    counted none of the words it had streamed, nor the prompt they answered."""
+    slow = {
+        "class": "tests.helpers.misbehaving_llms.SlowLLM",
+        "replies": ["It " * 60 + "runs at 451 kelvin [1]."],
+        "delay": 0.05,
+    }
+    app = scripted_app(tmp_path, {"slow": slow}, {"r.md": REACTOR}, answer_deadline_seconds=1.0)
+    *_, finished = ChatPage(app).ask("How hot is the reactor?", mode="fullqa")
+    assert isinstance(finished, AnswerFinished)
+    record = finished.record.to_dict()
+    assert "(Cut short: the answer took longer than the limit of 1 s" in record["answer"]
+    (cut,) = [step for step in record["steps"] if step["step"] == "llm:cut-short"]
+    llm = app.llm()
+    assert isinstance(llm, SlowLLM)
+    assert 0 < cut["completion_tokens"] == len(llm.streamed) < 64
+    assert cut["prompt_tokens"] > 0
+    assert record["usage"]["llm_calls"] >= 1
+    assert record["usage"]["completion_tokens"] >= cut["completion_tokens"]

@@ -10,9 +10,10 @@ import time
 import pytest
 from theflow import Param
 
-from ragloom.llms.base import ChatMessage, GenerationOptions
-from ragloom.llms.deadline import DeadlineLLM
+from ragloom.llms.base import ChatMessage, GenerationOptions, LLMError
+from ragloom.llms.deadline import DeadlineLLM, UnfinishedCalls
 from ragloom.llms.replay import ReplayLLM
+from tests.helpers.misbehaving_llms import FailingLLM
 
 QUESTION = [ChatMessage("user", "How hot is the reactor?")]
 
@@ -60,3 +61,36 @@ def test_a_plugin_models_own_attributes_are_read_through() -> None:
     assert bound.temperature == 0.3 and bound.supports_images is True
     with pytest.raises(AttributeError):
         _ = bound.no_such_attribute
+
+
+def test_a_call_cut_short_is_counted_with_an_estimate_and_a_finished_one_is_not() -> None:
+    """The usage of a call comes with its last item; one closed before it (the answer's
+    deadline, a client that left) or failing after some words still took tokens."""
+    unfinished = UnfinishedCalls()
+    bound = DeadlineLLM(
+        llm=ReplayLLM(replies=["It runs at 451 kelvin [1]."]),
+        deadline=time.monotonic() + 30,
+        unfinished=unfinished,
+    )
+    assert bound.run(QUESTION).usage.completion_tokens == 6
+    assert unfinished.take() == []  # finished: its own usage counts, not an estimate
+    cut = bound.stream(QUESTION)
+    assert [next(cut).text, next(cut).text] == ["It", " runs"]
+    cut.close()
+    never_began = bound.stream(QUESTION)
+    never_began.close()  # no word came: it may never have had its turn
+    (estimate,) = unfinished.take()
+    assert (estimate.prompt_tokens, estimate.completion_tokens) == (
+        ReplayLLM().count_tokens(QUESTION[0].content),
+        2,
+    )
+    assert estimate.first_token_seconds is not None and unfinished.take() == []
+
+    failing = DeadlineLLM(
+        llm=FailingLLM(replies=["It runs at 451 kelvin."], words_first=3, message="gone"),
+        deadline=time.monotonic() + 30,
+        unfinished=unfinished,
+    )
+    with pytest.raises(LLMError, match="gone"):
+        failing.run(QUESTION)
+    assert [u.completion_tokens for u in unfinished.take()] == [3]

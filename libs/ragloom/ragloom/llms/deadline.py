@@ -7,19 +7,61 @@ minutes without a word, then began after its time was up, only to be cut short a
 :class:`DeadlineLLM` gives every call of one answer that answer's deadline as
 ``GenerationOptions.wait_until``, which the model honours while it waits; the app wraps the
 LLMs of every answer it writes, so reasoning modes (plugins' included) need not pass it on.
+
+A call the answer cuts short (its deadline, a client that left, a failure) never reaches
+its last item, which carries its usage; the tokens it took still count. Given
+:class:`UnfinishedCalls`, :class:`DeadlineLLM` estimates and keeps the usage of each such
+call that had begun to answer, for the answer to count.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from theflow import Param
 
-from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMStreamItem
+from ragloom.llms.base import (
+    CallTimer,
+    ChatLLM,
+    ChatMessage,
+    GenerationOptions,
+    LLMStreamItem,
+    Usage,
+)
 
-__all__ = ["DeadlineLLM"]
+__all__ = ["DeadlineLLM", "UnfinishedCalls"]
+
+logger = logging.getLogger(__name__)
+
+
+class UnfinishedCalls:
+    """The estimated usage of one answer's LLM calls that ended before their last item.
+
+    Estimated, as a server that reports no usage is: the prompt by the model's
+    :meth:`~ChatLLM.count_tokens`, the completion one token per streamed piece, the seconds
+    until the call ended. A call that ended before its first piece is not counted (it may
+    never have had its turn). Shared by every :class:`DeadlineLLM` of the answer, whatever
+    thread its calls run in.
+    """
+
+    def __init__(self) -> None:
+        self._usages: list[Usage] = []
+        self._lock = threading.Lock()
+
+    def add(self, usage: Usage) -> None:
+        """Keep one unfinished call's usage."""
+        with self._lock:
+            self._usages.append(usage)
+
+    def take(self) -> list[Usage]:
+        """The usages kept so far, in the order their calls ended; kept no longer."""
+        with self._lock:
+            taken, self._usages = self._usages, []
+        return taken
 
 
 class DeadlineLLM(ChatLLM):
@@ -33,11 +75,14 @@ class DeadlineLLM(ChatLLM):
 
     llm: ChatLLM = Param(help="The LLM that answers.")
     deadline: float = Param(help="A time.monotonic() time: the answer's deadline.")
+    unfinished: UnfinishedCalls | None = Param(
+        None, help="Where the usage of calls cut short is kept (not kept if None)."
+    )
 
     def __getattr__(self, name: str) -> Any:
         # Only what this class lacks comes here: a model's own settings and properties
         # (a plugin's LLM), which a mode may read off the LLM it was given.
-        if name.startswith("_") or name in ("llm", "deadline"):
+        if name.startswith("_") or name in ("llm", "deadline", "unfinished"):
             raise AttributeError(name)  # theflow's internals, or not set yet
         return getattr(self.llm, name)
 
@@ -79,8 +124,43 @@ class DeadlineLLM(ChatLLM):
     def stream(
         self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
     ) -> Iterator[LLMStreamItem]:
-        """``llm``'s stream, with ``wait_until`` no later than ``deadline``."""
+        """``llm``'s stream, with ``wait_until`` no later than ``deadline``; a call that
+        ends before its last item is kept in :attr:`unfinished`."""
         options = options or GenerationOptions()
         if options.wait_until is None or options.wait_until > self.deadline:
             options = dataclasses.replace(options, wait_until=self.deadline)
-        return self.llm.stream(messages, options)
+        items = self.llm.stream(messages, options)
+        if self.unfinished is None:
+            return items
+        return self._counted(messages, items, self.unfinished)
+
+    def _counted(
+        self,
+        messages: Sequence[ChatMessage],
+        items: Iterator[LLMStreamItem],
+        unfinished: UnfinishedCalls,
+    ) -> Iterator[LLMStreamItem]:
+        timer = CallTimer()
+        pieces, finished = 0, False
+        try:
+            for item in items:
+                if item.result is not None:
+                    finished = True
+                elif item.text:
+                    timer.mark()
+                    pieces += 1
+                yield item
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()  # now, not when collected: the model stops generating
+            if not finished and pieces:
+                unfinished.add(self._estimate(messages, pieces, timer))
+
+    def _estimate(self, messages: Sequence[ChatMessage], pieces: int, timer: CallTimer) -> Usage:
+        try:
+            prompt = sum(self.llm.count_tokens(m.content) for m in messages)
+        except Exception as exc:  # a tokenizer's server away: the base estimate
+            logger.warning("cannot count a cut call's prompt tokens: %s", exc)
+            prompt = sum(ChatLLM.count_tokens(self.llm, m.content) for m in messages)
+        return Usage(prompt, prompt, pieces, timer.elapsed(), timer.first_token)

@@ -9,8 +9,9 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
 
 from ragloom.event_checks import event_problem
-from ragloom.events import AnswerCollector, AnswerDelta, Event, StepFinished
+from ragloom.events import AnswerCollector, AnswerDelta, Event, LLMCallFinished, StepFinished
 from ragloom.llms.base import LLMBusyError
+from ragloom.llms.deadline import UnfinishedCalls
 from ragloom_app.errors import UserFacingError, scrub, user_error
 
 __all__ = ["LeftOut", "MalformedEventError", "bounded_events"]
@@ -37,11 +38,14 @@ def bounded_events(
     left_out: list[LeftOut],
     started: float,
     limit: float,
+    unfinished: UnfinishedCalls | None = None,
 ) -> Generator[Event, None, None]:
     """A mode's ``stream`` of events as an answer may show them: the indices left out
     noted (``left_out`` grows as the search meets them), step errors scrubbed, stopped
     ``limit`` seconds after ``started`` (a ``perf_counter`` time), and a failure of the
-    mode ending the answer in words. ``collector`` is what the answer has so far."""
+    mode ending the answer in words. ``collector`` is what the answer has so far. The
+    calls the mode's LLMs left unfinished (in ``unfinished``), once its stream is closed,
+    count as ``llm:cut-short`` calls."""
     reported = 0
     try:
         for event in stream:
@@ -69,6 +73,8 @@ def bounded_events(
         _close(stream)
     for item in left_out[reported:]:
         yield _left_out_step(item)
+    for usage in unfinished.take() if unfinished is not None else ():
+        yield LLMCallFinished("cut-short", usage)
 
 
 def _cut_short(collector: AnswerCollector, limit: float, started: float) -> Iterator[Event]:

@@ -20,6 +20,7 @@ from theflow import Param
 
 from ragloom.events import AnswerCollector, AnswerRecord, Event
 from ragloom.llms.base import ChatMessage, Role
+from ragloom.llms.deadline import UnfinishedCalls
 from ragloom.retrieval import Retriever
 from ragloom.schema import RetrievedChunk
 from ragloom_app.app import BaseApp
@@ -291,10 +292,12 @@ class ChatPage:
                 ChatMessage(cast(Role, m.role), m.content)
                 for m in self.conversations.messages(conversation_id)
             ]
+        unfinished = UnfinishedCalls()  # the calls the answer cuts short still count
         state = self.app.reasoning_state(
             conversation_id=conversation_id,
             history=history,
             deadline=time.monotonic() + self.app.settings.answer_deadline_seconds,
+            unfinished=unfinished,
         )
         left_out: list[LeftOut] = []
         pipeline = self.create_pipeline(
@@ -310,7 +313,9 @@ class ChatPage:
             self._save(conversation_id, "user", question)
         collector = AnswerCollector(mode=mode_id)
         limit = self.app.settings.answer_deadline_seconds
-        events = bounded_events(pipeline.stream(question), collector, left_out, started, limit)
+        events = bounded_events(
+            pipeline.stream(question), collector, left_out, started, limit, unfinished
+        )
         try:
             for event in events:
                 collector.add(event)
