@@ -8,10 +8,10 @@ minutes without a word, then began after its time was up, only to be cut short a
 ``GenerationOptions.wait_until``, which the model honours while it waits; the app wraps the
 LLMs of every answer it writes, so reasoning modes (plugins' included) need not pass it on.
 
-A call the answer cuts short (its deadline, a client that left, a failure) never reaches
-its last item, which carries its usage; the tokens it took still count. Given
-:class:`UnfinishedCalls`, :class:`DeadlineLLM` estimates and keeps the usage of each such
-call that had begun to answer, for the answer to count.
+A call the answer cuts short (its deadline, a client that left) is closed before its last
+item, which carries its usage; the tokens it took still count. Given
+:class:`UnfinishedCalls`, :class:`DeadlineLLM` estimates and keeps the usage of each call
+closed after it had begun to answer, for the answer to count.
 """
 
 from __future__ import annotations
@@ -39,12 +39,13 @@ logger = logging.getLogger(__name__)
 
 
 class UnfinishedCalls:
-    """The estimated usage of one answer's LLM calls that ended before their last item.
+    """The estimated usage of one answer's LLM calls closed before their last item.
 
     Estimated, as a server that reports no usage is: the prompt by the model's
     :meth:`~ChatLLM.count_tokens`, the completion one token per streamed piece, the seconds
     until the call ended. A call that ended before its first piece is not counted (it may
-    never have had its turn). Shared by every :class:`DeadlineLLM` of the answer, whatever
+    never have had its turn), nor one that raised (its caller saw the failure, and counts
+    it if it will). Shared by every :class:`DeadlineLLM` of the answer, whatever
     thread its calls run in.
     """
 
@@ -124,8 +125,8 @@ class DeadlineLLM(ChatLLM):
     def stream(
         self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
     ) -> Iterator[LLMStreamItem]:
-        """``llm``'s stream, with ``wait_until`` no later than ``deadline``; a call that
-        ends before its last item is kept in :attr:`unfinished`."""
+        """``llm``'s stream, with ``wait_until`` no later than ``deadline``; a call closed
+        before its last item is kept in :attr:`unfinished`."""
         options = options or GenerationOptions()
         if options.wait_until is None or options.wait_until > self.deadline:
             options = dataclasses.replace(options, wait_until=self.deadline)
@@ -141,7 +142,7 @@ class DeadlineLLM(ChatLLM):
         unfinished: UnfinishedCalls,
     ) -> Iterator[LLMStreamItem]:
         timer = CallTimer()
-        pieces, finished = 0, False
+        pieces, finished, cut = 0, False, False
         try:
             for item in items:
                 if item.result is not None:
@@ -150,11 +151,17 @@ class DeadlineLLM(ChatLLM):
                     timer.mark()
                     pieces += 1
                 yield item
+        except GeneratorExit:
+            # Closed by its caller, who can count nothing more. A call that raised is not
+            # counted here: its caller sees the error, and may count it (FullQA's answer
+            # step does), so it is not counted twice.
+            cut = not finished and pieces > 0
+            raise
         finally:
             close = getattr(items, "close", None)
             if close is not None:
                 close()  # now, not when collected: the model stops generating
-            if not finished and pieces:
+            if cut:
                 unfinished.add(self._estimate(messages, pieces, timer))
 
     def _estimate(self, messages: Sequence[ChatMessage], pieces: int, timer: CallTimer) -> Usage:
