@@ -69,6 +69,11 @@ class RerankingRetriever(Retriever):
         """The inner retriever's name: reranking finds nothing new."""
         return self.label or self.inner.name
 
+    @property
+    def comparable_scores(self) -> bool:
+        """The inner retriever's: reranking changes the order, not the scores."""
+        return self.inner.comparable_scores
+
     def run(
         self,
         query: str,
