@@ -64,6 +64,19 @@ def test_judges_at_most_max_candidates() -> None:
     assert len(llm.prompts) == 2
 
 
+def test_a_top_k_above_max_candidates_is_filled_with_the_unjudged_in_order() -> None:
+    # Every judged passage relevant: the 8 judged, then the next two as they came.
+    llm = ScriptedLLM(replies=["yes"] * 8)
+    kept = LLMReranker(llm=llm)("q", _hits(20), top_k=10)
+    assert _ids(kept) == [f"c{i}" for i in range(1, 11)]
+    assert len(llm.prompts) == 8
+    # Those judged "no" stay out; the unjudged fill the places they leave.
+    llm = ScriptedLLM(replies=["yes", "no"] * 4)
+    kept = LLMReranker(llm=llm)("q", _hits(20), top_k=10)
+    assert _ids(kept) == ["c1", "c3", "c5", "c7"] + [f"c{i}" for i in range(9, 15)]
+    assert len(llm.prompts) == 8
+
+
 def test_nothing_to_judge_makes_no_call() -> None:
     llm = ScriptedLLM(replies=[])
     assert LLMReranker(llm=llm)("q", [], top_k=3) == []

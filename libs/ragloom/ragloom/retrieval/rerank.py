@@ -99,11 +99,13 @@ class LLMReranker(Reranker):
     """Keeps the chunks an LLM judges relevant (yes/no, one call per chunk), in order.
 
     The judgement is constrained to ``yes`` or ``no`` by a grammar. Chunks are judged in
-    their given order until ``top_k`` are kept or ``max_candidates`` have been judged; if
-    none is judged relevant, the first ``top_k`` are returned as they came, since an
-    answer from the best guesses beats no evidence at all. The question comes before the
-    passage in the prompt, so llama.cpp reuses the evaluated system prompt and question
-    from one chunk to the next.
+    their given order until ``top_k`` are kept or ``max_candidates`` have been judged;
+    when fewer than ``top_k`` were kept, the chunks not judged follow in their given order
+    up to ``top_k`` (a top_k above max_candidates still gets its passages). If none is
+    judged relevant, the first ``top_k`` are returned as they came, since an answer from
+    the best guesses beats no evidence at all. The question comes before the passage in
+    the prompt, so llama.cpp reuses the evaluated system prompt and question from one
+    chunk to the next.
     """
 
     llm: ChatLLM = Param(help="The model that judges each chunk.")
@@ -127,7 +129,8 @@ class LLMReranker(Reranker):
         return reply.strip().lower().lstrip("\"'*").startswith("yes")
 
     def run(self, query: str, hits: Sequence[RetrievedChunk], top_k: int) -> list[RetrievedChunk]:
-        """The relevant chunks in their given order (or the first ``top_k`` if none is)."""
+        """The relevant chunks in their given order, then the unjudged ones up to ``top_k``
+        (or the first ``top_k`` if none is relevant)."""
         if top_k <= 0 or not hits:
             return []
         started = time.perf_counter()
@@ -147,4 +150,6 @@ class LLMReranker(Reranker):
         )
         if not kept:
             return list(hits[:top_k])
-        return kept
+        # Chunks judged "no" stay out; those never judged (past max_candidates) are the
+        # retriever's next best guesses, as good as they were before reranking.
+        return kept + list(hits[judged : judged + top_k - len(kept)])
