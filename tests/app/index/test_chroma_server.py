@@ -98,6 +98,35 @@ def test_an_outage_fails_cleanly_and_the_app_recovers_without_a_restart(
     assert index.check().clean
 
 
+def test_a_hybrid_search_with_mmr_answers_from_the_full_text_while_the_server_is_away(
+    server: ChromaServer, tmp_path: Path
+) -> None:
+    app = replay_app(tmp_path, chroma_server=server.url)
+    index = _indexed(app, tmp_path)
+    more = tmp_path / "cooling.md"
+    more.write_text("The Zorblax reactor is cooled by a loop of water.", encoding="utf-8")
+    (outcome,) = index.get_indexing_pipeline({}).run([more])
+    assert outcome.status == "indexed", outcome
+    question = "How hot does the Zorblax reactor run?"
+    mmr = {"My files": {"mmr": True}}
+    (retriever,) = index.get_retriever_pipelines({"mmr": True})
+    server.stop()
+    try:
+        # Two passages found by full text: MMR has vectors to ask for, and embeds them
+        # again instead of failing the search.
+        assert len(retriever.run(question)) == 2
+        *_, finished = ChatPage(app).ask(question, index_settings=mmr)
+    finally:
+        server.start()
+    assert isinstance(finished, AnswerFinished)
+    # The replayed answer, not "searching the documents failed"; the evidence is both
+    # passages, found by full text (the citations' order is the search's).
+    assert finished.record.answer.startswith("The Zorblax reactor runs at 451 kelvin [1]")
+    cited = finished.record.citations
+    assert any("451 kelvin" in c.text for c in cited)
+    assert all(set(c.found_by) == {"fulltext"} for c in cited)
+
+
 def test_the_api_answers_503_while_the_server_is_away_and_the_same_request_works_after(
     server: ChromaServer, tmp_path: Path
 ) -> None:

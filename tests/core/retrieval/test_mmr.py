@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,8 @@ from ragloom.embeddings import SentenceTransformerEmbeddings
 from ragloom.retrieval import MMRReranker, mmr_order
 from ragloom.schema import Chunk, RetrievedChunk
 from ragloom.stores import ChromaVectorStore
+from ragloom.stores.chroma import chroma_http_client
+from tests.helpers.chroma_server import chroma_server
 
 
 def _unit(*values: float) -> np.ndarray:
@@ -109,3 +112,23 @@ def test_chunks_the_store_lacks_are_embedded_again(
     assert [h.chunk.id for h in reranker("q", _hits(TEXTS), top_k=3)] == ["c1", "c3", "c4"]
     with pytest.raises(ValueError, match="MMR needs vectors for 4 chunks"):
         MMRReranker(vector_store=empty)("q", _hits(TEXTS), top_k=2)
+
+
+def test_a_chroma_server_away_does_not_fail_the_search(
+    tmp_path: Path, embeddings: SentenceTransformerEmbeddings, caplog: pytest.LogCaptureFixture
+) -> None:
+    hits = _hits(TEXTS)
+    with chroma_server(tmp_path / "server") as server:
+        store = ChromaVectorStore("mmr_away", client=chroma_http_client("127.0.0.1", server.port))
+        store.add([h.chunk for h in hits], embeddings.embed_documents(TEXTS))
+        server.stop()
+        with caplog.at_level(logging.WARNING, logger="ragloom.retrieval.mmr"):
+            # With an embedder, the chunks are embedded again: the same MMR order.
+            again = MMRReranker(vector_store=store, embeddings=embeddings, lambda_mult=0.5)
+            assert [h.chunk.id for h in again("q", hits, top_k=3)] == ["c1", "c3", "c4"]
+            # Without one, the candidates keep the search's order.
+            kept = MMRReranker(vector_store=store, lambda_mult=0.5)("q", hits, top_k=3)
+            assert [h.chunk.id for h in kept] == ["c1", "c2", "c3"]
+    embedded, skipped = [r.getMessage() for r in caplog.records]
+    assert "could not be reached" in embedded and "embedding the 4 chunks again" in embedded
+    assert skipped.startswith("MMR skipped, the search's order kept: the Chroma server")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from theflow import Param
 
 from ragloom.embeddings import SentenceTransformerEmbeddings
+from ragloom.llms.base import ChatMessage, GenerationOptions, LLMBusyError, LLMStreamItem
 from ragloom.llms.llamacpp import LlamaCppChat
 from ragloom.retrieval import (
     FullTextRetriever,
@@ -15,10 +19,28 @@ from ragloom.retrieval import (
     MMRReranker,
     RerankingRetriever,
     VectorRetriever,
+    retrieve_from_all,
 )
 from ragloom.schema import Chunk, RetrievedChunk
 from ragloom.stores import BM25Store, ChromaVectorStore
 from tests.helpers.scripted_llm import ScriptedLLM
+
+
+class BusyAfterLLM(ScriptedLLM):
+    """Answers its scripted replies, then fails every call: busy (as the local model is
+    under load past an answer's deadline), or ``unexpected``: a RuntimeError (a bug)."""
+
+    unexpected: bool = Param(False, help="Raise a RuntimeError, not LLMBusyError.")
+
+    def stream(
+        self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
+    ) -> Iterator[LLMStreamItem]:
+        if not self.replies:
+            self.prompts.append(list(messages))
+            if self.unexpected:
+                raise RuntimeError("judge crashed")
+            raise LLMBusyError("the model is busy: the answer's time ran out in line")
+        yield from super().stream(messages, options)
 
 
 def _hits(count: int) -> list[RetrievedChunk]:
@@ -62,6 +84,47 @@ def test_judges_at_most_max_candidates() -> None:
     kept = LLMReranker(llm=llm, max_candidates=2)("q", _hits(5), top_k=2)
     assert _ids(kept) == ["c1", "c2"]  # neither judged relevant: the fallback
     assert len(llm.prompts) == 2
+
+
+def test_a_top_k_above_max_candidates_is_filled_with_the_unjudged_in_order() -> None:
+    # Every judged passage relevant: the 8 judged, then the next two as they came.
+    llm = ScriptedLLM(replies=["yes"] * 8)
+    kept = LLMReranker(llm=llm)("q", _hits(20), top_k=10)
+    assert _ids(kept) == [f"c{i}" for i in range(1, 11)]
+    assert len(llm.prompts) == 8
+    # Those judged "no" stay out; the unjudged fill the places they leave.
+    llm = ScriptedLLM(replies=["yes", "no"] * 4)
+    kept = LLMReranker(llm=llm)("q", _hits(20), top_k=10)
+    assert _ids(kept) == ["c1", "c3", "c5", "c7"] + [f"c{i}" for i in range(9, 15)]
+    assert len(llm.prompts) == 8
+
+
+def test_a_judge_that_fails_leaves_the_rest_in_their_order(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    llm = BusyAfterLLM(replies=["no", "yes"])
+    with caplog.at_level(logging.WARNING, logger="ragloom.retrieval.rerank"):
+        kept = LLMReranker(llm=llm)("q", _hits(6), top_k=3)
+    # c1 judged no, c2 yes, then busy at c3: c3 and c4 follow as they came.
+    assert _ids(kept) == ["c2", "c3", "c4"]
+    assert len(llm.prompts) == 3  # no call after the failure
+    (record,) = caplog.records
+    # One line that says what happened; a busy model is no bug, so no traceback.
+    assert "stopped after 2 of 6 judged" in record.getMessage()
+    assert "LLMBusyError" in record.getMessage() and not record.exc_info
+    # Failing at the first call keeps the search's order.
+    assert _ids(LLMReranker(llm=BusyAfterLLM())("q", _hits(6), top_k=3)) == ["c1", "c2", "c3"]
+
+
+def test_a_judge_that_fails_unexpectedly_is_logged_with_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    llm = BusyAfterLLM(replies=["no"], unexpected=True)
+    with caplog.at_level(logging.WARNING, logger="ragloom.retrieval.rerank"):
+        kept = LLMReranker(llm=llm)("q", _hits(4), top_k=2)
+    assert _ids(kept) == ["c2", "c3"]  # the one judged no stays out
+    (record,) = caplog.records
+    assert record.exc_info is not None and isinstance(record.exc_info[1], RuntimeError)
 
 
 def test_nothing_to_judge_makes_no_call() -> None:
@@ -122,6 +185,17 @@ def test_reranking_retriever_fetches_more_and_applies_rerankers_in_turn(
     # Merged hybrid hits keep both retrievers' scores through reranking.
     assert all(set(h.found_by) <= {"vector", "fulltext"} and h.found_by for h in result)
     assert retriever.name == "hybrid"
+
+
+def test_a_busy_judge_still_answers_the_search_in_its_own_order(
+    hybrid: HybridRetriever,
+) -> None:
+    question = "How often is the cooling loop flushed?"
+    plain = hybrid(question, top_k=3)
+    busy = RerankingRetriever(inner=hybrid, rerankers=[LLMReranker(llm=BusyAfterLLM())])
+    # One index searched, as most questions are: its failure was the whole search's.
+    found = retrieve_from_all([busy], question, 3)
+    assert _ids(found) == _ids(plain)
 
 
 def test_source_filter_reaches_the_inner_retriever(hybrid: HybridRetriever) -> None:

@@ -51,6 +51,17 @@ class Retriever(BaseComponent):
         """This retriever's key in ``found_by`` (``label`` if set, else ``default_name``)."""
         return self.label or self.default_name
 
+    @property
+    def comparable_scores(self) -> bool:
+        """Whether this retriever's scores mean the same in every index searched this way.
+
+        Only then can the lists of several indices be merged by score. False unless a
+        retriever knows better: a BM25 score depends on its corpus (its document
+        frequencies and lengths), so 2.4 in a large archive says nothing against 0.7 in a
+        small index. Wrappers answer for the retriever they wrap.
+        """
+        return False
+
     def resolve_k(self, top_k: int | None) -> int:
         """``top_k`` if given, else the ``top_k`` param; never negative."""
         return max(0, int(self.top_k if top_k is None else top_k))
@@ -75,6 +86,12 @@ class VectorRetriever(Retriever):
     embeddings: QueryEmbedder = Param(help="Embeds the question (same model as the chunks).")
 
     default_name = "vector"
+
+    @property
+    def comparable_scores(self) -> bool:
+        """True: a cosine similarity is on the same scale in every index (the app embeds
+        every index with one model)."""
+        return True
 
     def run(
         self,
@@ -101,7 +118,11 @@ class VectorRetriever(Retriever):
 
 
 class FullTextRetriever(Retriever):
-    """Chunks sharing the question's terms, ranked by BM25."""
+    """Chunks sharing the question's terms, ranked by BM25.
+
+    Its scores are not :attr:`~Retriever.comparable_scores`: BM25 weighs a term by how
+    rare it is in this index, so another index's scores are on a scale of their own.
+    """
 
     store: FullTextStore = Param(help="The full-text store to search.")
 

@@ -93,6 +93,12 @@ class HybridRetriever(Retriever):
 
     default_name = "hybrid"
 
+    @property
+    def comparable_scores(self) -> bool:
+        """True: a fused score depends only on the chunk's ranks in each list (and rrf_k),
+        never on the corpus, so two indices' hybrid searches score on one scale."""
+        return True
+
     def run(
         self,
         query: str,

@@ -29,13 +29,15 @@ def retrieve_from_all(
     """The best ``top_k`` chunks over every retriever, each chunk once.
 
     Each retriever's list keeps its own order (MMR or reranking may have set it). When
-    every retriever has the same :attr:`~Retriever.name`, their scores are on one scale
-    (two indices' hybrid searches both score by fused rank, two vector searches by cosine
-    similarity), and the lists are merged by always taking the head with the highest
-    score: lists sorted by score merge into one sorted list. Retrievers of different kinds
-    score on scales that cannot be compared (a BM25 score of 12 beats any cosine), so
-    their lists are merged by rank instead: each one's first, then each one's second...
-    Either way the earlier retriever wins a tie.
+    every retriever has the same :attr:`~Retriever.name` and its scores are
+    :attr:`~Retriever.comparable_scores`, they are on one scale (two indices' hybrid
+    searches both score by fused rank, two vector searches by cosine similarity), and the
+    lists are merged by always taking the head with the highest score: lists sorted by
+    score merge into one sorted list. Otherwise the scores cannot be compared: a BM25
+    score of 12 beats any cosine, and two indices' BM25 scores each depend on their own
+    corpus (a word common in one is rare in the other). Those lists are merged by rank
+    instead: each one's first, then each one's second... Either way the earlier retriever
+    wins a tie.
 
     A retriever that raises is left out of this search, its error logged, so one broken
     index does not fail every question; when every retriever raises, :class:`RetrievalError`.
@@ -44,6 +46,7 @@ def retrieve_from_all(
     """
     queues: list[deque[RetrievedChunk]] = []
     kinds: set[str] = set()
+    comparable = True
     failures: list[Exception] = []
     for retriever in retrievers:
         if stop is not None and stop():
@@ -52,6 +55,7 @@ def retrieve_from_all(
         try:
             queues.append(deque(retriever(query, top_k=top_k)))
             kinds.add(name)
+            comparable = comparable and bool(getattr(retriever, "comparable_scores", False))
         except Exception as exc:
             logger.warning("retriever %s failed; left out of this search", name, exc_info=True)
             failures.append(exc)
@@ -61,7 +65,9 @@ def retrieve_from_all(
         unavailable = [str(exc) for exc in failures if isinstance(exc, StoreUnavailableError)]
         why = unavailable[0] if unavailable else "every search raised an error"
         raise RetrievalError(f"searching the documents failed: {why}") from failures[0]
-    by_score = len(kinds) <= 1
+    # Not by rescaling each list (min-max): that makes every list's head 1.0 whatever it
+    # matched, which is taking turns at the top with more arbitrary order below.
+    by_score = len(kinds) <= 1 and comparable
     taken = [0] * len(queues)
     merged: list[RetrievedChunk] = []
     seen: set[str] = set()

@@ -9,6 +9,9 @@ Here relevance is the retriever's own score rescaled to [0, 1] over the candidat
 BM25) search stays the measure of relevance, and embeddings serve only to see
 redundancy. Chunk vectors come from the vector store by id (about a millisecond with
 Chroma); only chunks it cannot give are embedded again (about 50 ms each on 2 cores).
+While the store's server is away, every chunk is embedded again, or, with no embedder,
+the candidates keep the retriever's order: MMR must not fail a search that answers
+without the vectors (a hybrid search falls back to full text).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from theflow import Param
 from ragloom.embeddings.base import Embeddings
 from ragloom.retrieval.rerank import Reranker
 from ragloom.schema import RetrievedChunk
-from ragloom.stores.base import VectorStore
+from ragloom.stores.base import StoreUnavailableError, VectorStore
 
 __all__ = ["MMRReranker", "mmr_order"]
 
@@ -85,9 +88,20 @@ class MMRReranker(Reranker):
     lambda_mult: float = Param(0.5, help="1: relevance only; 0: diversity only.")
 
     def chunk_vectors(self, hits: Sequence[RetrievedChunk]) -> np.ndarray:
-        """One vector per hit: from the store where it has them, else embedded again."""
+        """One vector per hit: from the store where it has them, else embedded again.
+
+        Raises :class:`~ragloom.stores.base.StoreUnavailableError` when the store is away
+        and there are no ``embeddings`` to embed the chunks with.
+        """
         store = self.vector_store
-        found = store.vectors([h.chunk.id for h in hits]) if store is not None else {}
+        found: dict[str, np.ndarray] = {}
+        if store is not None:
+            try:
+                found = store.vectors([h.chunk.id for h in hits])
+            except StoreUnavailableError as exc:
+                if self.embeddings is None:
+                    raise
+                logger.warning("MMR: %s; embedding the %d chunks again", exc, len(hits))
         missing = [h for h in hits if h.chunk.id not in found]
         if missing:
             if self.embeddings is None:
@@ -101,11 +115,15 @@ class MMRReranker(Reranker):
         return np.stack([np.asarray(found[h.chunk.id], dtype=np.float32) for h in hits])
 
     def run(self, query: str, hits: Sequence[RetrievedChunk], top_k: int) -> list[RetrievedChunk]:
-        """Up to ``top_k`` of ``hits`` in MMR order; scores and found_by unchanged."""
+        """Up to ``top_k`` of ``hits`` in MMR order; scores and found_by unchanged (the
+        first ``top_k`` as they came if the store is away and nothing can embed them)."""
         items = list(hits)
         if len(items) <= 1 or top_k <= 0:
             return items[: max(0, top_k)]
-        order = mmr_order(
-            [h.score for h in items], self.chunk_vectors(items), float(self.lambda_mult), top_k
-        )
+        try:
+            vectors = self.chunk_vectors(items)
+        except StoreUnavailableError as exc:
+            logger.warning("MMR skipped, the search's order kept: %s", exc)
+            return items[:top_k]
+        order = mmr_order([h.score for h in items], vectors, float(self.lambda_mult), top_k)
         return [items[i] for i in order]

@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 from theflow import Param
 
 from ragloom.base import BaseComponent
-from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMError
 from ragloom.retrieval.base import Retriever
 from ragloom.schema import RetrievedChunk
 
@@ -69,6 +69,11 @@ class RerankingRetriever(Retriever):
         """The inner retriever's name: reranking finds nothing new."""
         return self.label or self.inner.name
 
+    @property
+    def comparable_scores(self) -> bool:
+        """The inner retriever's: reranking changes the order, not the scores."""
+        return self.inner.comparable_scores
+
     def run(
         self,
         query: str,
@@ -94,11 +99,18 @@ class LLMReranker(Reranker):
     """Keeps the chunks an LLM judges relevant (yes/no, one call per chunk), in order.
 
     The judgement is constrained to ``yes`` or ``no`` by a grammar. Chunks are judged in
-    their given order until ``top_k`` are kept or ``max_candidates`` have been judged; if
-    none is judged relevant, the first ``top_k`` are returned as they came, since an
-    answer from the best guesses beats no evidence at all. The question comes before the
-    passage in the prompt, so llama.cpp reuses the evaluated system prompt and question
-    from one chunk to the next.
+    their given order until ``top_k`` are kept or ``max_candidates`` have been judged;
+    when fewer than ``top_k`` were kept, the chunks not judged follow in their given order
+    up to ``top_k`` (a top_k above max_candidates still gets its passages). If none is
+    judged relevant, the first ``top_k`` are returned as they came, since an answer from
+    the best guesses beats no evidence at all. The question comes before the passage in
+    the prompt, so llama.cpp reuses the evaluated system prompt and question from one
+    chunk to the next.
+
+    A judge that fails (the model busy past the answer's deadline, an endpoint down)
+    ends the judging, logged: the chunks kept so far come first, then the ones not
+    judged (the failed one among them) in their given order, up to ``top_k``. Reranking
+    refines a search; it must not cost the answer its evidence.
     """
 
     llm: ChatLLM = Param(help="The model that judges each chunk.")
@@ -122,15 +134,32 @@ class LLMReranker(Reranker):
         return reply.strip().lower().lstrip("\"'*").startswith("yes")
 
     def run(self, query: str, hits: Sequence[RetrievedChunk], top_k: int) -> list[RetrievedChunk]:
-        """The relevant chunks in their given order (or the first ``top_k`` if none is)."""
+        """The relevant chunks in their given order, then the unjudged ones up to ``top_k``
+        (or the first ``top_k`` if none is relevant and the judge did not fail)."""
         if top_k <= 0 or not hits:
             return []
         started = time.perf_counter()
         kept: list[RetrievedChunk] = []
         judged = 0
+        failed = False
         for hit in hits[: max(0, self.max_candidates)]:
+            try:
+                relevant = self.is_relevant(query, hit)
+            except Exception as exc:
+                failed = True
+                # An LLM that is busy or away is an expected state, said in its own words;
+                # anything else is a bug, whose traceback the log needs.
+                logger.warning(
+                    "LLM rerank stopped after %d of %d judged, the rest in search order: %s: %s",
+                    judged,
+                    len(hits),
+                    type(exc).__name__,
+                    exc,
+                    exc_info=not isinstance(exc, LLMError),
+                )
+                break
             judged += 1
-            if self.is_relevant(query, hit):
+            if relevant:
                 kept.append(hit)
                 if len(kept) >= top_k:
                     break
@@ -140,6 +169,8 @@ class LLMReranker(Reranker):
             judged,
             time.perf_counter() - started,
         )
-        if not kept:
+        if not kept and not failed:
             return list(hits[:top_k])
-        return kept
+        # Chunks judged "no" stay out; those never judged (past max_candidates) are the
+        # retriever's next best guesses, as good as they were before reranking.
+        return kept + list(hits[judged : judged + top_k - len(kept)])

@@ -22,6 +22,10 @@ class _SourceLimitedRetriever(Retriever):
     def name(self) -> str:
         return self.inner.name
 
+    @property
+    def comparable_scores(self) -> bool:
+        return self.inner.comparable_scores
+
 
 class RestrictedRetriever(_SourceLimitedRetriever):
     """Searches ``inner`` within ``source_ids`` only (narrowed further if a call says so)."""

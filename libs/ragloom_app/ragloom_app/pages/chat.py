@@ -93,6 +93,10 @@ class _ReportingRetriever(Retriever):
     def name(self) -> str:
         return self.inner.name
 
+    @property
+    def comparable_scores(self) -> bool:
+        return self.inner.comparable_scores
+
     def run(
         self,
         query: str,
