@@ -92,11 +92,14 @@ def test_a_top_k_above_max_candidates_is_filled_with_the_unjudged_in_order() -> 
     kept = LLMReranker(llm=llm)("q", _hits(20), top_k=10)
     assert _ids(kept) == [f"c{i}" for i in range(1, 11)]
     assert len(llm.prompts) == 8
-    # Those judged "no" stay out; the unjudged fill the places they leave.
+    # Those judged "no" stay out, and leave their places empty: the judge had those.
     llm = ScriptedLLM(replies=["yes", "no"] * 4)
     kept = LLMReranker(llm=llm)("q", _hits(20), top_k=10)
-    assert _ids(kept) == ["c1", "c3", "c5", "c7"] + [f"c{i}" for i in range(9, 15)]
+    assert _ids(kept) == ["c1", "c3", "c5", "c7", "c9", "c10"]
     assert len(llm.prompts) == 8
+    # Within max_candidates, the unjudged never fill a place a "no" left.
+    llm = ScriptedLLM(replies=["no", "yes", "no", "no", "no", "no", "no", "no"])
+    assert _ids(LLMReranker(llm=llm)("q", _hits(20), top_k=3)) == ["c2"]
 
 
 def test_a_judge_that_fails_leaves_the_rest_in_their_order(

@@ -99,9 +99,9 @@ class LLMReranker(Reranker):
     """Keeps the chunks an LLM judges relevant (yes/no, one call per chunk), in order.
 
     The judgement is constrained to ``yes`` or ``no`` by a grammar. Chunks are judged in
-    their given order until ``top_k`` are kept or ``max_candidates`` have been judged;
-    when fewer than ``top_k`` were kept, the chunks not judged follow in their given order
-    up to ``top_k`` (a top_k above max_candidates still gets its passages). If none is
+    their given order until ``top_k`` are kept or ``max_candidates`` have been judged; a
+    ``top_k`` above ``max_candidates`` gets its places past them filled with the chunks
+    not judged, in their given order. If none is
     judged relevant, the first ``top_k`` are returned as they came, since an answer from
     the best guesses beats no evidence at all. The question comes before the passage in
     the prompt, so llama.cpp reuses the evaluated system prompt and question from one
@@ -171,6 +171,11 @@ class LLMReranker(Reranker):
         )
         if not kept and not failed:
             return list(hits[:top_k])
-        # Chunks judged "no" stay out; those never judged (past max_candidates) are the
-        # retriever's next best guesses, as good as they were before reranking.
-        return kept + list(hits[judged : judged + top_k - len(kept)])
+        # Chunks judged "no" stay out. Those never judged are the retriever's next best
+        # guesses: after a failure, in every place left; otherwise only in the places
+        # past max_candidates, which the judge never had (below them, most of what it
+        # judged was "no", and the next candidates are likely no better).
+        room = top_k - len(kept)
+        if not failed:
+            room = min(room, max(0, top_k - self.max_candidates))
+        return kept + list(hits[judged : judged + room])
