@@ -5,6 +5,8 @@ thread from start to end (a model is locked for a whole generation). :func:`iter
 runs the iterator on a thread of its own and hands each item to the event loop as soon as
 it is made; when the consumer stops early (the client went away), the thread is told to
 stop and closes the iterator after its current item, which ends the answer's work.
+:func:`collect_in_thread` does the same for an answer sent whole: it gathers the items,
+and stops them when the client leaves first.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
 
-__all__ = ["iterate_in_thread", "started"]
+import anyio
+from starlette.types import Receive
+
+__all__ = ["client_left", "collect_in_thread", "iterate_in_thread", "started"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +99,45 @@ async def iterate_in_thread(
             yield item  # type: ignore[misc]
     finally:
         stop.set()
+
+
+async def client_left(receive: Receive) -> None:
+    """Return once the client of ``receive`` (the ASGI ``receive`` of a request whose body
+    was read) has gone: the server says so with ``http.disconnect``."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def collect_in_thread(
+    items: Iterator[T], receive: Receive, on_end: Callable[[], None] | None = None
+) -> list[T] | None:
+    """Every item of ``items``, made on a thread of their own as :func:`iterate_in_thread`
+    makes them (an exception they raise is raised here; ``on_end`` as there); ``None`` if
+    the client of ``receive`` leaves first: ``items`` is then stopped and closed after its
+    current item, as a stream's answer is, instead of running on for nobody."""
+    made: list[T] = []
+    failure: Exception | None = None
+    left = False
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            nonlocal left
+            await client_left(receive)
+            left = True
+            group.cancel_scope.cancel()
+
+        group.start_soon(watch)
+        try:
+            # The thread starts at the first step, before ``watch`` can run: from then on
+            # it owns ``items``, and the cancel below stops it (iterate_in_thread's finally).
+            async for item in iterate_in_thread(items, on_end=on_end):
+                made.append(item)
+        except Exception as exc:  # raised below: the group would wrap it in a group
+            failure = exc
+        group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return None if left else made
 
 
 class _Failed:

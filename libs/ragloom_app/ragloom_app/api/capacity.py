@@ -12,14 +12,21 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
 
+from fastapi import Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
 
+from ragloom_app.api.bridge import collect_in_thread
 from ragloom_app.api.errors import ApiError
 from ragloom_app.api.stream import SSE_MEDIA_TYPE
 from ragloom_app.db.models import LOCAL_USER
 
 __all__ = ["MAX_ANSWERS_AT_ONCE", "MAX_ANSWERS_PER_USER", "AnswerSlots", "Slot", "answer_response"]
+
+CLIENT_LEFT = 499
+"""The status of the answer to a client that left before it was made (nginx's "client
+closed request"): nobody reads it, the server does not even send it."""
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -119,22 +126,26 @@ class Slot:
         return ended
 
 
-def answer_response(
+async def answer_response(
+    request: Request,
     slots: AnswerSlots,
     owner: str,
     start: Callable[[], Iterator[T]],
     *,
     stream: Callable[[Iterator[T], Slot], AsyncIterator[str]] | None,
     collect: Callable[[Iterator[T]], R],
-) -> StreamingResponse | R:
-    """An answer of ``owner``'s within a slot of ``slots``: ``start()`` begins it (what
-    it refuses raises here, the slot given back); then ``stream`` makes it server-sent
-    events, the slot given back when its work ends (:meth:`Slot.held_by_work`), or by the
-    response's cleanup if it never began; or, without ``stream``, ``collect`` makes the
-    one response, the slot given back after."""
+) -> Response | R:
+    """An answer of ``owner``'s within a slot of ``slots``, for ``request``: ``start()``
+    begins it on a server thread (what it refuses raises here, the slot given back); then
+    ``stream`` makes it server-sent events, the slot given back when its work ends
+    (:meth:`Slot.held_by_work`), or by the response's cleanup if it never began; or,
+    without ``stream``, ``collect`` makes the one response of its items once all are made.
+    Either way a client that leaves stops the answer at its next item, which frees the
+    slot, the model and the conversation; a client waiting for a whole answer is not
+    answered then."""
     slot = slots.slot(owner)
     try:
-        items = start()
+        items = await run_in_threadpool(start)
     except BaseException:
         slot.give_back()
         raise
@@ -145,7 +156,7 @@ def answer_response(
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
             background=BackgroundTask(slot.give_back),
         )
-    try:
-        return collect(items)
-    finally:
-        slot.give_back()
+    made = await collect_in_thread(items, request.receive, on_end=slot.held_by_work())
+    if made is None:
+        return Response(status_code=CLIENT_LEFT)
+    return collect(iter(made))

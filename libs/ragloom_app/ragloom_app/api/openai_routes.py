@@ -116,8 +116,12 @@ def openai_router(
         response_model=ChatCompletion,
         responses={200: {"content": {SSE_MEDIA_TYPE: {}}, "description": "The answer."}},
     )
-    def chat_completions(request: ChatCompletionRequest, user: User = Depends(current_user)) -> Any:
+    async def chat_completions(
+        request: ChatCompletionRequest, http_request: Request, user: User = Depends(current_user)
+    ) -> Any:
         """Answer the last user message with the model's mode (see the module docstring)."""
+        # Async, so that the answer stops when its client leaves (answer_response): what
+        # blocks runs on threads of its own.
         mode = mode_of(request.model)
         question, history = _split(request)
         try:
@@ -150,7 +154,8 @@ def openai_router(
                 ragloom=_extra(record),
             )
 
-        return answer_response(
+        return await answer_response(
+            http_request,
             slots,
             user.id,
             # The mode refuses what it cannot take before its first event.

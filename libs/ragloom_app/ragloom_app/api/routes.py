@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 import ragloom_app
 from ragloom.events import Event
@@ -210,11 +211,18 @@ def api_router(
             },
         },
     )
-    def ask(conversation_id: str, body: AskRequest, user: User = Depends(current_user)) -> Any:
+    async def ask(
+        conversation_id: str,
+        body: AskRequest,
+        request: Request,
+        user: User = Depends(current_user),
+    ) -> Any:
         """Answer a question in a conversation: one JSON object (the shape ``ragloom ask
         --json`` prints), or with ``stream`` server-sent events of the typed events the UI
         renders, the whole answer last (``done``). Both turns are saved."""
-        conversation(conversation_id, user)
+        # Async, so that the answer stops when its client leaves (answer_response): what
+        # blocks (the database, the answer) runs on threads.
+        await run_in_threadpool(conversation, conversation_id, user)
 
         def collect(events: Iterator[Any]) -> dict[str, Any]:
             for item in events:
@@ -222,7 +230,8 @@ def api_router(
                     return _answer(item, conversation_id)
             raise ApiError(500, "internal_error", "the answer ended without a record")
 
-        return answer_response(
+        return await answer_response(
+            request,
             slots,
             user.id,
             lambda: _checked_ask(page, conversation_id, body, user),
