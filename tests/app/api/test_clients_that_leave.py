@@ -112,3 +112,20 @@ def test_an_api_client_that_times_out_stops_its_answer_and_frees_the_conversatio
     again = {"question": QUESTION, "stream": True}
     with slow.api.stream("POST", f"/conversations/{cid}/ask", json=again) as response:
         assert response.status_code == 200
+
+
+def test_an_answer_past_the_slots_is_refused_saying_when_to_ask_again(slow: SlowServer) -> None:
+    client = openai.OpenAI(base_url=f"{slow.url}v1", api_key="sk-local", max_retries=0)
+    cid = slow.api.post("/conversations").json()["id"]
+    holding = {"question": QUESTION, "stream": True}
+    with slow.api.stream("POST", f"/conversations/{cid}/ask", json=holding) as held:
+        assert held.status_code == 200  # the one slot is this answer's
+        with pytest.raises(openai.RateLimitError) as refused:
+            client.chat.completions.create(
+                model="ragloom-fullqa", messages=[{"role": "user", "content": QUESTION}]
+            )
+        assert refused.value.code == "busy"
+        assert refused.value.response.headers["Retry-After"] == "1"
+        other = slow.api.post("/conversations").json()["id"]
+        again = slow.api.post(f"/conversations/{other}/ask", json={"question": QUESTION})
+        assert again.status_code == 429 and again.headers["Retry-After"] == "1"

@@ -43,6 +43,11 @@ MAX_ANSWERS_PER_USER = 4
 local user (every request, when login is off) is held to the whole bound only."""
 
 
+BUSY_RETRY_AFTER = {"Retry-After": "1"}
+"""When a request refused for want of a slot may try again: answers end all the time, and
+a refusal costs the server nothing."""
+
+
 class AnswerSlots:
     """A bounded count of answers in progress, and of each user's."""
 
@@ -61,7 +66,10 @@ class AnswerSlots:
             mine = self._taken.get(owner, 0)
             if sum(self._taken.values()) >= self.slots:
                 raise ApiError(
-                    429, "busy", f"{self.slots} answers are being made: ask again in a moment"
+                    429,
+                    "busy",
+                    f"{self.slots} answers are being made: ask again in a moment",
+                    headers=BUSY_RETRY_AFTER,
                 )
             # The local user is everyone when login is off (REQUIRE_LOGIN): the whole
             # bound is theirs.
@@ -71,6 +79,7 @@ class AnswerSlots:
                     "busy",
                     f"{self.per_user} of your answers are being made (API_MAX_ANSWERS_PER_USER):"
                     " ask again when one has ended",
+                    headers=BUSY_RETRY_AFTER,
                 )
             self._taken[owner] = mine + 1
 

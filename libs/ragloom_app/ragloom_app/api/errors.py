@@ -42,14 +42,22 @@ RETRY_AFTER_SECONDS = 5
 
 class ApiError(Exception):
     """A refusal the API answers with ``status`` and a JSON error body; ``param`` names
-    the request field at fault, if one is."""
+    the request field at fault, if one is; ``headers`` go with it (``Retry-After``)."""
 
-    def __init__(self, status: int, code: str, message: str, param: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.param = param
+        self.headers = headers
 
 
 def not_found(what: str, ident: str) -> ApiError:
@@ -114,7 +122,7 @@ def install_error_handlers(api: FastAPI) -> None:
     @api.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
         body = error_body(exc.status, exc.code, exc.message, param=exc.param)
-        return JSONResponse(body, status_code=exc.status)
+        return JSONResponse(body, status_code=exc.status, headers=exc.headers)
 
     @api.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
