@@ -20,7 +20,7 @@ from typing import TypeVar
 import anyio
 from starlette.types import Receive
 
-__all__ = ["client_left", "collect_in_thread", "iterate_in_thread", "started"]
+__all__ = ["client_left", "close_items", "collect_in_thread", "iterate_in_thread", "started"]
 
 logger = logging.getLogger(__name__)
 
@@ -32,19 +32,38 @@ _END = object()
 def started(items: Iterator[T]) -> Iterator[T]:
     """``items`` with its first item made now: what it refuses before its first item
     (an answer's unknown mode, a setting its index refuses) raises here, before a response
-    is begun. Closing the result closes ``items``."""
-    first = next(items)
+    is begun. Closing the result closes ``items``, read or not."""
+    return _Started(next(items), items)
 
-    def rest() -> Iterator[T]:
-        try:
-            yield first
-            yield from items
-        finally:  # closed at its first item too, which ``yield from`` would not pass on
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
 
-    return rest()
+class _Started(Iterator[T]):
+    """:func:`started`'s result: its first item, then the rest of ``items``. Not a
+    generator: a generator closed before its first step runs none of its code, and would
+    leave ``items`` (an answer holding its conversation) open for the garbage collector."""
+
+    def __init__(self, first: T, items: Iterator[T]) -> None:
+        self._first: list[T] = [first]
+        self._items = items
+
+    def __iter__(self) -> Iterator[T]:
+        return self
+
+    def __next__(self) -> T:
+        if self._first:
+            return self._first.pop()
+        return next(self._items)
+
+    def close(self) -> None:
+        """Close ``items``; nothing more is made."""
+        self._first.clear()
+        close_items(self._items)
+
+
+def close_items(items: Iterator[object]) -> None:
+    """Close ``items`` if it can be closed (a generator: its ``finally`` runs now)."""
+    close = getattr(items, "close", None)
+    if close is not None:
+        close()
 
 
 async def iterate_in_thread(
@@ -74,9 +93,7 @@ async def iterate_in_thread(
             put(_Failed(exc))
         finally:
             try:
-                close = getattr(items, "close", None)
-                if close is not None:
-                    close()
+                close_items(items)
             finally:
                 if on_end is not None:
                     on_end()

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import anyio
 from fastapi import Request, Response
 from fastapi.responses import StreamingResponse
-from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
+from starlette.types import Receive, Scope, Send
 
-from ragloom_app.api.bridge import collect_in_thread
+from ragloom_app.api.bridge import close_items, collect_in_thread
 from ragloom_app.api.errors import ApiError
 from ragloom_app.api.stream import SSE_MEDIA_TYPE
 from ragloom_app.db.models import LOCAL_USER
@@ -135,6 +136,40 @@ class Slot:
         return ended
 
 
+class _AnswerStream(StreamingResponse):
+    """An answer's server-sent events (``body``). Once ``body`` began, its thread owns the
+    answer (``items``) and closes it; if it never began (the client left before the
+    headers were sent), nothing else would: the response closes it then."""
+
+    def __init__(self, items: Iterator[Any], slot: Slot, body: AsyncIterator[str]) -> None:
+        self._items: Iterator[Any] | None = items
+        self._slot = slot
+
+        async def begun() -> AsyncIterator[str]:
+            # No await until body's thread has started: from here it closes the answer.
+            self._items = None
+            async for part in body:
+                yield part
+
+        super().__init__(
+            begun(),
+            media_type=SSE_MEDIA_TYPE,
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            items, self._items = self._items, None
+            if items is not None:
+                # Closing an answer stores it as far as it went: on a thread, not the loop;
+                # shielded, since a cancelled request (the server stopping) must still.
+                with anyio.CancelScope(shield=True):
+                    await run_in_threadpool(close_items, items)
+            self._slot.give_back()  # nothing once its work holds it (held_by_work)
+
+
 async def answer_response(
     request: Request,
     slots: AnswerSlots,
@@ -147,11 +182,11 @@ async def answer_response(
     """An answer of ``owner``'s within a slot of ``slots``, for ``request``: ``start()``
     begins it on a server thread (what it refuses raises here, the slot given back); then
     ``stream`` makes it server-sent events, the slot given back when its work ends
-    (:meth:`Slot.held_by_work`), or by the response's cleanup if it never began; or,
-    without ``stream``, ``collect`` makes the one response of its items once all are made.
-    Either way a client that leaves stops the answer at its next item, which frees the
-    slot, the model and the conversation; a client waiting for a whole answer is not
-    answered then."""
+    (:meth:`Slot.held_by_work`), or, the answer closed, by the response's cleanup if the
+    stream never began (its client left first); or, without ``stream``, ``collect`` makes
+    the one response of its items once all are made. Either way a client that leaves
+    stops the answer at its next item, which frees the slot, the model and the
+    conversation; a client waiting for a whole answer is not answered then."""
     slot = slots.slot(owner)
     try:
         items = await run_in_threadpool(start)
@@ -159,12 +194,7 @@ async def answer_response(
         slot.give_back()
         raise
     if stream is not None:
-        return StreamingResponse(
-            stream(items, slot),
-            media_type=SSE_MEDIA_TYPE,
-            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-            background=BackgroundTask(slot.give_back),
-        )
+        return _AnswerStream(items, slot, stream(items, slot))
     made = await collect_in_thread(items, request.receive, on_end=slot.held_by_work())
     if made is None:
         return Response(status_code=CLIENT_LEFT)

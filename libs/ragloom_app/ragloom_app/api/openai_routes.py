@@ -30,7 +30,7 @@ from ragloom.events import AnswerDelta, AnswerRecord, AnswerRevised
 from ragloom.llms.base import ChatMessage
 from ragloom.qa.citations import strip_citations
 from ragloom_app.accounts import User
-from ragloom_app.api.bridge import iterate_in_thread, started
+from ragloom_app.api.bridge import close_items, iterate_in_thread, started
 from ragloom_app.api.capacity import AnswerSlots, Slot, answer_response
 from ragloom_app.api.errors import ApiError, error_body
 from ragloom_app.api.models import ERROR_RESPONSES
@@ -180,35 +180,39 @@ def _chunk(completion_id: str, created: int, model: str, **fields: Any) -> dict[
 def _chunks(
     items: Iterator[Any], completion_id: str, created: int, model: str
 ) -> Iterator[dict[str, Any]]:
-    """The stream's chunks (JSON objects); a ``usage`` key on the last one's side."""
+    """The stream's chunks (JSON objects); a ``usage`` key on the last one's side.
+    Closing them closes ``items``: the answer stops with its stream."""
 
     def delta(content: str) -> dict[str, Any]:
         choice = {"index": 0, "delta": {"content": content}, "finish_reason": None}
         return _chunk(completion_id, created, model, choices=[choice])
 
     opening = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
-    yield _chunk(completion_id, created, model, choices=[opening])
     shown = ""
     revised: str | None = None
-    for item in items:
-        if isinstance(item, AnswerDelta) and item.text:
-            shown += item.text
-            yield delta(item.text)
-        elif isinstance(item, AnswerRevised):
-            revised = item.text
-        elif isinstance(item, AnswerFinished):
-            record = item.record
-            if revised is not None and _words(revised) != _words(shown):
-                yield delta(f"\n\n{REVISED_NOTICE}\n{record.answer}")
-            last = {"index": 0, "delta": {}, "finish_reason": "stop"}
-            yield _chunk(
-                completion_id,
-                created,
-                model,
-                choices=[last],
-                ragloom=_extra(record).model_dump(),
-                usage=_usage(record),
-            )
+    try:
+        yield _chunk(completion_id, created, model, choices=[opening])
+        for item in items:
+            if isinstance(item, AnswerDelta) and item.text:
+                shown += item.text
+                yield delta(item.text)
+            elif isinstance(item, AnswerRevised):
+                revised = item.text
+            elif isinstance(item, AnswerFinished):
+                record = item.record
+                if revised is not None and _words(revised) != _words(shown):
+                    yield delta(f"\n\n{REVISED_NOTICE}\n{record.answer}")
+                last = {"index": 0, "delta": {}, "finish_reason": "stop"}
+                yield _chunk(
+                    completion_id,
+                    created,
+                    model,
+                    choices=[last],
+                    ragloom=_extra(record).model_dump(),
+                    usage=_usage(record),
+                )
+    finally:  # a generator closed mid-loop leaves what it loops over open
+        close_items(items)
 
 
 def _words(text: str) -> str:
