@@ -18,7 +18,6 @@ response and in the stream's last chunk.
 from __future__ import annotations
 
 import json
-import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -32,7 +31,7 @@ from ragloom.qa.citations import strip_citations
 from ragloom_app.accounts import User
 from ragloom_app.api.bridge import close_items, iterate_in_thread, started
 from ragloom_app.api.capacity import AnswerSlots, Slot, answer_response
-from ragloom_app.api.errors import ApiError, error_body
+from ragloom_app.api.errors import ApiError, api_error
 from ragloom_app.api.models import ERROR_RESPONSES
 from ragloom_app.api.openai_models import (
     MODEL_PREFIX,
@@ -43,12 +42,10 @@ from ragloom_app.api.openai_models import (
     RagloomExtra,
 )
 from ragloom_app.api.stream import SSE_MEDIA_TYPE
-from ragloom_app.errors import UserFacingError, scrub, user_error
+from ragloom_app.errors import UserFacingError, scrub
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 
 __all__ = ["REVISED_NOTICE", "openai_router"]
-
-logger = logging.getLogger(__name__)
 
 REVISED_NOTICE = "(Revised by Ragloom's check of the answer against its sources:)"
 """What precedes, in a stream, an answer whose words were revised after it was written."""
@@ -230,11 +227,8 @@ async def _sse(
                 tail = {**chunk, "choices": [], "usage": usage}
                 tail.pop("ragloom", None)
                 yield f"data: {json.dumps(tail, ensure_ascii=False)}\n\n"
-    except UserFacingError as exc:
-        yield f"data: {json.dumps(error_body(422, 'invalid_request', scrub(str(exc))))}\n\n"
-    except Exception as exc:  # the status line is sent: the failure is a chunk
-        failure = user_error(exc, "Answering", log=logger)
-        yield f"data: {json.dumps(error_body(500, 'internal_error', failure.message))}\n\n"
+    except Exception as exc:  # the status line is sent: the failure is a chunk, as coded
+        yield f"data: {json.dumps(api_error(exc, 'Answering').body())}\n\n"
     finally:
         slot.give_back()
     yield "data: [DONE]\n\n"

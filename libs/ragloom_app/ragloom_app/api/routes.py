@@ -7,7 +7,6 @@ user's object answers 404, as one that does not exist.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -19,7 +18,7 @@ from ragloom.events import Event
 from ragloom_app.accounts import User
 from ragloom_app.api.bridge import iterate_in_thread, started
 from ragloom_app.api.capacity import AnswerSlots, Slot, answer_response
-from ragloom_app.api.errors import ApiError, error_body, not_found
+from ragloom_app.api.errors import ApiError, api_error, not_found
 from ragloom_app.api.models import (
     ERROR_RESPONSES,
     AnswerOut,
@@ -40,12 +39,9 @@ from ragloom_app.api.models import (
 )
 from ragloom_app.api.settings_schema import settings_json_schema
 from ragloom_app.api.stream import SSE_MEDIA_TYPE, event_payload, sse_message
-from ragloom_app.errors import UserFacingError, scrub, user_error
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.reasoning.settings import typed_mode_settings
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["API_PREFIX", "MAX_CONVERSATIONS_PAGE", "api_router", "index_out", "public_router"]
 
@@ -302,10 +298,7 @@ async def _sse(events: Any, conversation_id: str, slot: Slot) -> AsyncIterator[s
                 event: Event = item
                 name, data = event_payload(event)
                 yield sse_message(name, data)
-    except UserFacingError as exc:
-        yield sse_message("error", error_body(422, "invalid_request", scrub(str(exc))))
-    except Exception as exc:  # the status line is sent: the failure is an event
-        failure = user_error(exc, "Answering", log=logger)
-        yield sse_message("error", error_body(500, "internal_error", failure.message))
+    except Exception as exc:  # the status line is sent: the failure is an event, as coded
+        yield sse_message("error", api_error(exc, "Answering").body())
     finally:
         slot.give_back()
