@@ -87,6 +87,7 @@ def test_the_last_user_message_is_the_question(
 
 _ASK = {"model": "ragloom-fullqa", "messages": [{"role": "user", "content": "Hot?"}]}
 _PARTS = [{"role": "user", "content": [{"type": "text", "text": "x" * 90_000}] * 2}]
+_TEXT = {"type": "text", "text": "Hot?"}
 
 
 def test_options_that_only_tune_the_generation_are_accepted(client: openai.OpenAI) -> None:
@@ -138,6 +139,28 @@ def test_options_that_only_tune_the_generation_are_accepted(client: openai.OpenA
             "response_format.type",
         ),
         ({**_ASK, "logprobs": True}, 422, "invalid_request", "logprobs"),
+        # The field at fault, never pydantic's name for a branch of its type.
+        (
+            {**_ASK, "messages": [{"role": "user", "content": "x" * 100_001}]},
+            422,
+            "invalid_request",
+            "messages[0].content",
+        ),
+        (
+            {
+                **_ASK,
+                "messages": [{"role": "user", "content": [_TEXT, _TEXT | {"text": "x" * 100_001}]}],
+            },
+            422,
+            "invalid_request",
+            "messages[0].content",
+        ),
+        (
+            {**_ASK, "messages": [{"role": "user", "content": 5}]},
+            422,
+            "invalid_request",
+            "messages[0].content",
+        ),
         # The list form of a message's content is bounded as the string form is.
         (
             {**_ASK, "messages": [*_PARTS, {"role": "user", "content": "Hot?"}]},

@@ -17,6 +17,7 @@ reference that the ``internal_error`` message carries, with no stack trace or pa
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -108,14 +109,21 @@ def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
+_TYPE_TAG = re.compile(r"[a-z]+(-[a-z]+)*\[.*\]|constrained-[a-z]+|str|int|float|bool|bytes|none")
+"""A part of a validation error's ``loc`` that names a type, not a field: pydantic's tag
+for the branch of a union (``constrained-str``, ``list[TextPart]``) or for a validator
+(``function-after[...]``)."""
+
+
 def _field(loc: Sequence[Any]) -> str | None:
     """The request field a validation error's ``loc`` points at, OpenAI's way:
-    ``("body", "messages", 0, "content")`` is ``"messages[0].content"``."""
+    ``("body", "messages", 0, "content")`` is ``"messages[0].content"``, and so is
+    ``("body", "messages", 0, "content", "constrained-str")``: a type is no field."""
     name = ""
     for part in loc[1:]:  # the first says where: body, query, path
         if isinstance(part, int):
             name += f"[{part}]"
-        elif not str(part).startswith(("function-", "list[", "dict[", "union[")):
+        elif not _TYPE_TAG.fullmatch(str(part)):
             name += f".{part}" if name else str(part)
     return name or None
 
