@@ -4,6 +4,8 @@ the documented extra field."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import openai
 import pytest
@@ -98,6 +100,10 @@ def test_options_that_only_tune_the_generation_are_accepted(client: openai.OpenA
         temperature=0.2,
         max_tokens=50,
         response_format={"type": "text"},
+        # What asks for what an answer is anyway: text, no tools, no log probabilities.
+        tool_choice="none",
+        modalities=["text"],
+        top_logprobs=0,
     )
     assert answer.choices[0].message.content
 
@@ -179,6 +185,34 @@ def test_refusals_are_openai_style_errors(
     assert error["code"] == code
     assert error["type"] == ("not_found_error" if status == 404 else "invalid_request_error")
     assert error["param"] == param
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"functions": [{"name": "f", "parameters": {"type": "object"}}]}, "functions"),
+        ({"function_call": "auto"}, "function_call"),
+        ({"tool_choice": "required"}, "tool_choice"),
+        ({"tool_choice": "auto"}, "tool_choice"),
+        ({"tool_choice": {"type": "function", "function": {"name": "f"}}}, "tool_choice"),
+        ({"modalities": ["text", "audio"]}, "modalities[1]"),
+        ({"audio": {"voice": "alloy", "format": "wav"}}, "audio"),
+        ({"top_logprobs": 5}, "top_logprobs"),
+    ],
+)
+def test_fields_asking_for_another_kind_of_answer_are_refused(
+    client: openai.OpenAI, fields: dict[str, Any], param: str
+) -> None:
+    # Answered in plain text, they would leave a client waiting for what never comes.
+    with pytest.raises(openai.UnprocessableEntityError) as refused:
+        client.chat.completions.create(
+            model="ragloom-fullqa", messages=[{"role": "user", "content": "Hot?"}], **fields
+        )
+    assert (refused.value.code, refused.value.type, refused.value.param) == (
+        "invalid_request",
+        "invalid_request_error",
+        param,
+    )
 
 
 def test_the_openai_client_raises_its_own_errors_on_a_refusal(client: openai.OpenAI) -> None:
