@@ -29,6 +29,33 @@ def test_every_reasoning_mode_is_a_model(client: openai.OpenAI) -> None:
     assert "ragloom-auto" in ids
 
 
+def test_a_model_is_retrieved_by_its_id(client: openai.OpenAI) -> None:
+    model = client.models.retrieve("ragloom-fullqa")
+    assert (model.id, model.object, model.owned_by) == ("ragloom-fullqa", "model", "ragloom")
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.models.retrieve("gpt-4o")
+    assert (unknown.value.code, unknown.value.type, unknown.value.param) == (
+        "model_not_found",
+        "not_found_error",
+        "model",
+    )
+    assert "ragloom-fullqa" in str(unknown.value)  # the models there are
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [("GET", "v1/chat/completions", "POST"), ("DELETE", "v1/models", "GET")],
+)
+def test_a_route_asked_with_a_method_it_does_not_take_is_a_405(
+    live_server: LiveServer, method: str, path: str, allowed: str
+) -> None:
+    refused = httpx.request(method, f"{live_server.url}{path}", timeout=30)
+    assert refused.status_code == 405 and refused.headers["Allow"] == allowed
+    assert refused.json()["error"]["code"] == "method_not_allowed"
+    missing = httpx.request(method, f"{live_server.url}v1/no/such/path", timeout=30)
+    assert missing.status_code == 404  # a path that names nothing is still a 404
+
+
 def test_a_completion_answers_with_usage_and_citations(client: openai.OpenAI) -> None:
     completion = client.chat.completions.create(
         model="ragloom-fullqa",
@@ -85,6 +112,8 @@ def test_the_last_user_message_is_the_question(
     )
     prompt = llm.prompts[seen][-1].content
     assert prompt.endswith("Question: And the reactor?\nAnswer:")
+    # The system message is dropped (docs/api.md): the mode's own prompt decides.
+    assert not any("Be brief." in m.content for m in llm.prompts[seen])
 
 
 _ASK = {"model": "ragloom-fullqa", "messages": [{"role": "user", "content": "Hot?"}]}
@@ -130,6 +159,7 @@ def test_options_that_only_tune_the_generation_are_accepted(client: openai.OpenA
             "invalid_request",
             "messages[0].content",
         ),
+        ({**_ASK, "messages": _ASK["messages"] * 201}, 422, "invalid_request", "messages"),
         # What asks for an answer of another shape is refused, not silently ignored.
         ({**_ASK, "n": 3}, 422, "invalid_request", "n"),
         (

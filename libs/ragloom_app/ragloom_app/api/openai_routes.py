@@ -2,17 +2,17 @@
 a model.
 
 ``GET /v1/models`` lists one model per mode (``ragloom-fullqa``, ``ragloom-rewoo``, plugin
-modes too). ``POST /v1/chat/completions`` answers the last user message over the indices
-with that mode; the user and assistant messages before it are the request's history
-(``ReasoningState.history``: FullQA, and auto when it picks FullQA, search with the
-previous user message and show the last two exchanges in their prompt; the other built-in
-modes answer the question alone, and a plugin mode may use them). Streaming sends the
-answer as it is written. When Ragloom revises an answer after it was written, a revision
-that only adds citation marks changes nothing a client shows; one that changes its words
-(the grounding check declined it, or removed a sentence) is sent as one more piece, after
-a blank line, saying so: a client never keeps an answer Ragloom withdrew without being
-told. Citations travel in the extra field ``ragloom`` (:class:`RagloomExtra`), in the
-response and in the stream's last chunk.
+modes too), and ``GET /v1/models/{model}`` gives one. ``POST /v1/chat/completions``
+answers the last user message over the indices with that mode; the user and assistant
+messages before it are the request's history (``ReasoningState.history``: FullQA, and auto
+when it picks FullQA, search with the previous user message and show the last two
+exchanges in their prompt; the other built-in modes answer the question alone, and a
+plugin mode may use them). Streaming sends the answer as it is written. When Ragloom
+revises an answer after it was written, a revision that only adds citation marks changes
+nothing a client shows; one that changes its words (the grounding check declined it, or
+removed a sentence) is sent as one more piece, after a blank line, saying so: a client
+never keeps an answer Ragloom withdrew without being told. Citations travel in the extra
+field ``ragloom`` (:class:`RagloomExtra`), in the response and in the stream's last chunk.
 """
 
 from __future__ import annotations
@@ -107,6 +107,11 @@ def openai_router(
     def models(user: User = Depends(current_user)) -> ModelList:
         """One model per reasoning mode."""
         return ModelList(data=[ModelOut(id=MODEL_PREFIX + mode) for mode in app.reasonings])
+
+    @router.get("/models/{model:path}")
+    def model(model: str, user: User = Depends(current_user)) -> ModelOut:
+        """One model (``model_not_found``, 404, for a name that is none of them)."""
+        return ModelOut(id=MODEL_PREFIX + mode_of(model))
 
     @router.post(
         "/chat/completions",
