@@ -24,11 +24,12 @@ from ragloom_app.db.models import LOCAL_USER
 def test_a_slot_is_freed_when_the_answers_work_ends_not_when_its_client_leaves() -> None:
     slots = AnswerSlots(1)
     slot = slots.slot("alice")
-    go_on, closed = threading.Event(), threading.Event()
+    go_on, closed, working = threading.Event(), threading.Event(), threading.Event()
 
     def answer() -> Iterator[str]:
         try:
             yield "first token"
+            working.set()  # the thread asked for more: past its look at the stop flag
             go_on.wait(10)  # the model's next piece of work (a call waiting its turn)
             yield "second token"
         finally:
@@ -37,6 +38,9 @@ def test_a_slot_is_freed_when_the_answers_work_ends_not_when_its_client_leaves()
     async def client_that_leaves() -> None:
         stream = iterate_in_thread(answer(), on_end=slot.held_by_work())
         assert await stream.__anext__() == "first token"
+        # Left while the work goes on; leaving sooner, the thread could see the flag
+        # before asking for the next token, and stop at once.
+        assert await asyncio.to_thread(working.wait, 10)
         await stream.aclose()
 
     asyncio.run(client_that_leaves())
