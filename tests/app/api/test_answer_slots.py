@@ -1,19 +1,22 @@
 """An answer's slot (``API_MAX_ANSWERS``) is held while its work goes on, not while its
 stream does: a client that leaves stops the stream at once, but the answer's thread only
 stops at its next event, and until then it still uses the model. One user holds at most
-``API_MAX_ANSWERS_PER_USER`` of them."""
+``API_MAX_ANSWERS_PER_USER`` of them. An answer begun (:func:`started`) is closed even when
+nothing read it: its client left before its response's body began."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from starlette.requests import Request
+from starlette.types import Message
 
-from ragloom_app.api.bridge import iterate_in_thread
-from ragloom_app.api.capacity import AnswerSlots
+from ragloom_app.api.bridge import iterate_in_thread, started
+from ragloom_app.api.capacity import AnswerSlots, Slot, answer_response
 from ragloom_app.api.errors import ApiError
 from ragloom_app.db.models import LOCAL_USER
 
@@ -21,11 +24,12 @@ from ragloom_app.db.models import LOCAL_USER
 def test_a_slot_is_freed_when_the_answers_work_ends_not_when_its_client_leaves() -> None:
     slots = AnswerSlots(1)
     slot = slots.slot("alice")
-    go_on, closed = threading.Event(), threading.Event()
+    go_on, closed, working = threading.Event(), threading.Event(), threading.Event()
 
     def answer() -> Iterator[str]:
         try:
             yield "first token"
+            working.set()  # the thread asked for more: past its look at the stop flag
             go_on.wait(10)  # the model's next piece of work (a call waiting its turn)
             yield "second token"
         finally:
@@ -34,6 +38,9 @@ def test_a_slot_is_freed_when_the_answers_work_ends_not_when_its_client_leaves()
     async def client_that_leaves() -> None:
         stream = iterate_in_thread(answer(), on_end=slot.held_by_work())
         assert await stream.__anext__() == "first token"
+        # Left while the work goes on; leaving sooner, the thread could see the flag
+        # before asking for the next token, and stop at once.
+        assert await asyncio.to_thread(working.wait, 10)
         await stream.aclose()
 
     asyncio.run(client_that_leaves())
@@ -97,3 +104,62 @@ def test_a_slot_is_given_back_if_the_answers_thread_cannot_start(
         asyncio.run(stream())
     monkeypatch.undo()
     slots.take("bob")  # nothing holds it
+
+
+def _answer(closed: threading.Event) -> Iterator[str]:
+    try:
+        yield "first token"
+        yield "second token"
+    finally:
+        closed.set()
+
+
+def test_closing_a_begun_answer_closes_it_though_nothing_read_it() -> None:
+    closed = threading.Event()
+    answer = _answer(closed)  # a second reference, as a traceback or a frame may hold
+    begun = started(answer)
+    begun.close()
+    assert closed.is_set()
+    assert list(begun) == []
+
+
+def test_a_stream_whose_client_left_before_its_body_began_closes_its_answer() -> None:
+    slots = AnswerSlots(1)
+    closed = threading.Event()
+    answer = _answer(closed)  # as above: its last reference is not dropped
+    sent: list[Message] = []
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "method": "POST",
+        "path": "/ask",
+        "headers": [],
+    }
+
+    async def events(items: Iterator[str], slot: Slot) -> AsyncIterator[str]:
+        async for item in iterate_in_thread(items, on_end=slot.held_by_work()):
+            yield item
+
+    async def gone() -> Message:  # the client left while its answer began
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        await asyncio.sleep(0)  # as a server waits for its socket to drain
+        sent.append(message)
+
+    async def serve() -> None:
+        response = await answer_response(
+            Request(scope, gone),
+            slots,
+            "alice",
+            lambda: started(answer),
+            stream=events,
+            collect=list,
+        )
+        assert not isinstance(response, list)
+        await response(scope, gone, send)
+
+    asyncio.run(serve())
+    assert [m for m in sent if m["type"] == "http.response.body"] == []  # no body began
+    assert closed.is_set()
+    slots.take("bob")  # and its slot is free

@@ -132,9 +132,12 @@ def test_the_openai_endpoint_answers_each_user_over_its_own_indices(two_users: T
     )
     sources = {c["source"] for c in completion.model_extra["ragloom"]["citations"]}  # type: ignore[index]
     assert "alice-private.md" not in sources
+    assert bob.models.retrieve("ragloom-fullqa").id == "ragloom-fullqa"
     nobody = openai.OpenAI(base_url=f"{two_users.url}v1", api_key="sk-wrong", max_retries=0)
     with pytest.raises(openai.AuthenticationError):
         nobody.models.list()
+    with pytest.raises(openai.AuthenticationError):
+        nobody.models.retrieve("ragloom-fullqa")
 
 
 def test_a_login_sets_an_httponly_strict_cookie_and_logout_ends_it(two_users: TwoUsers) -> None:

@@ -397,3 +397,56 @@ def test_a_conversation_deleted_mid_answer_is_a_404_saying_so(
         del live_server.app.reasonings["deleter"]
     assert answer.status_code == 404, answer.text
     assert "deleted while it was answered" in answer.json()["error"]["message"]
+
+
+def _stream_error(api: httpx.Client, cid: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The error event a streamed answer ended with (it began: the status line was 200)."""
+    with api.stream("POST", f"/conversations/{cid}/ask", json={**body, "stream": True}) as sent:
+        assert sent.status_code == 200
+        events = _sse(sent.read().decode())
+    name, data = events[-1]
+    assert name == "error", events
+    return data["error"]  # type: ignore[no-any-return]
+
+
+def test_a_conversation_deleted_mid_stream_ends_it_in_the_404s_code(
+    live_server: LiveServer, api: httpx.Client
+) -> None:
+    from ragloom_app.conversations import ConversationStore
+    from tests.helpers.conversation_deleter import DeletesItsConversation
+
+    DeletesItsConversation.store = ConversationStore(live_server.app.engine)
+    live_server.app.reasonings["deleter"] = DeletesItsConversation
+    try:
+        cid = api.post("/conversations").json()["id"]
+        error = _stream_error(api, cid, {"question": "?", "mode": "deleter"})
+    finally:
+        del live_server.app.reasonings["deleter"]
+    # What the JSON answer says with its status (above), the stream's event says too.
+    assert (error["code"], error["type"]) == ("not_found", "not_found_error")
+    assert "deleted while it was answered" in error["message"]
+
+
+def test_the_database_going_away_mid_answer_is_unavailable_streamed_or_not(
+    api: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy.exc import OperationalError
+
+    from ragloom_app.conversations import ConversationStore
+
+    saved = ConversationStore.add_message
+
+    def answer_not_saved(
+        self: ConversationStore, cid: str, role: str, *args: Any, **kw: Any
+    ) -> None:
+        if role == "assistant":  # the question was stored; then the server went away
+            raise OperationalError("INSERT", {}, Exception("server closed the connection"))
+        saved(self, cid, role, *args, **kw)
+
+    monkeypatch.setattr(ConversationStore, "add_message", answer_not_saved)
+    cid = api.post("/conversations").json()["id"]
+    whole = api.post(f"/conversations/{cid}/ask", json={"question": "How hot?"})
+    assert whole.status_code == 503 and whole.json()["error"]["code"] == "unavailable"
+    error = _stream_error(api, cid, {"question": "How hot?"})
+    assert (error["code"], error["type"]) == ("unavailable", "unavailable_error")
+    assert error["message"] == whole.json()["error"]["message"]

@@ -4,6 +4,8 @@ the documented extra field."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import openai
 import pytest
@@ -25,6 +27,33 @@ def test_every_reasoning_mode_is_a_model(client: openai.OpenAI) -> None:
     ids = [model.id for model in client.models.list()]
     assert {"ragloom-fullqa", "ragloom-decompose", "ragloom-react", "ragloom-rewoo"} <= set(ids)
     assert "ragloom-auto" in ids
+
+
+def test_a_model_is_retrieved_by_its_id(client: openai.OpenAI) -> None:
+    model = client.models.retrieve("ragloom-fullqa")
+    assert (model.id, model.object, model.owned_by) == ("ragloom-fullqa", "model", "ragloom")
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.models.retrieve("gpt-4o")
+    assert (unknown.value.code, unknown.value.type, unknown.value.param) == (
+        "model_not_found",
+        "not_found_error",
+        "model",
+    )
+    assert "ragloom-fullqa" in str(unknown.value)  # the models there are
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [("GET", "v1/chat/completions", "POST"), ("DELETE", "v1/models", "GET")],
+)
+def test_a_route_asked_with_a_method_it_does_not_take_is_a_405(
+    live_server: LiveServer, method: str, path: str, allowed: str
+) -> None:
+    refused = httpx.request(method, f"{live_server.url}{path}", timeout=30)
+    assert refused.status_code == 405 and refused.headers["Allow"] == allowed
+    assert refused.json()["error"]["code"] == "method_not_allowed"
+    missing = httpx.request(method, f"{live_server.url}v1/no/such/path", timeout=30)
+    assert missing.status_code == 404  # a path that names nothing is still a 404
 
 
 def test_a_completion_answers_with_usage_and_citations(client: openai.OpenAI) -> None:
@@ -83,10 +112,13 @@ def test_the_last_user_message_is_the_question(
     )
     prompt = llm.prompts[seen][-1].content
     assert prompt.endswith("Question: And the reactor?\nAnswer:")
+    # The system message is dropped (docs/api.md): the mode's own prompt decides.
+    assert not any("Be brief." in m.content for m in llm.prompts[seen])
 
 
 _ASK = {"model": "ragloom-fullqa", "messages": [{"role": "user", "content": "Hot?"}]}
 _PARTS = [{"role": "user", "content": [{"type": "text", "text": "x" * 90_000}] * 2}]
+_TEXT = {"type": "text", "text": "Hot?"}
 
 
 def test_options_that_only_tune_the_generation_are_accepted(client: openai.OpenAI) -> None:
@@ -97,6 +129,10 @@ def test_options_that_only_tune_the_generation_are_accepted(client: openai.OpenA
         temperature=0.2,
         max_tokens=50,
         response_format={"type": "text"},
+        # What asks for what an answer is anyway: text, no tools, no log probabilities.
+        tool_choice="none",
+        modalities=["text"],
+        top_logprobs=0,
     )
     assert answer.choices[0].message.content
 
@@ -123,6 +159,7 @@ def test_options_that_only_tune_the_generation_are_accepted(client: openai.OpenA
             "invalid_request",
             "messages[0].content",
         ),
+        ({**_ASK, "messages": _ASK["messages"] * 201}, 422, "invalid_request", "messages"),
         # What asks for an answer of another shape is refused, not silently ignored.
         ({**_ASK, "n": 3}, 422, "invalid_request", "n"),
         (
@@ -138,6 +175,28 @@ def test_options_that_only_tune_the_generation_are_accepted(client: openai.OpenA
             "response_format.type",
         ),
         ({**_ASK, "logprobs": True}, 422, "invalid_request", "logprobs"),
+        # The field at fault, never pydantic's name for a branch of its type.
+        (
+            {**_ASK, "messages": [{"role": "user", "content": "x" * 100_001}]},
+            422,
+            "invalid_request",
+            "messages[0].content",
+        ),
+        (
+            {
+                **_ASK,
+                "messages": [{"role": "user", "content": [_TEXT, _TEXT | {"text": "x" * 100_001}]}],
+            },
+            422,
+            "invalid_request",
+            "messages[0].content",
+        ),
+        (
+            {**_ASK, "messages": [{"role": "user", "content": 5}]},
+            422,
+            "invalid_request",
+            "messages[0].content",
+        ),
         # The list form of a message's content is bounded as the string form is.
         (
             {**_ASK, "messages": [*_PARTS, {"role": "user", "content": "Hot?"}]},
@@ -156,6 +215,34 @@ def test_refusals_are_openai_style_errors(
     assert error["code"] == code
     assert error["type"] == ("not_found_error" if status == 404 else "invalid_request_error")
     assert error["param"] == param
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"functions": [{"name": "f", "parameters": {"type": "object"}}]}, "functions"),
+        ({"function_call": "auto"}, "function_call"),
+        ({"tool_choice": "required"}, "tool_choice"),
+        ({"tool_choice": "auto"}, "tool_choice"),
+        ({"tool_choice": {"type": "function", "function": {"name": "f"}}}, "tool_choice"),
+        ({"modalities": ["text", "audio"]}, "modalities[1]"),
+        ({"audio": {"voice": "alloy", "format": "wav"}}, "audio"),
+        ({"top_logprobs": 5}, "top_logprobs"),
+    ],
+)
+def test_fields_asking_for_another_kind_of_answer_are_refused(
+    client: openai.OpenAI, fields: dict[str, Any], param: str
+) -> None:
+    # Answered in plain text, they would leave a client waiting for what never comes.
+    with pytest.raises(openai.UnprocessableEntityError) as refused:
+        client.chat.completions.create(
+            model="ragloom-fullqa", messages=[{"role": "user", "content": "Hot?"}], **fields
+        )
+    assert (refused.value.code, refused.value.type, refused.value.param) == (
+        "invalid_request",
+        "invalid_request_error",
+        param,
+    )
 
 
 def test_the_openai_client_raises_its_own_errors_on_a_refusal(client: openai.OpenAI) -> None:

@@ -3,9 +3,11 @@ the same process as the UI (see docs/api.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
+from fastapi.routing import APIRoute
 
 from ragloom_app.api.errors import ApiError
 from ragloom_app.api.text_guard import refuse_nul_text
@@ -19,16 +21,30 @@ API_PATH_PREFIXES = ("/api/v1", "/v1")
 """The paths the API answers under; anything else is the UI's."""
 
 
-def _unknown_paths() -> APIRouter:
-    """404 as JSON for any other path under the API's prefixes (not the UI's page)."""
+def _unknown_paths(known: Sequence[APIRouter]) -> APIRouter:
+    """404 as JSON for any other path under the API's prefixes (not the UI's page); 405
+    for a path of a route of ``known`` asked with a method it does not take (Starlette
+    would say so itself, but these catch-all routes match every path first)."""
     router = APIRouter(include_in_schema=False)
+
+    def taken(path: str) -> list[str]:
+        methods: set[str] = set()
+        for route in (r for routes in known for r in routes.routes):
+            if isinstance(route, APIRoute) and route.path_regex.match(path):
+                methods |= route.methods or set()
+        return sorted(methods)
 
     for prefix in API_PATH_PREFIXES:
 
         @router.api_route(
             prefix + "/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"]
         )
-        def unknown(path: str) -> None:
+        def unknown(request: Request, path: str) -> None:
+            methods = taken(request.scope["path"])
+            if methods:
+                message = f"{request.method} is not taken here; {', '.join(methods)} is"
+                allow = {"Allow": ", ".join(methods)}
+                raise ApiError(405, "method_not_allowed", message, headers=allow)
             raise ApiError(404, "not_found", "no such API path")
 
     return router
@@ -57,8 +73,8 @@ def api_routers(page: ChatPage) -> list[APIRouter]:
         job_router(page.app, current_user),
         openai_router(page, current_user, slots),
         docs_router(),
-        _unknown_paths(),
     ]
+    routers.append(_unknown_paths(tuple(routers)))  # the routes before it
     # Every route refuses text no database can keep, before it reads the request.
     guarded = APIRouter(dependencies=[Depends(refuse_nul_text)])
     for router in routers:

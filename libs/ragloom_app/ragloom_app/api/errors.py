@@ -17,6 +17,7 @@ reference that the ``internal_error`` message carries, with no stack trace or pa
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ from ragloom.stores.base import StoreUnavailableError
 from ragloom_app.conversations import ConversationBusyError, UnknownConversationError
 from ragloom_app.errors import UserFacingError, scrub, user_error
 
-__all__ = ["ApiError", "error_body", "error_type", "install_error_handlers"]
+__all__ = ["ApiError", "api_error", "error_body", "error_type", "install_error_handlers"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,14 +43,26 @@ RETRY_AFTER_SECONDS = 5
 
 class ApiError(Exception):
     """A refusal the API answers with ``status`` and a JSON error body; ``param`` names
-    the request field at fault, if one is."""
+    the request field at fault, if one is; ``headers`` go with it (``Retry-After``)."""
 
-    def __init__(self, status: int, code: str, message: str, param: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.param = param
+        self.headers = headers
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body that answers it (:func:`error_body`), or a stream's error event."""
+        return error_body(self.status, self.code, self.message, param=self.param)
 
 
 def not_found(what: str, ident: str) -> ApiError:
@@ -96,25 +109,60 @@ def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
+_TYPE_TAG = re.compile(r"[a-z]+(-[a-z]+)*\[.*\]|constrained-[a-z]+|str|int|float|bool|bytes|none")
+"""A part of a validation error's ``loc`` that names a type, not a field: pydantic's tag
+for the branch of a union (``constrained-str``, ``list[TextPart]``) or for a validator
+(``function-after[...]``)."""
+
+
 def _field(loc: Sequence[Any]) -> str | None:
     """The request field a validation error's ``loc`` points at, OpenAI's way:
-    ``("body", "messages", 0, "content")`` is ``"messages[0].content"``."""
+    ``("body", "messages", 0, "content")`` is ``"messages[0].content"``, and so is
+    ``("body", "messages", 0, "content", "constrained-str")``: a type is no field."""
     name = ""
     for part in loc[1:]:  # the first says where: body, query, path
         if isinstance(part, int):
             name += f"[{part}]"
-        elif not str(part).startswith(("function-", "list[", "dict[", "union[")):
+        elif not _TYPE_TAG.fullmatch(str(part)):
             name += f".{part}" if name else str(part)
     return name or None
+
+
+def api_error(exc: Exception, doing: str = "The request") -> ApiError:
+    """What the API answers for ``exc``, raised while ``doing`` (the words of a failure of
+    Ragloom's): the one mapping of the exception handlers and of the answers' streams,
+    whose error event says what the response would have said with its status."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, UnknownConversationError):  # e.g. deleted while answered
+        return ApiError(404, "not_found", scrub(str(exc)))
+    if isinstance(exc, ConversationBusyError):  # its answer ends within its deadline
+        return ApiError(409, "conversation_busy", str(exc), headers={"Retry-After": "1"})
+    if isinstance(exc, UserFacingError):
+        return ApiError(422, "invalid_request", scrub(str(exc)))
+    if isinstance(exc, OperationalError):
+        # The database (or a connection to it) is gone for now: the request was fine.
+        logger.warning("the database cannot be reached: %s", scrub(str(exc.orig))[:300])
+        return _unavailable("The app's database cannot be reached right now.")
+    if isinstance(exc, StoreUnavailableError):
+        # Its words are fixed and name no address (StoreUnavailableError's promise).
+        logger.warning("an index's store cannot be reached: %s", exc)
+        return _unavailable(f"An index's store cannot be reached right now: {exc}.")
+    failure = user_error(exc, doing, log=logger)
+    return ApiError(500, "internal_error", failure.message)
 
 
 def install_error_handlers(api: FastAPI) -> None:
     """Answer every error of ``api``'s routes as JSON (see the module docstring)."""
 
-    @api.exception_handler(ApiError)
-    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        body = error_body(exc.status, exc.code, exc.message, param=exc.param)
-        return JSONResponse(body, status_code=exc.status)
+    async def _answered(request: Request, exc: Exception) -> JSONResponse:
+        error = api_error(exc)
+        return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+
+    # Exception's handler runs outermost (Starlette's ServerErrorMiddleware, which then
+    # raises the exception on for the server to log): the expected ones are named.
+    for kind in (ApiError, UserFacingError, OperationalError, StoreUnavailableError, Exception):
+        api.add_exception_handler(kind, _answered)
 
     @api.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -128,16 +176,6 @@ def install_error_handlers(api: FastAPI) -> None:
         )
         return JSONResponse(body, status_code=422)
 
-    @api.exception_handler(UserFacingError)
-    async def _refused(request: Request, exc: UserFacingError) -> JSONResponse:
-        if isinstance(exc, UnknownConversationError):  # e.g. deleted while answered
-            return JSONResponse(error_body(404, "not_found", scrub(str(exc))), status_code=404)
-        if isinstance(exc, ConversationBusyError):  # its answer ends within its deadline
-            body = error_body(409, "conversation_busy", str(exc))
-            return JSONResponse(body, status_code=409, headers={"Retry-After": "1"})
-        body = error_body(422, "invalid_request", scrub(str(exc)))
-        return JSONResponse(body, status_code=422)
-
     @api.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:
         # FastAPI's 400 is a body that is not JSON at all: bad input like any other.
@@ -147,28 +185,7 @@ def install_error_handlers(api: FastAPI) -> None:
             error_body(status, code, str(exc.detail)), status_code=status, headers=exc.headers
         )
 
-    @api.exception_handler(OperationalError)
-    async def _database_down(request: Request, exc: OperationalError) -> JSONResponse:
-        # The database (or a connection to it) is gone for now: the request was fine.
-        logger.warning("the database cannot be reached: %s", scrub(str(exc.orig))[:300])
-        return _unavailable("The app's database cannot be reached right now.")
 
-    @api.exception_handler(StoreUnavailableError)
-    async def _store_down(request: Request, exc: StoreUnavailableError) -> JSONResponse:
-        # Its words are fixed and name no address (StoreUnavailableError's promise).
-        logger.warning("an index's store cannot be reached: %s", exc)
-        return _unavailable(f"An index's store cannot be reached right now: {exc}.")
-
-    @api.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        failure = user_error(exc, "The request", log=logger)
-        return JSONResponse(error_body(500, "internal_error", failure.message), status_code=500)
-
-
-def _unavailable(message: str) -> JSONResponse:
+def _unavailable(message: str) -> ApiError:
     """The 503 of a server the app needs being away: the request was fine, try it again."""
-    return JSONResponse(
-        error_body(503, "unavailable", message),
-        status_code=503,
-        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-    )
+    return ApiError(503, "unavailable", message, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})

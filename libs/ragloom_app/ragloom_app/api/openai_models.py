@@ -81,8 +81,10 @@ class ChatCompletionRequest(BaseModel):
     """A chat completion request. Fields that only tune the generation (temperature,
     max_tokens, top_p, stop, seed...) are accepted and ignored: the mode's settings
     decide. Those that ask for a response of another shape are refused, since the
-    answer could not have it: several choices (``n``), tool calls (``tools``), JSON
-    (``response_format``), log probabilities (``logprobs``)."""
+    answer could not have it: several choices (``n``), tool or function calls (``tools``,
+    ``tool_choice`` other than "none", ``functions``, ``function_call``), JSON
+    (``response_format``), log probabilities (``logprobs``, ``top_logprobs``), audio
+    (``modalities`` holding "audio", ``audio``)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -94,8 +96,16 @@ class ChatCompletionRequest(BaseModel):
     tools: list[Any] | None = Field(
         None, max_length=0, description="None: the modes call Ragloom's own tools."
     )
+    tool_choice: Literal["none"] | None = Field(None, description="Only none: no tools.")
+    functions: list[Any] | None = Field(
+        None, max_length=0, description="None: tools' older form, refused as tools are."
+    )
+    function_call: Literal["none"] | None = Field(None, description="Only none: no tools.")
     response_format: ResponseFormat | None = None
     logprobs: Literal[False] | None = None
+    top_logprobs: int | None = Field(None, ge=0, le=0, description="Only 0: no log probabilities.")
+    modalities: list[Literal["text"]] | None = Field(None, description="Only text.")
+    audio: None = Field(None, description="None: an answer is text.")
 
 
 class ModelOut(BaseModel):

@@ -2,23 +2,22 @@
 a model.
 
 ``GET /v1/models`` lists one model per mode (``ragloom-fullqa``, ``ragloom-rewoo``, plugin
-modes too). ``POST /v1/chat/completions`` answers the last user message over the indices
-with that mode; the user and assistant messages before it are the request's history
-(``ReasoningState.history``: FullQA, and auto when it picks FullQA, search with the
-previous user message and show the last two exchanges in their prompt; the other built-in
-modes answer the question alone, and a plugin mode may use them). Streaming sends the
-answer as it is written. When Ragloom revises an answer after it was written, a revision
-that only adds citation marks changes nothing a client shows; one that changes its words
-(the grounding check declined it, or removed a sentence) is sent as one more piece, after
-a blank line, saying so: a client never keeps an answer Ragloom withdrew without being
-told. Citations travel in the extra field ``ragloom`` (:class:`RagloomExtra`), in the
-response and in the stream's last chunk.
+modes too), and ``GET /v1/models/{model}`` gives one. ``POST /v1/chat/completions``
+answers the last user message over the indices with that mode; the user and assistant
+messages before it are the request's history (``ReasoningState.history``: FullQA, and auto
+when it picks FullQA, search with the previous user message and show the last two
+exchanges in their prompt; the other built-in modes answer the question alone, and a
+plugin mode may use them). Streaming sends the answer as it is written. When Ragloom
+revises an answer after it was written, a revision that only adds citation marks changes
+nothing a client shows; one that changes its words (the grounding check declined it, or
+removed a sentence) is sent as one more piece, after a blank line, saying so: a client
+never keeps an answer Ragloom withdrew without being told. Citations travel in the extra
+field ``ragloom`` (:class:`RagloomExtra`), in the response and in the stream's last chunk.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -30,9 +29,9 @@ from ragloom.events import AnswerDelta, AnswerRecord, AnswerRevised
 from ragloom.llms.base import ChatMessage
 from ragloom.qa.citations import strip_citations
 from ragloom_app.accounts import User
-from ragloom_app.api.bridge import iterate_in_thread, started
+from ragloom_app.api.bridge import close_items, iterate_in_thread, started
 from ragloom_app.api.capacity import AnswerSlots, Slot, answer_response
-from ragloom_app.api.errors import ApiError, error_body
+from ragloom_app.api.errors import ApiError, api_error
 from ragloom_app.api.models import ERROR_RESPONSES
 from ragloom_app.api.openai_models import (
     MODEL_PREFIX,
@@ -43,12 +42,10 @@ from ragloom_app.api.openai_models import (
     RagloomExtra,
 )
 from ragloom_app.api.stream import SSE_MEDIA_TYPE
-from ragloom_app.errors import UserFacingError, scrub, user_error
+from ragloom_app.errors import UserFacingError, scrub
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 
 __all__ = ["REVISED_NOTICE", "openai_router"]
-
-logger = logging.getLogger(__name__)
 
 REVISED_NOTICE = "(Revised by Ragloom's check of the answer against its sources:)"
 """What precedes, in a stream, an answer whose words were revised after it was written."""
@@ -111,13 +108,22 @@ def openai_router(
         """One model per reasoning mode."""
         return ModelList(data=[ModelOut(id=MODEL_PREFIX + mode) for mode in app.reasonings])
 
+    @router.get("/models/{model:path}")
+    def model(model: str, user: User = Depends(current_user)) -> ModelOut:
+        """One model (``model_not_found``, 404, for a name that is none of them)."""
+        return ModelOut(id=MODEL_PREFIX + mode_of(model))
+
     @router.post(
         "/chat/completions",
         response_model=ChatCompletion,
         responses={200: {"content": {SSE_MEDIA_TYPE: {}}, "description": "The answer."}},
     )
-    def chat_completions(request: ChatCompletionRequest, user: User = Depends(current_user)) -> Any:
+    async def chat_completions(
+        request: ChatCompletionRequest, http_request: Request, user: User = Depends(current_user)
+    ) -> Any:
         """Answer the last user message with the model's mode (see the module docstring)."""
+        # Async, so that the answer stops when its client leaves (answer_response): what
+        # blocks runs on threads of its own.
         mode = mode_of(request.model)
         question, history = _split(request)
         try:
@@ -150,7 +156,8 @@ def openai_router(
                 ragloom=_extra(record),
             )
 
-        return answer_response(
+        return await answer_response(
+            http_request,
             slots,
             user.id,
             # The mode refuses what it cannot take before its first event.
@@ -175,35 +182,39 @@ def _chunk(completion_id: str, created: int, model: str, **fields: Any) -> dict[
 def _chunks(
     items: Iterator[Any], completion_id: str, created: int, model: str
 ) -> Iterator[dict[str, Any]]:
-    """The stream's chunks (JSON objects); a ``usage`` key on the last one's side."""
+    """The stream's chunks (JSON objects); a ``usage`` key on the last one's side.
+    Closing them closes ``items``: the answer stops with its stream."""
 
     def delta(content: str) -> dict[str, Any]:
         choice = {"index": 0, "delta": {"content": content}, "finish_reason": None}
         return _chunk(completion_id, created, model, choices=[choice])
 
     opening = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
-    yield _chunk(completion_id, created, model, choices=[opening])
     shown = ""
     revised: str | None = None
-    for item in items:
-        if isinstance(item, AnswerDelta) and item.text:
-            shown += item.text
-            yield delta(item.text)
-        elif isinstance(item, AnswerRevised):
-            revised = item.text
-        elif isinstance(item, AnswerFinished):
-            record = item.record
-            if revised is not None and _words(revised) != _words(shown):
-                yield delta(f"\n\n{REVISED_NOTICE}\n{record.answer}")
-            last = {"index": 0, "delta": {}, "finish_reason": "stop"}
-            yield _chunk(
-                completion_id,
-                created,
-                model,
-                choices=[last],
-                ragloom=_extra(record).model_dump(),
-                usage=_usage(record),
-            )
+    try:
+        yield _chunk(completion_id, created, model, choices=[opening])
+        for item in items:
+            if isinstance(item, AnswerDelta) and item.text:
+                shown += item.text
+                yield delta(item.text)
+            elif isinstance(item, AnswerRevised):
+                revised = item.text
+            elif isinstance(item, AnswerFinished):
+                record = item.record
+                if revised is not None and _words(revised) != _words(shown):
+                    yield delta(f"\n\n{REVISED_NOTICE}\n{record.answer}")
+                last = {"index": 0, "delta": {}, "finish_reason": "stop"}
+                yield _chunk(
+                    completion_id,
+                    created,
+                    model,
+                    choices=[last],
+                    ragloom=_extra(record).model_dump(),
+                    usage=_usage(record),
+                )
+    finally:  # a generator closed mid-loop leaves what it loops over open
+        close_items(items)
 
 
 def _words(text: str) -> str:
@@ -221,11 +232,8 @@ async def _sse(
                 tail = {**chunk, "choices": [], "usage": usage}
                 tail.pop("ragloom", None)
                 yield f"data: {json.dumps(tail, ensure_ascii=False)}\n\n"
-    except UserFacingError as exc:
-        yield f"data: {json.dumps(error_body(422, 'invalid_request', scrub(str(exc))))}\n\n"
-    except Exception as exc:  # the status line is sent: the failure is a chunk
-        failure = user_error(exc, "Answering", log=logger)
-        yield f"data: {json.dumps(error_body(500, 'internal_error', failure.message))}\n\n"
+    except Exception as exc:  # the status line is sent: the failure is a chunk, as coded
+        yield f"data: {json.dumps(api_error(exc, 'Answering').body())}\n\n"
     finally:
         slot.give_back()
     yield "data: [DONE]\n\n"

@@ -7,18 +7,18 @@ user's object answers 404, as one that does not exist.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 import ragloom_app
 from ragloom.events import Event
 from ragloom_app.accounts import User
 from ragloom_app.api.bridge import iterate_in_thread, started
 from ragloom_app.api.capacity import AnswerSlots, Slot, answer_response
-from ragloom_app.api.errors import ApiError, error_body, not_found
+from ragloom_app.api.errors import ApiError, api_error, not_found
 from ragloom_app.api.models import (
     ERROR_RESPONSES,
     AnswerOut,
@@ -39,12 +39,9 @@ from ragloom_app.api.models import (
 )
 from ragloom_app.api.settings_schema import settings_json_schema
 from ragloom_app.api.stream import SSE_MEDIA_TYPE, event_payload, sse_message
-from ragloom_app.errors import UserFacingError, scrub, user_error
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.reasoning.settings import typed_mode_settings
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["API_PREFIX", "MAX_CONVERSATIONS_PAGE", "api_router", "index_out", "public_router"]
 
@@ -210,11 +207,18 @@ def api_router(
             },
         },
     )
-    def ask(conversation_id: str, body: AskRequest, user: User = Depends(current_user)) -> Any:
+    async def ask(
+        conversation_id: str,
+        body: AskRequest,
+        request: Request,
+        user: User = Depends(current_user),
+    ) -> Any:
         """Answer a question in a conversation: one JSON object (the shape ``ragloom ask
         --json`` prints), or with ``stream`` server-sent events of the typed events the UI
         renders, the whole answer last (``done``). Both turns are saved."""
-        conversation(conversation_id, user)
+        # Async, so that the answer stops when its client leaves (answer_response): what
+        # blocks (the database, the answer) runs on threads.
+        await run_in_threadpool(conversation, conversation_id, user)
 
         def collect(events: Iterator[Any]) -> dict[str, Any]:
             for item in events:
@@ -222,7 +226,8 @@ def api_router(
                     return _answer(item, conversation_id)
             raise ApiError(500, "internal_error", "the answer ended without a record")
 
-        return answer_response(
+        return await answer_response(
+            request,
             slots,
             user.id,
             lambda: _checked_ask(page, conversation_id, body, user),
@@ -293,10 +298,7 @@ async def _sse(events: Any, conversation_id: str, slot: Slot) -> AsyncIterator[s
                 event: Event = item
                 name, data = event_payload(event)
                 yield sse_message(name, data)
-    except UserFacingError as exc:
-        yield sse_message("error", error_body(422, "invalid_request", scrub(str(exc))))
-    except Exception as exc:  # the status line is sent: the failure is an event
-        failure = user_error(exc, "Answering", log=logger)
-        yield sse_message("error", error_body(500, "internal_error", failure.message))
+    except Exception as exc:  # the status line is sent: the failure is an event, as coded
+        yield sse_message("error", api_error(exc, "Answering").body())
     finally:
         slot.give_back()
