@@ -96,10 +96,10 @@ def fold_marked(text: str) -> tuple[str, bool]:
     if _maybe_mark().search(text) is None:
         return text, False
     text = _OPTIONAL_MARKS.sub("", text)
-    return text, has_marks(text)
+    return text, _has_marks(text)
 
 
-def has_marks(text: str) -> bool:
+def _has_marks(text: str) -> bool:
     """Whether ``text`` holds a combining mark (slower than :func:`fold_marked`'s test)."""
     return _mark().search(text) is not None
 
