@@ -3,8 +3,14 @@ the store tokenizes and how often it loads its index."""
 
 from __future__ import annotations
 
+import re
+import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import ModuleType
 from typing import Any
 
+import bm25s.stopwords
 import pytest
 
 from ragloom.schema import Chunk
@@ -36,6 +42,41 @@ CORPUS = [
     chunk("zh-2", "今天的天气很好，我们去公园散步。", "src-zh"),
     chunk("ja-1", "東京の天気は晴れです。テストを実行します。", "src-ja"),
 ]
+
+
+# Words of scripts that version 1 of the tokenizer cut at their combining marks or kept
+# as one run: each chunk is found by its own word (written as a searcher may write it).
+SCRIPTS = [
+    chunk("hi-water", "नदी का पानी ठंडा है", "src-hi"),  # the river's water is cold
+    chunk("hi-family", "पिता नाना और पति घर पर", "src-hi"),  # father, grandfather, husband
+    chunk("hi-weather", "आज मौसम अच्छा है", "src-hi"),  # the weather is fine today
+    chunk("ar-wrote", "كَتَبَ الطالبُ الدرسَ", "src-ar"),  # the student wrote the lesson
+    chunk("ar-read", "قرأ المعلم الكتاب", "src-ar"),  # the teacher read the book
+    chunk("th-lang", "ภาษาไทยเป็นภาษาราชการ", "src-th"),  # Thai is the official language
+    chunk("tr-city", "İstanbul Boğazı", "src-tr"),  # the Bosphorus
+]
+SCRIPT_QUERIES = {"पानी": "hi-water", "كتب الطالب": "ar-wrote", "ภาษาไทย": "th-lang"}
+SCRIPT_QUERIES["istanbul"] = "tr-city"
+
+
+def tokenize_v1(text: str) -> list[str]:
+    """What version 1 of the tokenizer gave for text without CJK: runs of ``\\w``, which
+    leaves combining marks out (पानी -> प, न; كَتَبَ -> ك, ت, ب), Thai a run a term."""
+    words = re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold())
+    return [w for w in words if w not in bm25s.stopwords.STOPWORDS_EN]
+
+
+@contextmanager
+def tokenizer_v1(monkeypatch: pytest.MonkeyPatch, *modules: ModuleType) -> Iterator[None]:
+    """Within it, ``modules`` (those naming ``tokenize`` or ``TOKENIZER_VERSION``) write
+    and read terms as version 1 of the tokenizer did."""
+    with monkeypatch.context() as patch:
+        for module in modules:
+            if hasattr(module, "tokenize"):
+                patch.setattr(module, "tokenize", tokenize_v1)
+            if hasattr(module, "TOKENIZER_VERSION"):
+                patch.setattr(module, "TOKENIZER_VERSION", 1)
+        yield
 
 
 def ids_of(hits: list[tuple[Chunk, float]]) -> list[str]:

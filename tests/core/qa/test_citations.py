@@ -69,6 +69,23 @@ def test_uncited_sentences_get_the_evidence_that_supports_them() -> None:
     )
 
 
+def test_uncited_sentences_in_other_scripts_get_the_evidence_search_finds() -> None:
+    block = build_evidence(
+        [
+            _hit("a", "The reactor runs at 451 kelvin."),
+            _hit("b", "كتب الطالب الدرس في المدرسة"),  # the student wrote the lesson at school
+            _hit("c", "ภาษาไทยเป็นภาษาราชการของประเทศไทย"),  # Thai is Thailand's official language
+        ],
+        words,
+        100,
+    )
+    # Arabic written with every vowel mark; Thai inside a longer run without spaces.
+    answer = "كَتَبَ الطَّالِبُ الدَّرْسَ فِي المَدْرَسَةِ. ภาษาไทยเป็นภาษาราชการ"
+    assert attribute_uncited(answer, block) == (
+        "كَتَبَ الطَّالِبُ الدَّرْسَ فِي المَدْرَسَةِ [2]. ภาษาไทยเป็นภาษาราชการ [3]"
+    )
+
+
 def test_attribution_keeps_dotted_names_whole() -> None:
     block = build_evidence(
         [_hit("a", "Subclass ragloom_app.reasoning.BaseReasoning and edit flowsettings.py.")],

@@ -200,6 +200,23 @@ def test_quoted_phrases_must_occur_word_for_word() -> None:
     assert invented.sentences[0].unsupported == ["database file is corrupt"]
 
 
+def test_quotes_in_other_scripts_are_found_as_search_finds_them() -> None:
+    # Arabic with vowel marks its passage leaves out, and the other way round.
+    passage = {1: "كتب الطالب الدرس في المدرسة"}
+    assert check_grounding('It says "كَتَبَ الطَّالِبُ" [1].', passage).status == "supported"
+    assert check_grounding('The verb is "كتب" [1].', {1: "كَتَبَ الطالبُ"}).supported
+    # Hindi: "address" is not in a passage naming "husband" (the same letters, another
+    # vowel sign, which grounding once dropped).
+    passage = {1: "नदी के पास पति का घर है"}
+    assert check_grounding('It names "पति" [1].', passage).status == "supported"
+    assert check_grounding('It names "पता" [1].', passage).sentences[0].unsupported == ["पता"]
+    # A word inside a run without spaces: Thai, Chinese.
+    thai = check_grounding('It says "ภาษาไทย" [1].', {1: "ภาษาไทยเป็นภาษาราชการ"})
+    assert thai.status == "supported"
+    assert check_grounding('It says "天气" [1].', {1: "今天的天气很好。"}).status == "supported"
+    assert check_grounding('It says "天空" [1].', {1: "今天的天气很好。"}).status == "unsupported"
+
+
 def test_options_are_exact() -> None:
     passage = {1: "Start the shell with -bail or --safe."}
     assert check_grounding("Use -bail [1].", passage).status == "supported"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from ragloom.events import AnswerCollector, AnswerDelta, CitationsFound, QuestionCheck
 from ragloom.qa.precheck import (
@@ -15,6 +16,7 @@ from ragloom.qa.precheck import (
     stream_precheck,
 )
 from ragloom.schema import Chunk, RetrievedChunk
+from ragloom.stores import BM25Store
 from ragloom.stores.bm25.tokenizer import tokenize
 
 DOCUMENTS = "The date() and strftime() functions. PRAGMA journal_mode=WAL. Version 3.40.0. Blob."
@@ -106,6 +108,21 @@ def test_passages_holding_none_of_the_strict_specifics_decline_only_when_asked()
     assert decline_text(check, 0) == "None of the passages found mentions `PRAGMA journal_mode`."
     held = check_question("What does date() return?", PASSAGES, Lookup(), in_passages=True)
     assert not held.declined
+
+
+def test_a_quote_in_another_script_is_found_as_the_index_holds_it(tmp_path: Path) -> None:
+    # Arabic quoted with vowel marks its documents leave out; Hindi, whose vowel signs the
+    # tokenizer once dropped; Thai, a word inside a run without spaces.
+    texts = {"ar": "كتب الطالب الدرس", "hi": "नदी का पानी ठंडा है", "th": "ภาษาไทยเป็นภาษาราชการ"}
+    store = BM25Store(tmp_path / "bm25")
+    store.add([_hit(key, text).chunk for key, text in texts.items()])
+    passages = [_hit(key, text) for key, text in texts.items()]
+    for question in ('What does "كَتَبَ الطالبُ" mean?', 'Why "पानी ठंडा"?', 'Is "ภาษาไทย" used?'):
+        check = check_question(question, passages, store.find_terms, in_passages=True)
+        assert check.terms and not check.declined, question
+    # Another word of the same letters without their vowel signs is not there.
+    check = check_question('What is "नानी"?', passages, store.find_terms, in_passages=True)
+    assert check.missing == ["नानी"]
 
 
 def test_a_term_is_shown_escaped_and_cut() -> None:

@@ -52,6 +52,17 @@ def test_cjk_text_is_compared_character_by_character() -> None:
     assert _quoted("储能系统可以平滑输出[1]。", text=text) == "储能系统可以平滑"
 
 
+def test_words_of_other_scripts_are_compared_as_search_compares_them() -> None:
+    # Hindi vowel signs are part of the span; Arabic vowel marks the chunk leaves out
+    # are no difference; Thai, written without spaces, unit by unit.
+    hindi = "नदी का पानी ठंडा है और साफ़ है।"
+    assert _quoted("पानी ठंडा है [1]।", text=hindi) == "पानी ठंडा है"
+    arabic = "كتب الطالب الدرس أمس"
+    assert _quoted("كَتَبَ الطَّالِبُ الدَّرْسَ [1].", text=arabic) == "كتب الطالب الدرس"
+    thai = "ภาษาไทยเป็นภาษาราชการของประเทศไทย"
+    assert _quoted("ภาษาไทยเป็นภาษาราชการ [1]", text=thai) == "ภาษาไทยเป็นภาษาราชการ"
+
+
 def test_citations_carry_found_by_and_the_highlight() -> None:
     hit = RetrievedChunk(
         Chunk(id="c1", text=CHUNK, source_id="s", source_name="zorblax.md"),

@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 
 from ragloom.stores import BM25Store, FullTextStore
-from ragloom.stores.bm25.tokenizer import tokenize
+from ragloom.stores.bm25 import tokenizer as bm25_tokenizer
+from ragloom.stores.bm25.tokenizer import TOKENIZER_VERSION, tokenize
 from ragloom.stores.postgres_fulltext import PostgresFullTextStore, mirror, schema
+from ragloom.stores.postgres_fulltext import store as pg_store
 from tests.core.stores.test_postgres_fulltext import connector
-from tests.helpers.bm25_testkit import CORPUS, chunk
+from tests.helpers.bm25_testkit import CORPUS, SCRIPT_QUERIES, SCRIPTS, chunk, tokenizer_v1
 from tests.helpers.postgres import PostgresServer, database
 
 psycopg = pytest.importorskip("psycopg")
@@ -250,3 +252,16 @@ def test_tables_of_the_first_layout_are_upgraded_keeping_every_chunk(
     assert "after" in {c.id for c, _ in store.query("cat", k=5)}
     with psycopg.connect(plain(pg_url)) as conn:
         assert conn.execute("SELECT to_regclass('fulltext_postings')").fetchone() == (None,)
+
+
+def test_a_collection_of_tokenizer_version_1_is_tokenized_again_and_finds_every_script(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with tokenizer_v1(monkeypatch, pg_store, schema, bm25_tokenizer):
+        PostgresFullTextStore(connector(pg_url), "v1").add(CORPUS + SCRIPTS)
+    store = PostgresFullTextStore(connector(pg_url), "v1")
+    for query, wanted in SCRIPT_QUERIES.items():
+        assert [c.id for c, _ in store.query(query, k=3)][:1] == [wanted], query
+    with psycopg.connect(plain(pg_url)) as conn:
+        version = conn.execute("SELECT tokenizer FROM fulltext_collections WHERE name = 'v1'")
+        assert version.fetchone() == (TOKENIZER_VERSION,)

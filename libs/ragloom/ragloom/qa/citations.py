@@ -10,6 +10,7 @@ from difflib import SequenceMatcher
 from ragloom.events import Citation
 from ragloom.retrieval.focus import Spans, focused_text
 from ragloom.schema import RetrievedChunk
+from ragloom.words import terms, words_at
 
 __all__ = [
     "EvidenceBlock",
@@ -34,11 +35,6 @@ _LEADING_CITATIONS = re.compile(r"\s*(?:\[\d{1,9}(?:\s*[,;]\s*\d{1,9})*\]\s*)+")
 # A sentence ends at . ! ? followed by a space or the end (so "flowsettings.py" is one
 # word), at CJK end marks (no space follows them) or at a line break.
 _SENTENCE = re.compile(r".+?(?:[.!?]+(?=\s|$)|[。！？]+|\n|$)", re.S)
-_WORD = re.compile(r"\w+")
-# Kana, CJK ideographs and Hangul count one token per character: those scripts do not put
-# spaces between words, so a whole run of them would otherwise be one "word".
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
 _STOPWORDS = frozenset(
     [
         "a",
@@ -223,17 +219,18 @@ def quoted_span(
 ) -> tuple[int, int] | None:
     """The span of ``chunk_text`` that the sentences citing ``[number]`` quote, if any.
 
-    The span is the longest run of consecutive words (compared case-insensitively, one
-    character at a time in CJK text) shared by a citing sentence and the chunk, as
-    ``(start, end)`` character offsets into ``chunk_text``. ``None`` when that run holds
-    fewer than ``min_words`` words other than stop words ("451 kelvin" counts, "in the"
-    does not): a paraphrase quotes nothing.
+    The span is the longest run of consecutive words (compared as search compares them,
+    :func:`ragloom.words.words_at`: case-folded, Arabic vowel marks aside, one character
+    with its marks at a time in CJK, Thai and other text without spaces) shared by a
+    citing sentence and the chunk, as ``(start, end)`` character offsets into
+    ``chunk_text``. ``None`` when that run holds fewer than ``min_words`` words other than
+    stop words ("451 kelvin" counts, "in the" does not): a paraphrase quotes nothing.
     """
-    chunk_tokens = [(m.group().casefold(), m.start(), m.end()) for m in _TOKEN.finditer(chunk_text)]
+    chunk_tokens = words_at(chunk_text)
     chunk_words = [t[0] for t in chunk_tokens]
     best_start, best_size = 0, 0
     for sentence in citing_sentences(answer, number):
-        words = [w.casefold() for w in _TOKEN.findall(sentence)]
+        words = [t[0] for t in words_at(sentence)]
         matcher = SequenceMatcher(None, words, chunk_words, autojunk=False)
         match = matcher.find_longest_match(0, len(words), 0, len(chunk_words))
         if match.size > best_size:
@@ -255,8 +252,10 @@ def has_words(answer: str) -> bool:
 
 
 def content_words(text: str) -> set[str]:
-    """The lowercased words of ``text`` that carry meaning (no stopwords, no single letters)."""
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
+    """The words of ``text`` that carry meaning (no stopwords, no single letters), as
+    search reads them (:func:`ragloom.words.terms`: folded, with their combining marks,
+    text without spaces as bigrams), so that attribution agrees with what was found."""
+    return {w for w in terms(text, _STOPWORDS) if len(w) > 1}
 
 
 def attribute_uncited(answer: str, evidence: EvidenceBlock, min_overlap: float = 0.6) -> str:

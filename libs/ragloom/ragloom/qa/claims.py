@@ -12,7 +12,9 @@ numbers, versions, code identifiers, options and quoted phrases. Each comes with
 - versions as written, a trailing ``.0`` optional (``3.35.0`` ≡ ``3.35``), and a text's
   ``3.35.5`` holds ``3.35``;
 - identifiers and quoted phrases as whole words, case-insensitively (``carray()`` is held
-  by ``carray``; a quote's punctuation and spacing are ignored);
+  by ``carray``; a quote's punctuation and spacing are ignored), words as search compares
+  them (:mod:`ragloom.words`: with their combining marks, Arabic vowel marks aside, CJK
+  and Thai text a character at a time, so that a quoted word is found inside a run);
 - options exactly (``-x`` is not ``-X``); ``PRAGMA foo`` by the word ``pragma`` and ``foo``.
 
 Plain words, names of people and numbers written in words in the answer are not
@@ -21,6 +23,7 @@ specifics: this finds invented values and names, not wrong meaning.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -28,6 +31,7 @@ from decimal import Decimal, InvalidOperation
 from functools import cached_property
 
 from ragloom.grounding_report import Specific, SpecificKind
+from ragloom.words import HAS_UNSPACED, combining_marks, fold, fold_marked, words
 
 __all__ = ["Claim", "TextHolder", "claims_of", "normalise_text"]
 
@@ -63,7 +67,6 @@ _TIGHT_GROUPS = re.compile(r"(?<![\d,.])\d{1,3}(?:[\u00a0\u202f\u2009\u2007]\d{3
 _TIGHT_SPACE = re.compile(r"[\u00a0\u202f\u2009\u2007]")
 _PRAGMA = re.compile(r"\bPRAGMA\s+(?:\w+\.)?([A-Za-z_]\w*)")
 _FLAG = re.compile(r"(?<![\w-])(?:--[A-Za-z0-9]|-[A-Za-z])(?:[\w-]*\w)?")
-_TOKEN = re.compile(r"\.?\w+(?:\.\w+)*")
 _IDENTIFIERS = [
     re.compile(r"\b([A-Za-z_]\w*)\((?!s\))"),  # a call: carray(), json_extract(X
     re.compile(r"(?<![\w.])\.[a-z][a-z_]*\b"),  # a CLI dot-command: .recover
@@ -119,7 +122,6 @@ _NUMBER_WORDS = re.compile(
     r"|(" + "|".join([*_ORDINALS, *_WORD_NUMBERS]) + r"))"
     r"(?:[- ](hundred|thousand|million|billion|trillion))?\b"
 )
-_NON_WORD = re.compile(r"[^\w]+")
 
 
 @dataclass(frozen=True)
@@ -138,8 +140,19 @@ def _typeset(text: str) -> str:
 
 
 def normalise_text(text: str) -> str:
-    """``text`` in NFKC, casefolded, each run of non-word characters one space."""
-    return " ".join(_NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).split())
+    """``text`` as its words one space apart, as search compares them
+    (:func:`ragloom.words.words`: NFKC, case-folded, with their combining marks but not
+    Arabic vowel marks; CJK, Thai and other text without spaces a character with its marks
+    a word, so that a phrase is found inside a longer run)."""
+    return " ".join(words(text))
+
+
+@functools.cache
+def _token_pattern(marked: bool) -> re.Pattern[str]:
+    """A word or dotted name (``os.path``, ``.recover``); ``marked``: its words may hold
+    combining marks (:func:`ragloom.words.fold_marked`), which ``\\w`` leaves out."""
+    word = rf"\w+(?:{combining_marks()}+\w*)*" if marked else r"\w+"
+    return re.compile(rf"\.?{word}(?:\.{word})*")
 
 
 def _number_key(value: Decimal) -> str:
@@ -234,8 +247,9 @@ def _quote_claims(masked: _Masked) -> list[tuple[int, Claim]]:
             if not any(ch.isalnum() for ch in inner) or not masked.free(*match.span()):
                 continue
             masked.take(*match.span())
-            single = re.fullmatch(r"[\w.]+(?:\(\))?", inner)
-            key = f"w:{inner.removesuffix('()').casefold()}" if single else None
+            # A word of CJK or Thai text is looked for as a phrase: it may be inside a run.
+            single = re.fullmatch(r"[\w.]+(?:\(\))?", inner) and not HAS_UNSPACED.search(inner)
+            key = f"w:{fold(inner.removesuffix('()'))}" if single else None
             kind: SpecificKind = "identifier" if single else "quote"
             keys = frozenset({key or f"q:{normalise_text(inner)}"})
             found.append((match.start(), Claim(Specific(inner, kind), keys)))
@@ -293,9 +307,10 @@ class TextHolder:
 
     @cached_property
     def _tokens(self) -> frozenset[str]:
-        """Every word and dotted name, casefolded, with the parts of each dotted one."""
+        """Every word and dotted name, folded, with the parts of each dotted one."""
         tokens: set[str] = set()
-        for token in _TOKEN.findall(self.raw.casefold()):
+        text, marked = fold_marked(self.raw)
+        for token in _token_pattern(marked).findall(text):
             tokens.add(token)
             if "." in token:
                 parts = token.lstrip(".").split(".")

@@ -9,13 +9,20 @@ from pathlib import Path
 import pytest
 
 from ragloom.stores import BM25Store, FullTextStore
+from ragloom.stores.bm25 import store as bm25_store
+from ragloom.stores.bm25 import tokenizer as bm25_tokenizer
+from ragloom.stores.bm25 import upgrade as bm25_upgrade
+from ragloom.stores.bm25.tokenizer import TOKENIZER_VERSION
 from tests.helpers.bm25_testkit import (
     CORPUS,
+    SCRIPT_QUERIES,
+    SCRIPTS,
     LoadCounter,
     TokenizeCounter,
     bump_tokenizer_version,
     chunk,
     ids_of,
+    tokenizer_v1,
 )
 
 # --- tokenizer ------------------------------------------------------------------------------
@@ -60,6 +67,15 @@ def test_chinese_document_found_by_chinese_query(filled: BM25Store) -> None:
     assert ids_of(filled.query("天气", k=5)) == ["zh-2"]  # simplified 气
     assert ids_of(filled.query("天気", k=5)) == ["ja-1"]  # Japanese 気
     assert ids_of(filled.query("テスト", k=5)) == ["ja-1"]
+
+
+def test_words_of_other_scripts_are_found_by_their_own_word(store: BM25Store) -> None:
+    # Hindi vowel signs, Arabic vowel marks (in the chunk, not in the query), Thai without
+    # spaces, İ case-folded.
+    store.add(CORPUS + SCRIPTS)
+    for query, wanted in SCRIPT_QUERIES.items():
+        assert ids_of(store.query(query, k=3))[:1] == [wanted], query
+    assert ids_of(store.query("पति", k=3)) == ["hi-family"]  # not पानी, not पिता
 
 
 def test_source_ids_filter_scores_only_allowed_sources(store: BM25Store) -> None:
@@ -176,6 +192,22 @@ def test_a_new_tokenizer_version_tokenizes_every_chunk_again(
     # Once is enough.
     assert BM25Store(tmp_path / "bm25").query("cat revenue", k=5) == expected
     assert len(tokenized.texts) == len(CORPUS) + 2
+
+
+def test_a_store_of_tokenizer_version_1_is_tokenized_again_and_finds_every_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with tokenizer_v1(monkeypatch, bm25_store, bm25_upgrade, bm25_tokenizer):
+        BM25Store(tmp_path / "bm25").add(CORPUS + SCRIPTS)
+    tokenized = TokenizeCounter(monkeypatch)
+    reopened = BM25Store(tmp_path / "bm25")
+    for query, wanted in SCRIPT_QUERIES.items():
+        assert ids_of(reopened.query(query, k=3))[:1] == [wanted], query
+    assert len(tokenized.texts) == len(CORPUS + SCRIPTS) + len(SCRIPT_QUERIES)
+    reopened.close()
+    with sqlite3.connect(tmp_path / "bm25" / "chunks.sqlite3") as conn:
+        (version,) = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
+    assert version == TOKENIZER_VERSION
 
 
 def test_a_deleted_database_starts_empty(filled: BM25Store) -> None:
