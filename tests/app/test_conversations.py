@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from ragloom.events import Citation
 from ragloom.grounding_report import GroundingReport
 from ragloom.qa.grounding import check_grounding
-from ragloom_app.conversation_holds import holder
+from ragloom_app.conversation_holds import holder, live_hold
 from ragloom_app.conversations import (
     ConversationBusyError,
     ConversationStore,
@@ -208,19 +209,43 @@ def test_a_hold_of_a_process_that_died_on_this_machine_is_taken_over_at_once(
             session.commit()
 
     stale = [
-        f"{host}:{dead_pid.pid}:s0123456789abcdef",
-        f"{host}:{os.getpid()}:s0123456789abcdef",  # this pid's earlier life: a container's
-        f"{host}:{dead_pid.pid}",  # (pid 1, restarted); then an older release's holds
+        f"{host}:{dead_pid.pid}:s0123456789abcdef:h0123456789abcdef",
+        # This pid's earlier life (a container's pid 1, restarted).
+        f"{host}:{os.getpid()}:s0123456789abcdef:h0123456789abcdef",
+        # This very process's, which no answer of it holds (its release failed).
+        f"{holder()}:h0123456789abcdef",
+        f"{host}:{dead_pid.pid}",  # an older release's holds
         f"{host}:{os.getpid()}",
     ]
     for dead in stale:
         held_by(dead)
         with store.answering(cid, "alice", 60):
             pass
-    for alive in (f"another-machine.example:{os.getpid()}:s0123456789abcdef", holder()):
-        held_by(alive)
-        with pytest.raises(ConversationBusyError), store.answering(cid, "alice", 60):
-            pass  # pragma: no cover - never entered
+    with live_hold() as answered_here:
+        for alive in (f"another-machine.example:{os.getpid()}:s0:h0", answered_here):
+            held_by(alive)
+            with pytest.raises(ConversationBusyError), store.answering(cid, "alice", 60):
+                pass  # pragma: no cover - never entered
+
+
+def test_a_hold_whose_release_failed_is_taken_over_by_the_next_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database away as an answer ended: the conversation stays held by this process
+    in its row, and the next question, in this process, must not wait minutes for it."""
+    store = ConversationStore(create_db_engine(f"sqlite:///{tmp_path / 'app.db'}"))
+    cid = store.create(owner="alice")
+
+    def released_into_an_outage(*args: Any, **values: Any) -> None:
+        raise OperationalError("UPDATE conversations", {}, Exception("server closed"))
+
+    with pytest.raises(OperationalError), store.answering(cid, "alice", 60):
+        monkeypatch.setattr(Session, "commit", released_into_an_outage)
+    monkeypatch.undo()
+    row = store._holding(cid, "alice")
+    assert row.answering_until is not None and row.answering_by is not None  # still held
+    with store.answering(cid, "alice", 60):
+        pass
 
 
 def test_two_answers_of_one_process_never_hold_a_conversation_at_once(
@@ -228,7 +253,8 @@ def test_two_answers_of_one_process_never_hold_a_conversation_at_once(
 ) -> None:
     """The second of two questions asked together waits for no moment of the first: even
     between the first taking the hold and starting its answer, the hold is this live
-    process's, and the second is refused (it took the hold over as a dead process's)."""
+    process's answer's, and the second is refused (it took the hold over as a dead
+    process's)."""
     store = ConversationStore(create_db_engine(f"sqlite:///{tmp_path / 'app.db'}"))
     cid = store.create(owner="alice")
     hold = store._hold

@@ -30,7 +30,7 @@ from sqlmodel import Session, col, select, update
 from ragloom.events import Citation
 from ragloom.grounding_report import GroundingReport
 from ragloom.storable import storable_text
-from ragloom_app.conversation_holds import holder, is_stale
+from ragloom_app.conversation_holds import is_stale, live_hold
 from ragloom_app.db.models import LOCAL_USER, Conversation, MessageRecord
 from ragloom_app.errors import UserFacingError
 
@@ -242,50 +242,52 @@ class ConversationStore:
         :class:`ConversationBusyError` if another answer holds it,
         :class:`UnknownConversationError` if ``owner`` has no such conversation. Every
         process sees the hold: it is the conversation's row, taken by one conditional
-        update. The hold of a process that died on this machine is taken over at once
-        (:mod:`ragloom_app.conversation_holds`).
+        update. A left-over hold (its process died on this machine, or its release failed)
+        is taken over at once (:mod:`ragloom_app.conversation_holds`).
         """
         now = datetime.now(UTC)
         # The hold's own mark: its release clears this hold only, not one taken after it
         # lapsed (an answer that outlived it must not free the conversation under another).
         until = now + timedelta(seconds=seconds)
-        me = holder()
         free = or_(
             col(Conversation.answering_until).is_(None), col(Conversation.answering_until) < now
         )
-        if not self._hold(conversation_id, [col(Conversation.owner) == owner, free], until, me):
-            held = self._holding(conversation_id, owner)
-            # A dead process's hold (a crash, then a restart) is taken over at once, and
-            # one given back between the two looks is taken as it is.
-            if not (
-                (held.answering_until is None or is_stale(held.answering_by))
-                and self._hold(
-                    conversation_id,
-                    [
-                        col(Conversation.answering_by) == held.answering_by,
-                        col(Conversation.answering_until) == held.answering_until,
-                    ],
-                    until,
-                    me,
-                )
-            ):
-                raise ConversationBusyError(
-                    "an answer is being written in this conversation: ask again once it "
-                    "ends (or stop it)"
-                )
-        try:
-            yield
-        finally:
-            with Session(self.engine) as session:
-                session.exec(
-                    update(Conversation)
-                    .where(
-                        col(Conversation.id) == conversation_id,
-                        col(Conversation.answering_until) == until,
+        # Live before it is written, released after: no moment when another answer of this
+        # process could take it for a left-over one.
+        with live_hold() as me:
+            if not self._hold(conversation_id, [col(Conversation.owner) == owner, free], until, me):
+                held = self._holding(conversation_id, owner)
+                # A left-over hold (a dead process's, or a release that failed) is taken
+                # over at once, and one given back between the two looks is taken as it is.
+                if not (
+                    (held.answering_until is None or is_stale(held.answering_by))
+                    and self._hold(
+                        conversation_id,
+                        [
+                            col(Conversation.answering_by) == held.answering_by,
+                            col(Conversation.answering_until) == held.answering_until,
+                        ],
+                        until,
+                        me,
                     )
-                    .values(answering_until=None, answering_by=None)
-                )
-                session.commit()
+                ):
+                    raise ConversationBusyError(
+                        "an answer is being written in this conversation: ask again once "
+                        "it ends (or stop it)"
+                    )
+            try:
+                yield
+            finally:
+                with Session(self.engine) as session:
+                    session.exec(
+                        update(Conversation)
+                        .where(
+                            col(Conversation.id) == conversation_id,
+                            col(Conversation.answering_until) == until,
+                        )
+                        .values(answering_until=None, answering_by=None)
+                    )
+                    session.commit()
 
     def _hold(
         self, conversation_id: str, conditions: builtins.list[Any], until: datetime, me: str
