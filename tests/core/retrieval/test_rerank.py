@@ -117,6 +117,10 @@ def test_a_judge_that_fails_leaves_the_rest_in_their_order(
     assert "LLMBusyError" in record.getMessage() and not record.exc_info
     # Failing at the first call keeps the search's order.
     assert _ids(LLMReranker(llm=BusyAfterLLM())("q", _hits(6), top_k=3)) == ["c1", "c2", "c3"]
+    # Failing near the end after "no"s still gives top_k, as all "no" does: the unjudged
+    # first, then those judged "no" in their order.
+    busy_late = BusyAfterLLM(replies=["no"] * 5)
+    assert _ids(LLMReranker(llm=busy_late)("q", _hits(6), top_k=3)) == ["c6", "c1", "c2"]
 
 
 def test_a_judge_that_fails_unexpectedly_is_logged_with_its_traceback(

@@ -109,7 +109,8 @@ class LLMReranker(Reranker):
 
     A judge that fails (the model busy past the answer's deadline, an endpoint down)
     ends the judging, logged: the chunks kept so far come first, then the ones not
-    judged (the failed one among them) in their given order, up to ``top_k``. Reranking
+    judged (the failed one among them) in their given order, up to ``top_k``, and if
+    that is too few, those judged "no", in order. Reranking
     refines a search; it must not cost the answer its evidence.
     """
 
@@ -178,4 +179,11 @@ class LLMReranker(Reranker):
         room = top_k - len(kept)
         if not failed:
             room = min(room, max(0, top_k - self.max_candidates))
-        return kept + list(hits[judged : judged + room])
+        chosen = kept + list(hits[judged : judged + room])
+        if failed and len(chosen) < top_k:
+            # Too few left after the failure: those judged "no" come back, in order, as
+            # when every one is judged "no" (best guesses beat no evidence).
+            taken = {hit.chunk.id for hit in chosen}
+            refused = [hit for hit in hits[:judged] if hit.chunk.id not in taken]
+            chosen += refused[: top_k - len(chosen)]
+        return chosen
