@@ -8,10 +8,11 @@ minutes without a word, then began after its time was up, only to be cut short a
 ``GenerationOptions.wait_until``, which the model honours while it waits; the app wraps the
 LLMs of every answer it writes, so reasoning modes (plugins' included) need not pass it on.
 
-A call the answer cuts short (its deadline, a client that left) is closed before its last
-item, which carries its usage; the tokens it took still count. Given
-:class:`UnfinishedCalls`, :class:`DeadlineLLM` estimates and keeps the usage of each call
-closed after it had begun to answer, for the answer to count.
+A call the answer cuts short at its deadline is closed before its last item, which
+carries its usage; the tokens it took still count. Given :class:`UnfinishedCalls`,
+:class:`DeadlineLLM` estimates and keeps the usage of each call closed after it had begun
+to answer, for the answer to count. (An answer whose client left keeps no record to count
+them in; a call on a thread of the mode's that ends after the answer is not counted.)
 """
 
 from __future__ import annotations
