@@ -182,3 +182,26 @@ def test_an_index_setting_the_server_refuses_is_not_remembered(
     assert remember(kept, "My files", "mmr_lambda", spec, 1) == {
         "My files": {"mmr": True, "mmr_lambda": 1.0}
     }
+
+
+def test_settings_that_fail_unexpectedly_leave_the_open_conversation_shown(
+    handlers: ChatHandlers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The settings are read before anything is stored; a failure there (a plugin's bug)
+    shows its apology under the open conversation's turns, not in an emptied chat."""
+    conversation = handlers.store.create(owner=LOCAL_USER)
+    handlers.store.add_message(conversation, "user", "How hot is the reactor?")
+    handlers.store.add_message(conversation, "assistant", "451 kelvin [1].")
+
+    def broken(*args: Any) -> dict[str, Any]:
+        raise KeyError("a plugin's bug")
+
+    monkeypatch.setattr(handlers, "request_settings", broken)
+    with pytest.warns(UserWarning, match="Answering failed"):
+        (outputs,) = handlers.respond(
+            "And the coolant?", "tuned", conversation, None, None, None, *_sent(handlers)
+        )
+    chat = outputs[0]
+    assert [turn["role"] for turn in chat] == ["user", "assistant", "user", "assistant"]
+    assert "451 kelvin" in str(chat[1]["content"]) and "coolant" in str(chat[2]["content"])
+    assert len(handlers.store.messages(conversation)) == 2  # nothing of it stored

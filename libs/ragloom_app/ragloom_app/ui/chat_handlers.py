@@ -277,7 +277,8 @@ class ChatHandlers:
             yield _outputs()
             return
         except Exception as exc:
-            yield self._failed([_user(question)], exc, "Answering", owner)
+            shown = [*self._history_or_none(conversation_id, owner), _user(question)]
+            yield self._failed(shown, exc, "Answering", owner, conversation_id)
             return
         try:
             if conversation_id and self.store.get(conversation_id, owner=owner) is None:
@@ -366,6 +367,16 @@ class ChatHandlers:
         except Exception:  # an unknown name fails the answer itself, with its reason
             return 0
         return int(getattr(llm, "in_line", 0))
+
+    def _history_or_none(self, conversation_id: str | None, owner: str) -> list[Message]:
+        """The open conversation's turns as the chat shows them; none if it cannot be read
+        (it may be what failed), or is not ``owner``'s."""
+        try:
+            if conversation_id and self.store.get(conversation_id, owner=owner) is not None:
+                return render.chat_history(self.store.messages(conversation_id))
+        except Exception:
+            logger.warning("the conversation could not be read", exc_info=True)
+        return []
 
     def _failed(
         self,
