@@ -94,6 +94,20 @@ def test_a_v1_client_that_times_out_stops_its_answer(slow: SlowServer) -> None:
     assert len(slow.llm.streamed) - written < WORDS
 
 
+def test_a_v1_stream_left_after_its_first_words_stops_its_answer(slow: SlowServer) -> None:
+    client = openai.OpenAI(base_url=f"{slow.url}v1", api_key="sk-local", max_retries=0)
+    written = len(slow.llm.streamed)
+    asked = time.monotonic()
+    stream = client.chat.completions.create(
+        model="ragloom-fullqa", messages=[{"role": "user", "content": QUESTION}], stream=True
+    )
+    words = [chunk.choices[0].delta.content for chunk, _ in zip(stream, range(5), strict=False)]
+    assert "w0" in "".join(w or "" for w in words)
+    stream.close()  # the reader leaves mid-answer
+    _wait_for_the_slot(slow, asked + WHOLE_ANSWER_SECONDS / 2)
+    assert len(slow.llm.streamed) - written < WORDS
+
+
 def test_an_api_client_that_times_out_stops_its_answer_and_frees_the_conversation(
     slow: SlowServer,
 ) -> None:
