@@ -13,9 +13,17 @@ import os
 import time
 from pathlib import Path
 
+from ragloom.loaders import LoaderError
 from ragloom.schema import Page
 
-__all__ = ["FloodReader", "HungryReader", "SegfaultReader", "SleepyReader", "worker_pid"]
+__all__ = [
+    "FloodReader",
+    "HungryReader",
+    "SegfaultReader",
+    "SleepyReader",
+    "WordyReader",
+    "worker_pid",
+]
 
 
 def _note_pid(path: Path) -> None:
@@ -73,3 +81,12 @@ class FloodReader:
     def read(self, path: Path) -> list[Page]:
         _note_pid(path)
         return [Page("The harbour pumps run at night.", number=1)] * 10_000_000
+
+
+class WordyReader:
+    """Refuses every file with a reason of 2 MB, as a reader quoting a whole file might."""
+
+    extensions = (".wordy",)
+
+    def read(self, path: Path) -> list[Page]:
+        raise LoaderError("the table of contents is broken: " + "contents " * 250_000, path)

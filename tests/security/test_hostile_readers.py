@@ -21,6 +21,7 @@ import pytest
 
 from ragloom.chunking import (
     MAX_FILE_SECONDS,
+    MAX_READER_REASON_CHARS,
     MIN_FILE_SECONDS,
     READERS_LIMITS,
     READERS_SANDBOX,
@@ -38,6 +39,7 @@ from tests.helpers.hostile_readers import (
     HungryReader,
     SegfaultReader,
     SleepyReader,
+    WordyReader,
     worker_pid,
 )
 
@@ -177,6 +179,22 @@ def test_a_reader_that_cannot_cross_to_a_worker_fails_with_its_name(
         "(it cannot be passed to a worker process: "
     )
     assert good.status == "indexed"
+
+
+def test_a_readers_long_reason_is_cut_and_stays_its_reason(
+    index: FileIndex, tmp_path: Path
+) -> None:
+    """A refusal of 2 MB once came back from the worker as the reader's failure, quoting
+    the stored copy's hashed name, since the whole error was too large to cross."""
+    readers = {**index.resources.readers, ".wordy": WordyReader()}
+    index.resources = replace(index.resources, readers=readers)
+    (tmp_path / "notes.wordy").write_text("text")
+    (outcome,) = index.get_indexing_pipeline({}).run([tmp_path / "notes.wordy"])
+    assert outcome.status == "failed" and outcome.reason is not None
+    assert outcome.reason.startswith("the table of contents is broken: contents contents")
+    assert len(outcome.reason) <= MAX_READER_REASON_CHARS and outcome.reason.endswith("…")
+    (source,) = index.list_sources()
+    assert source["reason"] == outcome.reason
 
 
 def test_a_small_file_made_to_be_slow_is_stopped_sooner_than_a_large_one(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ from ragloom.splitters.token import MAX_CHARS_PER_TOKEN
 __all__ = [
     "MAX_FILE_CHUNKS",
     "MAX_FILE_SECONDS",
+    "MAX_READER_REASON_CHARS",
     "PER_FILE",
     "READERS_LIMITS",
     "READERS_SANDBOX",
@@ -71,6 +72,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _MiB = 1 << 20
+
+#: Characters of a reader's reason for refusing a file that are kept (a plugin's reader
+#: may quote the whole file); as many as the sandbox keeps of an error it describes.
+MAX_READER_REASON_CHARS = 2000
 
 #: Chunks one file may make: a 10,000-page book is about 40,000 chunks of 240 tokens;
 #: embedding 50,000 takes minutes, and their vectors and text fit in a laptop's memory.
@@ -217,8 +222,14 @@ def run_job(job: ChunkingJob) -> list[Chunk] | list[Page]:
         ) from None
     try:
         pages = read_file(job.path, {job.extension: reader}, budget=job.text_budget)
-    except (LoaderError, MemoryError):
-        raise  # a reason of its own; the sandbox's memory limit
+    except LoaderError as exc:
+        if len(exc.reason) <= MAX_READER_REASON_CHARS:
+            raise  # a reason of its own
+        # Cut here, where it is still the reader's reason: whole, it could be too large
+        # to cross back, and would come back as the reader's failure instead.
+        raise LoaderError(exc.reason[: MAX_READER_REASON_CHARS - 1] + "…") from None
+    except MemoryError:
+        raise  # the sandbox's memory limit
     except Exception as exc:
         # A plugin reader's own error: the file fails with it, like any reader's refusal.
         raise ReaderFailedError(
