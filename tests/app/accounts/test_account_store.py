@@ -83,6 +83,40 @@ def test_failed_logins_are_limited_per_account_and_the_right_password_waits_too(
     assert store.login("bob", PASSWORD)[0].name == "bob"
 
 
+def test_attempts_at_once_at_the_limit_are_never_all_checked(database_url: str) -> None:
+    """One failure short of the limit, two wrong passwords sent at once: at most one is
+    checked. Each looked at the count, then added to it, and both were checked (the
+    review: 10 trials in 10, six checks against a limit of five)."""
+    store = AccountStore(create_db_engine(database_url))
+    for trial in range(6):
+        name = f"racer{trial}"
+        for _ in range(MAX_FAILED_LOGINS - 1):
+            assert store.by_account.failed(name)
+        both_in = threading.Barrier(2, timeout=30)
+        checked: list[bool] = []
+
+        def attempt(
+            name: str = name, both_in: threading.Barrier = both_in, checked: list[bool] = checked
+        ) -> None:
+            both_in.wait()
+            try:
+                store.login(name, "wrong password!", "")
+            except LoginRefused as refused:
+                checked.append("too many" not in str(refused))
+
+        threads = [threading.Thread(target=attempt) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        # Both may be refused (counted together at the limit); never both checked.
+        assert len(checked) == 2 and checked.count(True) <= 1, (trial, checked)
+    # One past the limit is refused and not counted: the count stays at the limit.
+    assert all(store.by_account.failed("full") for _ in range(MAX_FAILED_LOGINS))
+    assert not any(store.by_account.failed("full") for _ in range(3))
+    assert store.by_account.retry_after("full") > 0
+
+
 def test_a_disabled_user_cannot_log_in_and_its_sessions_and_keys_stop(
     store: AccountStore,
 ) -> None:

@@ -68,14 +68,30 @@ class FailureLimiter:
         oldest = oldest if oldest.tzinfo is not None else oldest.replace(tzinfo=UTC)
         return max(0.0, (oldest - since).total_seconds())
 
-    def failed(self, key: str) -> None:
-        """Count one failure of ``key`` (and forget the failures the window has left)."""
+    def failed(self, key: str) -> bool:
+        """Count one failure of ``key`` (and forget the failures the window has left);
+        ``False``, and not counted, if it is one more than ``max_failures`` allows.
+
+        Counted first, then all of the key's counted: of attempts sent at once, the last
+        to count sees every one counted before it, so no more than ``max_failures`` are
+        ever let through in a window (attempts that count together at the limit may all
+        be refused; none is let past it). Looking at the count first, then adding to it,
+        let two attempts at once both through at the limit."""
         now = self._now()
+        since = now - timedelta(seconds=self.window)
         with Session(self.engine) as session:
-            session.add(LoginFailure(scope=self.scope, key=_stored(key), at=now))
-            stale = now - timedelta(seconds=self.window)
-            session.exec(delete(LoginFailure).where(col(LoginFailure.at) <= stale))
+            mine = LoginFailure(scope=self.scope, key=_stored(key), at=now)
+            session.add(mine)
+            session.exec(delete(LoginFailure).where(col(LoginFailure.at) <= since))
             session.commit()
+            counted = session.exec(
+                select(func.count()).where(self._of(key), col(LoginFailure.at) > since)
+            ).one()
+            if counted <= self.max_failures:
+                return True
+            session.exec(delete(LoginFailure).where(col(LoginFailure.id) == mine.id))
+            session.commit()
+            return False
 
     def forgive(self, key: str) -> None:
         """Take back ``key``'s latest failure (an attempt counted before it succeeded)."""

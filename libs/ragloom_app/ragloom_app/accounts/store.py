@@ -63,6 +63,13 @@ class LoginRefused(UserFacingError):
         self.retry_after = retry_after
 
 
+def _limited(wait: float) -> LoginRefused:
+    """The refusal of an attempt past a failed-login limit, ``wait`` seconds from its end
+    (at least one: attempts counted together at the limit leave no wait of their own)."""
+    wait = max(wait, 1.0)
+    return LoginRefused(f"too many failed logins: try again in {int(wait) + 1} s", retry_after=wait)
+
+
 def _is_loopback(address: str) -> bool:
     try:
         parsed = ipaddress.ip_address(address)
@@ -216,15 +223,17 @@ class AccountStore(ApiKeyStore):
             self.by_address.retry_after(address) if by_address else 0.0,
         )
         if wait > 0:
-            raise LoginRefused(
-                f"too many failed logins: try again in {int(wait) + 1} s", retry_after=wait
-            )
+            raise _limited(wait)
         if not self._verifying.acquire(blocking=False):
             raise LoginRefused("too many logins at once: try again in a second", retry_after=1.0)
         try:
-            self.by_account.failed(name)
-            if by_address:
-                self.by_address.failed(address)
+            # Counted before the check, so that attempts at once cannot pass the limit
+            # together; one too many is refused here (another counted meanwhile).
+            if not self.by_account.failed(name):
+                raise _limited(self.by_account.retry_after(name))
+            if by_address and not self.by_address.failed(address):
+                self.by_account.forgive(name)
+                raise _limited(self.by_address.retry_after(address))
             user, token = self._check_and_open(name, password)
         except LoginRefused:
             raise
