@@ -243,6 +243,9 @@ def test_api_keys_are_shown_once_listed_by_prefix_and_revoked(store: AccountStor
         ("a" * 65, PASSWORD, "a user name is"),
         ("al\u202eice", PASSWORD, "a user name is"),
         ("alice\n", PASSWORD, "a user name is"),  # "$" matched before the newline, once
+        # The local user's name: such an account was shown, and picked by --user, as it.
+        ("local", PASSWORD, "names the app's local user"),
+        ("Local", PASSWORD, "names the app's local user"),
     ],
 )
 def test_names_and_passwords_out_of_bounds_are_refused(

@@ -99,6 +99,10 @@ class AccountStore(ApiKeyStore):
                 "a user name is 1 to 64 letters, digits, '.', '_' or '-', starting with a "
                 "letter or digit"
             )
+        if name.lower() == LOCAL_USER:
+            # The owner of what the local (login-free) user and INDICES made: an account
+            # of that name would be shown, and picked by --user, as that owner.
+            raise AccountError(f"{name!r} names the app's local user: choose another name")
         try:
             password_hash = hash_password(password)
         except ValueError as exc:

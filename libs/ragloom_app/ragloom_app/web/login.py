@@ -182,7 +182,6 @@ def _same(sent: str, expected: str) -> bool:
 
 
 def login_router(app: BaseApp) -> APIRouter:
-    router = APIRouter(include_in_schema=False)
     proxies = proxy_networks(app.settings.trusted_proxies)
     router = APIRouter(include_in_schema=False)
 
