@@ -16,6 +16,11 @@ import httpx
 import pytest
 
 from ragloom_app.app import BaseApp
+from ragloom_app.web.gradio_sessions import (
+    MAX_BOUND_SESSIONS,
+    MAX_SESSIONS_PER_USER,
+    SessionBinding,
+)
 from tests.helpers.api_server import replay_app, served
 
 PASSWORD = "correct horse battery"
@@ -127,3 +132,20 @@ def test_every_gradio_route_wants_a_login(server: tuple[str, Any], method: str, 
     with httpx.Client(base_url=url, headers={"Origin": url.rstrip("/")}) as anonymous:
         answer = anonymous.request(method, path, json={"session_hash": "x", "event_id": "x"})
     assert answer.status_code == 401
+
+
+def test_one_users_sessions_never_push_out_anothers() -> None:
+    """The table of owners is bounded; one user naming made-up sessions once pushed
+    another's out, and whoever named that one next owned it. A user past its own bound
+    forgets its own oldest."""
+    binding = SessionBinding(lambda *args: None, user_id=lambda request: None)
+    assert binding._bind(ALICES, "alice-id")
+    for number in range(MAX_BOUND_SESSIONS):
+        assert binding._bind(f"made-up-{number}", "bob-id")  # a heartbeat each
+    assert not binding._bind(ALICES, "bob-id")
+    assert binding._bind(ALICES, "alice-id")
+    # Bob keeps his latest sessions; his oldest were forgotten (anyone may take them).
+    assert binding._bind(f"made-up-{MAX_BOUND_SESSIONS - 1}", "bob-id")
+    assert not binding._bind(f"made-up-{MAX_BOUND_SESSIONS - 1}", "carol-id")
+    assert binding._bind("made-up-0", "carol-id")
+    assert len(binding._owners) <= MAX_SESSIONS_PER_USER + 2

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -26,10 +26,14 @@ from ragloom_app.db.models import LOCAL_USER
 from ragloom_app.web.login import UserLookup
 from ragloom_app.web.refusals import refusal
 
-__all__ = ["MAX_BOUND_SESSIONS", "SessionBinding", "waiting_events"]
+__all__ = ["MAX_BOUND_SESSIONS", "MAX_SESSIONS_PER_USER", "SessionBinding", "waiting_events"]
 
 MAX_BOUND_SESSIONS = 50_000
 """Session hashes remembered; past that the least recently used is forgotten."""
+MAX_SESSIONS_PER_USER = 1_000
+"""Session hashes remembered of one user; past that, that user's least recently used is
+forgotten. Without it, one user's made-up sessions could push another's out of the table,
+and whoever named that one next would own it."""
 _MAX_JSON_BYTES = 256 * 1024
 _PREFIX = "/gradio_api/"
 _JOIN_PATHS = tuple(_PREFIX + route for route in ("queue/join", "call/"))
@@ -64,6 +68,7 @@ class SessionBinding:
         # Joins on their way into gradio's queue, by user: not yet among its waiting events.
         self._joining: dict[str, int] = {}
         self._owners: OrderedDict[str, str] = OrderedDict()
+        self._bound: Counter[str] = Counter()  # sessions bound, by user
         self._lock = threading.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -130,12 +135,24 @@ class SessionBinding:
         with self._lock:
             owner = self._owners.get(session)
             if owner is None:
+                if self._bound[user] >= MAX_SESSIONS_PER_USER:
+                    # This user's own oldest goes, not another's (a scan: rare, bounded).
+                    oldest = next(s for s, u in self._owners.items() if u == user)
+                    self._forget(oldest)
                 self._owners[session] = user
+                self._bound[user] += 1
                 while len(self._owners) > MAX_BOUND_SESSIONS:
-                    self._owners.popitem(last=False)
+                    self._forget(next(iter(self._owners)))
                 return True
             self._owners.move_to_end(session)
             return owner == user
+
+    def _forget(self, session: str) -> None:
+        """Forget who owns ``session`` (under the lock)."""
+        user = self._owners.pop(session)
+        self._bound[user] -= 1
+        if not self._bound[user]:
+            del self._bound[user]
 
     async def _session_hashes(
         self, scope: Scope, request: Request, receive: Receive
