@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -68,7 +68,8 @@ class SessionBinding:
         # Joins on their way into gradio's queue, by user: not yet among its waiting events.
         self._joining: dict[str, int] = {}
         self._owners: OrderedDict[str, str] = OrderedDict()
-        self._bound: Counter[str] = Counter()  # sessions bound, by user
+        # Each user's sessions, least recently used first (the same order as _owners).
+        self._by_user: dict[str, OrderedDict[str, None]] = {}
         self._lock = threading.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -135,24 +136,25 @@ class SessionBinding:
         with self._lock:
             owner = self._owners.get(session)
             if owner is None:
-                if self._bound[user] >= MAX_SESSIONS_PER_USER:
-                    # This user's own oldest goes, not another's (a scan: rare, bounded).
-                    oldest = next(s for s, u in self._owners.items() if u == user)
-                    self._forget(oldest)
+                mine = self._by_user.setdefault(user, OrderedDict())
+                if len(mine) >= MAX_SESSIONS_PER_USER:
+                    self._forget(next(iter(mine)))  # this user's own oldest, not another's
                 self._owners[session] = user
-                self._bound[user] += 1
+                self._by_user[user][session] = None
                 while len(self._owners) > MAX_BOUND_SESSIONS:
                     self._forget(next(iter(self._owners)))
                 return True
             self._owners.move_to_end(session)
+            self._by_user[owner].move_to_end(session)
             return owner == user
 
     def _forget(self, session: str) -> None:
         """Forget who owns ``session`` (under the lock)."""
         user = self._owners.pop(session)
-        self._bound[user] -= 1
-        if not self._bound[user]:
-            del self._bound[user]
+        mine = self._by_user[user]
+        del mine[session]
+        if not mine:
+            del self._by_user[user]
 
     async def _session_hashes(
         self, scope: Scope, request: Request, receive: Receive
