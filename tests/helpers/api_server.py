@@ -4,12 +4,14 @@ about the API's shape; every mode's answers on the real model are tested elsewhe
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from ragloom_app.app import BaseApp
@@ -18,7 +20,17 @@ from ragloom_app.settings import AppSettings
 from tests.helpers.ports import free_port
 from tests.helpers.stores import STORE_KINDS
 
-__all__ = ["ANSWER", "DOCUMENTS", "LiveServer", "live_server", "replay_app", "served"]
+__all__ = [
+    "ANSWER",
+    "DOCUMENTS",
+    "LiveServer",
+    "api",
+    "index_documents",
+    "live_server",
+    "replay_app",
+    "served",
+    "sse_events",
+]
 
 ANSWER = "The Zorblax reactor runs at 451 kelvin [1]."
 DOCUMENTS = {
@@ -83,12 +95,32 @@ def _live_server(folder: Path, servers: dict[str, Any], stack: ExitStack) -> Liv
     """The app in ``folder`` with :data:`DOCUMENTS` indexed, served until ``stack`` closes
     (before the database it runs on is dropped)."""
     app = replay_app(folder, **servers)
-    docs = folder / "docs"
-    docs.mkdir()
+    index_documents(app, folder / "docs")
+    return LiveServer(stack.enter_context(served(app)), app)
+
+
+def index_documents(app: BaseApp, folder: Path) -> None:
+    """Write :data:`DOCUMENTS` into ``folder`` (made if missing) and index them in ``app``'s
+    "My files"; each one indexed, or an assertion."""
+    folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, text in DOCUMENTS.items():
-        (docs / name).write_text(text, encoding="utf-8")
-        paths.append(docs / name)
+        (folder / name).write_text(text, encoding="utf-8")
+        paths.append(folder / name)
     outcomes = app.indices.get("My files").get_indexing_pipeline({}).run(paths)
     assert all(o.status == "indexed" for o in outcomes), outcomes
-    return LiveServer(stack.enter_context(served(app)), app)
+
+
+@pytest.fixture
+def api(live_server: LiveServer) -> httpx.Client:
+    """A client of ``live_server``'s ``/api/v1``."""
+    return httpx.Client(base_url=f"{live_server.url}api/v1", timeout=30)
+
+
+def sse_events(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """The ``(event, data)`` of each server-sent event in ``text``, in order."""
+    events = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events

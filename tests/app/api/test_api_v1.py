@@ -10,22 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers.api_server import ANSWER, LiveServer, live_server
+from tests.helpers.api_server import ANSWER, LiveServer, api, live_server, sse_events
 
-__all__ = ["live_server"]
-
-
-@pytest.fixture
-def api(live_server: LiveServer) -> httpx.Client:
-    return httpx.Client(base_url=f"{live_server.url}api/v1", timeout=30)
-
-
-def _sse(text: str) -> list[tuple[str, dict[str, Any]]]:
-    events = []
-    for block in text.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
+__all__ = ["api", "live_server"]
 
 
 def test_health_version_and_the_openapi_document(
@@ -157,7 +144,7 @@ def test_ask_streams_the_typed_events_and_ends_with_the_whole_answer(api: httpx.
         "POST", f"/conversations/{cid}/ask", json={"question": "How hot?", "stream": True}
     ) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
-        events = _sse(response.read().decode())
+        events = sse_events(response.read().decode())
     names = [name for name, _ in events]
     assert names[-1] == "done" and "answer_delta" in names and "citations" in names
     assert "grounding" in names and "usage" in names and "step" in names
@@ -271,34 +258,6 @@ def test_the_interactive_docs_load_nothing_remote(live_server: LiveServer) -> No
     assert httpx.get(f"{live_server.url}docs-assets/index.html", timeout=30).status_code == 404
 
 
-def test_a_client_that_leaves_mid_stream_leaves_the_server_answering_others(
-    api: httpx.Client,
-) -> None:
-    cid = api.post("/conversations").json()["id"]
-    body = {"question": "How hot is the reactor?", "stream": True}
-    with api.stream("POST", f"/conversations/{cid}/ask", json=body) as response:
-        first = next(response.iter_lines())
-        assert first.startswith("event: ")
-    # Gone after one event: the next question, in the same conversation, is answered once
-    # the first answer's work has ended (at its next event); until then it waits its turn.
-    deadline = time.monotonic() + 10
-    while (
-        again := api.post(f"/conversations/{cid}/ask", json={"question": "Hot?"})
-    ).status_code == 409:
-        assert again.json()["error"]["code"] == "conversation_busy"
-        assert again.headers["Retry-After"] == "1" and time.monotonic() < deadline
-        time.sleep(0.05)
-    assert again.status_code == 200 and again.json()["answer"] == ANSWER
-    # Each question is followed by its answer: the first as far as it went, if stopped.
-    turns = api.get(f"/conversations/{cid}").json()["messages"]
-    assert [(t["role"], t["content"][:4]) for t in turns] == [
-        ("user", "How "),
-        ("assistant", turns[1]["content"][:4]),
-        ("user", "Hot?"),
-        ("assistant", ANSWER[:4]),
-    ]
-
-
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -380,73 +339,3 @@ def test_a_request_to_another_host_is_refused_in_json_on_api_paths(
     assert refused.status_code == 400
     assert refused.json()["error"]["code"] == "bad_request"
     assert "evil.example" in refused.json()["error"]["message"]
-
-
-def test_a_conversation_deleted_mid_answer_is_a_404_saying_so(
-    live_server: LiveServer, api: httpx.Client
-) -> None:
-    from ragloom_app.conversations import ConversationStore
-    from tests.helpers.conversation_deleter import DeletesItsConversation
-
-    DeletesItsConversation.store = ConversationStore(live_server.app.engine)
-    live_server.app.reasonings["deleter"] = DeletesItsConversation
-    try:
-        cid = api.post("/conversations").json()["id"]
-        answer = api.post(f"/conversations/{cid}/ask", json={"question": "?", "mode": "deleter"})
-    finally:
-        del live_server.app.reasonings["deleter"]
-    assert answer.status_code == 404, answer.text
-    assert "deleted while it was answered" in answer.json()["error"]["message"]
-
-
-def _stream_error(api: httpx.Client, cid: str, body: dict[str, Any]) -> dict[str, Any]:
-    """The error event a streamed answer ended with (it began: the status line was 200)."""
-    with api.stream("POST", f"/conversations/{cid}/ask", json={**body, "stream": True}) as sent:
-        assert sent.status_code == 200
-        events = _sse(sent.read().decode())
-    name, data = events[-1]
-    assert name == "error", events
-    return data["error"]  # type: ignore[no-any-return]
-
-
-def test_a_conversation_deleted_mid_stream_ends_it_in_the_404s_code(
-    live_server: LiveServer, api: httpx.Client
-) -> None:
-    from ragloom_app.conversations import ConversationStore
-    from tests.helpers.conversation_deleter import DeletesItsConversation
-
-    DeletesItsConversation.store = ConversationStore(live_server.app.engine)
-    live_server.app.reasonings["deleter"] = DeletesItsConversation
-    try:
-        cid = api.post("/conversations").json()["id"]
-        error = _stream_error(api, cid, {"question": "?", "mode": "deleter"})
-    finally:
-        del live_server.app.reasonings["deleter"]
-    # What the JSON answer says with its status (above), the stream's event says too.
-    assert (error["code"], error["type"]) == ("not_found", "not_found_error")
-    assert "deleted while it was answered" in error["message"]
-
-
-def test_the_database_going_away_mid_answer_is_unavailable_streamed_or_not(
-    api: httpx.Client, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from sqlalchemy.exc import OperationalError
-
-    from ragloom_app.conversations import ConversationStore
-
-    saved = ConversationStore.add_message
-
-    def answer_not_saved(
-        self: ConversationStore, cid: str, role: str, *args: Any, **kw: Any
-    ) -> None:
-        if role == "assistant":  # the question was stored; then the server went away
-            raise OperationalError("INSERT", {}, Exception("server closed the connection"))
-        saved(self, cid, role, *args, **kw)
-
-    monkeypatch.setattr(ConversationStore, "add_message", answer_not_saved)
-    cid = api.post("/conversations").json()["id"]
-    whole = api.post(f"/conversations/{cid}/ask", json={"question": "How hot?"})
-    assert whole.status_code == 503 and whole.json()["error"]["code"] == "unavailable"
-    error = _stream_error(api, cid, {"question": "How hot?"})
-    assert (error["code"], error["type"]) == ("unavailable", "unavailable_error")
-    assert error["message"] == whole.json()["error"]["message"]

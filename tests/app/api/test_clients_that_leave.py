@@ -18,7 +18,7 @@ import httpx
 import openai
 import pytest
 
-from tests.helpers.api_server import DOCUMENTS, replay_app, served
+from tests.helpers.api_server import index_documents, replay_app, served
 from tests.helpers.misbehaving_llms import SlowLLM
 
 QUESTION = "How hot is the reactor?"
@@ -49,11 +49,7 @@ def slow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlowServer]:
     app = replay_app(folder, api_max_answers=1)
     app.llm_specs["slow"] = SLOW
     app.settings.default_llm = "slow"
-    docs = folder / "docs"
-    docs.mkdir()
-    for name, text in DOCUMENTS.items():
-        (docs / name).write_text(text, encoding="utf-8")
-    app.indices.get("My files").get_indexing_pipeline({}).run(sorted(docs.iterdir()))
+    index_documents(app, folder / "docs")
     llm = app.llm("slow")
     assert isinstance(llm, SlowLLM)
     with served(app) as url, httpx.Client(base_url=f"{url}api/v1", timeout=30) as api:

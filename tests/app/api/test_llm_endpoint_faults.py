@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from ragloom_app.testing.openai_standin import FakeEndpoint, fake_openai
-from tests.helpers.api_server import DOCUMENTS, replay_app, served
+from tests.helpers.api_server import index_documents, replay_app, served
 
 ANSWER = "The Zorblax reactor runs at 451 kelvin [1]."
 QUESTION = "How hot does the Zorblax reactor run?"
@@ -54,11 +54,7 @@ def served_app(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Serve
             "max_retries": 1,
         }
         app.settings.default_llm = "remote"
-        docs = tmp_path / "docs"
-        docs.mkdir()
-        for name, text in DOCUMENTS.items():
-            (docs / name).write_text(text, encoding="utf-8")
-        app.indices.get("My files").get_indexing_pipeline({}).run(sorted(docs.iterdir()))
+        index_documents(app, tmp_path / "docs")
         with served(app) as url, httpx.Client(base_url=f"{url}api/v1", timeout=60) as api:
             yield Served(api, endpoint)
 
