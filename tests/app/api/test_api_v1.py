@@ -94,6 +94,26 @@ def test_a_file_is_indexed_again_from_its_stored_copy(
     assert api.post("/indices/My files/files/nope/reindex").status_code == 404
 
 
+def test_an_upload_past_the_users_queued_jobs_is_a_429_saying_when_to_retry(
+    live_server: LiveServer, api: httpx.Client
+) -> None:
+    settings = live_server.app.settings
+    files_before = api.get("/indices/My files/files").json()
+    (canteen,) = [f for f in files_before if f["name"] == "canteen.md"]
+    limit, settings.max_jobs_per_user = settings.max_jobs_per_user, 0
+    try:
+        upload = api.post("/indices/My files/files", files=[("files", ("x.md", b"Extra."))])
+        reindex = api.post(f"/indices/My files/files/{canteen['id']}/reindex")
+    finally:
+        settings.max_jobs_per_user = limit
+    for refused in (upload, reindex):
+        assert refused.status_code == 429, refused.text
+        assert refused.headers["Retry-After"] == "10"
+        error = refused.json()["error"]
+        assert error["code"] == "busy" and "MAX_JOBS_PER_USER" in error["message"]
+    assert api.get("/indices/My files/files").json() == files_before
+
+
 def test_a_conversation_is_created_renamed_listed_and_deleted(api: httpx.Client) -> None:
     created = api.post("/conversations", json={"title": "Reactor"})
     assert created.status_code == 201

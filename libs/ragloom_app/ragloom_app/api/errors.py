@@ -9,7 +9,8 @@ Unknown ids are ``not_found`` (404), a body or parameter the API cannot take is
 ``invalid_request`` (422), and a setting, mode or question the app refuses is
 ``invalid_request`` too, with the app's own words (:class:`~ragloom_app.errors.UserFacingError`),
 and a database or an index's store that cannot be reached (PostgreSQL or a Chroma server
-restarting) is ``unavailable`` (503, with ``Retry-After``).
+restarting) is ``unavailable`` (503, with ``Retry-After``), and an upload past the
+user's queued jobs (``MAX_JOBS_PER_USER``) is ``busy`` (429, with ``Retry-After``).
 Nothing a client sends is answered with a 500: an unexpected failure is logged under a
 reference that the ``internal_error`` message carries, with no stack trace or path.
 """
@@ -30,6 +31,7 @@ from starlette.exceptions import HTTPException
 from ragloom.stores.base import StoreUnavailableError
 from ragloom_app.conversations import ConversationBusyError, UnknownConversationError
 from ragloom_app.errors import UserFacingError, scrub, user_error
+from ragloom_app.jobs import JobLimitError
 
 __all__ = ["ApiError", "api_error", "error_body", "error_type", "install_error_handlers"]
 
@@ -39,6 +41,10 @@ _CODES = {404: "not_found", 405: "method_not_allowed", 422: "invalid_request"}
 
 RETRY_AFTER_SECONDS = 5
 """What a 503 ``unavailable`` asks a client to wait before trying again."""
+
+JOB_LIMIT_RETRY_SECONDS = 10
+"""What a 429 ``busy`` for ``MAX_JOBS_PER_USER`` asks a client to wait: room comes when
+one of the user's jobs ends, which takes seconds to minutes."""
 
 
 class ApiError(Exception):
@@ -138,6 +144,9 @@ def api_error(exc: Exception, doing: str = "The request") -> ApiError:
         return ApiError(404, "not_found", scrub(str(exc)))
     if isinstance(exc, ConversationBusyError):  # its answer ends within its deadline
         return ApiError(409, "conversation_busy", str(exc), headers={"Retry-After": "1"})
+    if isinstance(exc, JobLimitError):  # room comes as one of the user's jobs ends
+        retry = {"Retry-After": str(JOB_LIMIT_RETRY_SECONDS)}
+        return ApiError(429, "busy", str(exc), headers=retry)
     if isinstance(exc, UserFacingError):
         return ApiError(422, "invalid_request", scrub(str(exc)))
     if isinstance(exc, OperationalError):

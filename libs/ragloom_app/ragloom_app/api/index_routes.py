@@ -31,7 +31,6 @@ from ragloom_app.app import BaseApp
 from ragloom_app.db.models import ChunkRecord
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.index.manager import INDEX_NAME_PATTERN, MAX_INDEX_NAME_CHARS
-from ragloom_app.jobs import JobLimitError
 from ragloom_app.jobs.staging import API_UPLOAD_PREFIX, api_upload_root
 
 __all__ = ["index_router"]
@@ -208,8 +207,6 @@ def index_router(
                     shutil.copyfileobj(upload.file, out, _COPY_BYTES)
                 staged.append((upload.filename or f"upload-{position}", path))
             job = app.jobs.submit_files(index, user.id, staged, move=True)
-        except JobLimitError as exc:
-            raise ApiError(429, "busy", str(exc)) from None
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         names = [name for name, _ in staged]
@@ -233,10 +230,7 @@ def index_router(
             raise ApiError(
                 422, "invalid_request", f"a {type(index).__name__} cannot index a file again"
             )
-        try:
-            job = app.jobs.submit_reindex(index, user.id, [(str(entry["name"]), file_id)])
-        except JobLimitError as exc:
-            raise ApiError(429, "busy", str(exc)) from None
+        job = app.jobs.submit_reindex(index, user.id, [(str(entry["name"]), file_id)])
         return UploadOut(index=index.name, accepted=[str(entry["name"])], job=job_out(app, job))
 
     @router.get("/indices/{name}/files/{file_id}/chunks", tags=["indices"])
