@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import logging
+import shutil
 import statistics
 import sys
 import tempfile
@@ -159,6 +160,7 @@ def main() -> None:
     finally:
         client.close()
         running.close()
+        shutil.rmtree(workdir, ignore_errors=True)
 
     inproc, http = statistics.median(local), statistics.median(remote)
     print(f"\nHTTP API over in-process ChatPage.ask, FullQA, {len(questions)} questions")

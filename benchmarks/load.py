@@ -44,6 +44,7 @@ import contextlib
 import csv
 import logging
 import multiprocessing
+import shutil
 import statistics
 import sys
 import tempfile
@@ -155,6 +156,7 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="ragloom-load-bench-"))
     speech = args.data / "state_of_the_union.txt"
     with contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, workdir, ignore_errors=True)  # once every server stopped
         llm = _llm(args.llm, args.users, stack, workdir)
         servers, window = None, None
         if args.servers:

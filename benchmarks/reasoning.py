@@ -150,48 +150,49 @@ def main() -> None:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     mode_settings = mode_settings_of(args)
 
-    workdir = Path(tempfile.mkdtemp(prefix="ragloom-reasoning-bench-"))
-    app = BaseApp(bench_settings(workdir / "data", "sotu", args.llm)).start()
-    index = app.indices.get("sotu")
-    outcomes = [
-        e
-        for e in index.get_indexing_pipeline({}).stream([args.data / "state_of_the_union.txt"])
-        if isinstance(e, FileOutcome)
-    ]
-    print(f"indexed: {[(o.name, o.status, o.chunks) for o in outcomes]}", file=sys.stderr)
-    page = ChatPage(app)
-    out = args.out.open("w", encoding="utf-8") if args.out else None
-    rows: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
-    started = time.perf_counter()
-    for number, (question, gold) in numbered:
-        for mode in modes:
-            record = ask_record(page, question, mode, mode_settings)
-            usage = record["usage"]
-            plan = [s for s in record["steps"] if s.get("event") == "plan" and "repaired" in s]
-            row = {
-                "question": number,
-                "mode": mode,
-                "correct": is_correct(record["answer"], gold),
-                "tokens": usage["prompt_tokens"] + usage["completion_tokens"],
-                "llm_calls": usage["llm_calls"],
-                "seconds": usage["seconds"],
-                "searched": searched(record),
-                "crashed": any(s.get("step") == "error" for s in record["steps"]),
-                "plan_repaired": plan[0]["repaired"] if mode == "rewoo" and plan else None,
-                "modes": chosen_modes(record),
-                "grounding": (record.get("grounding") or {}).get("status"),
-                "answer": record["answer"],
-                "gold": gold,
-            }
-            if mode == "rewoo" and not plan:
-                row["plan_repaired"] = True  # no runnable plan at all counts as not parsed
-            rows[mode].append(row)
-            if out:
-                out.write(json.dumps(row) + "\n")
-                out.flush()
-        elapsed = time.perf_counter() - started
-        print(f"[{number}/{len(questions)}] {elapsed:.0f} s", file=sys.stderr, flush=True)
-    print_table([summarize(m, rows[m]) for m in modes if rows[m]], app.llm().name)
+    with tempfile.TemporaryDirectory(prefix="ragloom-reasoning-bench-") as tmp:
+        workdir = Path(tmp)
+        app = BaseApp(bench_settings(workdir / "data", "sotu", args.llm)).start()
+        index = app.indices.get("sotu")
+        outcomes = [
+            e
+            for e in index.get_indexing_pipeline({}).stream([args.data / "state_of_the_union.txt"])
+            if isinstance(e, FileOutcome)
+        ]
+        print(f"indexed: {[(o.name, o.status, o.chunks) for o in outcomes]}", file=sys.stderr)
+        page = ChatPage(app)
+        out = args.out.open("w", encoding="utf-8") if args.out else None
+        rows: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
+        started = time.perf_counter()
+        for number, (question, gold) in numbered:
+            for mode in modes:
+                record = ask_record(page, question, mode, mode_settings)
+                usage = record["usage"]
+                plan = [s for s in record["steps"] if s.get("event") == "plan" and "repaired" in s]
+                row = {
+                    "question": number,
+                    "mode": mode,
+                    "correct": is_correct(record["answer"], gold),
+                    "tokens": usage["prompt_tokens"] + usage["completion_tokens"],
+                    "llm_calls": usage["llm_calls"],
+                    "seconds": usage["seconds"],
+                    "searched": searched(record),
+                    "crashed": any(s.get("step") == "error" for s in record["steps"]),
+                    "plan_repaired": plan[0]["repaired"] if mode == "rewoo" and plan else None,
+                    "modes": chosen_modes(record),
+                    "grounding": (record.get("grounding") or {}).get("status"),
+                    "answer": record["answer"],
+                    "gold": gold,
+                }
+                if mode == "rewoo" and not plan:
+                    row["plan_repaired"] = True  # no runnable plan at all counts as not parsed
+                rows[mode].append(row)
+                if out:
+                    out.write(json.dumps(row) + "\n")
+                    out.flush()
+            elapsed = time.perf_counter() - started
+            print(f"[{number}/{len(questions)}] {elapsed:.0f} s", file=sys.stderr, flush=True)
+        print_table([summarize(m, rows[m]) for m in modes if rows[m]], app.llm().name)
 
 
 if __name__ == "__main__":
