@@ -88,6 +88,35 @@ def test_specifics_of_the_question_count_as_found() -> None:
     assert report.status == "supported"
 
 
+REACTOR = "The Zorblax reactor runs at 451 kelvin. It was commissioned in 1962."
+
+
+def test_a_leading_questions_number_repeated_over_a_passage_that_says_otherwise_is_declined() -> (
+    None
+):
+    question = "Is the Zorblax reactor's limit 900 kelvin?"
+    report = check_grounding("Yes, the reactor runs at 900 kelvin [1].", {1: REACTOR}, question)
+    assert report.status == "unsupported" and report.sentences[0].unsupported == ["900"]
+    assert should_decline(report)
+
+
+def test_a_questions_number_counts_in_a_sentence_that_states_what_its_passage_holds() -> None:
+    question = "Is the Zorblax reactor's limit 900 kelvin?"
+    answer = "No: it runs at 451 kelvin, not 900 [1]. Yes, 900 kelvin is its limit [1]."
+    report = check_grounding(answer, {1: REACTOR}, question)
+    corrected, repeated = report.sentences
+    assert corrected.supported and corrected.supported_by == [1]
+    assert repeated.unsupported == ["900"]
+    assert report.status == "partly" and not should_decline(report)
+
+
+def test_a_questions_number_counts_in_an_answer_that_cites_nothing() -> None:
+    """Nothing is claimed from a source: "the documents do not say" is not declined."""
+    question = "Is the Zorblax reactor's limit 900 kelvin?"
+    report = check_grounding("The documents do not say whether it is 900 kelvin.", {}, question)
+    assert report.sentences[0].unsupported == [] and not should_decline(report)
+
+
 def test_a_tools_result_counts_as_found() -> None:
     answer = "The WAL file is 4120032 bytes long [1]."
     passages = {1: "The WAL header is 32 bytes in size."}

@@ -5,9 +5,11 @@
 looks each up in the passages the sentence cites. A sentence that cites nothing is
 checked against every passage the answer cites (a small model often cites once, for the
 whole answer). A specific the question names, or a tool's result holds (a calculator's),
-counts as found too. :func:`ground_answer` is the policy every built-in mode's answer
-goes through (:func:`ragloom.qa.answer.cite_answer`): it reports, and replaces an answer
-none of whose claims are found by a decline that lists the closest passages.
+counts as found too; a number only the question names, only in a sentence that states
+something else its sources hold (not one echoing a leading question).
+:func:`ground_answer` is the policy every built-in mode's answer goes through
+(:func:`ragloom.qa.answer.cite_answer`): it reports, and replaces an answer none of whose
+claims are found by a decline that lists the closest passages.
 
 What it does not catch: a claim without specifics ("it is fast"), a wrong sense of a
 number that does occur in the passage, a number the model computed itself, and a fact
@@ -99,6 +101,7 @@ def _sentence_support(
     text: str,
     cited: list[int],
     passages: Mapping[int, TextHolder],
+    question: TextHolder | None,
     others: Sequence[TextHolder],
     limits: GroundingLimits,
 ) -> SentenceSupport:
@@ -106,11 +109,26 @@ def _sentence_support(
     checked = [n for n in cited if n in passages] if cited else list(passages)
     unsupported: list[str] = []
     supported_by: set[int] = set()
+    found_elsewhere = False  # in a tool's result
+    named_numbers: list[str] = []  # numbers only the question holds
     for claim in claims:
         holding = [n for n in checked if any(passages[n].holds(k) for k in claim.keys)]
         supported_by.update(holding)
-        if not holding and not any(o.holds(k) for o in others for k in claim.keys):
+        if holding:
+            continue
+        if any(o.holds(k) for o in others for k in claim.keys):
+            found_elsewhere = True
+        elif question is not None and any(question.holds(k) for k in claim.keys):
+            if claim.specific.kind == "number":
+                named_numbers.append(claim.specific.text)
+        else:
             unsupported.append(claim.specific.text)
+    if passages and not supported_by and not found_elsewhere:
+        # A number is taken from the question only by a sentence that also states what
+        # its sources hold: "Yes, the limit is 900 kelvin [1]" repeats a leading
+        # question's number over a passage that says 451, where "No, it is 451, not 900"
+        # holds 451. (Names and versions need not: the precheck looks them up.)
+        unsupported += named_numbers
     return SentenceSupport(
         text=text,
         supported=bool(passages) and not unsupported and not more,
@@ -148,7 +166,8 @@ def check_grounding(
     limits = limits or GroundingLimits()
     cut = limits.max_passage_chars
     holders = {number: TextHolder(text[:cut]) for number, text in passages.items()}
-    others = [TextHolder(text[:cut]) for text in (question, *other_sources) if text]
+    asked = TextHolder(question[:cut]) if question else None
+    others = [TextHolder(text[:cut]) for text in other_sources if text]
     checked_text = answer[: limits.max_answer_chars]
     sentences = cited_sentences(checked_text)
     unchecked = max(0, len(sentences) - limits.max_sentences)
@@ -156,7 +175,7 @@ def check_grounding(
         unchecked += 1  # the rest of the answer, at least one sentence
         sentences = sentences[:-1]  # and the one the limit cut
     kept = [
-        _sentence_support(text, cited, holders, others, limits)
+        _sentence_support(text, cited, holders, asked, others, limits)
         for text, cited in sentences[: limits.max_sentences]
     ]
     return GroundingReport(
