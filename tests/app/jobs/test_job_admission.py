@@ -17,6 +17,7 @@ from ragloom_app.jobs import JobLimitError, UnknownJobError
 from ragloom_app.jobs.admission import JobIndexGoneError
 from ragloom_app.jobs.runner import JobRunner
 from ragloom_app.jobs.store import JobStore
+from ragloom_app.jobs.turns import places_ahead
 from tests.helpers.jobs import (
     alter_job,
     numbered_documents,
@@ -39,7 +40,8 @@ def test_jobs_are_their_owners_and_bounded_per_user(app: BaseApp, tmp_path: Path
     store.create(index_id=index.id, owner="alice", kind="add", files=[])
     with pytest.raises(JobLimitError, match="MAX_JOBS_PER_USER"):
         app.jobs.submit_files(index, "alice", numbered_documents(tmp_path / "in", 1), move=False)
-    assert store.ahead_of(store.create(index_id=index.id, owner="bob", kind="add", files=[])) == 2
+    bobs = store.create(index_id=index.id, owner="bob", kind="add", files=[])
+    assert places_ahead(app.engine, bobs.id) == 1  # alice's first; her second waits
 
 
 def test_uploads_sent_together_never_pass_the_per_user_bound(app: BaseApp) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import itertools
 import logging
 import queue
 import threading
@@ -26,11 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import make_url, text
+from sqlalchemy.engine import Engine
 
 from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs.runner import JobRunner, worker_name
 from ragloom_app.jobs.staging import remove_leftover_api_uploads, remove_leftover_staging
 from ragloom_app.jobs.store import JobStore
+from ragloom_app.jobs.turns import turn_of
 
 if TYPE_CHECKING:
     import procrastinate
@@ -172,7 +175,8 @@ class JobSweeper:
 
 
 class InProcessJobQueue(JobQueue):
-    """Runs jobs in ``workers`` daemon threads of this process, in submission order.
+    """Runs jobs in ``workers`` daemon threads of this process, by their owners' turns
+    (:mod:`~ragloom_app.jobs.turns`), then in submission order.
 
     At start it also takes the jobs this database holds queued (a restart of the app
     resumes what was waiting) or running on a dead worker (see :class:`JobSweeper`).
@@ -183,7 +187,9 @@ class InProcessJobQueue(JobQueue):
         # by a queue started after it in this process, with the same attempt number (see
         # JobStore.hand_back), and this one's late writes must not pass for that claim's.
         self._runner = JobRunner(app, worker_name(f"in-process-{uuid.uuid4().hex[:6]}"))
-        self._pending: queue.Queue[str | None] = queue.Queue()
+        # (turn, submission, job id); a job id of None stops a worker thread.
+        self._pending: queue.PriorityQueue[tuple[int, int, str | None]] = queue.PriorityQueue()
+        self._submissions = itertools.count()
         self._threads = [
             threading.Thread(target=self._work, name=f"ragloom-job-worker-{n}", daemon=True)
             for n in range(workers)
@@ -219,14 +225,16 @@ class InProcessJobQueue(JobQueue):
             if job_id in self._held:
                 return
             self._held.add(job_id)
-        self._pending.put(job_id)
+        self._pending.put(
+            (_turn(self._runner.store.engine, job_id), next(self._submissions), job_id)
+        )
 
     def unheld(self, job_ids: Sequence[str]) -> list[str]:
         with self._lock:
             return [job_id for job_id in job_ids if job_id not in self._held]
 
     def _work(self) -> None:
-        while (job_id := self._pending.get()) is not None:
+        while (job_id := self._pending.get()[2]) is not None:
             with self._lock:
                 self._held.discard(job_id)
             if self._runner.handing_back.is_set():
@@ -268,7 +276,7 @@ class InProcessJobQueue(JobQueue):
         self._runner.handing_back.set()
         self._runner.stopping.set()  # a job waiting for the database gives up
         for _ in self._threads:
-            self._pending.put(None)
+            self._pending.put((-1, next(self._submissions), None))  # before every job
         deadline = time.monotonic() + HAND_BACK_WAIT_SECONDS
         for thread in self._threads:
             thread.join(timeout=max(deadline - time.monotonic(), 0.0))
@@ -296,8 +304,9 @@ class ProcrastinateJobQueue(JobQueue):
 
         # The job's id is its queueing lock: procrastinate keeps one task of it waiting.
         task = self._procrastinate.tasks[TASK_NAME]
+        priority = -_turn(self._app.engine, job_id)  # the highest runs first
         with contextlib.suppress(AlreadyEnqueued):
-            task.configure(queueing_lock=job_id).defer(job_id=job_id)
+            task.configure(queueing_lock=job_id, priority=priority).defer(job_id=job_id)
 
     def unheld(self, job_ids: Sequence[str]) -> list[str]:
         if not job_ids:
@@ -313,6 +322,16 @@ class ProcrastinateJobQueue(JobQueue):
 
     def close(self) -> None:
         self._procrastinate.close()
+
+
+def _turn(engine: Engine, job_id: str) -> int:
+    """The job's turn (:func:`~ragloom_app.jobs.turns.turn_of`), or 0 when the database
+    cannot say: the job then goes before others rather than not at all."""
+    try:
+        return turn_of(engine, job_id)
+    except Exception:
+        logger.warning("job %s: its turn could not be counted; it goes first", job_id)
+        return 0
 
 
 def conninfo(database_url: str) -> str:

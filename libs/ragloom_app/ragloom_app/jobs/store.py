@@ -108,20 +108,6 @@ class JobStore:
         with Session(self.engine) as session:
             return int(session.exec(active_jobs_count(owner=owner, index_id=index_id)).one())
 
-    def ahead_of(self, job: JobView) -> int:
-        """Jobs of any user queued or running that were created before ``job``: its
-        place in the line."""
-        query = (
-            select(func.count())
-            .select_from(IndexingJob)
-            .where(
-                col(IndexingJob.status).in_(list(ACTIVE)),
-                col(IndexingJob.created_at) < job.created_at,
-            )
-        )
-        with Session(self.engine) as session:
-            return int(session.exec(query).one())
-
     def stalled(self, stall_seconds: float) -> list[str]:
         """Running jobs whose worker sent no heartbeat for ``stall_seconds``."""
         cutoff = _now() - timedelta(seconds=stall_seconds)

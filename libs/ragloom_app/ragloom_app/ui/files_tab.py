@@ -25,6 +25,7 @@ from ragloom_app.errors import UserFacingError, scrub, user_error
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.index.manager import UnknownIndexError
 from ragloom_app.jobs import JobView
+from ragloom_app.jobs.turns import places_ahead
 from ragloom_app.ui import file_filter, notify, render
 from ragloom_app.ui.identity import ui_user
 from ragloom_app.ui.indices_panel import IndicesPanel, build_indices_panel
@@ -203,7 +204,7 @@ class FilesHandlers:
             if job.finished:
                 return job
             if job.status == JobStatus.QUEUED:
-                ahead = self.app.jobs.store.ahead_of(job)
+                ahead = places_ahead(self.app.engine, job.id)
                 waiting = f"{ahead} job{'s' if ahead != 1 else ''} ahead" if ahead else "next"
                 progress(0.0, desc=f"Waiting its turn to be indexed: {waiting}…")
             elif job.current:
