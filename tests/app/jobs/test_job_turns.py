@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from ragloom_app.api.job_routes import job_out
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
+from ragloom_app.jobs import JobView
 from ragloom_app.jobs.queues import InProcessJobQueue, ProcrastinateJobQueue, procrastinate_app
 from ragloom_app.jobs.runner import JobRunner
 from ragloom_app.jobs.turns import places_ahead, turn_of
@@ -39,6 +41,12 @@ def _jobs(app: BaseApp, *owners: str) -> list[str]:
     ]
 
 
+def _view(app: BaseApp, job_id: str) -> JobView:
+    found = app.jobs.store.get(job_id)
+    assert found is not None
+    return found
+
+
 def test_each_owners_oldest_waiting_job_comes_first_and_places_say_so(app: BaseApp) -> None:
     running, alice2, alice3, bob1, bob2 = _jobs(app, "alice", "alice", "alice", "bob", "bob")
     assert [turn_of(app.engine, j) for j in (running, alice2, alice3, bob1, bob2)] == [
@@ -54,6 +62,10 @@ def test_each_owners_oldest_waiting_job_comes_first_and_places_say_so(app: BaseA
     assert places_ahead(app.engine, alice2) == 2
     assert places_ahead(app.engine, bob2) == 3
     assert places_ahead(app.engine, alice3) == 4
+    # The API says so of one queued job (GET /jobs/{id}, an upload's answer), not in lists.
+    assert job_out(app, _view(app, bob2)).ahead == 3
+    assert job_out(app, _view(app, bob2), with_outcomes=False).ahead is None
+    assert job_out(app, _view(app, running)).ahead is None
     alter_job(app, running, status=JobStatus.DONE)  # an ended job has none: alice2 is next
     assert turn_of(app.engine, alice2) == 0 and turn_of(app.engine, running) == 0
 

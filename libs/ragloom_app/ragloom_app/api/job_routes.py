@@ -17,7 +17,9 @@ from ragloom_app.accounts import User
 from ragloom_app.api.errors import not_found
 from ragloom_app.api.models import ERROR_RESPONSES
 from ragloom_app.app import BaseApp
+from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs import JobView, UnknownJobError
+from ragloom_app.jobs.turns import places_ahead
 from ragloom_app.jobs.view import MAX_JOB_OUTCOMES
 
 __all__ = ["JobOut", "job_out", "job_router"]
@@ -68,11 +70,18 @@ class JobOut(BaseModel):
             "running job writes its outcomes in batches). Null in the list of jobs."
         )
     )
+    ahead: int | None = Field(
+        description=(
+            "Of a queued job, the jobs of any user that run before it: those running, and "
+            "those waiting that workers take first (users take turns). Null otherwise, "
+            "and in the list of jobs."
+        )
+    )
 
 
 def job_out(app: BaseApp, job: JobView, *, with_outcomes: bool = True) -> JobOut:
-    """The API's shape of a job; its outcomes null unless ``with_outcomes`` (the view
-    was read with them)."""
+    """The API's shape of a job; its outcomes and its place in the line null unless
+    ``with_outcomes`` (the view was read with them: one job, not a list)."""
     try:
         index_name: str | None = app.indices.get(job.index_id).name
     except KeyError:
@@ -96,6 +105,11 @@ def job_out(app: BaseApp, job: JobView, *, with_outcomes: bool = True) -> JobOut
         finished_at=job.finished_at,
         outcomes=[JobOutcomeOut(**o) for o in outcomes] if with_outcomes else None,
         outcomes_not_listed=job.outcomes_not_listed if with_outcomes else None,
+        ahead=(
+            places_ahead(app.engine, job.id)
+            if with_outcomes and job.status == JobStatus.QUEUED
+            else None
+        ),
     )
 
 
