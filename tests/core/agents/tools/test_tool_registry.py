@@ -113,6 +113,30 @@ def test_the_registry_refuses_a_tool_that_cannot_run_as_it_says() -> None:
     assert registry.names() == ["docsearch", "calculator", "llm", "echo"]
 
 
+class NeedsAKey(EchoTool):
+    """A plugin tool that cannot be set up without its configuration."""
+
+    name: ClassVar[str] = "websearch"
+    sandboxed = False
+
+    @classmethod
+    def from_context(cls, context: ToolContext) -> NeedsAKey:
+        raise RuntimeError("WEBSEARCH_KEY is not set")
+
+
+def test_a_tool_that_cannot_be_set_up_is_left_out_of_the_request_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = ToolRegistry()
+    registry.register(NeedsAKey)
+    with caplog.at_level(logging.WARNING):
+        tools = registry.build(ToolContext(llm=ScriptedLLM(), ledger=EvidenceLedger()))
+    assert list(tools) == ["docsearch", "calculator", "llm"]
+    assert tools["calculator"].invoke("2 + 2").content == "4"
+    assert "'websearch'" in caplog.text and "left out" in caplog.text
+    assert "WEBSEARCH_KEY is not set" in caplog.text  # the cause, for the admin
+
+
 def _hit(chunk_id: str) -> RetrievedChunk:
     return RetrievedChunk(Chunk(chunk_id, f"text of {chunk_id}", "s", "doc.md"), 1.0)
 
