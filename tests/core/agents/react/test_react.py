@@ -55,6 +55,39 @@ from tests.helpers.scripted_llm import ScriptedLLM
             "Action: docsearch\nAction Input: reactor\nFinal Answer: 12",
             ReActAction("", "docsearch", "reactor"),
         ),
+        (
+            # "action:" in a thought's prose is not an action.
+            "Thought: My next action: search the manual.\nAction: docsearch\nAction Input: x",
+            ReActAction("My next action: search the manual.", "docsearch", "x"),
+        ),
+        (
+            "Thought: No further action: I know it.\nFinal Answer: It runs at 451 kelvin [1].",
+            ReActFinish("No further action: I know it.", "It runs at 451 kelvin [1]."),
+        ),
+        (
+            # An open turn's step continues the "Thought:" line.
+            "Thought: Action: calculator\nAction Input: 1 + 1",
+            ReActAction("", "calculator", "1 + 1"),
+        ),
+        (
+            "Thought: I'll take action:\nAction: docsearch\nAction Input: x",
+            ReActAction("I'll take action:", "docsearch", "x"),
+        ),
+        # An action naming no tool finishes with the answer written after it.
+        (
+            "Thought: I know it.\nAction: None\nFinal Answer: It runs at 451 kelvin [1].",
+            ReActFinish("I know it.", "It runs at 451 kelvin [1]."),
+        ),
+        (
+            "Action: N/A\nAction Input: N/A\nFinal Answer: It runs at 451 kelvin [1].",
+            ReActFinish("", "It runs at 451 kelvin [1]."),
+        ),
+        (
+            # LangChain's form: the answer is the Action Input.
+            "Thought: I know it.\nAction: Final Answer\nAction Input: It runs at 451 kelvin.",
+            ReActFinish("I know it.", "It runs at 451 kelvin."),
+        ),
+        ("Action: final answer: 451 kelvin", ReActFinish("", "451 kelvin")),
     ],
 )
 def test_the_parser_reads_what_small_models_write(
@@ -70,6 +103,7 @@ def test_the_parser_reads_what_small_models_write(
         ("Action: docsearch\n", "no 'Action Input:'"),
         ("Action: docsearch\nAction Input:   \n", "is empty"),
         ("Final Answer:   ", "Final Answer is empty"),
+        ("Action: None\nAction Input: N/A", "names no tool: to answer, write 'Final Answer:'"),
     ],
 )
 def test_what_cannot_be_read_gets_an_error_the_model_can_act_on(text: str, message: str) -> None:
