@@ -203,6 +203,23 @@ def test_without_an_open_turn_the_forced_answer_is_asked_for_in_a_turn(tmp_path:
     )
 
 
+def test_a_forced_answer_in_a_turn_is_read_in_any_case(tmp_path: Path) -> None:
+    # "Final answer:" is an answer, as the parser reads it: no call to write another.
+    llm = ScriptedLLM(
+        replies=[
+            "Thought: check.\nAction: calculator\nAction Input: 1 + 1",
+            "Thought: check.\nAction: calculator\nAction Input: 2 * 2",
+            "Thought: done.\nFinal answer: It is 2.",
+            "A FRESH ANSWER.",
+        ],
+        prefill=False,
+    )
+    agent = _agent(tmp_path, llm, search_first=False, max_steps=2)
+    record = AnswerCollector("react").extend(agent.run("What is 1 + 1?")).to_dict(0.0)
+    assert record["answer"] == "I could not finish within 2 steps. From what I found: It is 2."
+    assert record["usage"]["llm_calls"] == 3
+
+
 def test_a_repeated_action_is_not_run_again_but_answered(tmp_path: Path) -> None:
     search = " Action: docsearch\nAction Input: Zorblax  REACTOR"
     llm = ScriptedLLM(replies=[" zorblax reactor", search, " It runs at 451 kelvin [1]."])

@@ -19,7 +19,12 @@ from theflow import Param
 
 from ragloom.agents.budget import trim_to_tokens
 from ragloom.agents.evidence import EvidenceLedger
-from ragloom.agents.react.parser import ReActAction, ReActFormatError, parse_react_step
+from ragloom.agents.react.parser import (
+    FINAL_ANSWER,
+    ReActAction,
+    ReActFormatError,
+    parse_react_step,
+)
 from ragloom.agents.react.transcript import ReActTranscript
 from ragloom.agents.tools.base import BaseTool, ToolResult
 from ragloom.agents.tools.runner import ToolCall, ToolRunner, call_record, shown_input
@@ -330,7 +335,9 @@ class ReActAgent(BaseComponent):
         yield LLMCallFinished("react-final", result.usage)
         found = result.text.split("\nAction", 1)[0]
         if not transcript.open_turn:  # a new turn may start over with "Thought: ..."
-            found = found.split("Final Answer:", 1)[-1] if "Final Answer:" in found else ""
+            # As the parser reads it: "Final answer:" is an answer too.
+            final = FINAL_ANSWER.search(found)
+            found = found[final.end() :] if final else ""
         found = found.strip()
         yield StepFinished(
             "final", time.perf_counter() - started, output={"text": found}, label=FINAL_LABEL

@@ -14,9 +14,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ReActAction", "ReActFinish", "ReActFormatError", "parse_react_step"]
+__all__ = ["FINAL_ANSWER", "ReActAction", "ReActFinish", "ReActFormatError", "parse_react_step"]
 
-_FINAL = re.compile(r"final\s*answer\s*:", re.I)
+FINAL_ANSWER = re.compile(r"final\s*answer\s*:", re.I)
+"""Where a final answer starts, in any case and spacing (``Final answer:``)."""
+
 # "Action:" starts a line, or follows "Thought:" on it (an open turn's "Thought: Action:
 # x"); anywhere else it is prose ("My next action: search the manual").
 _ACTION = re.compile(
@@ -81,7 +83,7 @@ def _answer_without_tool(value: str, rest: str) -> str:
     """The answer of an action naming no tool (``Action: None`` / ``N/A`` / ``Final
     Answer``): a ``Final Answer:`` after it, else what follows on its line after a colon
     (``Action: Final Answer: 451``), else its ``Action Input:`` (LangChain's form)."""
-    if final := _FINAL.search(rest):
+    if final := FINAL_ANSWER.search(rest):
         return _final_answer(rest[final.end() :])
     _, colon, inline = value.partition(":")
     answer = _clean(inline) if colon else ""
@@ -100,7 +102,7 @@ def _answer_without_tool(value: str, rest: str) -> str:
 def parse_react_step(text: str) -> ReActAction | ReActFinish:
     """The action or final answer in ``text`` (whichever comes first)."""
     text = text.replace("```json", "\n").replace("```", "\n")
-    final = _FINAL.search(text)
+    final = FINAL_ANSWER.search(text)
     action = _ACTION.search(text)
     # A model that wrote an action and then imagined its result and an answer must wait
     # for the real observation: the first of the two wins.
