@@ -1,5 +1,7 @@
 """ReWOO plans: parsing every syntax, validation, DAG levels and evidence substitution."""
 
+import json
+
 import pytest
 
 from ragloom.agents.rewoo import (
@@ -48,6 +50,45 @@ def test_parses_the_json_a_schema_constrained_planner_writes() -> None:
     # Anything else is not a JSON plan: the line format is tried instead.
     assert parse_plan_json("#E1 = docsearch[reactor]") is None
     assert parse_plan_json('{"answer": 42}') is None
+
+
+def test_json_steps_keep_their_position_when_one_cannot_be_read() -> None:
+    # #En is the n-th step: a malformed step 2 must not make step 3 into #E2.
+    text = json.dumps(
+        {
+            "steps": [
+                {"plan": "revenue", "tool": "docsearch", "input": "Acme revenue"},
+                {"plan": "costs", "tool": "docsearch", "input": ["Acme costs"]},
+                {"plan": "summary", "tool": "llm", "input": "Summarise #E1"},
+                {"plan": "profit", "tool": "llm", "input": "Revenue #E1 minus costs #E2"},
+            ]
+        }
+    )
+    plan = parse_plan_json(text)
+    assert plan is not None
+    assert [(s.id, s.tool_input) for s in plan.steps] == [
+        (1, "Acme revenue"),
+        (3, "Summarise #E1"),
+        (4, "Revenue #E1 minus costs #E2"),
+    ]
+    with pytest.raises(PlanValidationError) as caught:
+        validate_plan(plan, TOOLS, 4, "docsearch")
+    assert caught.value.problems == [
+        'a step could not be read: {"plan": "costs", "tool": "docsearch", "input": ["Acme costs"]}',
+        "#E4 refers to #E2, which no step defines",
+    ]
+
+
+def test_a_step_line_that_fits_no_pattern_makes_the_plan_invalid() -> None:
+    # Cut by max_tokens: the step is lost, so the plan is repaired rather than run without it.
+    plan = parse_plan("#E1 = docsearch[Acme revenue]\n#E2 = docsearch[Acme costs")
+    with pytest.raises(PlanValidationError) as caught:
+        validate_plan(plan, TOOLS)
+    assert caught.value.problems == ["a step could not be read: #E2 = docsearch[Acme costs"]
+    # Chatter is not a step: it stays aside without making the plan invalid.
+    chatter = parse_plan("Here is my plan: search.\n#E1 = docsearch[Acme revenue]")
+    validate_plan(chatter, TOOLS)
+    assert chatter.unparsed == ["Here is my plan: search."] and not chatter.unreadable_steps
 
 
 def test_references_are_whole_tokens_up_to_e10_and_beyond() -> None:

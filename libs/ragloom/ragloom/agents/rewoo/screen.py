@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ragloom.agents.rewoo.plan import Plan, PlanStep, plan_levels, substitute_evidence
 from ragloom.agents.tools.base import BaseTool, ResultKind
@@ -162,4 +162,4 @@ def screen_plan(
     if query and search_tool in tools and not any(step.tool == search_tool for step in kept):
         added = PlanStep(next_id, str(search_tool), query, ADDED_SEARCH_TEXT)
         kept.append(added)
-    return ScreenedPlan(Plan(kept, plan.raw, plan.unparsed), dropped, added, tuple(repaired))
+    return ScreenedPlan(replace(plan, steps=kept), dropped, added, tuple(repaired))
