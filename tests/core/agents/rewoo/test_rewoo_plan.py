@@ -103,6 +103,16 @@ def test_references_are_whole_tokens_up_to_e10_and_beyond() -> None:
     )
 
 
+def test_references_are_read_in_any_case_as_step_lines_are() -> None:
+    plan = parse_plan("#e1 = docsearch[reactor]\n#e2 = llm[Summarise #e1]")
+    validate_plan(plan, TOOLS)
+    assert plan.step(2).depends_on == {1}
+    assert [[s.id for s in level] for level in plan_levels(plan)] == [[1], [2]]
+    assert substitute_evidence(plan.step(2).tool_input, {1: "PASSAGES"}) == "Summarise PASSAGES"
+    with pytest.raises(PlanValidationError, match="#E1 refers to #E3, which no step defines"):
+        validate_plan(parse_plan("#E1 = llm[#e3]"), TOOLS)
+
+
 def test_a_reference_or_step_number_of_thousands_of_digits_is_text_not_a_crash() -> None:
     # int() refuses 4,300 digits and more; a model may write anything.
     huge = "9" * 5000

@@ -9,8 +9,8 @@ A plan is lines like::
 
 ``Plan:`` without a number and ``#E1: tool[input]`` are accepted too, and so is JSON
 (``{"steps": [{"plan": ..., "tool": ..., "input": ...}]}``, what a planner constrained by
-a JSON schema writes). A step may use the evidence of earlier steps as ``#En``;
-references are whole tokens, so ``#E1`` never matches inside ``#E10``.
+a JSON schema writes). A step may use the evidence of earlier steps as ``#En`` (or
+``#en``); references are whole tokens, so ``#E1`` never matches inside ``#E10``.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ _STEP_LINE = re.compile(
 # A line that starts as a step does ("#E2 =", "E2:") but fits no step pattern is a step
 # the planner meant and wrote wrong, or one cut short by max_tokens.
 _STEP_START = re.compile(r"^\s*(?:#\s*)?E\d{1,9}\s*[:=]", re.I)
-# At most 9 digits, like a step id: int() refuses 4,300 digits and more.
-_REFERENCE = re.compile(r"#E(\d{1,9})(?!\d)")
+# At most 9 digits, like a step id: int() refuses 4,300 digits and more. Any case, as
+# the step lines are read: "#e2 = llm[Summarise #e1]" uses #E1.
+_REFERENCE = re.compile(r"#E(\d{1,9})(?!\d)", re.I)
 
 
 class PlanValidationError(ValueError):
