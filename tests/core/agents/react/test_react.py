@@ -111,6 +111,15 @@ def test_what_cannot_be_read_gets_an_error_the_model_can_act_on(text: str, messa
         parse_react_step(text)
 
 
+def test_a_long_run_of_spaces_is_read_as_any_text() -> None:
+    # A step a model padded with 16,000 spaces (the patterns once took a fifth of a second).
+    spaces = " " * 16_000
+    with pytest.raises(ReActFormatError, match="either 'Action:'"):
+        parse_react_step(f"Thought: action{spaces}x")
+    step = f"Thought{spaces}: x\nAction 1{spaces}: docsearch\nAction Input{spaces}: reactor"
+    assert parse_react_step(step) == ReActAction("x", "docsearch", "reactor")
+
+
 # A different action each time: an action repeated exactly ends the loop early.
 ADD_AGAIN = " Action: calculator\nAction Input: 1 + 1 + 0"
 

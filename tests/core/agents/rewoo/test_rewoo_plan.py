@@ -123,6 +123,18 @@ def test_a_reference_or_step_number_of_thousands_of_digits_is_text_not_a_crash()
         validate_plan(parse_plan(f"#E{huge} = docsearch[x]"), TOOLS)
 
 
+def test_a_long_run_of_spaces_is_read_as_any_line() -> None:
+    # Lines a model padded with 16,000 spaces (the patterns once took seconds on them).
+    spaces = " " * 16_000
+    plan = parse_plan(
+        f"{spaces}x\n#Plan{spaces}: Find it.\n#{spaces}E1{spaces}= docsearch[reactor]{spaces}"
+    )
+    assert [(s.id, s.tool, s.tool_input, s.description) for s in plan.steps] == [
+        (1, "docsearch", "reactor", "Find it.")
+    ]
+    assert plan.unparsed == ["x"]
+
+
 def test_json_nested_past_pythons_stack_is_not_a_plan_not_a_crash() -> None:
     assert parse_plan_json('{"steps": ' + "[" * 5000) is None
     assert parse_plan_json('{"steps": ' + "[" * 5000 + "]" * 5000 + "}") is None

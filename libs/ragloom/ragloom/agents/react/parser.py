@@ -20,14 +20,19 @@ FINAL_ANSWER = re.compile(r"final\s*answer\s*:", re.I)
 """Where a final answer starts, in any case and spacing (``Final answer:``)."""
 
 # "Action:" starts a line, or follows "Thought:" on it (an open turn's "Thought: Action:
-# x"); anywhere else it is prose ("My next action: search the manual").
+# x"); anywhere else it is prose ("My next action: search the manual"). A number is
+# "(?:\d+\s*)?", never "\s*\d*\s*": two runs of optional whitespace that meet make the
+# engine try every split of a long run of spaces, quadratic in its length.
 _ACTION = re.compile(
-    r"^[ \t]*(?:thought\s*\d*\s*:[ \t]*)?action\s*\d*\s*:[ \t]*(?P<value>.*)$", re.I | re.M
+    r"^[ \t]*(?:thought\s*(?:\d+\s*)?:[ \t]*)?action\s*(?:\d+\s*)?:[ \t]*(?P<value>.*)$",
+    re.I | re.M,
 )
 # An action naming no tool, or LangChain's "Action: Final Answer", finishes the step.
 _NO_TOOL = re.compile(r"(?:none|n/?a|final\s*answer)[\s.]*", re.I)
-_ACTION_INPUT = re.compile(r"(?:^|(?<=\s))action\s*\d*\s*input\s*\d*\s*:", re.I | re.M)
-_STOP = re.compile(r"^[ \t]*(observation|thought|action|final\s*answer)\s*\d*\s*:", re.I | re.M)
+_ACTION_INPUT = re.compile(r"(?:^|(?<=\s))action\s*(?:\d+\s*)?input\s*(?:\d+\s*)?:", re.I | re.M)
+_STOP = re.compile(
+    r"^[ \t]*(observation|thought|action|final\s*answer)\s*(?:\d+\s*)?:", re.I | re.M
+)
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I)
 _BRACKETED = re.compile(r"^(?P<tool>[\w.-]+)\s*\[(?P<input>.*)\]\s*$", re.S)
 

@@ -32,9 +32,12 @@ __all__ = [
     "validate_plan",
 ]
 
-_PLAN_LINE = re.compile(r"^\s*#?\s*Plan\s*\d*\s*[:.]\s*(?P<text>.*)$", re.I)
+# No two runs of optional whitespace meet ("\s*#?\s*", "\s*\d*\s*"): on a long line of
+# spaces the engine would try every split between them, quadratic in the line's length.
+_PLAN_LINE = re.compile(r"^\s*(?:#\s*)?Plan\s*(?:\d+\s*)?[:.]\s*(?P<text>.*)$", re.I)
 _STEP_LINE = re.compile(
-    r"^\s*#?\s*E(?P<id>\d{1,9})\s*[:=]\s*(?P<tool>[A-Za-z_][\w.-]*)\s*\[(?P<input>.*)\]\s*$", re.I
+    r"^\s*(?:#\s*)?E(?P<id>\d{1,9})\s*[:=]\s*(?P<tool>[A-Za-z_][\w.-]*)\s*\[(?P<input>.*)\]\s*$",
+    re.I,
 )
 # A line that starts as a step does ("#E2 =", "E2:") but fits no step pattern is a step
 # the planner meant and wrote wrong, or one cut short by max_tokens.
