@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
+from pydantic import BaseModel
 
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.react import (
@@ -14,10 +16,10 @@ from ragloom.agents.react import (
     ReActFormatError,
     parse_react_step,
 )
-from ragloom.agents.tools import ToolContext, ToolRegistry
+from ragloom.agents.tools import BaseTool, ToolContext, ToolRegistry, ToolResult
 from ragloom.events import AnswerCollector
 from ragloom.retrieval import FullTextRetriever
-from ragloom.schema import Chunk
+from ragloom.schema import Chunk, RetrievedChunk
 from ragloom.stores import BM25Store
 from tests.helpers.scripted_llm import ScriptedLLM
 
@@ -227,6 +229,48 @@ def test_a_forced_answer_in_a_turn_is_read_in_any_case(tmp_path: Path) -> None:
     record = AnswerCollector("react").extend(agent.run("What is 1 + 1?")).to_dict(0.0)
     assert record["answer"] == "I could not finish within 2 steps. From what I found: It is 2."
     assert record["usage"]["llm_calls"] == 3
+
+
+class WikiTool(BaseTool):
+    """A plugin's search: its own text numbers its one passage [1]."""
+
+    class Arguments(BaseModel):
+        query: str
+
+    name: ClassVar[str] = "wiki"
+    description: ClassVar[str] = "Search the wiki."
+    sandboxed: ClassVar[bool] = False
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        chunk = Chunk("w-0", "The Zorblax reactor was refitted in 1990.", "w", "wiki/Zorblax")
+        return ToolResult(
+            content="[1] (wiki/Zorblax) The Zorblax reactor was refitted in 1990.",
+            sources=[RetrievedChunk(chunk, 1.0)],
+        )
+
+
+def test_a_plugin_tools_sources_are_numbered_for_the_request_and_can_be_cited(
+    tmp_path: Path,
+) -> None:
+    llm = ScriptedLLM(
+        replies=[
+            "Thought: the wiki.\nAction: wiki\nAction Input: Zorblax reactor",
+            "Thought: I know it.\nFinal Answer: It was refitted in 1990 [2].",
+        ],
+        prefill=False,
+    )
+    agent = _agent(tmp_path, llm)  # the search for the question finds reactor.md, [1]
+    agent.tools["wiki"] = WikiTool()
+    record = AnswerCollector("react").extend(agent.run("When was the Zorblax reactor refitted?"))
+    result = record.record(0.0)
+    assert result.answer == "It was refitted in 1990 [2]."
+    assert [c.chunk_id for c in result.citations] == ["w-0"]
+    assert result.grounding is not None and result.grounding.supported
+    # The model saw the passage under its number for the request, not the tool's own [1].
+    assert llm.prompts[1][-1].content == (
+        "Observation: [2] (wiki/Zorblax) The Zorblax reactor was refitted in 1990.\n\n"
+        "Continue with Thought:"
+    )
 
 
 def test_a_repeated_action_is_not_run_again_but_answered(tmp_path: Path) -> None:
