@@ -94,6 +94,30 @@ def test_an_input_nested_past_pythons_stack_is_text_for_the_tool() -> None:
     )
 
 
+class NowTool(BaseTool):
+    """A tool that takes no arguments."""
+
+    class Arguments(BaseModel):
+        pass
+
+    name: ClassVar[str] = "now"
+    description: ClassVar[str] = "The time."
+    sandboxed = False
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        return ToolResult(content="noon")
+
+
+@pytest.mark.parametrize("raw", ["now", "[1]", '"x"', "[]"])
+def test_a_tool_without_arguments_given_anything_but_an_object_fails_as_invalid(
+    raw: str,
+) -> None:
+    result = NowTool().invoke(raw)
+    assert result.error is not None and result.error.code == "invalid_arguments"
+    assert result.error.message == "now expects a JSON object with []"
+    assert NowTool().invoke("{}").content == "noon"
+
+
 def test_the_registry_refuses_a_tool_that_cannot_run_as_it_says() -> None:
     registry = ToolRegistry()
     with pytest.raises(TypeError, match=r"overrides from_context\(\).*`sandboxed = False`"):
