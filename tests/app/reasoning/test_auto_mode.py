@@ -18,6 +18,7 @@ from ragloom_app.app import BaseApp
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.reasoning.auto import AutoReasoning
 from ragloom_app.reasoning.mode_costs import MEASURED_TOKENS, ModeCosts
+from ragloom_app.reasoning.rewoo import ReWOOReasoning
 from ragloom_app.testing import ReplayLLM, check_reasoning
 from tests.helpers.misbehaving_llms import FailingLLM
 from tests.helpers.scripted_app import scripted_app
@@ -154,6 +155,25 @@ def test_a_mode_that_fails_is_followed_by_the_second_try(app: BaseApp) -> None:
     record, _, _ = _ask(app, SINGLE, [], escalation_mode="fullqa", single_mode="react")
     assert any(s.name == "error" for s in record.steps)
     assert _choices(record)["escalate"].escalated_from == "react"
+
+
+def test_a_second_mode_that_cannot_be_built_leaves_the_first_answer(
+    app: BaseApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Building ReWOO fails (as a tool it cannot set up would make it): a failed second
+    # try, after which the first, finished answer stands instead of an apology.
+    def cannot_build(*args: Any) -> None:
+        raise RuntimeError("WEBSEARCH_KEY is not set")
+
+    monkeypatch.setattr(ReWOOReasoning, "get_pipeline", classmethod(cannot_build))
+    partly = "It runs at 451 kelvin [1]. It has 9 pumps [1]."
+    record, _, llm = _ask(app, SINGLE, [partly], escalate_partly=True)
+    assert _choices(record)["escalate"].mode == "rewoo"
+    assert any(s.name == "error" for s in record.steps)
+    assert any(s.name == "keep" for s in record.steps)
+    assert record.answer.endswith(partly) and "Sorry" not in record.answer
+    assert record.grounding is not None and record.grounding.status == "partly"
+    assert len(llm.prompts) == 1
 
 
 def test_auto_cannot_route_to_itself_or_to_an_unknown_mode(app: BaseApp) -> None:

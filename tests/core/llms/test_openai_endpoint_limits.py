@@ -47,23 +47,26 @@ def test_every_try_again_answer_is_retried(endpoint: FakeEndpoint, status: int) 
 @pytest.mark.parametrize("status", [400, 401, 404, 422])
 def test_an_answer_that_will_not_change_is_not_retried(endpoint: FakeEndpoint, status: int) -> None:
     endpoint.failures, endpoint.failure_status = 5, status
-    with pytest.raises(LLMError, match=f"answered HTTP {status}"):
+    with pytest.raises(LLMError, match=f"answered HTTP {status}") as caught:
         _chat(endpoint, max_retries=3).run(QUESTION)
     assert endpoint.requests == 1
+    assert not caught.value.transient  # nor worth a retry by the caller (the llm tool)
 
 
 def test_retries_end_and_say_what_the_endpoint_answered(endpoint: FakeEndpoint) -> None:
     endpoint.failures, endpoint.failure_status = 10, 503
-    with pytest.raises(LLMError, match="answered HTTP 503"):
+    with pytest.raises(LLMError, match="answered HTTP 503") as caught:
         _chat(endpoint, max_retries=1).run(QUESTION)
     assert endpoint.requests == 2
+    assert caught.value.transient  # it may answer later
 
 
 def test_a_slow_endpoint_fails_at_its_timeout(endpoint: FakeEndpoint) -> None:
     endpoint.delay = 5.0
     started = time.monotonic()
-    with pytest.raises(LLMError, match=r"did not answer within 0\.5 s"):
+    with pytest.raises(LLMError, match=r"did not answer within 0\.5 s") as caught:
         _chat(endpoint, timeout=0.5, max_retries=0).run(QUESTION)
+    assert caught.value.transient
     assert time.monotonic() - started < 4  # not the endpoint's 5 s
 
 

@@ -40,7 +40,17 @@ _WIDE_SCRIPTS = re.compile(
 
 
 class LLMError(RuntimeError):
-    """An LLM call failed (the model could not load, the endpoint refused, ...)."""
+    """An LLM call failed (the model could not load, the endpoint refused, ...).
+
+    ``transient``: the same call may succeed if made again: the endpoint could not be
+    reached, did not answer in time, or answered that it should be tried again (408, 409,
+    429, 5xx: what the ``openai`` package retries). Anything else (a prompt past the
+    context, a request refused, a model that cannot load) fails the same way every time.
+    """
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class LLMBusyError(LLMError):

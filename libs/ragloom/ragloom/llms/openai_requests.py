@@ -11,7 +11,11 @@ from collections.abc import Iterator
 from ragloom.llms.base import LLMBusyError, LLMError
 from ragloom.llms.fair_lock import FairSemaphore
 
-__all__ = ["endpoint_turn", "translated_errors"]
+__all__ = ["TRANSIENT_STATUSES", "endpoint_turn", "translated_errors"]
+
+TRANSIENT_STATUSES = frozenset({408, 409, 429})
+"""The answers below 500 that say to try again (every 5xx does too), as the ``openai``
+package reads them when it retries a request."""
 
 # Endpoint URL -> the requests it may take at once from this process (``max_concurrent``
 # of the first model object that asked; every model object of the endpoint shares them).
@@ -52,12 +56,17 @@ def translated_errors(endpoint: str, timeout: float) -> Iterator[None]:
     try:
         yield
     except openai.APIStatusError as exc:
-        raise LLMError(f"{endpoint} answered HTTP {exc.status_code}: {exc.message}") from exc
+        status = exc.status_code
+        transient = status in TRANSIENT_STATUSES or status >= 500
+        message = f"{endpoint} answered HTTP {status}: {exc.message}"
+        raise LLMError(message, transient=transient) from exc
     except openai.APITimeoutError as exc:
-        raise LLMError(f"{endpoint} did not answer within {timeout} s") from exc
+        message = f"{endpoint} did not answer within {timeout} s"
+        raise LLMError(message, transient=True) from exc
     except openai.APIConnectionError as exc:
         cause = exc.__cause__ or exc
-        raise LLMError(f"cannot reach {endpoint}: {exc.message} ({cause})") from exc
+        message = f"cannot reach {endpoint}: {exc.message} ({cause})"
+        raise LLMError(message, transient=True) from exc
     except openai.OpenAIError as exc:
         raise LLMError(f"{endpoint} failed: {exc}") from exc
     except ValueError as exc:  # a streamed piece that is not JSON (json.JSONDecodeError)

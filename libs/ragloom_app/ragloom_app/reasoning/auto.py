@@ -297,13 +297,15 @@ class AutoReasoning(BaseReasoning):
     ) -> Generator[Event, None, ModeAttempt]:
         """Run ``mode`` on ``question``, forwarding its events but its citations and
         grounding report (:func:`_release` gives the chosen answer's, once); returns the
-        attempt. A mode that raises is a failed attempt (an ``error`` step), so that the
-        other answer can still stand."""
+        attempt. A mode that raises, while being built (e.g. a tool it cannot set up) or
+        while answering, is a failed attempt (an ``error`` step), so that the other answer
+        can still stand."""
         collector = AnswerCollector(mode)
         started = time.perf_counter()
         failure: UserError | None = None
-        stream = self.build_mode(mode, overrides).stream(question)
+        stream: Iterator[Event] | None = None
         try:
+            stream = self.build_mode(mode, overrides).stream(question)
             for event in stream:
                 collector.add(event)
                 if not isinstance(event, CitationsFound | GroundingChecked):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
+from pydantic import BaseModel
 
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.react import (
@@ -14,10 +16,10 @@ from ragloom.agents.react import (
     ReActFormatError,
     parse_react_step,
 )
-from ragloom.agents.tools import ToolContext, ToolRegistry
+from ragloom.agents.tools import BaseTool, ToolContext, ToolRegistry, ToolResult
 from ragloom.events import AnswerCollector
 from ragloom.retrieval import FullTextRetriever
-from ragloom.schema import Chunk
+from ragloom.schema import Chunk, RetrievedChunk
 from ragloom.stores import BM25Store
 from tests.helpers.scripted_llm import ScriptedLLM
 
@@ -55,6 +57,39 @@ from tests.helpers.scripted_llm import ScriptedLLM
             "Action: docsearch\nAction Input: reactor\nFinal Answer: 12",
             ReActAction("", "docsearch", "reactor"),
         ),
+        (
+            # "action:" in a thought's prose is not an action.
+            "Thought: My next action: search the manual.\nAction: docsearch\nAction Input: x",
+            ReActAction("My next action: search the manual.", "docsearch", "x"),
+        ),
+        (
+            "Thought: No further action: I know it.\nFinal Answer: It runs at 451 kelvin [1].",
+            ReActFinish("No further action: I know it.", "It runs at 451 kelvin [1]."),
+        ),
+        (
+            # An open turn's step continues the "Thought:" line.
+            "Thought: Action: calculator\nAction Input: 1 + 1",
+            ReActAction("", "calculator", "1 + 1"),
+        ),
+        (
+            "Thought: I'll take action:\nAction: docsearch\nAction Input: x",
+            ReActAction("I'll take action:", "docsearch", "x"),
+        ),
+        # An action naming no tool finishes with the answer written after it.
+        (
+            "Thought: I know it.\nAction: None\nFinal Answer: It runs at 451 kelvin [1].",
+            ReActFinish("I know it.", "It runs at 451 kelvin [1]."),
+        ),
+        (
+            "Action: N/A\nAction Input: N/A\nFinal Answer: It runs at 451 kelvin [1].",
+            ReActFinish("", "It runs at 451 kelvin [1]."),
+        ),
+        (
+            # LangChain's form: the answer is the Action Input.
+            "Thought: I know it.\nAction: Final Answer\nAction Input: It runs at 451 kelvin.",
+            ReActFinish("I know it.", "It runs at 451 kelvin."),
+        ),
+        ("Action: final answer: 451 kelvin", ReActFinish("", "451 kelvin")),
     ],
 )
 def test_the_parser_reads_what_small_models_write(
@@ -70,11 +105,21 @@ def test_the_parser_reads_what_small_models_write(
         ("Action: docsearch\n", "no 'Action Input:'"),
         ("Action: docsearch\nAction Input:   \n", "is empty"),
         ("Final Answer:   ", "Final Answer is empty"),
+        ("Action: None\nAction Input: N/A", "names no tool: to answer, write 'Final Answer:'"),
     ],
 )
 def test_what_cannot_be_read_gets_an_error_the_model_can_act_on(text: str, message: str) -> None:
     with pytest.raises(ReActFormatError, match=message):
         parse_react_step(text)
+
+
+def test_a_long_run_of_spaces_is_read_as_any_text() -> None:
+    # A step a model padded with 16,000 spaces (the patterns once took a fifth of a second).
+    spaces = " " * 16_000
+    with pytest.raises(ReActFormatError, match="either 'Action:'"):
+        parse_react_step(f"Thought: action{spaces}x")
+    step = f"Thought{spaces}: x\nAction 1{spaces}: docsearch\nAction Input{spaces}: reactor"
+    assert parse_react_step(step) == ReActAction("x", "docsearch", "reactor")
 
 
 # A different action each time: an action repeated exactly ends the loop early.
@@ -166,6 +211,65 @@ def test_without_an_open_turn_the_forced_answer_is_asked_for_in_a_turn(tmp_path:
     assert llm.prompts[-1][-1].content == (
         "Observation: 4\n\n"
         "You have no steps left. Write Final Answer: and the answer from what you found."
+    )
+
+
+def test_a_forced_answer_in_a_turn_is_read_in_any_case(tmp_path: Path) -> None:
+    # "Final answer:" is an answer, as the parser reads it: no call to write another.
+    llm = ScriptedLLM(
+        replies=[
+            "Thought: check.\nAction: calculator\nAction Input: 1 + 1",
+            "Thought: check.\nAction: calculator\nAction Input: 2 * 2",
+            "Thought: done.\nFinal answer: It is 2.",
+            "A FRESH ANSWER.",
+        ],
+        prefill=False,
+    )
+    agent = _agent(tmp_path, llm, search_first=False, max_steps=2)
+    record = AnswerCollector("react").extend(agent.run("What is 1 + 1?")).to_dict(0.0)
+    assert record["answer"] == "I could not finish within 2 steps. From what I found: It is 2."
+    assert record["usage"]["llm_calls"] == 3
+
+
+class WikiTool(BaseTool):
+    """A plugin's search: its own text numbers its one passage [1]."""
+
+    class Arguments(BaseModel):
+        query: str
+
+    name: ClassVar[str] = "wiki"
+    description: ClassVar[str] = "Search the wiki."
+    sandboxed: ClassVar[bool] = False
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        chunk = Chunk("w-0", "The Zorblax reactor was refitted in 1990.", "w", "wiki/Zorblax")
+        return ToolResult(
+            content="[1] (wiki/Zorblax) The Zorblax reactor was refitted in 1990.",
+            sources=[RetrievedChunk(chunk, 1.0)],
+        )
+
+
+def test_a_plugin_tools_sources_are_numbered_for_the_request_and_can_be_cited(
+    tmp_path: Path,
+) -> None:
+    llm = ScriptedLLM(
+        replies=[
+            "Thought: the wiki.\nAction: wiki\nAction Input: Zorblax reactor",
+            "Thought: I know it.\nFinal Answer: It was refitted in 1990 [2].",
+        ],
+        prefill=False,
+    )
+    agent = _agent(tmp_path, llm)  # the search for the question finds reactor.md, [1]
+    agent.tools["wiki"] = WikiTool()
+    record = AnswerCollector("react").extend(agent.run("When was the Zorblax reactor refitted?"))
+    result = record.record(0.0)
+    assert result.answer == "It was refitted in 1990 [2]."
+    assert [c.chunk_id for c in result.citations] == ["w-0"]
+    assert result.grounding is not None and result.grounding.supported
+    # The model saw the passage under its number for the request, not the tool's own [1].
+    assert llm.prompts[1][-1].content == (
+        "Observation: [2] (wiki/Zorblax) The Zorblax reactor was refitted in 1990.\n\n"
+        "Continue with Thought:"
     )
 
 

@@ -78,6 +78,16 @@ def test_an_invalid_plan_gets_one_repair_with_the_problems_shown(
     assert purposes == ["plan", "plan-repair", "solve"]
 
 
+def test_a_plan_cut_short_gets_the_repair_call(retriever: FullTextRetriever) -> None:
+    cut = "#Plan1: Find it.\n#E1 = docsearch[reactor temperature]\n#E2 = calculator[451 - 27"
+    llm = ScriptedLLM(replies=[cut, PLAN, "It is 177.85 °C [1]."])
+    events = _agent(llm, retriever).run("How hot is the reactor in Celsius?")
+    assert next(e for e in events if isinstance(e, PlanCreated)).repaired
+    assert "a step could not be read: #E2 = calculator[451 - 27" in llm.prompts[1][-1].content
+    purposes = [e.purpose for e in events if isinstance(e, LLMCallFinished)]
+    assert purposes == ["plan", "plan-repair", "solve"]
+
+
 def test_a_plan_still_invalid_after_repair_is_reported_with_the_raw_plan(
     retriever: FullTextRetriever,
 ) -> None:

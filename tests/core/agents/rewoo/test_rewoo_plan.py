@@ -1,5 +1,7 @@
 """ReWOO plans: parsing every syntax, validation, DAG levels and evidence substitution."""
 
+import json
+
 import pytest
 
 from ragloom.agents.rewoo import (
@@ -50,6 +52,45 @@ def test_parses_the_json_a_schema_constrained_planner_writes() -> None:
     assert parse_plan_json('{"answer": 42}') is None
 
 
+def test_json_steps_keep_their_position_when_one_cannot_be_read() -> None:
+    # #En is the n-th step: a malformed step 2 must not make step 3 into #E2.
+    text = json.dumps(
+        {
+            "steps": [
+                {"plan": "revenue", "tool": "docsearch", "input": "Acme revenue"},
+                {"plan": "costs", "tool": "docsearch", "input": ["Acme costs"]},
+                {"plan": "summary", "tool": "llm", "input": "Summarise #E1"},
+                {"plan": "profit", "tool": "llm", "input": "Revenue #E1 minus costs #E2"},
+            ]
+        }
+    )
+    plan = parse_plan_json(text)
+    assert plan is not None
+    assert [(s.id, s.tool_input) for s in plan.steps] == [
+        (1, "Acme revenue"),
+        (3, "Summarise #E1"),
+        (4, "Revenue #E1 minus costs #E2"),
+    ]
+    with pytest.raises(PlanValidationError) as caught:
+        validate_plan(plan, TOOLS, 4, "docsearch")
+    assert caught.value.problems == [
+        'a step could not be read: {"plan": "costs", "tool": "docsearch", "input": ["Acme costs"]}',
+        "#E4 refers to #E2, which no step defines",
+    ]
+
+
+def test_a_step_line_that_fits_no_pattern_makes_the_plan_invalid() -> None:
+    # Cut by max_tokens: the step is lost, so the plan is repaired rather than run without it.
+    plan = parse_plan("#E1 = docsearch[Acme revenue]\n#E2 = docsearch[Acme costs")
+    with pytest.raises(PlanValidationError) as caught:
+        validate_plan(plan, TOOLS)
+    assert caught.value.problems == ["a step could not be read: #E2 = docsearch[Acme costs"]
+    # Chatter is not a step: it stays aside without making the plan invalid.
+    chatter = parse_plan("Here is my plan: search.\n#E1 = docsearch[Acme revenue]")
+    validate_plan(chatter, TOOLS)
+    assert chatter.unparsed == ["Here is my plan: search."] and not chatter.unreadable_steps
+
+
 def test_references_are_whole_tokens_up_to_e10_and_beyond() -> None:
     lines = [f"#E{n} = docsearch[q{n}]" for n in range(1, 11)]
     lines.append("#E11 = llm[#E1 and #E10 and #E1]")
@@ -62,6 +103,16 @@ def test_references_are_whole_tokens_up_to_e10_and_beyond() -> None:
     )
 
 
+def test_references_are_read_in_any_case_as_step_lines_are() -> None:
+    plan = parse_plan("#e1 = docsearch[reactor]\n#e2 = llm[Summarise #e1]")
+    validate_plan(plan, TOOLS)
+    assert plan.step(2).depends_on == {1}
+    assert [[s.id for s in level] for level in plan_levels(plan)] == [[1], [2]]
+    assert substitute_evidence(plan.step(2).tool_input, {1: "PASSAGES"}) == "Summarise PASSAGES"
+    with pytest.raises(PlanValidationError, match="#E1 refers to #E3, which no step defines"):
+        validate_plan(parse_plan("#E1 = llm[#e3]"), TOOLS)
+
+
 def test_a_reference_or_step_number_of_thousands_of_digits_is_text_not_a_crash() -> None:
     # int() refuses 4,300 digits and more; a model may write anything.
     huge = "9" * 5000
@@ -70,6 +121,18 @@ def test_a_reference_or_step_number_of_thousands_of_digits_is_text_not_a_crash()
     assert substitute_evidence(f"#E{huge}", {1: "one"}) == f"#E{huge}"
     with pytest.raises(PlanValidationError, match="no step of the form"):
         validate_plan(parse_plan(f"#E{huge} = docsearch[x]"), TOOLS)
+
+
+def test_a_long_run_of_spaces_is_read_as_any_line() -> None:
+    # Lines a model padded with 16,000 spaces (the patterns once took seconds on them).
+    spaces = " " * 16_000
+    plan = parse_plan(
+        f"{spaces}x\n#Plan{spaces}: Find it.\n#{spaces}E1{spaces}= docsearch[reactor]{spaces}"
+    )
+    assert [(s.id, s.tool, s.tool_input, s.description) for s in plan.steps] == [
+        (1, "docsearch", "reactor", "Find it.")
+    ]
+    assert plan.unparsed == ["x"]
 
 
 def test_json_nested_past_pythons_stack_is_not_a_plan_not_a_crash() -> None:

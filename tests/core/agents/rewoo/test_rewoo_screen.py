@@ -126,7 +126,7 @@ def test_a_search_may_use_any_result_even_passages() -> None:
 def test_when_no_search_is_left_the_question_is_searched() -> None:
     screened = _screen(
         "#E1 = calculator[reactor temperature]\n#E2 = llm[Say #E1 in words]\n",
-        question="How hot is the #E1 reactor?",
+        question="How hot is the #E1 reactor, or the #e2 one?",
     )
     assert list(_reasons(screened.dropped)) == [1, 2]
     assert screened.added is not None and screened.plan.steps == [screened.added]
@@ -135,7 +135,7 @@ def test_when_no_search_is_left_the_question_is_searched() -> None:
     assert (added.id, added.tool, added.tool_input) == (
         3,
         "docsearch",
-        "How hot is the E1 reactor?",
+        "How hot is the E1 reactor, or the e2 one?",
     )
     assert added.description == ADDED_SEARCH_TEXT and added.depends_on == frozenset()
     # No search tool, or none wanted: nothing is added and nothing is left to run.

@@ -6,11 +6,13 @@ import time
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
+from theflow import Param
+
 from ragloom.agents.evidence import EvidenceLedger
 from ragloom.agents.tools import DocSearchTool, LLMTool, ToolRunner
 from ragloom.agents.tools.cancel import cancellable
 from ragloom.embeddings import SentenceTransformerEmbeddings
-from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMStreamItem
+from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMError, LLMStreamItem
 from ragloom.retrieval import FullTextRetriever, Retriever, SentenceFocus
 from ragloom.schema import Chunk, RetrievedChunk
 from ragloom.stores import BM25Store
@@ -68,6 +70,34 @@ def test_llm_tool_asks_the_model_and_records_usage() -> None:
     assert result.content == "Lund"
     assert llm.prompts[0][-1].content.startswith("In which city")
     assert result.usage is not None and result.usage.completion_tokens == 1
+
+
+class _FailingLLM(ScriptedLLM):
+    """An LLM whose every call fails with ``error``."""
+
+    error: LLMError = Param(help="What every call raises.")
+
+    def stream(
+        self, messages: Sequence[ChatMessage], options: GenerationOptions | None = None
+    ) -> Iterator[LLMStreamItem]:
+        self.prompts.append(list(messages))
+        raise self.error
+        yield  # pragma: no cover: a generator, as real LLMs stream
+
+
+def test_llm_tool_retries_only_what_may_pass_if_asked_again() -> None:
+    overflow = LLMError("the prompt has 5000 tokens but the context holds 4096 (...)")
+    llm = _FailingLLM(error=overflow)
+    slept: list[float] = []
+    call = ToolRunner(sleep=slept.append).call(LLMTool(llm), "word " * 3000)
+    assert call.result.error is not None and call.result.error.code == "llm_failed"
+    assert not call.result.error.retryable
+    assert call.attempts == 1 and slept == [] and len(llm.prompts) == 1
+    # An endpoint failing for now (a 503, no connection) is tried again.
+    llm = _FailingLLM(error=LLMError("http://llm/v1 answered HTTP 503: busy", transient=True))
+    call = ToolRunner(sleep=slept.append).call(LLMTool(llm), "Say hi.")
+    assert call.result.error is not None and call.result.error.retryable
+    assert call.attempts == 3 and slept == [0.5, 1.0]
 
 
 class _BrokenRetriever(Retriever):

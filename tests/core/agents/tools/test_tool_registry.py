@@ -94,6 +94,30 @@ def test_an_input_nested_past_pythons_stack_is_text_for_the_tool() -> None:
     )
 
 
+class NowTool(BaseTool):
+    """A tool that takes no arguments."""
+
+    class Arguments(BaseModel):
+        pass
+
+    name: ClassVar[str] = "now"
+    description: ClassVar[str] = "The time."
+    sandboxed = False
+
+    def run(self, arguments: BaseModel) -> ToolResult:
+        return ToolResult(content="noon")
+
+
+@pytest.mark.parametrize("raw", ["now", "[1]", '"x"', "[]"])
+def test_a_tool_without_arguments_given_anything_but_an_object_fails_as_invalid(
+    raw: str,
+) -> None:
+    result = NowTool().invoke(raw)
+    assert result.error is not None and result.error.code == "invalid_arguments"
+    assert result.error.message == "now expects a JSON object with []"
+    assert NowTool().invoke("{}").content == "noon"
+
+
 def test_the_registry_refuses_a_tool_that_cannot_run_as_it_says() -> None:
     registry = ToolRegistry()
     with pytest.raises(TypeError, match=r"overrides from_context\(\).*`sandboxed = False`"):
@@ -111,6 +135,30 @@ def test_the_registry_refuses_a_tool_that_cannot_run_as_it_says() -> None:
     with pytest.raises(ValueError, match="must be a lower-case identifier, not 'WebSearch'"):
         registry.register(type("WebSearch", (EchoTool,), {"name": "WebSearch"}))
     assert registry.names() == ["docsearch", "calculator", "llm", "echo"]
+
+
+class NeedsAKey(EchoTool):
+    """A plugin tool that cannot be set up without its configuration."""
+
+    name: ClassVar[str] = "websearch"
+    sandboxed = False
+
+    @classmethod
+    def from_context(cls, context: ToolContext) -> NeedsAKey:
+        raise RuntimeError("WEBSEARCH_KEY is not set")
+
+
+def test_a_tool_that_cannot_be_set_up_is_left_out_of_the_request_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = ToolRegistry()
+    registry.register(NeedsAKey)
+    with caplog.at_level(logging.WARNING):
+        tools = registry.build(ToolContext(llm=ScriptedLLM(), ledger=EvidenceLedger()))
+    assert list(tools) == ["docsearch", "calculator", "llm"]
+    assert tools["calculator"].invoke("2 + 2").content == "4"
+    assert "'websearch'" in caplog.text and "left out" in caplog.text
+    assert "WEBSEARCH_KEY is not set" in caplog.text  # the cause, for the admin
 
 
 def _hit(chunk_id: str) -> RetrievedChunk:

@@ -12,14 +12,20 @@ found.
 from __future__ import annotations
 
 import logging
+import re
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 
 from theflow import Param
 
 from ragloom.agents.budget import trim_to_tokens
 from ragloom.agents.evidence import EvidenceLedger
-from ragloom.agents.react.parser import ReActAction, ReActFormatError, parse_react_step
+from ragloom.agents.react.parser import (
+    FINAL_ANSWER,
+    ReActAction,
+    ReActFormatError,
+    parse_react_step,
+)
 from ragloom.agents.react.transcript import ReActTranscript
 from ragloom.agents.tools.base import BaseTool, ToolResult
 from ragloom.agents.tools.runner import ToolCall, ToolRunner, call_record, shown_input
@@ -36,6 +42,7 @@ from ragloom.events import (
 from ragloom.llms.base import ChatLLM, ChatMessage, GenerationOptions, LLMResult, ToolSpec
 from ragloom.qa.answer import CitedAnswerer, cite_answer
 from ragloom.qa.grounding import GroundingCheck
+from ragloom.schema import RetrievedChunk
 
 __all__ = ["REACT_SYSTEM_PROMPT", "ReActAgent"]
 
@@ -172,7 +179,9 @@ class ReActAgent(BaseComponent):
             call = runner.call(tool, action.tool_input)
         result = call.result
         observation = result.as_observation()
-        if result.ok and not result.sources:
+        if result.ok and result.sources:
+            observation = self._numbered(result.sources, observation)
+        elif result.ok:
             self.tool_results.append(observation)
         record = call_record(action.tool_input, result, call.attempts)
         error = None if result.ok else observation
@@ -182,6 +191,18 @@ class ReActAgent(BaseComponent):
         return trim_to_tokens(
             observation.strip() or "(empty)", self.observation_tokens, self.llm.count_tokens
         )
+
+    def _numbered(self, sources: Sequence[RetrievedChunk], content: str) -> str:
+        """The observation of a result with ``sources``, each numbered in the request's
+        ledger so that the answer can cite it and the grounding check sees it.
+
+        ``docsearch`` numbers its passages in the ledger itself and shows them as ``[n]``
+        lines; a plugin's tool cannot know those numbers, so its text is replaced by its
+        sources as numbered passages, as ReWOO's solver shows them."""
+        numbers = self.ledger.add(sources)
+        if all(re.search(rf"^\[{n}\] ", content, re.M) for n in numbers):
+            return content
+        return self.ledger.block(numbers=numbers).text
 
     def stream(self, question: str) -> Iterator[Event]:
         """Reason and act until a final answer; yield every step's events."""
@@ -330,7 +351,9 @@ class ReActAgent(BaseComponent):
         yield LLMCallFinished("react-final", result.usage)
         found = result.text.split("\nAction", 1)[0]
         if not transcript.open_turn:  # a new turn may start over with "Thought: ..."
-            found = found.split("Final Answer:", 1)[-1] if "Final Answer:" in found else ""
+            # As the parser reads it: "Final answer:" is an answer too.
+            final = FINAL_ANSWER.search(found)
+            found = found[final.end() :] if final else ""
         found = found.strip()
         yield StepFinished(
             "final", time.perf_counter() - started, output={"text": found}, label=FINAL_LABEL

@@ -9,8 +9,8 @@ A plan is lines like::
 
 ``Plan:`` without a number and ``#E1: tool[input]`` are accepted too, and so is JSON
 (``{"steps": [{"plan": ..., "tool": ..., "input": ...}]}``, what a planner constrained by
-a JSON schema writes). A step may use the evidence of earlier steps as ``#En``;
-references are whole tokens, so ``#E1`` never matches inside ``#E10``.
+a JSON schema writes). A step may use the evidence of earlier steps as ``#En`` (or
+``#en``); references are whole tokens, so ``#E1`` never matches inside ``#E10``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "Plan",
@@ -32,12 +32,19 @@ __all__ = [
     "validate_plan",
 ]
 
-_PLAN_LINE = re.compile(r"^\s*#?\s*Plan\s*\d*\s*[:.]\s*(?P<text>.*)$", re.I)
+# No two runs of optional whitespace meet ("\s*#?\s*", "\s*\d*\s*"): on a long line of
+# spaces the engine would try every split between them, quadratic in the line's length.
+_PLAN_LINE = re.compile(r"^\s*(?:#\s*)?Plan\s*(?:\d+\s*)?[:.]\s*(?P<text>.*)$", re.I)
 _STEP_LINE = re.compile(
-    r"^\s*#?\s*E(?P<id>\d{1,9})\s*[:=]\s*(?P<tool>[A-Za-z_][\w.-]*)\s*\[(?P<input>.*)\]\s*$", re.I
+    r"^\s*(?:#\s*)?E(?P<id>\d{1,9})\s*[:=]\s*(?P<tool>[A-Za-z_][\w.-]*)\s*\[(?P<input>.*)\]\s*$",
+    re.I,
 )
-# At most 9 digits, like a step id: int() refuses 4,300 digits and more.
-_REFERENCE = re.compile(r"#E(\d{1,9})(?!\d)")
+# A line that starts as a step does ("#E2 =", "E2:") but fits no step pattern is a step
+# the planner meant and wrote wrong, or one cut short by max_tokens.
+_STEP_START = re.compile(r"^\s*(?:#\s*)?E\d{1,9}\s*[:=]", re.I)
+# At most 9 digits, like a step id: int() refuses 4,300 digits and more. Any case, as
+# the step lines are read: "#e2 = llm[Summarise #e1]" uses #E1.
+_REFERENCE = re.compile(r"#E(\d{1,9})(?!\d)", re.I)
 
 
 class PlanValidationError(ValueError):
@@ -66,11 +73,17 @@ class PlanStep:
 
 @dataclass(frozen=True)
 class Plan:
-    """The parsed steps in the planner's order, and the text they came from."""
+    """The parsed steps in the planner's order, and the text they came from.
+
+    ``unparsed``: the lines (or JSON items) that fit no pattern; ``unreadable_steps``:
+    those of them that are steps the planner meant (a JSON step with fields of the
+    wrong type, a line starting ``#E2 =`` cut short), which make the plan invalid.
+    """
 
     steps: list[PlanStep]
     raw: str
     unparsed: list[str] = field(default_factory=list)
+    unreadable_steps: list[str] = field(default_factory=list)
 
     def step(self, step_id: int) -> PlanStep:
         """The step that produces ``#E{step_id}``."""
@@ -81,6 +94,7 @@ def parse_plan(text: str) -> Plan:
     """Read the steps of a planner's output; lines that fit no pattern are kept aside."""
     steps: list[PlanStep] = []
     unparsed: list[str] = []
+    unreadable: list[str] = []
     description = ""
     for line in text.replace("```", "\n").splitlines():
         if not line.strip():
@@ -99,13 +113,17 @@ def parse_plan(text: str) -> Plan:
             description = match["text"].strip()
         else:
             unparsed.append(line.strip())
-    return Plan(steps=steps, raw=text, unparsed=unparsed)
+            if _STEP_START.match(line):
+                unreadable.append(line.strip())
+    return Plan(steps=steps, raw=text, unparsed=unparsed, unreadable_steps=unreadable)
 
 
 def parse_plan_json(text: str) -> Plan | None:
     """The plan in a planner's JSON output; None when the text is not a JSON plan.
 
-    Steps are numbered in order from 1; fields of the wrong type make a step unparsed.
+    Steps are numbered by their position from 1, as the prompt tells the planner
+    (``#En`` is the n-th step's result); fields of the wrong type make a step unreadable,
+    and the steps after it keep their numbers.
     """
     try:
         data = json.loads(text.strip().removeprefix("```json").strip("`").strip())
@@ -115,7 +133,7 @@ def parse_plan_json(text: str) -> Plan | None:
         return None
     steps: list[PlanStep] = []
     unparsed: list[str] = []
-    for item in data["steps"]:
+    for position, item in enumerate(data["steps"], start=1):
         fields = item if isinstance(item, dict) else {}
         tool, tool_input = fields.get("tool"), fields.get("input")
         if not isinstance(tool, str) or not isinstance(tool_input, str):
@@ -124,13 +142,14 @@ def parse_plan_json(text: str) -> Plan | None:
         description = fields.get("plan")
         steps.append(
             PlanStep(
-                id=len(steps) + 1,
+                id=position,
                 tool=tool.strip().lower(),
                 tool_input=tool_input.strip(),
                 description=description.strip() if isinstance(description, str) else "",
             )
         )
-    return Plan(steps=steps, raw=text, unparsed=unparsed)
+    # Every item of "steps" is a step: one that could not be read is unreadable.
+    return Plan(steps=steps, raw=text, unparsed=unparsed, unreadable_steps=list(unparsed))
 
 
 def _cycle(steps: dict[int, PlanStep]) -> list[int] | None:
@@ -162,7 +181,7 @@ def validate_plan(
     """Raise :class:`PlanValidationError` listing every reason the plan cannot run.
 
     ``first_tool``: the tool the first step must use (e.g. ``docsearch``)."""
-    problems: list[str] = []
+    problems: list[str] = [f"a step could not be read: {text}" for text in plan.unreadable_steps]
     if not plan.steps:
         problems.append("the plan has no step of the form '#E1 = tool[input]'")
     elif first_tool and (first := min(plan.steps, key=lambda s: s.id)).tool != first_tool:
@@ -245,7 +264,7 @@ def merge_duplicate_steps(plan: Plan) -> Plan:
         for step in plan.steps
         if step.id not in alias
     ]
-    return Plan(steps=kept, raw=plan.raw, unparsed=plan.unparsed)
+    return replace(plan, steps=kept)
 
 
 def _with(text: str, alias: Mapping[int, str]) -> str:

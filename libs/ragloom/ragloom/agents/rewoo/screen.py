@@ -24,8 +24,9 @@ is added, so that the answer still comes from the documents.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ragloom.agents.rewoo.plan import Plan, PlanStep, plan_levels, substitute_evidence
 from ragloom.agents.tools.base import BaseTool, ResultKind
@@ -123,6 +124,12 @@ def _why_dropped(
     return f"{tool.name} cannot take this input: {problem}" if problem else None
 
 
+def _without_references(text: str) -> str:
+    """``text`` for a step's input, its ``#E``/``#e`` read as plain words, not as
+    references to a step."""
+    return re.sub(r"#(?=e\d)", "", text, flags=re.I)
+
+
 def screen_plan(
     plan: Plan, tools: Tools, question: str, search_tool: str | None = "docsearch"
 ) -> ScreenedPlan:
@@ -141,8 +148,7 @@ def screen_plan(
         return ScreenedPlan(plan)
     kept = [step for step in plan.steps if step.id not in reasons]
     dropped = tuple(DroppedStep(s, reasons[s.id]) for s in plan.steps if s.id in reasons)
-    # "#E" in the question would read as a reference to a step.
-    query = " ".join(question.replace("#E", "E").split())
+    query = " ".join(_without_references(question).split())
     next_id = max(by_id) + 1
     repaired: list[DroppedStep] = []
     for item in dropped:
@@ -150,7 +156,7 @@ def screen_plan(
         if step.tool != search_tool or not step.depends_on <= set(reasons):
             continue
         words = [by_id[n].description or query for n in sorted(step.depends_on)]
-        text = " ".join(" ".join(words).replace("#E", "E").split())
+        text = " ".join(_without_references(" ".join(words)).split())
         if text:
             search = PlanStep(next_id, step.tool, text, step.description)
             uses = ", ".join(f"#E{n}" for n in sorted(step.depends_on))
@@ -162,4 +168,4 @@ def screen_plan(
     if query and search_tool in tools and not any(step.tool == search_tool for step in kept):
         added = PlanStep(next_id, str(search_tool), query, ADDED_SEARCH_TEXT)
         kept.append(added)
-    return ScreenedPlan(Plan(kept, plan.raw, plan.unparsed), dropped, added, tuple(repaired))
+    return ScreenedPlan(replace(plan, steps=kept), dropped, added, tuple(repaired))

@@ -158,7 +158,8 @@ class BaseTool:
                 data = None
             if not isinstance(data, dict):
                 fields = list(cls.Arguments.model_fields)
-                if len(fields) != 1 and not data:
+                # Text is the one field's value; without any field there is none to fill.
+                if not fields or (len(fields) != 1 and not data):
                     raise ValueError(f"{cls.name} expects a JSON object with {fields}")
                 data = {fields[0]: text.strip().strip('"').strip("'")}
         try:

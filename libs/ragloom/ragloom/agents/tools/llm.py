@@ -49,7 +49,9 @@ class LLMTool(BaseTool):
         try:
             result = self._generate(messages)
         except LLMError as exc:
-            return ToolResult.failure("llm_failed", str(exc), retryable=True)
+            # A prompt past the context fails the same way every time: retry only what
+            # the LLM says may pass (an endpoint unreachable, busy, or failing for now).
+            return ToolResult.failure("llm_failed", str(exc), retryable=exc.transient)
         return ToolResult(content=result.text.strip(), usage=result.usage)
 
     def _generate(self, messages: list[ChatMessage]) -> LLMResult:

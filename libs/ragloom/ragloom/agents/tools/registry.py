@@ -115,9 +115,27 @@ class ToolRegistry:
     def build(
         self, context: ToolContext, names: Iterable[str] | None = None
     ) -> dict[str, BaseTool]:
-        """Fresh tools for one request: all of them, or those ``names`` (unknown ones raise)."""
+        """Fresh tools for one request: all of them, or those ``names`` (unknown ones raise).
+
+        A tool whose ``from_context`` raises (a plugin missing its configuration, say) is
+        left out of this request with a warning naming it: one tool that cannot be set up
+        must not make every question of the agent modes fail, and the model cannot call a
+        tool it is not offered.
+        """
         chosen = self.names() if names is None else list(names)
         unknown = [n for n in chosen if n not in self._tools]
         if unknown:
             raise KeyError(f"unknown tools {unknown}; available: {', '.join(self._tools)}")
-        return {name: self._tools[name].from_context(context) for name in chosen}
+        tools: dict[str, BaseTool] = {}
+        for name in chosen:
+            tool = self._tools[name]
+            try:
+                tools[name] = tool.from_context(context)
+            except Exception:
+                logger.warning(
+                    "tool %r (%s) left out of this request: it could not be set up",
+                    name,
+                    tool.__qualname__,
+                    exc_info=True,
+                )
+        return tools
