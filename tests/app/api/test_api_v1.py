@@ -114,6 +114,33 @@ def test_an_upload_past_the_users_queued_jobs_is_a_429_saying_when_to_retry(
     assert api.get("/indices/My files/files").json() == files_before
 
 
+def test_an_upload_holding_a_file_past_max_file_bytes_is_a_413_and_takes_nothing(
+    live_server: LiveServer, api: httpx.Client
+) -> None:
+    """Refused as the file is copied out of the request; before, it was staged and its
+    job failed it later ("the limit is 0 MB")."""
+    settings = live_server.app.settings
+    jobs_before = [job["id"] for job in api.get("/jobs").json()]
+    limit, settings.max_file_bytes = settings.max_file_bytes, 100_000
+    try:
+        files = [("files", ("small.md", b"Small.")), ("files", ("big.md", b"word " * 20_001))]
+        refused = api.post("/indices/My files/files", files=files)
+    finally:
+        settings.max_file_bytes = limit
+    assert refused.status_code == 413, refused.text
+    assert refused.json()["error"] == {
+        "code": "request_too_large",
+        "message": "the file 'big.md' is larger than 97.7 KB, the limit for one file "
+        "(MAX_FILE_BYTES): nothing of the upload was taken",
+        "type": "invalid_request_error",
+        "param": "files",
+    }
+    assert [job["id"] for job in api.get("/jobs").json()] == jobs_before
+    uploads = settings.data_dir / "uploads"
+    assert not [p for p in uploads.iterdir() if p.name.startswith("api-upload-")]
+    assert not list((settings.data_dir / "jobs").glob("*"))
+
+
 def test_a_conversation_is_created_renamed_listed_and_deleted(api: httpx.Client) -> None:
     created = api.post("/conversations", json={"title": "Reactor"})
     assert created.status_code == 201

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
+from ragloom.loaders.zip_limits import size_text
 from ragloom_app.accounts import User
 from ragloom_app.api.errors import ApiError, not_found
 from ragloom_app.api.job_routes import JobOut, job_out
@@ -202,10 +203,11 @@ def index_router(
         try:
             staged = []
             for position, upload in enumerate(uploads):
+                name = upload.filename or f"upload-{position}"
                 path = folder / f"{position}"
                 with path.open("wb") as out:
-                    shutil.copyfileobj(upload.file, out, _COPY_BYTES)
-                staged.append((upload.filename or f"upload-{position}", path))
+                    _copy_upload(upload.file, out, name, app.settings.max_file_bytes)
+                staged.append((name, path))
             job = app.jobs.submit_files(index, user.id, staged, move=True)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -271,6 +273,24 @@ def index_router(
         ]
 
     return router
+
+
+def _copy_upload(source: IO[bytes], target: IO[bytes], name: str, max_bytes: int) -> None:
+    """Copy the uploaded file ``name`` out of the request into ``target``; a 413 as soon as
+    it holds more than ``max_bytes`` (MAX_FILE_BYTES), rather than a job that fails it
+    once the whole upload is staged."""
+    copied = 0
+    while chunk := source.read(_COPY_BYTES):
+        copied += len(chunk)
+        if copied > max_bytes:
+            raise ApiError(
+                413,
+                "request_too_large",
+                f"the file {name!r} is larger than {size_text(max_bytes)}, the limit for one "
+                "file (MAX_FILE_BYTES): nothing of the upload was taken",
+                param="files",
+            )
+        target.write(chunk)
 
 
 def _upload_dir(app: BaseApp) -> Path:
