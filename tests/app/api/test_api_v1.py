@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.requests import Request
 
 from tests.helpers.api_server import ANSWER, LiveServer, api, live_server, sse_events
 
@@ -95,11 +96,21 @@ def test_a_file_is_indexed_again_from_its_stored_copy(
 
 
 def test_an_upload_past_the_users_queued_jobs_is_a_429_saying_when_to_retry(
-    live_server: LiveServer, api: httpx.Client
+    live_server: LiveServer, api: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The upload is refused before its body is read: it was received whole, and written
+    to the data folder, to be refused after."""
     settings = live_server.app.settings
     files_before = api.get("/indices/My files/files").json()
     (canteen,) = [f for f in files_before if f["name"] == "canteen.md"]
+    forms_read: list[str] = []
+    form = Request.form
+
+    def reading_form(request: Request, *args: Any, **kwargs: Any) -> Any:
+        forms_read.append(request.url.path)
+        return form(request, *args, **kwargs)
+
+    monkeypatch.setattr(Request, "form", reading_form)
     limit, settings.max_jobs_per_user = settings.max_jobs_per_user, 0
     try:
         upload = api.post("/indices/My files/files", files=[("files", ("x.md", b"Extra."))])
@@ -111,6 +122,7 @@ def test_an_upload_past_the_users_queued_jobs_is_a_429_saying_when_to_retry(
         assert refused.headers["Retry-After"] == "10"
         error = refused.json()["error"]
         assert error["code"] == "busy" and "MAX_JOBS_PER_USER" in error["message"]
+    assert forms_read == []
     assert api.get("/indices/My files/files").json() == files_before
 
 

@@ -185,6 +185,9 @@ def index_router(
         # disk are worked on in a thread, never on the server's event loop (a queue that
         # waited for its database there held every other request of the process).
         index = await run_in_threadpool(writable, name, user)
+        # Before the body is read: an upload past MAX_JOBS_PER_USER is refused (429) without
+        # first being received whole and written to the data folder.
+        await run_in_threadpool(app.jobs.check_room, user.id)
         limit = app.settings.max_files_per_upload
         try:
             form = await request.form(max_files=limit, max_fields=limit)

@@ -63,9 +63,11 @@ class JobService:
                 self._queue = None
 
     # -- submitting ------------------------------------------------------------------------
-    def _check_room(self, owner: str) -> None:
-        """Refuse at once, before an upload is staged; the insert counts again, one at a
-        time per owner (:func:`~ragloom_app.jobs.admission.admit`)."""
+    def check_room(self, owner: str) -> None:
+        """Raise :class:`JobLimitError` if ``owner`` has ``MAX_JOBS_PER_USER`` jobs queued
+        or running already: asked before an upload is read or staged, so that a refused
+        one costs nothing. Only a first look: the job's insert counts again, one at a time
+        per owner (:func:`~ragloom_app.jobs.admission.admit`)."""
         limit = self.app.settings.max_jobs_per_user
         if self.store.count_active(owner=owner) >= limit:
             raise JobLimitError(limit)
@@ -76,7 +78,7 @@ class JobService:
         """Queue ``files`` (shown name, path) for ``index``: they are copied (or moved, if
         ``move``) into the job's staging folder first, so the caller may delete its own.
         The job's row is written only once they are all there."""
-        self._check_room(owner)
+        self.check_room(owner)
         job_id = uuid.uuid4().hex
         folder = staging_dir(self.app.settings.data_dir, job_id)
         entries = []
@@ -111,7 +113,7 @@ class JobService:
         self, index: BaseIndex, owner: str, sources: Sequence[tuple[str, str]]
     ) -> JobView:
         """Queue indexing again the given (shown name, source id) files of ``index``."""
-        self._check_room(owner)
+        self.check_room(owner)
         entries = [{"name": name, "source_id": source_id} for name, source_id in sources]
         job = self._create(index, owner, "reindex", entries)
         self._hand_over(job)
