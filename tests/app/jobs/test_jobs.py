@@ -80,6 +80,8 @@ def test_a_running_job_stops_after_the_file_it_is_on(
         ("doc2.md", "cancelled"),
         ("doc3.md", "cancelled"),
     ]
+    # The files listed cancelled are not done: before, this job read "4/4 files".
+    assert (done.files_done, done.files_total, done.outcomes_not_listed) == (1, 4, 0)
     assert [s["name"] for s in index.list_sources()] == ["doc0.md"]
     assert index.check().clean and staging_removed(app, job.id)
 

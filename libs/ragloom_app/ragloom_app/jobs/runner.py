@@ -256,7 +256,7 @@ class JobRunner:
                 worker=self.worker,
                 attempts=row.attempts,
                 error=failure.message,
-                **tally.final(tally.outcomes),
+                **tally.final(),
             ):
                 return None
             return JobStatus.FAILED
@@ -265,7 +265,7 @@ class JobRunner:
             JobStatus.DONE,
             worker=self.worker,
             attempts=row.attempts,
-            **tally.final(tally.outcomes),
+            **tally.final(),
         ):
             logger.warning("job %s was taken from %s before it finished", row.id, self.worker)
             return None
@@ -370,7 +370,7 @@ class JobRunner:
 
     def _cancelled(self, row: IndexingJob, tally: Tally) -> JobStatus | None:
         left = _unreported(_reported_names(row), tally.outcomes)
-        outcomes = tally.outcomes + [
+        not_done = [
             {
                 "file": name,
                 "status": "cancelled",
@@ -386,7 +386,7 @@ class JobRunner:
             worker=self.worker,
             attempts=row.attempts,
             error="cancelled by its owner; the files indexed before stay indexed",
-            **tally.final(outcomes),
+            **tally.final(not_done),
         ):
             return None  # taken back meanwhile: the new claim sees the cancel
         logger.info("job %s cancelled after %d files", row.id, len(tally.outcomes))
