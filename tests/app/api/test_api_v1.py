@@ -3,7 +3,9 @@ one JSON object or as server-sent events."""
 
 from __future__ import annotations
 
+import errno
 import json
+import shutil
 import time
 from typing import Any
 
@@ -11,6 +13,7 @@ import httpx
 import pytest
 from starlette.requests import Request
 
+from ragloom_app.api import index_routes
 from tests.helpers.api_server import ANSWER, LiveServer, api, live_server, sse_events
 
 __all__ = ["api", "live_server"]
@@ -148,6 +151,36 @@ def test_an_upload_holding_a_file_past_max_file_bytes_is_a_413_and_takes_nothing
         "param": "files",
     }
     assert [job["id"] for job in api.get("/jobs").json()] == jobs_before
+    uploads = settings.data_dir / "uploads"
+    assert not [p for p in uploads.iterdir() if p.name.startswith("api-upload-")]
+    assert not list((settings.data_dir / "jobs").glob("*"))
+
+
+@pytest.mark.parametrize("where", ["copying", "staging"])
+def test_an_upload_the_full_disk_refuses_is_a_507_and_takes_nothing(
+    live_server: LiveServer, api: httpx.Client, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """The disk fills as the upload is copied out of the request (it was a 500), or as
+    it is staged for its job (a 422, a request not to send again): 507, as an upload the
+    disk has no room for is refused before it is read."""
+    errors = {"copying": (errno.ENOSPC, "No space left on device")}
+    errors["staging"] = (errno.EDQUOT, "Disk quota exceeded")
+
+    def full(*args: Any) -> None:
+        raise OSError(*errors[where])
+
+    if where == "copying":
+        monkeypatch.setattr(index_routes, "_copy_upload", full)
+    else:
+        monkeypatch.setattr(shutil, "move", full)
+    jobs_before = [job["id"] for job in api.get("/jobs").json()]
+    refused = api.post("/indices/My files/files", files=[("files", ("a.md", b"Alpha."))])
+    assert refused.status_code == 507, refused.text
+    error = refused.json()["error"]
+    assert (error["code"], error["type"]) == ("insufficient_storage", "server_error")
+    assert error["message"].endswith(errors[where][1])
+    assert [job["id"] for job in api.get("/jobs").json()] == jobs_before
+    settings = live_server.app.settings
     uploads = settings.data_dir / "uploads"
     assert not [p for p in uploads.iterdir() if p.name.startswith("api-upload-")]
     assert not list((settings.data_dir / "jobs").glob("*"))

@@ -30,6 +30,7 @@ from ragloom_app.api.job_routes import JobOut, job_out
 from ragloom_app.api.models import ERROR_RESPONSES, IndexOut
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import ChunkRecord
+from ragloom_app.errors import DISK_FULL_ERRNOS, DiskFullError
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.index.manager import INDEX_NAME_PATTERN, MAX_INDEX_NAME_CHARS
 from ragloom_app.jobs.staging import API_UPLOAD_PREFIX, api_upload_root
@@ -201,19 +202,26 @@ def index_router(
     def submit(index: BaseIndex, user: User, uploads: list[UploadFile]) -> UploadOut:
         """Copy the uploads out of the request (each under a name of its position, never
         one the client sent) and submit them as one job."""
-        # Removed below; left only by a killed process, for the sweepers (staging.py).
-        folder = Path(tempfile.mkdtemp(prefix=API_UPLOAD_PREFIX, dir=_upload_dir(app)))
         try:
-            staged = []
-            for position, upload in enumerate(uploads):
-                name = upload.filename or f"upload-{position}"
-                path = folder / f"{position}"
-                with path.open("wb") as out:
-                    _copy_upload(upload.file, out, name, app.settings.max_file_bytes)
-                staged.append((name, path))
-            job = app.jobs.submit_files(index, user.id, staged, move=True)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            # Removed below; left only by a killed process, for the sweepers (staging.py).
+            folder = Path(tempfile.mkdtemp(prefix=API_UPLOAD_PREFIX, dir=_upload_dir(app)))
+            try:
+                staged = []
+                for position, upload in enumerate(uploads):
+                    name = upload.filename or f"upload-{position}"
+                    path = folder / f"{position}"
+                    with path.open("wb") as out:
+                        _copy_upload(upload.file, out, name, app.settings.max_file_bytes)
+                    staged.append((name, path))
+                job = app.jobs.submit_files(index, user.id, staged, move=True)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError as exc:
+            if exc.errno not in DISK_FULL_ERRNOS:
+                raise
+            raise DiskFullError(
+                f"the upload could not be copied out of the request: {exc.strerror or exc}"
+            ) from exc
         names = [name for name, _ in staged]
         return UploadOut(index=index.name, accepted=names, job=job_out(app, job))
 

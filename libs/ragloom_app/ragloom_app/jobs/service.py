@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragloom.postgres_outage import outage_words
 from ragloom_app.db.models import JobStatus
-from ragloom_app.errors import UserFacingError
+from ragloom_app.errors import DISK_FULL_ERRNOS, DiskFullError, UserFacingError
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.jobs.admission import JobLimitError
 from ragloom_app.jobs.queues import InProcessJobQueue, JobQueue, ProcrastinateJobQueue
@@ -93,7 +93,8 @@ class JobService:
                 entries.append({"name": name, "path": str(position)})
         except OSError as exc:
             discard_staging(self.app.settings.data_dir, job_id)
-            raise UserFacingError(
+            refusal = DiskFullError if exc.errno in DISK_FULL_ERRNOS else UserFacingError
+            raise refusal(
                 f"the upload could not be kept for indexing: {exc.strerror or exc}"
             ) from exc
         try:
