@@ -156,6 +156,28 @@ def test_an_upload_holding_a_file_past_max_file_bytes_is_a_413_and_takes_nothing
     assert not list((settings.data_dir / "jobs").glob("*"))
 
 
+def test_an_upload_naming_a_file_past_the_name_limit_is_a_422_and_takes_nothing(
+    live_server: LiveServer, api: httpx.Client
+) -> None:
+    """Refused before it is staged: such a name was kept whole in the job's row and its
+    listings (3,900-character names made a 780 kB answer), for the job to fail it."""
+    jobs_before = [job["id"] for job in api.get("/jobs").json()]
+    files = [("files", ("fine.md", b"Fine.")), ("files", ("n" * 253 + ".md", b"Long."))]
+    refused = api.post("/indices/My files/files", files=files)
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"] == {
+        "code": "invalid_request",
+        "message": "the name of file 2 of the upload is 256 characters long; the limit is "
+        "255: nothing of the upload was taken",
+        "type": "invalid_request_error",
+        "param": "files[1]",
+    }
+    assert [job["id"] for job in api.get("/jobs").json()] == jobs_before
+    settings = live_server.app.settings
+    assert not list((settings.data_dir / "uploads").glob("api-upload-*"))
+    assert not list((settings.data_dir / "jobs").glob("*"))
+
+
 @pytest.mark.parametrize("where", ["copying", "staging"])
 def test_an_upload_the_full_disk_refuses_is_a_507_and_takes_nothing(
     live_server: LiveServer, api: httpx.Client, monkeypatch: pytest.MonkeyPatch, where: str
