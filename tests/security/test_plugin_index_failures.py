@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import types
 from collections.abc import Collection, Mapping
@@ -23,6 +24,7 @@ from ragloom.retrieval import Retriever
 from ragloom.schema import RetrievedChunk
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import LOCAL_USER
+from ragloom_app.index import manager
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from ragloom_app.plugins import hookimpl
@@ -132,6 +134,29 @@ def test_an_index_that_fails_to_start_is_left_out_and_shown(
     record, _ = _answer(app)
     assert record["answer"] == "The documents say so [1]."
     assert [c["source"] for c in record["citations"]] == ["reactor.md"]
+
+
+def test_an_index_that_failed_to_start_is_started_again_at_a_later_listing(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once START_RETRY_SECONDS have passed, not at every listing (a start that fails may
+    wait out a server's timeout); a retry that fails keeps the first failure's reason,
+    whose log reference holds the trace. Before, such an index stayed out until the
+    process started again, and its jobs failed "its index was deleted"."""
+    PluginIndex.failure = "start"
+    app = _start(data_dir)
+    reason = app.indices.unavailable["Plugin notes"]
+    PluginIndex.failure = None
+    assert [index.name for index in app.indices.indices] == ["My files"]  # not yet
+    monkeypatch.setattr(manager, "START_RETRY_SECONDS", 0.0, raising=False)
+    PluginIndex.failure = "start"
+    caplog.clear()
+    assert [index.name for index in app.indices.indices] == ["My files"]
+    assert app.indices.unavailable == {"Plugin notes": reason}
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    PluginIndex.failure = None
+    assert [index.name for index in app.indices.indices] == ["My files", "Plugin notes"]
+    assert app.indices.unavailable == {} and "Indices left out" not in plugins_page_html(app)
 
 
 def test_index_list_names_an_index_left_out_and_why(

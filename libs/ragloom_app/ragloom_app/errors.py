@@ -20,6 +20,7 @@ its kind alone.
 
 from __future__ import annotations
 
+import errno
 import logging
 import re
 import secrets
@@ -37,7 +38,9 @@ from ragloom.stores.base import StoreUnavailableError
 from ragloom_app.settings import SettingsError
 
 __all__ = [
+    "DISK_FULL_ERRNOS",
     "MAX_MESSAGE_CHARS",
+    "DiskFullError",
     "UserError",
     "UserFacingError",
     "new_reference",
@@ -58,6 +61,17 @@ REFERENCE_HEX_DIGITS = 8
 class UserFacingError(Exception):
     """An error whose message is written for the person who caused it (a setting, an
     unknown name, a question too long): shown as it is, only scrubbed of paths and URLs."""
+
+
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""The ``errno`` of an :class:`OSError` that says the disk is full (``ENOSPC``) or its
+owner's quota is spent (``EDQUOT``)."""
+
+
+class DiskFullError(UserFacingError):
+    """A write the full disk under the data folder refused (:data:`DISK_FULL_ERRNOS`): the
+    request was fine, the server needs room. The HTTP API answers it with 507
+    ``insufficient_storage``, as it refuses an upload that would fill the disk."""
 
 
 _WORDED: tuple[type[BaseException], ...] = (

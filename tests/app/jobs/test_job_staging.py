@@ -128,7 +128,7 @@ def test_trouble_removing_staged_uploads_stops_neither_the_sweep_nor_the_queue(
 # A `ragloom serve` that dies (os._exit, as SIGKILL or the OOM killer would end it) while
 # it copies the second file of an HTTP API upload out of the request.
 KILLED_IN_AN_UPLOAD = """
-import os, shutil, sys
+import os, sys
 from pathlib import Path
 import httpx
 from ragloom_app.api import index_routes
@@ -136,7 +136,7 @@ from tests.helpers.api_server import replay_app, served
 
 app = replay_app(Path(sys.argv[1]))
 copies = []
-copy = shutil.copyfileobj
+copy = index_routes._copy_upload
 
 def dying(source, target, *args):
     copies.append(1)
@@ -146,7 +146,7 @@ def dying(source, target, *args):
         os._exit(9)
     return copy(source, target, *args)
 
-index_routes.shutil.copyfileobj = dying
+index_routes._copy_upload = dying
 with served(app) as url:
     files = [("files", ("a.md", b"# A\\n\\nalpha")), ("files", ("b.md", b"# B\\n\\nbeta"))]
     httpx.post(url.rstrip("/") + "/api/v1/indices/My files/files", files=files, timeout=30)

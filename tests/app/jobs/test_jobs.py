@@ -14,10 +14,13 @@ from sqlalchemy.exc import OperationalError
 
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
+from ragloom_app.index import manager
+from ragloom_app.index.file import FileIndex
 from ragloom_app.jobs.queues import JobSweeper
-from ragloom_app.jobs.runner import JobRunner
+from ragloom_app.jobs.runner import MAX_JOB_ATTEMPTS, JobRunner
 from ragloom_app.jobs.staging import staging_dir
 from ragloom_app.jobs.store import JobStore
+from tests.helpers.api_server import replay_app
 from tests.helpers.jobs import (
     alter_job,
     cancel_when,
@@ -77,6 +80,8 @@ def test_a_running_job_stops_after_the_file_it_is_on(
         ("doc2.md", "cancelled"),
         ("doc3.md", "cancelled"),
     ]
+    # The files listed cancelled are not done: before, this job read "4/4 files".
+    assert (done.files_done, done.files_total, done.outcomes_not_listed) == (1, 4, 0)
     assert [s["name"] for s in index.list_sources()] == ["doc0.md"]
     assert index.check().clean and staging_removed(app, job.id)
 
@@ -248,3 +253,66 @@ def test_what_can_go_wrong_with_the_job_itself_fails_it_with_the_reason(
     alter_job(app, orphan.id, index_id=other.id + 1000)  # as if its index were gone
     assert JobRunner(app, "w").run(orphan.id) == JobStatus.FAILED
     assert store.get(orphan.id).error == "its index was deleted"  # type: ignore[union-attr]
+
+
+def _worker_whose_start_failed(
+    app: BaseApp, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[BaseApp, list[bool]]:
+    """Another process of ``app``'s (a worker) that started as the index's store was
+    away: its "My files" failed to start. The list says the store is away while it holds
+    True; a start that finds it back succeeds."""
+    store_away = [True]
+    on_start = FileIndex.on_start
+
+    def start(index: FileIndex) -> None:
+        if store_away[0]:
+            raise ConnectionError("the store is away")
+        on_start(index)
+
+    monkeypatch.setattr(FileIndex, "on_start", start)
+    worker = replay_app(app.settings.data_dir.parent, database_url=database_url)
+    assert "My files" in worker.indices.unavailable
+    return worker, store_away
+
+
+def test_a_job_whose_index_failed_to_start_here_waits_with_its_upload_until_it_starts(
+    app: BaseApp, tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker hands the job back to the queue (its claim counted), upload kept, and
+    starts the index again once START_RETRY_SECONDS have passed: the job runs then. Before,
+    such a worker failed every job of the index, "its index was deleted", removing their
+    uploads, and never started the index again."""
+    monkeypatch.setattr(manager, "START_RETRY_SECONDS", 0.0, raising=False)
+    job_id = staged_job(app, numbered_documents(tmp_path / "in", 2), "unstarted")
+    worker, store_away = _worker_whose_start_failed(app, database_url, monkeypatch)
+    store = JobStore(app.engine)
+    assert JobRunner(worker, "w").run(job_id) is None
+    handed = store.get(job_id)
+    assert handed is not None
+    assert (handed.status, handed.attempts, handed.error) == (JobStatus.QUEUED, 1, None)
+    assert staging_dir(app.settings.data_dir, job_id).is_dir()
+    store_away[0] = False  # back: the worker's next look at the indices starts the index
+    assert JobRunner(worker, "w").run(job_id) == JobStatus.DONE
+    done = store.get(job_id)
+    assert done is not None and done.attempts == 2
+    assert [o["status"] for o in done.outcomes] == ["indexed"] * 2
+    assert worker.indices.unavailable == {} and staging_removed(app, job_id)
+
+
+def test_a_job_whose_index_never_starts_here_fails_after_its_tries_saying_why(
+    app: BaseApp, tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(manager, "START_RETRY_SECONDS", 0.0, raising=False)
+    job_id = staged_job(app, numbered_documents(tmp_path / "in", 1), "neverstarted")
+    worker, _ = _worker_whose_start_failed(app, database_url, monkeypatch)
+    runner, store = JobRunner(worker, "w"), JobStore(app.engine)
+    for _ in range(MAX_JOB_ATTEMPTS - 1):
+        assert runner.run(job_id) is None
+    assert runner.run(job_id) == JobStatus.FAILED
+    failed = store.get(job_id)
+    assert failed is not None and failed.attempts == MAX_JOB_ATTEMPTS
+    assert (failed.error or "").startswith(
+        f"its index could not be started ({MAX_JOB_ATTEMPTS} tries): "
+        "Starting the index 'My files' failed: a connection failed (log reference "
+    )
+    assert staging_removed(app, job_id)

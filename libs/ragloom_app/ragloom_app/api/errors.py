@@ -10,7 +10,9 @@ Unknown ids are ``not_found`` (404), a body or parameter the API cannot take is
 ``invalid_request`` too, with the app's own words (:class:`~ragloom_app.errors.UserFacingError`),
 and a database or an index's store that cannot be reached (PostgreSQL or a Chroma server
 restarting) is ``unavailable`` (503, with ``Retry-After``), and an upload past the
-user's queued jobs (``MAX_JOBS_PER_USER``) is ``busy`` (429, with ``Retry-After``).
+user's queued jobs (``MAX_JOBS_PER_USER``) is ``busy`` (429, with ``Retry-After``), and
+a write the full disk refused (:class:`~ragloom_app.errors.DiskFullError`) is
+``insufficient_storage`` (507).
 Nothing a client sends is answered with a 500: an unexpected failure is logged under a
 reference that the ``internal_error`` message carries, with no stack trace or path.
 """
@@ -30,7 +32,7 @@ from starlette.exceptions import HTTPException
 
 from ragloom.stores.base import StoreUnavailableError
 from ragloom_app.conversations import ConversationBusyError, UnknownConversationError
-from ragloom_app.errors import UserFacingError, scrub, user_error
+from ragloom_app.errors import DiskFullError, UserFacingError, scrub, user_error
 from ragloom_app.jobs import JobLimitError
 
 __all__ = ["ApiError", "api_error", "error_body", "error_type", "install_error_handlers"]
@@ -147,6 +149,8 @@ def api_error(exc: Exception, doing: str = "The request") -> ApiError:
     if isinstance(exc, JobLimitError):  # room comes as one of the user's jobs ends
         retry = {"Retry-After": str(JOB_LIMIT_RETRY_SECONDS)}
         return ApiError(429, "busy", str(exc), headers=retry)
+    if isinstance(exc, DiskFullError):  # the request was fine: the server needs room
+        return ApiError(507, "insufficient_storage", scrub(str(exc)))
     if isinstance(exc, UserFacingError):
         return ApiError(422, "invalid_request", scrub(str(exc)))
     if isinstance(exc, OperationalError):

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,13 +23,16 @@ from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
+from ragloom.loaders.zip_limits import size_text
 from ragloom_app.accounts import User
 from ragloom_app.api.errors import ApiError, not_found
 from ragloom_app.api.job_routes import JobOut, job_out
 from ragloom_app.api.models import ERROR_RESPONSES, IndexOut
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import ChunkRecord
+from ragloom_app.errors import DISK_FULL_ERRNOS, DiskFullError
 from ragloom_app.index.base import BaseIndex
+from ragloom_app.index.file.names import MAX_NAME_LENGTH
 from ragloom_app.index.manager import INDEX_NAME_PATTERN, MAX_INDEX_NAME_CHARS
 from ragloom_app.jobs.staging import API_UPLOAD_PREFIX, api_upload_root
 
@@ -184,6 +187,9 @@ def index_router(
         # disk are worked on in a thread, never on the server's event loop (a queue that
         # waited for its database there held every other request of the process).
         index = await run_in_threadpool(writable, name, user)
+        # Before the body is read: an upload past MAX_JOBS_PER_USER is refused (429) without
+        # first being received whole and written to the data folder.
+        await run_in_threadpool(app.jobs.check_room, user.id)
         limit = app.settings.max_files_per_upload
         try:
             form = await request.form(max_files=limit, max_fields=limit)
@@ -192,23 +198,43 @@ def index_router(
         uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
         if not uploads:
             raise ApiError(422, "invalid_request", "no files in the field 'files'")
+        for position, upload in enumerate(uploads):
+            # Before a byte is staged: the name is kept whole in the job's row and shown
+            # in every listing of the job, and the index would refuse it anyway.
+            length = len(upload.filename or "")
+            if length > MAX_NAME_LENGTH:
+                raise ApiError(
+                    422,
+                    "invalid_request",
+                    f"the name of file {position + 1} of the upload is {length:,} characters "
+                    f"long; the limit is {MAX_NAME_LENGTH}: nothing of the upload was taken",
+                    param=f"files[{position}]",
+                )
         return await run_in_threadpool(submit, index, user, uploads)
 
     def submit(index: BaseIndex, user: User, uploads: list[UploadFile]) -> UploadOut:
         """Copy the uploads out of the request (each under a name of its position, never
         one the client sent) and submit them as one job."""
-        # Removed below; left only by a killed process, for the sweepers (staging.py).
-        folder = Path(tempfile.mkdtemp(prefix=API_UPLOAD_PREFIX, dir=_upload_dir(app)))
         try:
-            staged = []
-            for position, upload in enumerate(uploads):
-                path = folder / f"{position}"
-                with path.open("wb") as out:
-                    shutil.copyfileobj(upload.file, out, _COPY_BYTES)
-                staged.append((upload.filename or f"upload-{position}", path))
-            job = app.jobs.submit_files(index, user.id, staged, move=True)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            # Removed below; left only by a killed process, for the sweepers (staging.py).
+            folder = Path(tempfile.mkdtemp(prefix=API_UPLOAD_PREFIX, dir=_upload_dir(app)))
+            try:
+                staged = []
+                for position, upload in enumerate(uploads):
+                    name = upload.filename or f"upload-{position}"
+                    path = folder / f"{position}"
+                    with path.open("wb") as out:
+                        _copy_upload(upload.file, out, name, app.settings.max_file_bytes)
+                    staged.append((name, path))
+                job = app.jobs.submit_files(index, user.id, staged, move=True)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError as exc:
+            if exc.errno not in DISK_FULL_ERRNOS:
+                raise
+            raise DiskFullError(
+                f"the upload could not be copied out of the request: {exc.strerror or exc}"
+            ) from exc
         names = [name for name, _ in staged]
         return UploadOut(index=index.name, accepted=names, job=job_out(app, job))
 
@@ -271,6 +297,24 @@ def index_router(
         ]
 
     return router
+
+
+def _copy_upload(source: IO[bytes], target: IO[bytes], name: str, max_bytes: int) -> None:
+    """Copy the uploaded file ``name`` out of the request into ``target``; a 413 as soon as
+    it holds more than ``max_bytes`` (MAX_FILE_BYTES), rather than a job that fails it
+    once the whole upload is staged."""
+    copied = 0
+    while chunk := source.read(_COPY_BYTES):
+        copied += len(chunk)
+        if copied > max_bytes:
+            raise ApiError(
+                413,
+                "request_too_large",
+                f"the file {name!r} is larger than {size_text(max_bytes)}, the limit for one "
+                "file (MAX_FILE_BYTES): nothing of the upload was taken",
+                param="files",
+            )
+        target.write(chunk)
 
 
 def _upload_dir(app: BaseApp) -> Path:

@@ -6,6 +6,7 @@ import logging
 import re
 import secrets
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,6 +24,7 @@ from ragloom_app.settings import SettingsError
 __all__ = [
     "INDEX_NAME_PATTERN",
     "MAX_INDEX_NAME_CHARS",
+    "START_RETRY_SECONDS",
     "IndexAccess",
     "IndexManager",
     "IndexNameError",
@@ -36,6 +38,11 @@ MAX_INDEX_NAME_CHARS = 80
 _NAME_CHAR = r"\x00-\x1f\x7f/\\\u200e\u200f\u202a-\u202e\u2066-\u2069"
 INDEX_NAME_PATTERN = rf"^[^{_NAME_CHAR}]*[^{_NAME_CHAR}\s0-9][^{_NAME_CHAR}]*$"
 """What an index name must match (the HTTP API's schema says the same)."""
+
+START_RETRY_SECONDS = 10.0
+"""How long after an index failed to start :meth:`IndexManager.refresh` starts it again
+(its store may have been away for a moment): every listing of the indices refreshes, and
+a start that fails may first wait out a server's timeout."""
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +96,8 @@ class IndexManager:
     An index whose type is not registered (its plugin was uninstalled, or failed to
     load), or whose type fails to create or start it, is left out with a warning and
     listed in :attr:`unavailable` with the reason; the other indices start regardless.
+    One that failed to start is started again by :meth:`refresh`, at most every
+    :data:`START_RETRY_SECONDS`, and is no longer unavailable once it starts.
     """
 
     def __init__(
@@ -103,6 +112,8 @@ class IndexManager:
         self.index_types: dict[str, type[BaseIndex]] = {}
         self.unavailable: dict[str, str] = {}
         self._unavailable_access: dict[str, IndexAccess] = {}
+        # Indices (by name) whose start failed, and when: refresh() starts them again.
+        self._start_failed_at: dict[str, float] = {}
         self._indices: dict[int, BaseIndex] = {}
         self._access: dict[int, IndexAccess] = {}
         # create, delete and refresh change the two dicts above from any thread.
@@ -140,7 +151,8 @@ class IndexManager:
     def refresh(self) -> None:
         """Bring the live indices in line with the database, which other processes share:
         start the indices they created, forget those they deleted, and take up changes of
-        owner or sharing. One small query; every listing of the indices runs it."""
+        owner or sharing; start again those that failed to start START_RETRY_SECONDS ago
+        or more. One small query; every listing of the indices runs it."""
         with Session(self._engine) as session:
             records = list(session.exec(select(IndexRecord).order_by(col(IndexRecord.id))))
         with self._lock:
@@ -160,10 +172,19 @@ class IndexManager:
                     live = None
                 if live is not None:
                     self._access[record.id] = access
-                elif record.name not in self.unavailable and self._registered(
-                    record.name, record.index_type, access
-                ):
+                elif self._may_start(record, access):
                     self._start_index(record)
+
+    def _may_start(self, record: IndexRecord, access: IndexAccess) -> bool:
+        """Whether to start the index of ``record`` now: one not tried yet whose type is
+        registered, or one whose start failed START_RETRY_SECONDS ago or more. One whose
+        type is not registered stays out: the plugins are loaded once, as the app starts."""
+        failed_at = self._start_failed_at.get(record.name)
+        if failed_at is not None:
+            return time.monotonic() - failed_at >= START_RETRY_SECONDS
+        return record.name not in self.unavailable and self._registered(
+            record.name, record.index_type, access
+        )
 
     def _registered(self, name: str, type_id: str, access: IndexAccess | None = None) -> bool:
         """Whether ``type_id`` is registered; if not, the index is left out with the reason."""
@@ -191,16 +212,29 @@ class IndexManager:
     def _start_index(self, record: IndexRecord) -> None:
         """Build and start one index; one that fails is left out, listed in
         :attr:`unavailable` with the error, and the other indices start regardless."""
+        access = IndexAccess(record.owner, record.shared)
         try:
             index = self._instantiate(record)
             index.on_start()
         except Exception as exc:
+            again = record.name in self._start_failed_at
+            self._start_failed_at[record.name] = time.monotonic()
+            if again:
+                # Its trace was logged at the first failure, under the reference its
+                # reason carries: not again at every retry of a store that stays away.
+                logger.debug("index %r still fails to start: %r", record.name, exc)
+                self._left_out(record.name, self.unavailable[record.name], access)
+                return
             failure = user_error(exc, f"Starting the index {record.name!r}", log=logger)
-            self._left_out(record.name, failure.message, IndexAccess(record.owner, record.shared))
+            self._left_out(record.name, failure.message, access)
             return
+        if self._start_failed_at.pop(record.name, None) is not None:
+            self.unavailable.pop(record.name, None)
+            self._unavailable_access.pop(record.name, None)
+            logger.info("index %r started, after it had failed to", record.name)
         assert record.id is not None
         self._indices[record.id] = index
-        self._access[record.id] = IndexAccess(record.owner, record.shared)
+        self._access[record.id] = access
 
     def _create_wanted(self, position: int, spec: Mapping[str, Any]) -> None:
         """Create an index of ``INDICES``; one whose type fails to create it is left out.
@@ -365,6 +399,13 @@ class IndexManager:
         # Never the names of the others: this reaches users (an API delete that lost a
         # race), and some of those indices are private to other users.
         raise UnknownIndexError(f"no index named {name_or_id!r}")
+
+    def stored_name(self, index_id: int) -> str | None:
+        """The name of the index ``index_id`` as the database has it, whether it is live in
+        this process or not (:attr:`unavailable`); ``None`` if there is none (deleted)."""
+        with Session(self._engine) as session:
+            record = session.get(IndexRecord, index_id)
+            return record.name if record is not None else None
 
     def _known(self, name_or_id: str | int) -> BaseIndex | None:
         with self._lock:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,9 +42,12 @@ class Tally:
             return None
         return self.outcomes[:recorded]
 
-    def final(self, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
-        """What :meth:`JobStore.finish` records of a job that ends with ``outcomes``."""
-        return {"outcomes": outcomes[:MAX_JOB_OUTCOMES], "files_done": len(outcomes)}
+    def final(self, not_done: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+        """What :meth:`JobStore.finish` records of a job that ends now: this run's
+        outcomes, then ``not_done`` (the files a cancel left, listed ``cancelled``), which
+        ``files_done`` does not count: a job cancelled after 1 file of 4 did 1, not 4."""
+        outcomes = [*self.outcomes, *not_done]
+        return {"outcomes": outcomes[:MAX_JOB_OUTCOMES], "files_done": len(self.outcomes)}
 
 
 class Heartbeat:

@@ -212,6 +212,9 @@ class JobRunner:
         try:
             index = self.app.indices.get(row.index_id)
         except KeyError:
+            name = self.app.indices.stored_name(row.index_id)
+            if name is not None:  # there, but not started in this process
+                return self._index_unavailable(row, name)
             self.store.finish(row.id, JobStatus.FAILED, error="its index was deleted")
             return JobStatus.FAILED  # whoever holds it: nobody can run it
         try:
@@ -253,7 +256,7 @@ class JobRunner:
                 worker=self.worker,
                 attempts=row.attempts,
                 error=failure.message,
-                **tally.final(tally.outcomes),
+                **tally.final(),
             ):
                 return None
             return JobStatus.FAILED
@@ -262,7 +265,7 @@ class JobRunner:
             JobStatus.DONE,
             worker=self.worker,
             attempts=row.attempts,
-            **tally.final(tally.outcomes),
+            **tally.final(),
         ):
             logger.warning("job %s was taken from %s before it finished", row.id, self.worker)
             return None
@@ -338,9 +341,36 @@ class JobRunner:
             return self._cancelled(row, tally)
         return None  # taken back meanwhile
 
+    def _index_unavailable(self, row: IndexingJob, index_name: str) -> JobStatus | None:
+        """The job's index exists but failed to start in this process (its store away as
+        it started, say): the job is handed back to the queue with its upload, its claim
+        counted, for the sweepers to submit again once it has waited JOB_STALL_SECONDS,
+        to this worker (whose next look at the indices starts the index again,
+        :data:`~ragloom_app.index.manager.START_RETRY_SECONDS`) or another. Its
+        MAX_JOB_ATTEMPTS-th claim that finds it so fails it, with the index's reason."""
+        reason = self.app.indices.unavailable.get(index_name, "it is not started here")
+        if row.attempts >= MAX_JOB_ATTEMPTS:
+            error = f"its index could not be started ({row.attempts} tries): {reason}"
+            if self.store.finish(
+                row.id, JobStatus.FAILED, worker=self.worker, attempts=row.attempts, error=error
+            ):
+                return JobStatus.FAILED
+            return None  # taken back meanwhile
+        if self.store.hand_back(row.id, self.worker, row.attempts, counted=True):
+            logger.warning(
+                "job %s: its index %r is unavailable here (%s); handed back to the queue",
+                row.id,
+                index_name,
+                reason,
+            )
+            return None
+        if self.store.cancel_requested(row.id):  # asked just now: cancelled, not handed back
+            return self._cancelled(row, Tally())
+        return None  # taken back meanwhile
+
     def _cancelled(self, row: IndexingJob, tally: Tally) -> JobStatus | None:
         left = _unreported(_reported_names(row), tally.outcomes)
-        outcomes = tally.outcomes + [
+        not_done = [
             {
                 "file": name,
                 "status": "cancelled",
@@ -356,7 +386,7 @@ class JobRunner:
             worker=self.worker,
             attempts=row.attempts,
             error="cancelled by its owner; the files indexed before stay indexed",
-            **tally.final(outcomes),
+            **tally.final(not_done),
         ):
             return None  # taken back meanwhile: the new claim sees the cancel
         logger.info("job %s cancelled after %d files", row.id, len(tally.outcomes))

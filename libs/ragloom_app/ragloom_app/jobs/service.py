@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragloom.postgres_outage import outage_words
 from ragloom_app.db.models import JobStatus
-from ragloom_app.errors import UserFacingError
+from ragloom_app.errors import DISK_FULL_ERRNOS, DiskFullError, UserFacingError
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.jobs.admission import JobLimitError
 from ragloom_app.jobs.queues import InProcessJobQueue, JobQueue, ProcrastinateJobQueue
@@ -63,9 +63,11 @@ class JobService:
                 self._queue = None
 
     # -- submitting ------------------------------------------------------------------------
-    def _check_room(self, owner: str) -> None:
-        """Refuse at once, before an upload is staged; the insert counts again, one at a
-        time per owner (:func:`~ragloom_app.jobs.admission.admit`)."""
+    def check_room(self, owner: str) -> None:
+        """Raise :class:`JobLimitError` if ``owner`` has ``MAX_JOBS_PER_USER`` jobs queued
+        or running already: asked before an upload is read or staged, so that a refused
+        one costs nothing. Only a first look: the job's insert counts again, one at a time
+        per owner (:func:`~ragloom_app.jobs.admission.admit`)."""
         limit = self.app.settings.max_jobs_per_user
         if self.store.count_active(owner=owner) >= limit:
             raise JobLimitError(limit)
@@ -76,7 +78,7 @@ class JobService:
         """Queue ``files`` (shown name, path) for ``index``: they are copied (or moved, if
         ``move``) into the job's staging folder first, so the caller may delete its own.
         The job's row is written only once they are all there."""
-        self._check_room(owner)
+        self.check_room(owner)
         job_id = uuid.uuid4().hex
         folder = staging_dir(self.app.settings.data_dir, job_id)
         entries = []
@@ -91,7 +93,8 @@ class JobService:
                 entries.append({"name": name, "path": str(position)})
         except OSError as exc:
             discard_staging(self.app.settings.data_dir, job_id)
-            raise UserFacingError(
+            refusal = DiskFullError if exc.errno in DISK_FULL_ERRNOS else UserFacingError
+            raise refusal(
                 f"the upload could not be kept for indexing: {exc.strerror or exc}"
             ) from exc
         try:
@@ -111,7 +114,7 @@ class JobService:
         self, index: BaseIndex, owner: str, sources: Sequence[tuple[str, str]]
     ) -> JobView:
         """Queue indexing again the given (shown name, source id) files of ``index``."""
-        self._check_room(owner)
+        self.check_room(owner)
         entries = [{"name": name, "source_id": source_id} for name, source_id in sources]
         job = self._create(index, owner, "reindex", entries)
         self._hand_over(job)

@@ -230,11 +230,13 @@ class JobStore:
             heartbeat_at=_now(),
         )
 
-    def hand_back(self, job_id: str, worker: str, attempts: int) -> bool:
+    def hand_back(self, job_id: str, worker: str, attempts: int, *, counted: bool = False) -> bool:
         """Put ``worker``'s running job (its claim ``attempts``) back in the queue as its
         process stops on purpose, the claim not counted: a stop is no death of a worker
-        (``MAX_JOB_ATTEMPTS``). Not a job whose owner asked it to stop (the worker
-        cancels it instead). ``False`` if nothing was changed."""
+        (``MAX_JOB_ATTEMPTS``). With ``counted``, the claim counts (a worker that could
+        not run the job: its tries are bounded as a dying worker's). Not a job whose
+        owner asked it to stop (the worker cancels it instead). ``False`` if nothing was
+        changed."""
         return self._move(
             job_id,
             *self._held_by(worker, attempts),
@@ -242,7 +244,7 @@ class JobStore:
             status=JobStatus.QUEUED,
             worker=None,
             current=None,
-            attempts=attempts - 1,
+            attempts=attempts if counted else attempts - 1,
             heartbeat_at=_now(),
             # Its next claim runs it from the start: no progress shown meanwhile.
             files_done=0,

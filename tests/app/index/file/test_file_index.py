@@ -121,10 +121,14 @@ def test_folders_in_a_name_are_dropped(index: FileIndex, tmp_path: Path) -> None
 
 
 def test_file_over_the_size_limit(index: FileIndex, tmp_path: Path) -> None:
-    index.resources = replace(index.resources, max_file_bytes=10)
-    (tmp_path / "big.md").write_text(REACTOR)
+    """Both sizes in units that show them: a limit of 100 kB once read "the limit is 0 MB"."""
+    index.resources = replace(index.resources, max_file_bytes=100_000)
+    (tmp_path / "big.md").write_text("word " * 30_000)
     (outcome,) = index.get_indexing_pipeline({}).run([tmp_path / "big.md"])
-    assert outcome.status == "failed" and outcome.reason.startswith("file too large")
+    assert (outcome.status, outcome.reason) == (
+        "failed",
+        "file too large: 146.5 KB, the limit is 97.7 KB",
+    )
 
 
 def test_a_store_failure_leaves_no_chunk_anywhere(

@@ -52,6 +52,7 @@ from sqlmodel import Session, col, select
 
 from ragloom.indexing import FileIngestor
 from ragloom.loaders.archive import ZipLimits
+from ragloom.loaders.zip_limits import size_text
 from ragloom_app.db.models import Source, SourceStatus
 from ragloom_app.index.base import FileOutcome, IndexingPipeline, IndexingProgress
 from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS, UploadBudget
@@ -385,8 +386,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         size = path.stat().st_size
         if size > self.max_file_bytes:
             return (
-                f"file too large: {size / 1e6:.1f} MB, the limit is "
-                f"{self.max_file_bytes / 1e6:.0f} MB"
+                f"file too large: {size_text(size)}, the limit is {size_text(self.max_file_bytes)}"
             )
         return None
 
