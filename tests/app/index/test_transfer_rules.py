@@ -16,6 +16,7 @@ from sqlmodel import Session, select
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import Source
 from ragloom_app.index.file import FileIndex
+from ragloom_app.index.file.recovery import IMPORT_LOCK
 from ragloom_app.index.file.transfer import (
     IndexTransferError,
     embedding_identity,
@@ -23,6 +24,7 @@ from ragloom_app.index.file.transfer import (
     export_index,
     import_index,
 )
+from ragloom_app.index.file.worklock import WorkLock
 from tests.helpers.api_server import replay_app
 
 FILE_INDEX = "ragloom_app.index.file.FileIndex"
@@ -71,6 +73,25 @@ def test_an_index_missing_a_stored_copy_is_not_exported_until_it_is_repaired(
     index.check(repair=True)  # fails the file: an export leaves it out
     report = export_index(index, target, _identity(app))
     assert (report.sources, report.skipped) == (1, 1)
+
+
+def test_an_index_an_import_has_not_finished_is_not_exported(
+    indexed: tuple[BaseApp, FileIndex], tmp_path: Path
+) -> None:
+    """Its export would carry no mark of being half made, and be imported elsewhere as a
+    whole index: one being filled, and one whose import was killed, are refused."""
+    app, index = indexed
+    target = tmp_path / "export.zip"
+    mark = WorkLock(index.locks_dir, IMPORT_LOCK)
+    mark.acquire_new()  # as an import holds it while it fills the index
+    try:
+        with pytest.raises(IndexTransferError, match="an import is still filling 'My files'"):
+            export_index(index, target, _identity(app))
+    finally:
+        mark.release(keep_file=True)  # as an import killed outright leaves it
+    with pytest.raises(IndexTransferError, match=r"'My files' is half made: .*--repair"):
+        export_index(index, target, _identity(app))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app", "docs"]
 
 
 def test_an_index_stored_through_another_data_folder_is_exported_there(

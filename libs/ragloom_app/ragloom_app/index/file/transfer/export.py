@@ -16,6 +16,7 @@ from sqlmodel import Session, col, select
 
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 from ragloom_app.index.file.index import FileIndex
+from ragloom_app.index.file.recovery import import_state
 from ragloom_app.index.file.transfer.format import (
     EXPORT_FORMAT,
     IndexTransferError,
@@ -30,7 +31,8 @@ def export_index(
 ) -> TransferReport:
     """Write ``index`` to the zip ``target`` (see the module docs); ``embedding`` is
     :func:`embedding_identity` of the model its vectors were made with. A file already at
-    ``target`` is refused unless ``overwrite``.
+    ``target`` is refused unless ``overwrite``; so is an index an import is still filling
+    or left half made (its copy would look whole).
 
     Raises :class:`IndexTransferError` saying why when it cannot be written (no such
     folder, a name too long, no permission, the disk full).
@@ -54,6 +56,7 @@ def _export(
         raise IndexTransferError(f"{str(target)!r} is a folder: name the export's file")
     if target.exists() and not overwrite:  # checked first: an export may take minutes
         raise _exists(target)
+    _refuse_half_imported(index)
     engine = index.resources.engine
     with Session(engine) as session:
         sources = list(
@@ -87,6 +90,23 @@ def _export(
         finally:
             partial.unlink(missing_ok=True)
     return TransferReport(index.name, len(indexed), chunks_written, len(sources) - len(indexed))
+
+
+def _refuse_half_imported(index: FileIndex) -> None:
+    """Refuse an index an import has not finished: its export would carry no mark of
+    that, and be imported elsewhere as a whole index. (An import always makes a new
+    index, so one not being imported now cannot start being while it is exported.)"""
+    state = import_state(index)
+    if state == "under way":
+        raise IndexTransferError(
+            f"an import is still filling {index.name!r}: export it once the import has ended"
+        )
+    if state == "interrupted":
+        raise IndexTransferError(
+            f"{index.name!r} is half made: the import that was filling it was killed before "
+            "every file was in; `ragloom index check --repair` deletes it (import its export "
+            "again)"
+        )
 
 
 def _exists(target: Path) -> IndexTransferError:
