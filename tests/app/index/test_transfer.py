@@ -294,6 +294,39 @@ def test_an_export_damaged_or_packed_oddly_is_refused_and_leaves_no_index(
         assert [i.name for i in app.indices.indices] == ["My files"]
 
 
+def _manifest_damaged(good: Path, target: Path, packing: int) -> Path:
+    """A copy of ``good`` whose manifest's first stored bytes are overwritten: a bad CRC
+    when stored, a broken deflate stream (a block of no type) when compressed."""
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(target, "w") as out:
+        for name in source.namelist():
+            out.writestr(name, source.read(name), packing)
+    with zipfile.ZipFile(target) as archive:
+        info = archive.getinfo("manifest.json")
+    data = bytearray(target.read_bytes())
+    # The member's bytes follow its local header (30 bytes, its name, its extra field).
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start : start + 8] = b"\xff" * 8
+    target.write_bytes(bytes(data))
+    return target
+
+
+@pytest.mark.parametrize(
+    ("packing", "why"),
+    [(zipfile.ZIP_STORED, "Bad CRC-32"), (zipfile.ZIP_DEFLATED, "Error -3")],
+    ids=["bad-crc", "broken-deflate"],
+)
+def test_an_export_whose_manifest_is_damaged_is_refused_in_words(
+    exported: tuple[BaseApp, Path], tmp_path: Path, packing: int, why: str
+) -> None:
+    """Its members were checked as they were read, the manifest, read first, was not: a
+    traceback."""
+    app, good = exported
+    damaged = _manifest_damaged(good, tmp_path / "damaged.zip", packing)
+    with pytest.raises(IndexTransferError, match=f"^the export is damaged: {why}"):
+        import_index(app.indices, damaged, _identity(app), type_id=FILE_INDEX, name="Imported")
+    assert [i.name for i in app.indices.indices] == ["My files"]
+
+
 def test_a_file_underway_in_an_import_is_left_alone_by_other_processes_and_users(
     exported: tuple[BaseApp, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -155,7 +155,11 @@ def _checked_manifest(archive: zipfile.ZipFile, limits: ImportLimits) -> dict[st
             f"the limit is {limits.max_bytes / 1e9:.0f} GB"
         )
     try:
-        manifest = json.loads(_read_bounded(archive, "manifest.json", limits.max_line_bytes))
+        raw = _read_bounded(archive, "manifest.json", limits.max_line_bytes)
+    except _DAMAGED as exc:  # read first, before the members checked as they are used
+        raise IndexTransferError(f"the export is damaged: {exc}") from None
+    try:
+        manifest = json.loads(raw)
         assert manifest["format"] == EXPORT_FORMAT, f"format {manifest['format']!r}"
         assert isinstance(manifest["index"]["name"], str)
         assert isinstance(manifest["index"]["config"], dict)
