@@ -159,6 +159,13 @@ def _member(good: Path, prefix: str) -> str:
         return next(n for n in archive.namelist() if n.startswith(prefix))
 
 
+def _other_content(good: Path) -> dict[str, bytes | None]:
+    """The first stored copy with other bytes of its size (its record's size holds)."""
+    member = _member(good, "files/")
+    with zipfile.ZipFile(good) as archive:
+        return {member: archive.read(member)[::-1]}
+
+
 def _extra_chunk_line(good: Path) -> dict[str, bytes | None]:
     with zipfile.ZipFile(good) as archive:
         lines = archive.read("chunks.jsonl")
@@ -187,7 +194,7 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         (lambda good: {"manifest.json": _manifest(good, format=99)}, "manifest is not usable"),
         (lambda good: {"manifest.json": _manifest(good, chunks=-1)}, "manifest is not usable"),
         (lambda good: {"vectors.f32": b"\0" * 12}, "vectors do not match"),
-        (lambda good: {_member(good, "files/"): b"not the file"}, "does not match its sha256"),
+        (lambda good: _other_content(good), "does not match its sha256"),
         (lambda good: {_member(good, "files/"): None}, "holds no stored copy of 'reactor.md'"),
         (lambda good: {"chunks.jsonl": b"[1, 2]\n"}, "not an object"),
         (lambda good: {"manifest.json": _DEEP}, "manifest is not usable: maximum recursion"),
@@ -209,6 +216,10 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         ),
         (lambda good: _first_line(good, "sources.jsonl", size=b"1e400"), "bad record"),
         (lambda good: _first_line(good, "sources.jsonl", size=None), "bad record"),
+        (
+            lambda good: _first_line(good, "sources.jsonl", size=2**31),
+            r"'reactor.md' is recorded as 2147483648 bytes, its stored copy has \d+",
+        ),
         (lambda good: _first_line(good, "chunks.jsonl", start=2**40), "bad chunk"),
         (lambda good: _first_line(good, "chunks.jsonl", page=b"1e400"), "bad chunk"),
         (lambda good: _first_line(good, "chunks.jsonl", text=7), "bad chunk"),
@@ -234,6 +245,7 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         "chunk-count-bomb",
         "size-overflow",
         "size-null",
+        "size-not-the-copys",
         "offset-too-large",
         "page-overflow",
         "text-not-text",
