@@ -120,3 +120,32 @@ def test_a_folder_is_added_without_following_its_symbolic_links(
     assert cli.main(["index", "list", "--json"]) == 0
     (notes,) = json.loads(capsys.readouterr().out)
     assert sorted(f["name"] for f in notes["files"]) == ["notes.md", "readme.md"]
+
+
+def test_an_index_is_not_deleted_while_an_import_fills_it_but_is_once_the_import_died(
+    deployment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Deleted under a running import, the import died with a traceback; one whose import
+    was killed is half an index, which deleting cleans up."""
+    from ragloom_app.app import BaseApp
+    from ragloom_app.index.file import FileIndex
+    from ragloom_app.index.file.recovery import IMPORT_LOCK
+    from ragloom_app.index.file.worklock import WorkLock
+    from ragloom_app.settings import AppSettings
+
+    index = BaseApp(AppSettings.load()).start().indices.get("Notes")
+    assert isinstance(index, FileIndex)
+    mark = WorkLock(index.locks_dir, IMPORT_LOCK)
+    mark.acquire_new()  # as an import holds it while it fills the index
+    try:
+        capsys.readouterr()
+        assert cli.main(["index", "delete", "Notes", "--yes"]) == 2
+        assert capsys.readouterr().err.strip() == (
+            "ragloom: error: an import is still filling 'Notes': stop it (Ctrl-C deletes "
+            "what it made) or let it end, then delete the index"
+        )
+        assert _indices(capsys) == ["Notes"]
+    finally:
+        mark.release(keep_file=True)  # as an import killed outright leaves it
+    assert cli.main(["index", "delete", "Notes", "--yes"]) == 0
+    assert _indices(capsys) == []
