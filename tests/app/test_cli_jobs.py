@@ -231,6 +231,39 @@ def test_a_stop_while_the_index_is_made_or_cleaned_up_waits_for_that_step(
     assert [i["name"] for i in listing] == ["My files"]
 
 
+# `ragloom index export` with the signal sent to itself once the first file's chunks are out.
+STOPPED_EXPORT = """
+import os, signal, sys
+from ragloom_app import cli
+from ragloom_app.index.file.transfer import export
+
+export_source = export._export_source
+
+def stopped_midway(*args):
+    written = export_source(*args)
+    os.kill(os.getpid(), signal.{name})
+    return written
+
+export._export_source = stopped_midway
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_an_export_stopped_by_a_signal_leaves_nothing_behind(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop: signal.Signals
+) -> None:
+    """Ended at once, it left its work folder (every chunk's text) beside the target."""
+    _exported(env, tmp_path, monkeypatch)  # "My files" holds two files
+    out = tmp_path / "out"
+    out.mkdir()
+    script = STOPPED_EXPORT.format(name=stop.name)
+    run = run_python("-c", script, "index", "export", "My files", str(out / "x.zip"), env=env)
+    assert run.returncode == 128 + stop, run.stderr
+    assert f"the export was stopped ({stop.name}): no file was written" in run.stderr
+    assert list(out.iterdir()) == []
+
+
 def test_the_stop_signals_raise_only_while_an_import_runs_and_nohup_is_kept() -> None:
     """The handlers are given back after; a SIGHUP ignored (``nohup ragloom index import``)
     stays ignored, so a closed session does not stop an import meant to survive it."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import zipfile
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ from ragloom_app.index.file.transfer.format import (
     IndexTransferError,
     TransferReport,
 )
+from ragloom_app.stop_signals import stop_deferred
 
 __all__ = ["export_index"]
 
@@ -70,8 +72,9 @@ def _export(
     partial = target.with_name(f".{target.name}.partial")
     chunks_written = 0
     # A zip is written one member at a time: the three streams go to files first.
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".export-") as work:
-        members = {n: Path(work) / n for n in ("sources.jsonl", "chunks.jsonl", "vectors.f32")}
+    work = Path(tempfile.mkdtemp(dir=target.parent, prefix=".export-"))
+    try:
+        members = {n: work / n for n in ("sources.jsonl", "chunks.jsonl", "vectors.f32")}
         with (
             members["sources.jsonl"].open("wb") as source_lines,
             members["chunks.jsonl"].open("wb") as chunk_lines,
@@ -84,11 +87,14 @@ def _export(
                     continue
                 source_lines.write(_line(_source_record(source, count)))
                 chunks_written += count
-        try:
-            _write_zip(partial, members, indexed, index, embedding, chunks_written)
-            _put(partial, target, overwrite)
-        finally:
+        _write_zip(partial, members, indexed, index, embedding, chunks_written)
+        _put(partial, target, overwrite)
+    finally:
+        # What is left holds every chunk's text: a stop signal (under the CLI's
+        # stop_signals_raise) waits until it is gone, rather than cut its removal short.
+        with stop_deferred():
             partial.unlink(missing_ok=True)
+            shutil.rmtree(work, ignore_errors=True)
     return TransferReport(index.name, len(indexed), chunks_written, len(sources) - len(indexed))
 
 
