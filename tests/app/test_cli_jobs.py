@@ -187,7 +187,7 @@ create = IndexManager.create
 
 def create_then_stop(self, *args, **kwargs):
     index = create(self, *args, **kwargs)
-    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.{name})
     return index
 
 IndexManager.create = create_then_stop
@@ -207,26 +207,63 @@ def damaged(*args):
     raise IndexTransferError("the export is damaged")
 
 def stop_then_delete(self, *args, **kwargs):
-    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.{name})
     return delete(self, *args, **kwargs)
 
 importer._copy_checked, IndexManager.delete = damaged, stop_then_delete
 sys.exit(cli.main(sys.argv[1:]))
 """
+# Ctrl-C once the first file is in, and again while the import deletes what it made.
+CTRL_C_TWICE = """
+import os, signal, sys
+from ragloom_app import cli
+from ragloom_app.index.manager import IndexManager
+from ragloom_app.index.file.transfer import importer
+
+copy, delete = importer._copy_checked, IndexManager.delete
+
+def stopped_midway(*args):
+    copy(*args)
+    os.kill(os.getpid(), signal.SIGINT)
+
+def stop_again_then_delete(self, *args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)
+    return delete(self, *args, **kwargs)
+
+importer._copy_checked, IndexManager.delete = stopped_midway, stop_again_then_delete
+sys.exit(cli.main(sys.argv[1:]))
+"""
 
 
 @pytest.mark.parametrize(
-    "script", [STOPPED_WHILE_MADE, STOPPED_IN_CLEAN_UP], ids=["making", "cleaning-up"]
+    ("script", "stop"),
+    [
+        (STOPPED_WHILE_MADE, signal.SIGTERM),
+        (STOPPED_IN_CLEAN_UP, signal.SIGTERM),
+        (STOPPED_WHILE_MADE, signal.SIGINT),
+        (STOPPED_IN_CLEAN_UP, signal.SIGINT),
+        (CTRL_C_TWICE, signal.SIGINT),
+    ],
+    ids=["making", "cleaning-up", "making-ctrl-c", "cleaning-up-ctrl-c", "ctrl-c-twice"],
 )
 def test_a_stop_while_the_index_is_made_or_cleaned_up_waits_for_that_step(
-    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str
+    env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    script: str,
+    stop: signal.Signals,
 ) -> None:
     """Raised wherever it came, a stop once left the index made but neither marked nor
-    deleted, or cut its deletion in two, while the import said it was deleted."""
+    deleted, or cut its deletion in two, while the import said it was deleted. Ctrl-C
+    too: it waited for neither step (a second one left half an index)."""
     exported = _exported(env, tmp_path, monkeypatch)
+    script = script.replace("{name}", stop.name)
     run = run_python("-c", script, "index", "import", str(exported), "--name", "Copy", env=env)
-    assert run.returncode == 128 + signal.SIGTERM, run.stderr
-    assert "the index it had begun is deleted" in run.stderr
+    if stop == signal.SIGINT:  # KeyboardInterrupt, as ever: click's "Aborted!", status 1
+        assert (run.returncode, run.stderr.strip().splitlines()[-1]) == (1, "Aborted!")
+    else:
+        assert run.returncode == 128 + stop, run.stderr
+        assert "the index it had begun is deleted" in run.stderr
     listing = json.loads(_ragloom(env, "index", "list", "--json").stdout)
     assert [i["name"] for i in listing] == ["My files"]
 
