@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -260,6 +261,34 @@ def test_an_export_is_never_written_over_a_file_unless_asked(
     assert target.read_bytes() == b"a file of the user's"
     report = export_index(index, target, _identity(app), overwrite=True)
     assert report.sources == len(DOCUMENTS) and zipfile.is_zipfile(target)
+
+
+def test_an_export_replaces_only_a_regular_file_even_with_force(
+    indexed: tuple[BaseApp, FileIndex], tmp_path: Path
+) -> None:
+    """``--force`` renamed the export over whatever had the name: a link (as root,
+    ``/dev/stdout`` is one) or a pipe was replaced, the file it led to left as it was."""
+    app, index = indexed
+    kept = tmp_path / "kept.txt"
+    kept.write_text("a file of the user's", encoding="utf-8")
+    link, pipe = tmp_path / "link.zip", tmp_path / "pipe.zip"
+    link.symlink_to(kept)
+    os.mkfifo(pipe)
+    for target in (link, pipe):
+        for overwrite in (False, True):
+            with pytest.raises(
+                IndexTransferError, match=r"is not a regular file .*: name another file"
+            ):
+                export_index(index, target, _identity(app), overwrite=overwrite)
+    assert link.is_symlink() and kept.read_text(encoding="utf-8") == "a file of the user's"
+    assert stat.S_ISFIFO(pipe.lstat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "app",
+        "docs",
+        "kept.txt",
+        "link.zip",
+        "pipe.zip",
+    ]
 
 
 def test_an_export_keeps_a_file_made_at_its_name_while_it_ran(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 import zipfile
 from collections.abc import Mapping
@@ -56,6 +57,7 @@ def _export(
         raise IndexTransferError(f"no folder {str(target.parent)!r} to write the export in")
     if target.is_dir():
         raise IndexTransferError(f"{str(target)!r} is a folder: name the export's file")
+    _refuse_unless_regular(target)
     if target.exists() and not overwrite:  # checked first: an export may take minutes
         raise _exists(target)
     _refuse_half_imported(index)
@@ -115,6 +117,20 @@ def _refuse_half_imported(index: FileIndex) -> None:
         )
 
 
+def _refuse_unless_regular(target: Path) -> None:
+    """Refuse a ``target`` that is there and is no regular file: a link, a pipe, a device.
+    The export is renamed over its name, which replaces the link (as root, ``/dev/stdout``
+    is one) or the pipe itself, never writes where it leads: ``--force`` is for a file."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise IndexTransferError(
+            f"{str(target)!r} is not a regular file (a link, a pipe or a device): name another file"
+        )
+
+
 def _exists(target: Path) -> IndexTransferError:
     return IndexTransferError(
         f"{str(target)!r} exists: name another file, or --force to replace it"
@@ -125,6 +141,7 @@ def _put(partial: Path, target: Path, overwrite: bool) -> None:
     """Give the finished export ``partial`` its name ``target``; unless ``overwrite``,
     never over a file that is there (made while the export ran)."""
     if overwrite:
+        _refuse_unless_regular(target)  # again: one may have been made while it ran
         partial.replace(target)
         return
     try:
@@ -132,7 +149,7 @@ def _put(partial: Path, target: Path, overwrite: bool) -> None:
     except FileExistsError:
         raise _exists(target) from None
     except OSError:  # a file system without hard links: looked at, then renamed
-        if target.exists():
+        if os.path.lexists(target):  # a link leading nowhere has the name too
             raise _exists(target) from None
         partial.replace(target)
 
