@@ -322,3 +322,17 @@ def test_what_an_export_cannot_write_is_said_in_words(
     ):
         export_index(index, out / ("x" * 300 + ".zip"), _identity(app))
     assert list(out.iterdir()) == []
+
+
+def test_an_export_takes_a_name_as_long_as_the_file_system_does(
+    indexed: tuple[BaseApp, FileIndex], tmp_path: Path
+) -> None:
+    """Written first under its own name with a dot before and ``.partial`` after, an
+    export of a name up to 9 bytes short of the limit failed as a name too long."""
+    app, index = indexed
+    out = tmp_path / "out"
+    out.mkdir()
+    longest = "x" * (os.pathconf(out, "PC_NAME_MAX") - len(".zip")) + ".zip"
+    report = export_index(index, out / longest, _identity(app))
+    assert report.sources == len(DOCUMENTS)
+    assert [p.name for p in out.iterdir()] == [longest] and zipfile.is_zipfile(out / longest)

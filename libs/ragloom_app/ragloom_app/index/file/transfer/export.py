@@ -71,10 +71,13 @@ def _export(
             )
         )
     indexed = [s for s in sources if s.status == SourceStatus.INDEXED]
-    partial = target.with_name(f".{target.name}.partial")
     chunks_written = 0
-    # A zip is written one member at a time: the three streams go to files first.
+    # A zip is written one member at a time: the three streams go to files first. The
+    # zip itself too is made in this folder beside the target (so it is renamed, never
+    # copied, into place), under a short name: one derived from the target's was longer
+    # than the file system takes when the target's name was near its limit.
     work = Path(tempfile.mkdtemp(dir=target.parent, prefix=".export-"))
+    partial = work / "export.zip"
     try:
         members = {n: work / n for n in ("sources.jsonl", "chunks.jsonl", "vectors.f32")}
         with (
@@ -95,8 +98,7 @@ def _export(
         # What is left holds every chunk's text: a stop signal (under the CLI's
         # stop_signals_raise) waits until it is gone, rather than cut its removal short.
         with stop_deferred():
-            partial.unlink(missing_ok=True)
-            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(work, ignore_errors=True)  # the unfinished zip with the rest
     return TransferReport(index.name, len(indexed), chunks_written, len(sources) - len(indexed))
 
 
