@@ -34,6 +34,17 @@ def test_a_usage_error_says_what_is_wrong_and_exits_2(
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("port", ["0", "65536", "99999", "-1"])
+def test_serve_takes_only_a_port_a_server_can_listen_on(
+    port: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """99999 was taken and wrapped to 34463; 0 served on a port the system picked while
+    saying ":0/"."""
+    monkeypatch.setattr(cli, "_run", lambda handler, **options: 0)  # never serves
+    assert cli.main(["serve", "--port", port]) == 2
+    assert f"{port} is not in the range 1<=x<=65535" in capsys.readouterr().err
+
+
 def test_serve_on_a_public_host_needs_an_account_to_log_in_with(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

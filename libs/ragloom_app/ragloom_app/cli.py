@@ -112,7 +112,8 @@ def cli(settings: str | None, verbose: bool) -> None:
     show_default=True,
     help="the address to listen on; any but loopback (127.0.0.1, ::1, localhost) turns login on",
 )
-@click.option("--port", type=int, default=7860, show_default=True)
+# 0 ("any free port") is refused too: nothing uses it, and the URL printed would say :0.
+@click.option("--port", type=click.IntRange(1, 65535), default=7860, show_default=True)
 @click.option("--no-first-run-docs", is_flag=True, help="do not index the bundled docs")
 def serve(host: str, port: int, no_first_run_docs: bool) -> int:
     return _run(_cmd_serve, host=host, port=port, no_first_run_docs=no_first_run_docs)
