@@ -83,6 +83,16 @@ def test_a_worker_needs_the_procrastinate_queue(env: dict[str, str]) -> None:
     assert "JOB_QUEUE" in refused.stderr and "procrastinate" in refused.stderr
 
 
+def test_a_worker_needs_the_queue_in_a_postgresql_database(env: dict[str, str]) -> None:
+    """On SQLite the queue's first statement (PostgreSQL's) failed: a traceback."""
+    refused = _ragloom({**env, "RAGLOOM_JOB_QUEUE": "procrastinate"}, "worker")
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        "ragloom: error: JOB_QUEUE = 'procrastinate' keeps its jobs in the app database, "
+        "which must then be PostgreSQL (DATABASE_URL), not sqlite\n"
+    )
+
+
 def test_an_index_is_exported_and_imported_under_a_new_name(
     env: dict[str, str], tmp_path: Path
 ) -> None:
