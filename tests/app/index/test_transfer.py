@@ -339,6 +339,35 @@ def test_an_export_whose_manifest_is_damaged_is_refused_in_words(
     assert [i.name for i in app.indices.indices] == ["My files"]
 
 
+def _with_config(good: Path, target: Path, **config: object) -> Path:
+    """A copy of ``good`` whose index settings have ``config`` on top."""
+    with zipfile.ZipFile(good) as archive:
+        index = json.loads(archive.read("manifest.json"))["index"]
+    index["config"].update(config)
+    return _rewritten(good, target, {"manifest.json": _manifest(good, index=index)})
+
+
+def test_an_imported_index_keeps_its_settings_as_its_type_checks_and_types_them(
+    exported: tuple[BaseApp, Path], tmp_path: Path
+) -> None:
+    """Checked, then stored as they were written: a chunk size of "300" or 300.7 was
+    kept so, for each file indexed into it later to be chunked by."""
+    app, good = exported
+    typed = _with_config(good, tmp_path / "typed.zip", chunk_size="300", chunk_overlap=30.0)
+    index, _ = import_index(app.indices, typed, _identity(app), type_id=FILE_INDEX, name="A")
+    assert (index.config["chunk_size"], index.config["chunk_overlap"]) == (300, 30)
+    assert all(type(index.config[k]) is int for k in ("chunk_size", "chunk_overlap"))
+    for size in (300.7, True):
+        bad = _with_config(good, tmp_path / "bad.zip", chunk_size=size)
+        with pytest.raises(
+            IndexTransferError,
+            match=r"^the export's index settings are not usable: chunk size and overlap "
+            r"must be whole numbers$",
+        ):
+            import_index(app.indices, bad, _identity(app), type_id=FILE_INDEX, name="B")
+    assert [i.name for i in app.indices.indices] == ["My files", "A"]
+
+
 def test_a_file_underway_in_an_import_is_left_alone_by_other_processes_and_users(
     exported: tuple[BaseApp, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -73,13 +73,13 @@ def import_index(
         warnings = _check_embedding(manifest["embedding"], embedding)
         if not issubclass(manager.index_types[type_id], FileIndex):
             raise IndexTransferError(f"an export is imported into a file index, not {type_id}")
-        config = dict(manifest["index"]["config"])
-        try:  # checked as the type checks a new index's, kept as it was written
-            manager.normalize_config(type_id, config)
+        written = dict(manifest["index"]["config"])
+        try:  # kept as the type checks and types a new index's ("300" was kept as text)
+            config = manager.normalize_config(type_id, written)
         except (ValueError, TypeError) as exc:
             raise IndexTransferError(f"the export's index settings are not usable: {exc}") from None
-        if shared is None:
-            shared = _exported_shared(config)
+        if shared is None:  # from what was written: the normalized settings add defaults
+            shared = _exported_shared(written)
         wanted = name or str(manifest["index"]["name"])
         made: tuple[FileIndex, WorkLock] | None = None
         try:
