@@ -74,7 +74,8 @@ def test_jobs_are_listed_shown_and_cancelled(
     assert detail.returncode == 0 and "cancelled" in detail.stdout.splitlines()[0]
     assert _ragloom(env, "jobs", "list", "--active").stdout.strip() == "no jobs"
     unknown = _ragloom(env, "jobs", "show", "nope")
-    assert unknown.returncode == 2 and "no job 'nope'" in unknown.stderr
+    # Told as written: a KeyError's str() is its repr, which quoted it again.
+    assert (unknown.returncode, unknown.stderr) == (2, "ragloom: error: no job 'nope'\n")
 
 
 def test_a_worker_needs_the_procrastinate_queue(env: dict[str, str]) -> None:
