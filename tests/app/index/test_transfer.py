@@ -23,6 +23,7 @@ from ragloom_app.index.file.transfer import (
     import_index,
     importer,
 )
+from ragloom_app.index.manager import IndexNameError
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from tests.helpers.api_server import replay_app
 from tests.helpers.chroma_server import ChromaServer, chroma_server
@@ -281,6 +282,17 @@ def test_what_is_not_an_export_or_too_big_or_of_another_model_is_refused(
         import_index(app.indices, good, other, type_id=FILE_INDEX, name="Imported")
     with pytest.raises(ValueError, match=r"exists|taken|unique|UNIQUE"):
         import_index(app.indices, good, _identity(app), type_id=FILE_INDEX)  # "My files"
+    assert [i.name for i in app.indices.indices] == ["My files"]
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_name_for_the_imported_index_is_refused(
+    exported: tuple[BaseApp, Path], name: str
+) -> None:
+    """``--name ""`` was passed over for the exported index's name."""
+    app, good = exported
+    with pytest.raises(IndexNameError, match=r"^an index needs a name$"):
+        import_index(app.indices, good, _identity(app), type_id=FILE_INDEX, name=name)
     assert [i.name for i in app.indices.indices] == ["My files"]
 
 

@@ -80,7 +80,8 @@ def import_index(
             raise IndexTransferError(f"the export's index settings are not usable: {exc}") from None
         if shared is None:  # from what was written: the normalized settings add defaults
             shared = _exported_shared(written)
-        wanted = name or str(manifest["index"]["name"])
+        # An empty name given is the manager's to refuse, never passed over for this one.
+        wanted = str(manifest["index"]["name"]) if name is None else name
         made: tuple[FileIndex, WorkLock] | None = None
         try:
             # A stop (SIGTERM) between the two would leave an index nothing tells is half
