@@ -89,6 +89,18 @@ def test_indices_survive_a_restart(tmp_path: Path) -> None:
             [{"name": "Bad", "type": FILE_INDEX, "config": ["chunk_size"]}],
             r"INDICES\[0\] \('Bad'\): 'config' must be a dict",
         ),
+        # SQLAlchemy's errors, with a traceback, before.
+        (
+            "database_url",
+            "bogus://user:secret@db/ragloom",
+            r"^DATABASE_URL: no database driver of this installation takes 'bogus' URLs "
+            r"\(PostgreSQL: postgresql\+psycopg://USER@HOST/NAME; SQLite: sqlite:///PATH\)$",
+        ),
+        (
+            "database_url",
+            "a database over there",
+            r"^DATABASE_URL: not a database URL \(PostgreSQL: postgresql\+psycopg://",
+        ),
     ],
 )
 def test_bad_settings_stop_startup_naming_the_setting(

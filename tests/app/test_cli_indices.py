@@ -4,6 +4,7 @@ is told in words with exit status 2, never a traceback; a deletion is asked firs
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,61 @@ def test_adding_or_removing_files_with_no_index_says_to_create_one(
     assert capsys.readouterr().err.strip() == (
         "ragloom: error: no index: create one with `ragloom index create NAME`"
     )
+
+
+def test_a_folder_is_added_without_following_its_symbolic_links(
+    deployment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A downloaded folder's ``notes.txt -> ~/.ssh/...`` would put the key into an index
+    others read: no link inside a folder is followed (wherever it points), and each is
+    said to have failed, with why."""
+    outside = deployment / "outside"
+    outside.mkdir()
+    (outside / "id_ed25519.txt").write_text("PRIVATE KEY 7741", encoding="utf-8")
+    folder = deployment / "downloaded"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "readme.md").write_text("# Readme\n\nThe valves close at dawn.", encoding="utf-8")
+    (folder / "notes.txt").symlink_to(outside / "id_ed25519.txt")
+    (folder / "sub" / "again.md").symlink_to(folder / "readme.md")
+    (folder / "keys").symlink_to(outside, target_is_directory=True)
+    capsys.readouterr()
+    assert cli.main(["index", "add", str(folder), "--index", "Notes", "--json"]) == 1
+    files = {f["file"]: f for f in json.loads(capsys.readouterr().out)["files"]}
+    links = [str(folder / name) for name in ("keys", "notes.txt", "sub/again.md")]
+    assert sorted(files) == sorted([*links, "readme.md"])
+    assert files["readme.md"]["status"] == "indexed"
+    for link in links:
+        assert files[link]["status"] == "failed"
+        assert files[link]["reason"].startswith("a symbolic link, not followed inside a folder")
+    assert cli.main(["index", "list", "--json"]) == 0
+    (notes,) = json.loads(capsys.readouterr().out)
+    assert sorted(f["name"] for f in notes["files"]) == ["notes.md", "readme.md"]
+
+
+def test_an_index_is_not_deleted_while_an_import_fills_it_but_is_once_the_import_died(
+    deployment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Deleted under a running import, the import died with a traceback; one whose import
+    was killed is half an index, which deleting cleans up."""
+    from ragloom_app.app import BaseApp
+    from ragloom_app.index.file import FileIndex
+    from ragloom_app.index.file.recovery import IMPORT_LOCK
+    from ragloom_app.index.file.worklock import WorkLock
+    from ragloom_app.settings import AppSettings
+
+    index = BaseApp(AppSettings.load()).start().indices.get("Notes")
+    assert isinstance(index, FileIndex)
+    mark = WorkLock(index.locks_dir, IMPORT_LOCK)
+    mark.acquire_new()  # as an import holds it while it fills the index
+    try:
+        capsys.readouterr()
+        assert cli.main(["index", "delete", "Notes", "--yes"]) == 2
+        assert capsys.readouterr().err.strip() == (
+            "ragloom: error: an import is still filling 'Notes': stop it (Ctrl-C deletes "
+            "what it made) or let it end, then delete the index"
+        )
+        assert _indices(capsys) == ["Notes"]
+    finally:
+        mark.release(keep_file=True)  # as an import killed outright leaves it
+    assert cli.main(["index", "delete", "Notes", "--yes"]) == 0
+    assert _indices(capsys) == []

@@ -74,13 +74,24 @@ def test_jobs_are_listed_shown_and_cancelled(
     assert detail.returncode == 0 and "cancelled" in detail.stdout.splitlines()[0]
     assert _ragloom(env, "jobs", "list", "--active").stdout.strip() == "no jobs"
     unknown = _ragloom(env, "jobs", "show", "nope")
-    assert unknown.returncode == 2 and "no job 'nope'" in unknown.stderr
+    # Told as written: a KeyError's str() is its repr, which quoted it again.
+    assert (unknown.returncode, unknown.stderr) == (2, "ragloom: error: no job 'nope'\n")
 
 
 def test_a_worker_needs_the_procrastinate_queue(env: dict[str, str]) -> None:
     refused = _ragloom(env, "worker")
     assert refused.returncode == 2
     assert "JOB_QUEUE" in refused.stderr and "procrastinate" in refused.stderr
+
+
+def test_a_worker_needs_the_queue_in_a_postgresql_database(env: dict[str, str]) -> None:
+    """On SQLite the queue's first statement (PostgreSQL's) failed: a traceback."""
+    refused = _ragloom({**env, "RAGLOOM_JOB_QUEUE": "procrastinate"}, "worker")
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        "ragloom: error: JOB_QUEUE = 'procrastinate' keeps its jobs in the app database, "
+        "which must then be PostgreSQL (DATABASE_URL), not sqlite\n"
+    )
 
 
 def test_an_index_is_exported_and_imported_under_a_new_name(
@@ -187,7 +198,7 @@ create = IndexManager.create
 
 def create_then_stop(self, *args, **kwargs):
     index = create(self, *args, **kwargs)
-    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.{name})
     return index
 
 IndexManager.create = create_then_stop
@@ -207,28 +218,98 @@ def damaged(*args):
     raise IndexTransferError("the export is damaged")
 
 def stop_then_delete(self, *args, **kwargs):
-    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.{name})
     return delete(self, *args, **kwargs)
 
 importer._copy_checked, IndexManager.delete = damaged, stop_then_delete
 sys.exit(cli.main(sys.argv[1:]))
 """
+# Ctrl-C once the first file is in, and again while the import deletes what it made.
+CTRL_C_TWICE = """
+import os, signal, sys
+from ragloom_app import cli
+from ragloom_app.index.manager import IndexManager
+from ragloom_app.index.file.transfer import importer
+
+copy, delete = importer._copy_checked, IndexManager.delete
+
+def stopped_midway(*args):
+    copy(*args)
+    os.kill(os.getpid(), signal.SIGINT)
+
+def stop_again_then_delete(self, *args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)
+    return delete(self, *args, **kwargs)
+
+importer._copy_checked, IndexManager.delete = stopped_midway, stop_again_then_delete
+sys.exit(cli.main(sys.argv[1:]))
+"""
 
 
 @pytest.mark.parametrize(
-    "script", [STOPPED_WHILE_MADE, STOPPED_IN_CLEAN_UP], ids=["making", "cleaning-up"]
+    ("script", "stop"),
+    [
+        (STOPPED_WHILE_MADE, signal.SIGTERM),
+        (STOPPED_IN_CLEAN_UP, signal.SIGTERM),
+        (STOPPED_WHILE_MADE, signal.SIGINT),
+        (STOPPED_IN_CLEAN_UP, signal.SIGINT),
+        (CTRL_C_TWICE, signal.SIGINT),
+    ],
+    ids=["making", "cleaning-up", "making-ctrl-c", "cleaning-up-ctrl-c", "ctrl-c-twice"],
 )
 def test_a_stop_while_the_index_is_made_or_cleaned_up_waits_for_that_step(
-    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str
+    env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    script: str,
+    stop: signal.Signals,
 ) -> None:
     """Raised wherever it came, a stop once left the index made but neither marked nor
-    deleted, or cut its deletion in two, while the import said it was deleted."""
+    deleted, or cut its deletion in two, while the import said it was deleted. Ctrl-C
+    too: it waited for neither step (a second one left half an index)."""
     exported = _exported(env, tmp_path, monkeypatch)
+    script = script.replace("{name}", stop.name)
     run = run_python("-c", script, "index", "import", str(exported), "--name", "Copy", env=env)
-    assert run.returncode == 128 + signal.SIGTERM, run.stderr
-    assert "the index it had begun is deleted" in run.stderr
+    if stop == signal.SIGINT:  # KeyboardInterrupt, as ever: click's "Aborted!", status 1
+        assert (run.returncode, run.stderr.strip().splitlines()[-1]) == (1, "Aborted!")
+    else:
+        assert run.returncode == 128 + stop, run.stderr
+        assert "the index it had begun is deleted" in run.stderr
     listing = json.loads(_ragloom(env, "index", "list", "--json").stdout)
     assert [i["name"] for i in listing] == ["My files"]
+
+
+# `ragloom index export` with the signal sent to itself once the first file's chunks are out.
+STOPPED_EXPORT = """
+import os, signal, sys
+from ragloom_app import cli
+from ragloom_app.index.file.transfer import export
+
+export_source = export._export_source
+
+def stopped_midway(*args):
+    written = export_source(*args)
+    os.kill(os.getpid(), signal.{name})
+    return written
+
+export._export_source = stopped_midway
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_an_export_stopped_by_a_signal_leaves_nothing_behind(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop: signal.Signals
+) -> None:
+    """Ended at once, it left its work folder (every chunk's text) beside the target."""
+    _exported(env, tmp_path, monkeypatch)  # "My files" holds two files
+    out = tmp_path / "out"
+    out.mkdir()
+    script = STOPPED_EXPORT.format(name=stop.name)
+    run = run_python("-c", script, "index", "export", "My files", str(out / "x.zip"), env=env)
+    assert run.returncode == 128 + stop, run.stderr
+    assert f"the export was stopped ({stop.name}): no file was written" in run.stderr
+    assert list(out.iterdir()) == []
 
 
 def test_the_stop_signals_raise_only_while_an_import_runs_and_nohup_is_kept() -> None:

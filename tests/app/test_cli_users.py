@@ -98,6 +98,16 @@ def test_a_key_is_printed_once_works_and_is_revoked(
         (("users", "disable", "nobody"), "", "no user named 'nobody'"),
         (("keys", "create", "--user", "nobody"), "", "no user named 'nobody'"),
         (("keys", "revoke", "--user", "dave", "abc"), "", "dave has no API key 'abc'"),
+        (
+            ("users", "add", "carol", "--password-file", "/nonexistent/pw"),
+            "",
+            "Error: --password-file: cannot read '/nonexistent/pw': No such file or directory",
+        ),
+        (
+            ("users", "passwd", "dave", "--password-file", "/"),
+            "",
+            "Error: --password-file: cannot read '/': Is a directory",
+        ),
     ],
 )
 def test_mistakes_are_told_in_words_with_status_2(

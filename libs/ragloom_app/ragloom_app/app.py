@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pluggy
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from ragloom.agents.tools import BaseTool, ToolRegistry
 from ragloom.embeddings import Embeddings
@@ -61,6 +63,24 @@ class LLMNotOfferedError(UserFacingError, ValueError):
 
 BUILTIN_PLUGIN_NAME = "ragloom (built-in)"
 """How ``ragloom plugins --all`` and the UI name Ragloom's own plugin."""
+
+_URL_FORMS = "(PostgreSQL: postgresql+psycopg://USER@HOST/NAME; SQLite: sqlite:///PATH)"
+
+
+def _database_engine(url: str) -> Engine:
+    """The engine of the app database at ``url``; a URL no driver here takes is a
+    :class:`SettingsError` naming the setting (SQLAlchemy's own was a traceback). The
+    words never quote the URL, which may hold a password."""
+    try:
+        return create_db_engine(url)
+    except NoSuchModuleError:
+        scheme = make_url(url).drivername
+        raise SettingsError(
+            f"DATABASE_URL: no database driver of this installation takes {scheme!r} URLs "
+            f"{_URL_FORMS}"
+        ) from None
+    except ArgumentError:  # not parsed as a URL at all
+        raise SettingsError(f"DATABASE_URL: not a database URL {_URL_FORMS}") from None
 
 
 class BaseApp:
@@ -112,7 +132,7 @@ class BaseApp:
         switch_off_telemetry()
         data_dir = self.settings.data_dir
         make_private_folder(data_dir)
-        self.engine = create_db_engine(self.settings.database)
+        self.engine = _database_engine(self.settings.database)
         self._register_plugins()
         if self.settings.default_reasoning not in self.reasonings:
             raise SettingsError(

@@ -112,7 +112,8 @@ def cli(settings: str | None, verbose: bool) -> None:
     show_default=True,
     help="the address to listen on; any but loopback (127.0.0.1, ::1, localhost) turns login on",
 )
-@click.option("--port", type=int, default=7860, show_default=True)
+# 0 ("any free port") is refused too: nothing uses it, and the URL printed would say :0.
+@click.option("--port", type=click.IntRange(1, 65535), default=7860, show_default=True)
 @click.option("--no-first-run-docs", is_flag=True, help="do not index the bundled docs")
 def serve(host: str, port: int, no_first_run_docs: bool) -> int:
     return _run(_cmd_serve, host=host, port=port, no_first_run_docs=no_first_run_docs)
@@ -301,7 +302,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.Abort:
         print("Aborted!", file=sys.stderr)
         return 1
+    except Exception as exc:  # the last resort: a person reads words, never a traceback
+        return _told_unforeseen(exc)
     return status if isinstance(status, int) else 0
+
+
+def _told_unforeseen(exc: Exception) -> int:
+    """Tell on stderr an error no command turned into words: the database out of reach
+    (status 2: the person can mend it), or else any other in the words of
+    :func:`~ragloom_app.errors.user_error` (status 1). Its words may hold what a person
+    should not see (a path, an address): they and the trace are logged at ``DEBUG``,
+    which ``--verbose`` shows, under the log reference the message gives."""
+    from ragloom.postgres_outage import outage_words
+    from ragloom_app.errors import user_error
+
+    outage = outage_words(exc)
+    if outage is not None:
+        logger.debug("the database could not be reached", exc_info=exc)
+        _say(
+            f"ragloom: error: the database could not be reached ({outage}): is PostgreSQL "
+            "running where DATABASE_URL (or RAGLOOM_DATABASE_URL) says?",
+            file=sys.stderr,
+        )
+        return 2
+    failure = user_error(exc, "The command", log=logger, level=logging.DEBUG)
+    _say(f"ragloom: error: {failure.message}", file=sys.stderr)
+    if not logger.isEnabledFor(logging.DEBUG):
+        _say("ragloom: run it again with --verbose to log where it went wrong", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from ragloom_app.index.base import FileOutcome
 
 
 def _say(text: str, *, file: TextIO | None = None) -> None:
@@ -49,14 +53,36 @@ def _start_app(args: argparse.Namespace) -> Any:
     return BaseApp(AppSettings.load(args.settings)).start()
 
 
-def _expand(paths: Sequence[Path]) -> list[Path]:
+#: Why a symbolic link found inside a folder given to ``index add`` is not indexed.
+LINK_NOT_FOLLOWED = (
+    "a symbolic link, not followed inside a folder (it may point outside it); "
+    "to index what it points to, add that by its own path"
+)
+
+
+def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[FileOutcome]]:
+    """The files to index: each path given, and every file inside each folder given; and
+    the outcome (failed) of each symbolic link found inside those folders, not followed.
+
+    A folder may come from anyone (a download, an unpacked archive): its ``notes.txt ->
+    ~/.ssh/id_ed25519`` would put the key into an index other users read. Every link is
+    left out, wherever it points: a link that points inside the folder today may be
+    changed to point elsewhere, and the file it names is listed on its own anyway.
+    """
+    from ragloom_app.index.base import FileOutcome
+
     files: list[Path] = []
+    links: list[FileOutcome] = []
     for path in paths:
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.is_file()))
-        else:
-            files.append(path)
-    return files
+        if not path.is_dir():
+            files.append(path)  # named by the user: a link is followed
+            continue
+        for found in sorted(path.rglob("*")):  # rglob does not descend into linked folders
+            if found.is_symlink():
+                links.append(FileOutcome(str(found), "failed", reason=LINK_NOT_FOLLOWED))
+            elif found.is_file():
+                files.append(found)
+    return files, links
 
 
 def _target_index(app: Any, name: str | None) -> Any:
@@ -72,13 +98,14 @@ def _target_index(app: Any, name: str | None) -> Any:
 
 
 def _cmd_index_add(app: Any, args: argparse.Namespace) -> int:
-    from ragloom_app.index.base import FileOutcome, IndexingProgress
+    from ragloom_app.index.base import IndexingProgress
 
     index = _target_index(app, args.index)
+    files, links = _expand(args.paths)
     outcomes: list[FileOutcome] = []
     pipeline = index.get_indexing_pipeline({})
     said = ""
-    for event in pipeline.stream(_expand(args.paths), reindex=args.reindex):
+    for event in itertools.chain(links, pipeline.stream(files, reindex=args.reindex)):
         if isinstance(event, IndexingProgress):
             line = f"[{event.fraction:4.0%}] {event.name}: {event.message}"
             if line != said:  # a file waiting says so again every few seconds
@@ -326,7 +353,16 @@ def _cmd_modes(app: Any, args: argparse.Namespace) -> int:
 
 
 def _cmd_index_delete(app: Any, args: argparse.Namespace) -> int:
+    from ragloom_app.errors import UserFacingError
+
     index = app.indices.get(args.name)
+    # Deleted under it, a running import dies with a traceback. One whose import was
+    # killed ("interrupted") is half an index: deleting it is how it is cleaned up.
+    if _import_state(index) == "under way":
+        raise UserFacingError(
+            f"an import is still filling {index.name!r}: stop it (Ctrl-C deletes what it "
+            "made) or let it end, then delete the index"
+        )
     files = len(index.list_sources())
     _confirmed(f"Delete the index {index.name!r} and its {files} files?", args.yes)
     app.indices.delete(index.id)

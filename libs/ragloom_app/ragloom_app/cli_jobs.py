@@ -131,6 +131,7 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
     from ragloom_app.jobs.queues import (
         JobSweeper,
         ProcrastinateJobQueue,
+        conninfo,
         procrastinate_app,
     )
     from ragloom_app.jobs.store import JobStore
@@ -142,6 +143,9 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
             "JOB_QUEUE: `ragloom worker` runs the jobs of the 'procrastinate' queue; with "
             f"{app.settings.job_queue!r} the app runs its jobs itself"
         )
+    # Refused in words before the models warm up: conninfo takes PostgreSQL alone (on
+    # SQLite the queue's first statement failed with a traceback).
+    conninfo(app.settings.database)
     # The embedding model and the readers sandbox are started before the first job, not
     # by it (about a second each); then what a stopped worker left half done (its files,
     # its jobs) is taken up first. A sandbox that cannot start is logged: the files then

@@ -26,7 +26,16 @@ def _cmd_index_export(app: Any, args: argparse.Namespace) -> int:
     index = app.indices.get(args.name)
     if not isinstance(index, FileIndex):
         raise ValueError(f"{index.name!r} is not a file index: only file indices export")
-    report = export_index(index, Path(args.file), _embedding_identity(app), overwrite=args.force)
+    try:
+        # SIGTERM or SIGHUP ended it at once, leaving its work folder of every chunk's
+        # text beside the target: now they stop it as Ctrl-C does, and it cleans up.
+        with stop_signals_raise():
+            report = export_index(
+                index, Path(args.file), _embedding_identity(app), overwrite=args.force
+            )
+    except StopRequested as stop:
+        _say(f"ragloom: the export was stopped ({stop}): no file was written", file=sys.stderr)
+        return 128 + stop.number  # what a shell reports for a process the signal ended
     left = f"; {report.skipped} files not indexed were left out" if report.skipped else ""
     _say(f"exported {report.index!r}: {report.sources} files, {report.chunks} chunks{left}")
     return 0

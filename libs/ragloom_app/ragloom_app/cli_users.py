@@ -37,7 +37,11 @@ def _password(args: argparse.Namespace) -> str:
         return os.environ[variable]
     if source is None:
         return str(click.prompt("Password", hide_input=True, confirmation_prompt=True))
-    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:  # no such file, a folder, no permission: the option is wrong
+        why = exc.strerror or str(exc)
+        raise click.UsageError(f"--password-file: cannot read {source!r}: {why}") from None
     lines = text.splitlines()
     return lines[0] if lines else ""
 

@@ -194,14 +194,16 @@ def user_error(
     *,
     log: logging.Logger | None = None,
     worded: tuple[type[BaseException], ...] = (),
+    level: int = logging.ERROR,
 ) -> UserError:
     """Log ``exc`` with its stack trace under a new reference; return what to show.
 
     ``action`` names what failed, as the start of a sentence ("Answering", "Opening the
     conversation"). ``worded`` adds exception kinds whose messages are meant for users
-    here (an admin form's ``ValueError``).
+    here (an admin form's ``ValueError``). ``level`` is the log record's: the command
+    line, whose log is the terminal the message goes to, logs the trace at ``DEBUG``.
     """
     reference = new_reference()
-    (log or logger).error("%s failed [log reference %s]", action, reference, exc_info=exc)
+    (log or logger).log(level, "%s failed [log reference %s]", action, reference, exc_info=exc)
     message = f"{action} failed: {reason_for(exc, worded)} (log reference {reference})"
     return UserError(message, reference)

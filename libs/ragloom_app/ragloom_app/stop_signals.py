@@ -4,10 +4,11 @@ By default SIGTERM (``docker stop``, systemd) and SIGHUP (a closed ssh session) 
 process at once, so nothing it began is cleaned up: an import killed so left half an index
 that was listed and searched. While :func:`stop_signals_raise` is in force (in the main
 thread of a command), they raise :class:`StopRequested` instead, and the command's own
-clean-up runs. A step that a stop must not cut in two (making an index and marking it as
-being imported; the clean-up itself) runs inside :func:`stop_deferred`: a stop that comes
-meanwhile is raised once the step is over. Outside a command that asked for them, both are
-no-ops, so library code may mark its sections freely.
+clean-up runs; Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` as ever. A step that a stop
+must not cut in two (making an index and marking it as being imported; the clean-up
+itself) runs inside :func:`stop_deferred`: a stop that comes meanwhile, Ctrl-C included,
+is raised once the step is over. Outside a command that asked for them, both are no-ops,
+so library code may mark its sections freely.
 """
 
 from __future__ import annotations
@@ -53,16 +54,19 @@ _state = _StopState()
 def _raise_pending() -> None:
     if _state.pending is not None and not _state.raised:
         _state.raised = True
+        if _state.pending == signal.SIGINT:
+            raise KeyboardInterrupt  # what Ctrl-C has always raised: click's "Aborted!"
         raise StopRequested(_state.pending)
 
 
 @contextlib.contextmanager
 def stop_signals_raise() -> Iterator[None]:
-    """While inside, SIGTERM and SIGHUP raise :class:`StopRequested` in the main thread
-    (at once, or at the end of a :func:`stop_deferred` section); a second stop while the
-    first is handled is ignored, so a clean-up runs to its end. The handlers are given
-    back on exit. A signal ignored (``nohup``) stays ignored; off the main thread (where
-    no handler can be set) nothing changes."""
+    """While inside, SIGTERM and SIGHUP raise :class:`StopRequested` in the main thread,
+    and Ctrl-C ``KeyboardInterrupt`` (at once, or at the end of a :func:`stop_deferred`
+    section); a second stop while the first is handled is ignored, so a clean-up runs to
+    its end. The handlers are given back on exit. A signal ignored (``nohup``) stays
+    ignored, and a Ctrl-C handler other than Python's own is left in place; off the main
+    thread (where no handler can be set) nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -78,6 +82,10 @@ def stop_signals_raise() -> Iterator[None]:
     for number in STOP_SIGNALS:
         if signal.getsignal(number) is not signal.SIG_IGN:
             previous[number] = signal.signal(number, stop)
+    # Python's own Ctrl-C handler raised wherever it came: a second Ctrl-C during an
+    # import's clean-up left half an index.
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, stop)
     _state.armed, _state.pending, _state.raised = True, None, False
     try:
         yield
@@ -90,10 +98,10 @@ def stop_signals_raise() -> Iterator[None]:
 
 @contextlib.contextmanager
 def stop_deferred() -> Iterator[None]:
-    """A section a stop signal must not cut in two: one that comes meanwhile is raised
-    when the section ends (unless it ends by an exception, which stops the command
-    already). Only the main thread defers; elsewhere, and with no stop handlers in force,
-    this does nothing."""
+    """A section a stop signal (Ctrl-C included) must not cut in two: one that comes
+    meanwhile is raised when the section ends (unless it ends by an exception, which stops
+    the command already). Only the main thread defers; elsewhere, and with no stop
+    handlers in force, this does nothing."""
     if not _state.armed or threading.current_thread() is not threading.main_thread():
         yield
         return

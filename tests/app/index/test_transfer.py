@@ -23,6 +23,7 @@ from ragloom_app.index.file.transfer import (
     import_index,
     importer,
 )
+from ragloom_app.index.manager import IndexNameError
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from tests.helpers.api_server import replay_app
 from tests.helpers.chroma_server import ChromaServer, chroma_server
@@ -159,6 +160,13 @@ def _member(good: Path, prefix: str) -> str:
         return next(n for n in archive.namelist() if n.startswith(prefix))
 
 
+def _other_content(good: Path) -> dict[str, bytes | None]:
+    """The first stored copy with other bytes of its size (its record's size holds)."""
+    member = _member(good, "files/")
+    with zipfile.ZipFile(good) as archive:
+        return {member: archive.read(member)[::-1]}
+
+
 def _extra_chunk_line(good: Path) -> dict[str, bytes | None]:
     with zipfile.ZipFile(good) as archive:
         lines = archive.read("chunks.jsonl")
@@ -187,7 +195,7 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         (lambda good: {"manifest.json": _manifest(good, format=99)}, "manifest is not usable"),
         (lambda good: {"manifest.json": _manifest(good, chunks=-1)}, "manifest is not usable"),
         (lambda good: {"vectors.f32": b"\0" * 12}, "vectors do not match"),
-        (lambda good: {_member(good, "files/"): b"not the file"}, "does not match its sha256"),
+        (lambda good: _other_content(good), "does not match its sha256"),
         (lambda good: {_member(good, "files/"): None}, "holds no stored copy of 'reactor.md'"),
         (lambda good: {"chunks.jsonl": b"[1, 2]\n"}, "not an object"),
         (lambda good: {"manifest.json": _DEEP}, "manifest is not usable: maximum recursion"),
@@ -209,6 +217,10 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         ),
         (lambda good: _first_line(good, "sources.jsonl", size=b"1e400"), "bad record"),
         (lambda good: _first_line(good, "sources.jsonl", size=None), "bad record"),
+        (
+            lambda good: _first_line(good, "sources.jsonl", size=2**31),
+            r"'reactor.md' is recorded as 2147483648 bytes, its stored copy has \d+",
+        ),
         (lambda good: _first_line(good, "chunks.jsonl", start=2**40), "bad chunk"),
         (lambda good: _first_line(good, "chunks.jsonl", page=b"1e400"), "bad chunk"),
         (lambda good: _first_line(good, "chunks.jsonl", text=7), "bad chunk"),
@@ -234,6 +246,7 @@ def _first_line(good: Path, member: str, **values: object) -> dict[str, bytes | 
         "chunk-count-bomb",
         "size-overflow",
         "size-null",
+        "size-not-the-copys",
         "offset-too-large",
         "page-overflow",
         "text-not-text",
@@ -272,6 +285,17 @@ def test_what_is_not_an_export_or_too_big_or_of_another_model_is_refused(
     assert [i.name for i in app.indices.indices] == ["My files"]
 
 
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_name_for_the_imported_index_is_refused(
+    exported: tuple[BaseApp, Path], name: str
+) -> None:
+    """``--name ""`` was passed over for the exported index's name."""
+    app, good = exported
+    with pytest.raises(IndexNameError, match=r"^an index needs a name$"):
+        import_index(app.indices, good, _identity(app), type_id=FILE_INDEX, name=name)
+    assert [i.name for i in app.indices.indices] == ["My files"]
+
+
 def test_an_export_damaged_or_packed_oddly_is_refused_and_leaves_no_index(
     exported: tuple[BaseApp, Path], tmp_path: Path
 ) -> None:
@@ -292,6 +316,68 @@ def test_an_export_damaged_or_packed_oddly_is_refused_and_leaves_no_index(
         with pytest.raises(IndexTransferError, match=message):
             import_index(app.indices, path, _identity(app), type_id=FILE_INDEX, name="Imported")
         assert [i.name for i in app.indices.indices] == ["My files"]
+
+
+def _manifest_damaged(good: Path, target: Path, packing: int) -> Path:
+    """A copy of ``good`` whose manifest's first stored bytes are overwritten: a bad CRC
+    when stored, a broken deflate stream (a block of no type) when compressed."""
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(target, "w") as out:
+        for name in source.namelist():
+            out.writestr(name, source.read(name), packing)
+    with zipfile.ZipFile(target) as archive:
+        info = archive.getinfo("manifest.json")
+    data = bytearray(target.read_bytes())
+    # The member's bytes follow its local header (30 bytes, its name, its extra field).
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start : start + 8] = b"\xff" * 8
+    target.write_bytes(bytes(data))
+    return target
+
+
+@pytest.mark.parametrize(
+    ("packing", "why"),
+    [(zipfile.ZIP_STORED, "Bad CRC-32"), (zipfile.ZIP_DEFLATED, "Error -3")],
+    ids=["bad-crc", "broken-deflate"],
+)
+def test_an_export_whose_manifest_is_damaged_is_refused_in_words(
+    exported: tuple[BaseApp, Path], tmp_path: Path, packing: int, why: str
+) -> None:
+    """Its members were checked as they were read, the manifest, read first, was not: a
+    traceback."""
+    app, good = exported
+    damaged = _manifest_damaged(good, tmp_path / "damaged.zip", packing)
+    with pytest.raises(IndexTransferError, match=f"^the export is damaged: {why}"):
+        import_index(app.indices, damaged, _identity(app), type_id=FILE_INDEX, name="Imported")
+    assert [i.name for i in app.indices.indices] == ["My files"]
+
+
+def _with_config(good: Path, target: Path, **config: object) -> Path:
+    """A copy of ``good`` whose index settings have ``config`` on top."""
+    with zipfile.ZipFile(good) as archive:
+        index = json.loads(archive.read("manifest.json"))["index"]
+    index["config"].update(config)
+    return _rewritten(good, target, {"manifest.json": _manifest(good, index=index)})
+
+
+def test_an_imported_index_keeps_its_settings_as_its_type_checks_and_types_them(
+    exported: tuple[BaseApp, Path], tmp_path: Path
+) -> None:
+    """Checked, then stored as they were written: a chunk size of "300" or 300.7 was
+    kept so, for each file indexed into it later to be chunked by."""
+    app, good = exported
+    typed = _with_config(good, tmp_path / "typed.zip", chunk_size="300", chunk_overlap=30.0)
+    index, _ = import_index(app.indices, typed, _identity(app), type_id=FILE_INDEX, name="A")
+    assert (index.config["chunk_size"], index.config["chunk_overlap"]) == (300, 30)
+    assert all(type(index.config[k]) is int for k in ("chunk_size", "chunk_overlap"))
+    for size in (300.7, True):
+        bad = _with_config(good, tmp_path / "bad.zip", chunk_size=size)
+        with pytest.raises(
+            IndexTransferError,
+            match=r"^the export's index settings are not usable: chunk size and overlap "
+            r"must be whole numbers$",
+        ):
+            import_index(app.indices, bad, _identity(app), type_id=FILE_INDEX, name="B")
+    assert [i.name for i in app.indices.indices] == ["My files", "A"]
 
 
 def test_a_file_underway_in_an_import_is_left_alone_by_other_processes_and_users(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from sqlmodel import Session, select
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import Source
 from ragloom_app.index.file import FileIndex
+from ragloom_app.index.file.recovery import IMPORT_LOCK
 from ragloom_app.index.file.transfer import (
     IndexTransferError,
     embedding_identity,
@@ -23,6 +25,7 @@ from ragloom_app.index.file.transfer import (
     export_index,
     import_index,
 )
+from ragloom_app.index.file.worklock import WorkLock
 from tests.helpers.api_server import replay_app
 
 FILE_INDEX = "ragloom_app.index.file.FileIndex"
@@ -71,6 +74,25 @@ def test_an_index_missing_a_stored_copy_is_not_exported_until_it_is_repaired(
     index.check(repair=True)  # fails the file: an export leaves it out
     report = export_index(index, target, _identity(app))
     assert (report.sources, report.skipped) == (1, 1)
+
+
+def test_an_index_an_import_has_not_finished_is_not_exported(
+    indexed: tuple[BaseApp, FileIndex], tmp_path: Path
+) -> None:
+    """Its export would carry no mark of being half made, and be imported elsewhere as a
+    whole index: one being filled, and one whose import was killed, are refused."""
+    app, index = indexed
+    target = tmp_path / "export.zip"
+    mark = WorkLock(index.locks_dir, IMPORT_LOCK)
+    mark.acquire_new()  # as an import holds it while it fills the index
+    try:
+        with pytest.raises(IndexTransferError, match="an import is still filling 'My files'"):
+            export_index(index, target, _identity(app))
+    finally:
+        mark.release(keep_file=True)  # as an import killed outright leaves it
+    with pytest.raises(IndexTransferError, match=r"'My files' is half made: .*--repair"):
+        export_index(index, target, _identity(app))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app", "docs"]
 
 
 def test_an_index_stored_through_another_data_folder_is_exported_there(
@@ -241,6 +263,34 @@ def test_an_export_is_never_written_over_a_file_unless_asked(
     assert report.sources == len(DOCUMENTS) and zipfile.is_zipfile(target)
 
 
+def test_an_export_replaces_only_a_regular_file_even_with_force(
+    indexed: tuple[BaseApp, FileIndex], tmp_path: Path
+) -> None:
+    """``--force`` renamed the export over whatever had the name: a link (as root,
+    ``/dev/stdout`` is one) or a pipe was replaced, the file it led to left as it was."""
+    app, index = indexed
+    kept = tmp_path / "kept.txt"
+    kept.write_text("a file of the user's", encoding="utf-8")
+    link, pipe = tmp_path / "link.zip", tmp_path / "pipe.zip"
+    link.symlink_to(kept)
+    os.mkfifo(pipe)
+    for target in (link, pipe):
+        for overwrite in (False, True):
+            with pytest.raises(
+                IndexTransferError, match=r"is not a regular file .*: name another file"
+            ):
+                export_index(index, target, _identity(app), overwrite=overwrite)
+    assert link.is_symlink() and kept.read_text(encoding="utf-8") == "a file of the user's"
+    assert stat.S_ISFIFO(pipe.lstat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "app",
+        "docs",
+        "kept.txt",
+        "link.zip",
+        "pipe.zip",
+    ]
+
+
 def test_an_export_keeps_a_file_made_at_its_name_while_it_ran(
     indexed: tuple[BaseApp, FileIndex], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -272,3 +322,17 @@ def test_what_an_export_cannot_write_is_said_in_words(
     ):
         export_index(index, out / ("x" * 300 + ".zip"), _identity(app))
     assert list(out.iterdir()) == []
+
+
+def test_an_export_takes_a_name_as_long_as_the_file_system_does(
+    indexed: tuple[BaseApp, FileIndex], tmp_path: Path
+) -> None:
+    """Written first under its own name with a dot before and ``.partial`` after, an
+    export of a name up to 9 bytes short of the limit failed as a name too long."""
+    app, index = indexed
+    out = tmp_path / "out"
+    out.mkdir()
+    longest = "x" * (os.pathconf(out, "PC_NAME_MAX") - len(".zip")) + ".zip"
+    report = export_index(index, out / longest, _identity(app))
+    assert report.sources == len(DOCUMENTS)
+    assert [p.name for p in out.iterdir()] == [longest] and zipfile.is_zipfile(out / longest)

@@ -351,10 +351,11 @@ def procrastinate_app(app: BaseApp, stopping: threading.Event | None = None) -> 
     ``stopping`` is the worker's (see :class:`~ragloom_app.jobs.runner.JobRunner`)."""
     import procrastinate
 
+    # First: it refuses a database that is not PostgreSQL in words, where the schema's
+    # PostgreSQL statements failed with a traceback.
+    broker = conninfo(app.settings.database)
     ensure_schema(app)
-    connector = procrastinate.PsycopgConnector(
-        conninfo=conninfo(app.settings.database), timeout=BROKER_WAIT_SECONDS
-    )
+    connector = procrastinate.PsycopgConnector(conninfo=broker, timeout=BROKER_WAIT_SECONDS)
     queue_app = procrastinate.App(connector=connector)
     runner = JobRunner(app, worker_name("worker"), stopping)
 

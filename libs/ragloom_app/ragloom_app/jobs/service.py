@@ -30,6 +30,10 @@ logger = logging.getLogger(__name__)
 class UnknownJobError(UserFacingError, KeyError):
     """No job of that id that this user may see."""
 
+    def __str__(self) -> str:
+        # A KeyError's own str() is its message's repr: "no job 'x'" in quotes again.
+        return str(self.args[0]) if self.args else "unknown job"
+
 
 class JobService:
     """Submits, lists and cancels indexing jobs of one app; its queue starts at first use."""

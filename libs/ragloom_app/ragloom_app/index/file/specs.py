@@ -126,10 +126,7 @@ def normalized_config(
     if unknown:
         raise ValueError(f"unknown index settings: {', '.join(unknown)}")
     values = {key: config.get(key, spec["value"]) for key, spec in specs.items()}
-    try:
-        size, overlap = int(values["chunk_size"]), int(values["chunk_overlap"])
-    except (TypeError, ValueError):
-        raise ValueError("chunk size and overlap must be whole numbers") from None
+    size, overlap = _whole(values["chunk_size"]), _whole(values["chunk_overlap"])
     if size < 16:
         raise ValueError(f"chunk size must be at least 16 tokens, got {size}")
     if not 0 <= overlap < size:
@@ -146,3 +143,15 @@ def normalized_config(
     else:
         normalized["extensions"] = sorted(set(extensions))
     return normalized
+
+
+def _whole(value: Any) -> int:
+    """``value`` as a chunk size or overlap: a whole number, as a number (``300``,
+    ``300.0``: a form's number field gives floats) or as text (``"300"``). A fraction
+    (``300.7``), a boolean, infinity or NaN is refused, never cut to a number."""
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError("chunk size and overlap must be whole numbers")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError("chunk size and overlap must be whole numbers") from None

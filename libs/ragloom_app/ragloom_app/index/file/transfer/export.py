@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
 import tempfile
 import zipfile
 from collections.abc import Mapping
@@ -16,11 +18,13 @@ from sqlmodel import Session, col, select
 
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 from ragloom_app.index.file.index import FileIndex
+from ragloom_app.index.file.recovery import import_state
 from ragloom_app.index.file.transfer.format import (
     EXPORT_FORMAT,
     IndexTransferError,
     TransferReport,
 )
+from ragloom_app.stop_signals import stop_deferred
 
 __all__ = ["export_index"]
 
@@ -30,7 +34,8 @@ def export_index(
 ) -> TransferReport:
     """Write ``index`` to the zip ``target`` (see the module docs); ``embedding`` is
     :func:`embedding_identity` of the model its vectors were made with. A file already at
-    ``target`` is refused unless ``overwrite``.
+    ``target`` is refused unless ``overwrite``; so is an index an import is still filling
+    or left half made (its copy would look whole).
 
     Raises :class:`IndexTransferError` saying why when it cannot be written (no such
     folder, a name too long, no permission, the disk full).
@@ -52,8 +57,10 @@ def _export(
         raise IndexTransferError(f"no folder {str(target.parent)!r} to write the export in")
     if target.is_dir():
         raise IndexTransferError(f"{str(target)!r} is a folder: name the export's file")
+    _refuse_unless_regular(target)
     if target.exists() and not overwrite:  # checked first: an export may take minutes
         raise _exists(target)
+    _refuse_half_imported(index)
     engine = index.resources.engine
     with Session(engine) as session:
         sources = list(
@@ -64,11 +71,15 @@ def _export(
             )
         )
     indexed = [s for s in sources if s.status == SourceStatus.INDEXED]
-    partial = target.with_name(f".{target.name}.partial")
     chunks_written = 0
-    # A zip is written one member at a time: the three streams go to files first.
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".export-") as work:
-        members = {n: Path(work) / n for n in ("sources.jsonl", "chunks.jsonl", "vectors.f32")}
+    # A zip is written one member at a time: the three streams go to files first. The
+    # zip itself too is made in this folder beside the target (so it is renamed, never
+    # copied, into place), under a short name: one derived from the target's was longer
+    # than the file system takes when the target's name was near its limit.
+    work = Path(tempfile.mkdtemp(dir=target.parent, prefix=".export-"))
+    partial = work / "export.zip"
+    try:
+        members = {n: work / n for n in ("sources.jsonl", "chunks.jsonl", "vectors.f32")}
         with (
             members["sources.jsonl"].open("wb") as source_lines,
             members["chunks.jsonl"].open("wb") as chunk_lines,
@@ -81,12 +92,45 @@ def _export(
                     continue
                 source_lines.write(_line(_source_record(source, count)))
                 chunks_written += count
-        try:
-            _write_zip(partial, members, indexed, index, embedding, chunks_written)
-            _put(partial, target, overwrite)
-        finally:
-            partial.unlink(missing_ok=True)
+        _write_zip(partial, members, indexed, index, embedding, chunks_written)
+        _put(partial, target, overwrite)
+    finally:
+        # What is left holds every chunk's text: a stop signal (under the CLI's
+        # stop_signals_raise) waits until it is gone, rather than cut its removal short.
+        with stop_deferred():
+            shutil.rmtree(work, ignore_errors=True)  # the unfinished zip with the rest
     return TransferReport(index.name, len(indexed), chunks_written, len(sources) - len(indexed))
+
+
+def _refuse_half_imported(index: FileIndex) -> None:
+    """Refuse an index an import has not finished: its export would carry no mark of
+    that, and be imported elsewhere as a whole index. (An import always makes a new
+    index, so one not being imported now cannot start being while it is exported.)"""
+    state = import_state(index)
+    if state == "under way":
+        raise IndexTransferError(
+            f"an import is still filling {index.name!r}: export it once the import has ended"
+        )
+    if state == "interrupted":
+        raise IndexTransferError(
+            f"{index.name!r} is half made: the import that was filling it was killed before "
+            "every file was in; `ragloom index check --repair` deletes it (import its export "
+            "again)"
+        )
+
+
+def _refuse_unless_regular(target: Path) -> None:
+    """Refuse a ``target`` that is there and is no regular file: a link, a pipe, a device.
+    The export is renamed over its name, which replaces the link (as root, ``/dev/stdout``
+    is one) or the pipe itself, never writes where it leads: ``--force`` is for a file."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise IndexTransferError(
+            f"{str(target)!r} is not a regular file (a link, a pipe or a device): name another file"
+        )
 
 
 def _exists(target: Path) -> IndexTransferError:
@@ -99,6 +143,7 @@ def _put(partial: Path, target: Path, overwrite: bool) -> None:
     """Give the finished export ``partial`` its name ``target``; unless ``overwrite``,
     never over a file that is there (made while the export ran)."""
     if overwrite:
+        _refuse_unless_regular(target)  # again: one may have been made while it ran
         partial.replace(target)
         return
     try:
@@ -106,7 +151,7 @@ def _put(partial: Path, target: Path, overwrite: bool) -> None:
     except FileExistsError:
         raise _exists(target) from None
     except OSError:  # a file system without hard links: looked at, then renamed
-        if target.exists():
+        if os.path.lexists(target):  # a link leading nowhere has the name too
             raise _exists(target) from None
         partial.replace(target)
 

@@ -73,14 +73,15 @@ def import_index(
         warnings = _check_embedding(manifest["embedding"], embedding)
         if not issubclass(manager.index_types[type_id], FileIndex):
             raise IndexTransferError(f"an export is imported into a file index, not {type_id}")
-        config = dict(manifest["index"]["config"])
-        try:  # checked as the type checks a new index's, kept as it was written
-            manager.normalize_config(type_id, config)
+        written = dict(manifest["index"]["config"])
+        try:  # kept as the type checks and types a new index's ("300" was kept as text)
+            config = manager.normalize_config(type_id, written)
         except (ValueError, TypeError) as exc:
             raise IndexTransferError(f"the export's index settings are not usable: {exc}") from None
-        if shared is None:
-            shared = _exported_shared(config)
-        wanted = name or str(manifest["index"]["name"])
+        if shared is None:  # from what was written: the normalized settings add defaults
+            shared = _exported_shared(written)
+        # An empty name given is the manager's to refuse, never passed over for this one.
+        wanted = str(manifest["index"]["name"]) if name is None else name
         made: tuple[FileIndex, WorkLock] | None = None
         try:
             # A stop (SIGTERM) between the two would leave an index nothing tells is half
@@ -155,7 +156,11 @@ def _checked_manifest(archive: zipfile.ZipFile, limits: ImportLimits) -> dict[st
             f"the limit is {limits.max_bytes / 1e9:.0f} GB"
         )
     try:
-        manifest = json.loads(_read_bounded(archive, "manifest.json", limits.max_line_bytes))
+        raw = _read_bounded(archive, "manifest.json", limits.max_line_bytes)
+    except _DAMAGED as exc:  # read first, before the members checked as they are used
+        raise IndexTransferError(f"the export is damaged: {exc}") from None
+    try:
+        manifest = json.loads(raw)
         assert manifest["format"] == EXPORT_FORMAT, f"format {manifest['format']!r}"
         assert isinstance(manifest["index"]["name"], str)
         assert isinstance(manifest["index"]["config"], dict)

@@ -51,6 +51,7 @@ class SourceFields:
     digest: str
     count: int
     size: int
+    """Its stored copy's size in the export (which the record must state)."""
     member: str
     """Its stored copy in the export (``files/<sha256><suffix>``)."""
     suffix: str
@@ -66,7 +67,7 @@ class SourceFields:
         """The record's fields; ``room`` is how many chunks the manifest leaves."""
         try:
             digest, suffix = str(record["sha256"]), str(record.get("suffix", ""))
-            count, size = bounded(record["chunks"], 2**62), bounded(record.get("size", 0), 2**62)
+            count, recorded = bounded(record["chunks"], 2**62), bounded(record["size"], 2**62)
             assert re.fullmatch(r"[0-9a-f]{64}", digest) and STORED_MEMBER.fullmatch(
                 f"files/{digest}{suffix}"
             )
@@ -103,10 +104,18 @@ class SourceFields:
                 f"the export holds no stored copy of {name!r} ({member}): it is incomplete; "
                 "export the index again"
             )
-        if archive.getinfo(member).file_size > pipeline.max_file_bytes:
+        size = archive.getinfo(member).file_size
+        if size > pipeline.max_file_bytes:
             raise IndexTransferError(
                 f"the stored copy of {name!r} is larger than this deployment's limit for a "
                 f"file ({pipeline.max_file_bytes / 1e6:.0f} MB)"
+            )
+        # The size kept is the copy's (bounded just above), never the record's word; a
+        # record that says another was altered (an export writes the copy's own).
+        if recorded != size:
+            raise IndexTransferError(
+                f"{name!r} is recorded as {recorded} bytes, its stored copy has {size}: the "
+                "export was altered"
             )
         return cls(name, digest, count, size, member, suffix)
 
