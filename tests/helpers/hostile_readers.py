@@ -73,6 +73,19 @@ class SleepyReader:
             time.sleep(1)
 
 
+class CountedSleepyReader:
+    """Never returns, and adds a line to the file its input names at each read: how many
+    times a file was read, whatever the machine's speed."""
+
+    extensions = (".sleep",)
+
+    def read(self, path: Path) -> list[Page]:
+        with Path(path.read_text().strip()).open("a") as reads:
+            reads.write(f"{os.getpid()}\n")
+        while True:
+            time.sleep(1)
+
+
 class FloodReader:
     """Returns ten million pages of text: ten million chunks' worth."""
 
