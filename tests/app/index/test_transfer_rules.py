@@ -196,6 +196,20 @@ def test_an_import_refuses_a_file_an_upload_to_the_index_would_refuse(
     assert [i.name for i in app.indices.indices] == ["My files"]
 
 
+def test_an_import_refuses_a_stored_copy_past_this_deployments_file_limit_saying_it(
+    indexed: tuple[BaseApp, FileIndex], tmp_path: Path
+) -> None:
+    """In readable units: a limit under a megabyte once read "(0 MB)"."""
+    app, index = indexed
+    export_index(index, tmp_path / "good.zip", _identity(app))
+    small = replay_app(tmp_path / "small", max_file_bytes=40)
+    with pytest.raises(IndexTransferError, match=r"limit for a file \(40 bytes\)$"):
+        import_index(
+            small.indices, tmp_path / "good.zip", _identity(small), type_id=FILE_INDEX, name="I"
+        )
+    assert [i.name for i in small.indices.indices] == ["My files"]
+
+
 def test_an_archive_member_imports_under_its_archive_name(
     indexed: tuple[BaseApp, FileIndex], tmp_path: Path
 ) -> None:

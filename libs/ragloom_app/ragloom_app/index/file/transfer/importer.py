@@ -15,6 +15,7 @@ from typing import IO, Any
 import numpy as np
 from sqlmodel import Session
 
+from ragloom.loaders.zip_limits import size_text
 from ragloom_app.db.models import LOCAL_USER, Source, SourceStatus
 from ragloom_app.index.file.index import FileIndex
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
@@ -269,7 +270,7 @@ def _import_source(
             if text_left < 0:  # the chunks are held until the file's rows are written
                 raise IndexTransferError(
                     f"the chunks of {fields.name!r} hold more text than a file within this "
-                    f"deployment's limit ({pipeline.max_file_bytes / 1e6:.0f} MB) makes"
+                    f"deployment's limit ({size_text(pipeline.max_file_bytes)}) makes"
                 )
         for start in range(0, fields.count, BATCH):
             part = chunks[start : start + BATCH]

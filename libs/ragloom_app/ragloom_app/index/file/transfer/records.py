@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from ragloom.loaders.zip_limits import size_text
 from ragloom.schema import Chunk
 from ragloom.storable import storable_text
 from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, member_display_name
@@ -108,7 +109,7 @@ class SourceFields:
         if size > pipeline.max_file_bytes:
             raise IndexTransferError(
                 f"the stored copy of {name!r} is larger than this deployment's limit for a "
-                f"file ({pipeline.max_file_bytes / 1e6:.0f} MB)"
+                f"file ({size_text(pipeline.max_file_bytes)})"
             )
         # The size kept is the copy's (bounded just above), never the record's word; a
         # record that says another was altered (an export writes the copy's own).
