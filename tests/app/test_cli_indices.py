@@ -141,8 +141,8 @@ def test_an_index_is_not_deleted_while_an_import_fills_it_but_is_once_the_import
         capsys.readouterr()
         assert cli.main(["index", "delete", "Notes", "--yes"]) == 2
         assert capsys.readouterr().err.strip() == (
-            "ragloom: error: an import is still filling 'Notes': stop it (Ctrl-C deletes "
-            "what it made) or let it end, then delete the index"
+            "ragloom: error: 'Notes' cannot be deleted now: an import is still filling it: "
+            "stop it (Ctrl-C deletes what it made) or let it end"
         )
         assert _indices(capsys) == ["Notes"]
     finally:

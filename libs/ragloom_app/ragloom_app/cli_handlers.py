@@ -358,11 +358,8 @@ def _cmd_index_delete(app: Any, args: argparse.Namespace) -> int:
     index = app.indices.get(args.name)
     # Deleted under it, a running import dies with a traceback. One whose import was
     # killed ("interrupted") is half an index: deleting it is how it is cleaned up.
-    if _import_state(index) == "under way":
-        raise UserFacingError(
-            f"an import is still filling {index.name!r}: stop it (Ctrl-C deletes what it "
-            "made) or let it end, then delete the index"
-        )
+    if (work := index.busy_with()) is not None:
+        raise UserFacingError(f"{index.name!r} cannot be deleted now: {work}")
     files = len(index.list_sources())
     _confirmed(f"Delete the index {index.name!r} and its {files} files?", args.yes)
     app.indices.delete(index.id)

@@ -14,6 +14,9 @@ import pytest
 from starlette.requests import Request
 
 from ragloom_app.api import index_routes
+from ragloom_app.index.file import FileIndex
+from ragloom_app.index.file.recovery import IMPORT_LOCK
+from ragloom_app.index.file.worklock import WorkLock
 from tests.helpers.api_server import ANSWER, LiveServer, api, live_server, sse_events
 
 __all__ = ["api", "live_server"]
@@ -206,6 +209,26 @@ def test_an_upload_the_full_disk_refuses_is_a_507_and_takes_nothing(
     uploads = settings.data_dir / "uploads"
     assert not [p for p in uploads.iterdir() if p.name.startswith("api-upload-")]
     assert not list((settings.data_dir / "jobs").glob("*"))
+
+
+def test_an_index_an_import_is_filling_is_not_deleted(
+    live_server: LiveServer, api: httpx.Client
+) -> None:
+    """Deleted under it, the import (``ragloom index import``) died halfway."""
+    assert api.post("/indices", json={"name": "Imported"}).status_code == 201
+    index = live_server.app.indices.get("Imported")
+    assert isinstance(index, FileIndex)
+    mark = WorkLock(index.locks_dir, IMPORT_LOCK)
+    mark.acquire_new()  # as an import holds it while it fills the index
+    try:
+        refused = api.delete("/indices/Imported")
+    finally:
+        mark.release()  # as an import that ended lets it go
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["error"]["message"].startswith(
+        "'Imported' cannot be deleted now: an import is still filling it"
+    )
+    assert api.delete("/indices/Imported").status_code == 204
 
 
 def test_a_conversation_is_created_renamed_listed_and_deleted(api: httpx.Client) -> None:

@@ -10,6 +10,9 @@ import pytest
 
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import LOCAL_USER
+from ragloom_app.index.file import FileIndex
+from ragloom_app.index.file.recovery import IMPORT_LOCK
+from ragloom_app.index.file.worklock import WorkLock
 from ragloom_app.ui import file_filter, render
 from ragloom_app.ui.indices_panel import IndexAdminHandlers
 from ragloom_app.ui.settings_form import build_settings_form
@@ -174,6 +177,23 @@ def test_an_index_files_are_being_indexed_into_is_not_deleted(
         handlers.delete("Team", "Team", [])
     assert [i.name for i in app.indices.indices] == ["My files", "Team"]
     app.jobs.cancel(job.id, LOCAL_USER)
+    assert handlers.delete("Team", "Team", [])[5] == "Deleted the index 'Team'."
+
+
+def test_an_index_an_import_is_filling_is_not_deleted(
+    app: BaseApp, handlers: IndexAdminHandlers
+) -> None:
+    handlers.create("Team", FILE_INDEX, [], None, *_form_values(handlers))
+    index = app.indices.get("Team")
+    assert isinstance(index, FileIndex)
+    mark = WorkLock(index.locks_dir, IMPORT_LOCK)
+    mark.acquire_new()  # as an import holds it while it fills the index
+    try:
+        with pytest.warns(UserWarning, match="an import is still filling it"):
+            handlers.delete("Team", "Team", [])
+    finally:
+        mark.release()
+    assert [i.name for i in app.indices.indices] == ["My files", "Team"]
     assert handlers.delete("Team", "Team", [])[5] == "Deleted the index 'Team'."
 
 

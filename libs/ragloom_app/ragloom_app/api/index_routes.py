@@ -151,6 +151,8 @@ def index_router(
             raise ApiError(
                 409, "conflict", f"files are being indexed into {name!r}: cancel the jobs or wait"
             )
+        if (work := index.busy_with()) is not None:
+            raise ApiError(409, "conflict", f"{name!r} cannot be deleted now: {work}")
         app.indices.delete(index.id)  # the id: the object checked, never another by name
         return Response(status_code=204)
 

@@ -267,6 +267,12 @@ class BaseIndex:
     def on_delete(self) -> None:
         """Called when the index is deleted: remove everything it stored."""
 
+    def busy_with(self) -> str | None:
+        """What work under way, outside this process's knowing, deleting the index now
+        would break (``"an import is filling it"``), asked before a user's deletion; None
+        when there is none. The default knows of none."""
+        return None
+
     def get_indexing_pipeline(self, settings: Mapping[str, Any]) -> IndexingPipeline:
         """The pipeline that adds files to this index."""
         raise NotImplementedError(f"{type(self).__name__} must implement get_indexing_pipeline()")

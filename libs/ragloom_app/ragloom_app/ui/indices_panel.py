@@ -244,6 +244,9 @@ class IndexAdminHandlers:
             if self.app.jobs.busy(index):  # as the API refuses it
                 message = f"Files are being indexed into {name!r}: cancel the jobs or wait."
                 return _refused(message, confirm_box=hidden)
+            if (work := index.busy_with()) is not None:
+                message = f"{_named(name)} cannot be deleted now: {work}."
+                return _refused(message, confirm_box=hidden)
             self.app.indices.delete(index.id)  # the id: the index checked, never another
         except KeyError as exc:
             return _refused(f"Could not delete {name!r}: {scrub(str(exc))}", confirm_box=hidden)

@@ -144,6 +144,14 @@ class FileIndex(BaseIndex):
             report.notes.append("an import is filling it right now")
         return report
 
+    def busy_with(self) -> str | None:
+        """An import filling the index (deleted under it, the import dies halfway)."""
+        if import_state(self) == "under way":
+            return (
+                "an import is still filling it: stop it (Ctrl-C deletes what it made) or let it end"
+            )
+        return None
+
     def on_delete(self) -> None:
         """Drop both stores, the database rows and the index's folder, each even when an
         earlier one fails (a later index may get this one's id, and so its collection);
