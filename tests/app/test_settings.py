@@ -74,6 +74,7 @@ def test_missing_or_broken_file_is_a_clear_error(tmp_path: Path) -> None:
     ("line", "message"),
     [
         ("MAX_FILE_BYTES = 0", "MAX_FILE_BYTES: must be a positive whole number, not 0"),
+        ("MAX_FILE_BYTES = 2**31", "MAX_FILE_BYTES: at most 2,147,483,647 (what the database"),
         ("QUEUE_MAX_SIZE = '64'", "QUEUE_MAX_SIZE: must be a positive whole number, not '64'"),
         ("MAX_FILES_PER_UPLOAD = True", "MAX_FILES_PER_UPLOAD: must be a positive whole number"),
         ("ALLOWED_HOSTS = 'ragloom.lan'", "ALLOWED_HOSTS: must be a list of host names"),

@@ -177,6 +177,11 @@ class AppSettings:
                 raise SettingsError(
                     f"{name.upper()}: must be a positive whole number, not {value!r}"
                 )
+        if self.max_file_bytes > MAX_FILE_BYTES_CEILING:
+            raise SettingsError(
+                f"MAX_FILE_BYTES: at most {MAX_FILE_BYTES_CEILING:,} (what the database's "
+                f"column of a file's size holds), not {self.max_file_bytes:,}"
+            )
         for name in ("max_file_chunks", "max_upload_bytes", "max_upload_chunks"):
             value = getattr(self, name)
             if value is not None and (
@@ -352,6 +357,10 @@ def _check_disabled_plugins(value: Any) -> None:
             "(MAX_DISABLED_PLUGINS)"
         )
 
+
+MAX_FILE_BYTES_CEILING = 2**31 - 1
+"""The largest MAX_FILE_BYTES: a file's size is kept in a 32-bit column (``sources.size``;
+PostgreSQL refuses a larger number, where SQLite would take it)."""
 
 _POSITIVE_LIMITS = (
     "max_question_chars",
