@@ -59,6 +59,8 @@ def test_jobs_are_listed_shown_and_cancelled(
     job = JobStore(app.engine).create(
         index_id=index.id, owner="alice", kind="add", files=[{"name": "a.md", "path": "0"}]
     )
+    waiting = _ragloom(env, "jobs", "show", job.id)
+    assert waiting.stdout.splitlines()[1] == "  waiting its turn: 0 jobs ahead"
     listed = _ragloom(env, "jobs", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     (shown,) = json.loads(listed.stdout)

@@ -87,6 +87,8 @@ def _cmd_show(app: Any, args: argparse.Namespace) -> int:
         print(json.dumps(shown, indent=2))
         return 0
     _say(_line(shown))
+    if shown["ahead"] is not None:  # queued: how many run before it (users take turns)
+        _say(f"  waiting its turn: {shown['ahead']} job{'' if shown['ahead'] == 1 else 's'} ahead")
     if shown["error"]:
         _say(f"  {shown['error']}")
     for outcome in shown["outcomes"]:
