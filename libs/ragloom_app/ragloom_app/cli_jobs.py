@@ -166,6 +166,7 @@ def _cmd_worker(app: Any, args: argparse.Namespace) -> int:
         JobStore(app.engine),
         stall,
         submitter.submit,
+        also=submitter.refresh_turns,  # a user's cancel moves their next jobs up too
         unheld=submitter.unheld,
         data_dir=app.settings.data_dir,
     )

@@ -1,5 +1,6 @@
 """Owners take turns (``ragloom_app.jobs.turns``): a user's twentieth waiting upload does
-not hold up another user's first. The in-process queue on SQLite and PostgreSQL, and
+not hold up another user's first, and a user who keeps uploading does not hold up another's
+waiting job for ever. The in-process queue on SQLite and PostgreSQL, and
 procrastinate's priorities on PostgreSQL."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs import JobView
 from ragloom_app.jobs.queues import InProcessJobQueue, ProcrastinateJobQueue, procrastinate_app
 from ragloom_app.jobs.runner import JobRunner
-from ragloom_app.jobs.turns import places_ahead, turn_of
+from ragloom_app.jobs.turns import first_in_line, places_ahead
 from ragloom_app.jobs.worker import worker_options
 from tests.helpers.api_server import replay_app
 from tests.helpers.jobs import alter_job, finished_job
@@ -47,30 +48,25 @@ def _view(app: BaseApp, job_id: str) -> JobView:
     return found
 
 
-def test_each_owners_oldest_waiting_job_comes_first_and_places_say_so(app: BaseApp) -> None:
-    running, alice2, alice3, bob1, bob2 = _jobs(app, "alice", "alice", "alice", "bob", "bob")
-    assert [turn_of(app.engine, j) for j in (running, alice2, alice3, bob1, bob2)] == [
-        0,
-        1,
-        2,
-        0,
-        1,
-    ]
+def test_the_line_serves_first_whom_it_served_least_lately(app: BaseApp) -> None:
+    running, alice2, alice3, bob1, bob2, carol1 = _jobs(
+        app, "alice", "alice", "alice", "bob", "bob", "carol"
+    )
     assert app.jobs.store.claim(running, "w", stall_seconds=60)
-    # Behind the running job: bob's first, then alice's second and bob's second by age.
-    assert places_ahead(app.engine, bob1) == 1
-    assert places_ahead(app.engine, alice2) == 2
-    assert places_ahead(app.engine, bob2) == 3
-    assert places_ahead(app.engine, alice3) == 4
+    # Each owner's oldest first, those never served before alice (whose job runs); then
+    # each owner's second. Behind the running job: bob1, carol1, alice2, bob2, alice3.
+    places = [places_ahead(app.engine, j) for j in (bob1, carol1, alice2, bob2, alice3)]
+    assert places == [1, 2, 3, 4, 5]
+    assert first_in_line(app.engine, [alice3, bob2, alice2]) == alice2
     # The API says so of one queued job (GET /jobs/{id}, an upload's answer), not in lists.
-    assert job_out(app, _view(app, bob2)).ahead == 3
+    assert job_out(app, _view(app, bob2)).ahead == 4
     assert job_out(app, _view(app, bob2), with_outcomes=False).ahead is None
     assert job_out(app, _view(app, running)).ahead is None
-    alter_job(app, running, status=JobStatus.DONE)  # an ended job has none: alice2 is next
-    assert turn_of(app.engine, alice2) == 0 and turn_of(app.engine, running) == 0
+    alter_job(app, running, status=JobStatus.DONE)
+    assert first_in_line(app.engine, [running]) is None  # no longer queued
 
 
-def test_the_in_process_queue_runs_another_owners_job_before_a_users_later_ones(
+def test_the_in_process_queue_serves_users_in_turn_whoever_keeps_uploading(
     app: BaseApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     busy, alice2, alice3 = _jobs(app, "alice", "alice", "alice")
@@ -89,13 +85,17 @@ def test_the_in_process_queue_runs_another_owners_job_before_a_users_later_ones(
     queue = InProcessJobQueue(app, workers=1)  # takes alice's queued jobs
     try:
         assert started.wait(30)
-        (bob1,) = _jobs(app, "bob")
+        bob1, bob2 = _jobs(app, "bob", "bob")
         queue.submit(bob1)
+        queue.submit(bob2)
         release.set()
-        assert finished_job(app, alice3).status == JobStatus.DONE
+        for job_id in (alice3, bob2):
+            assert finished_job(app, job_id).status == JobStatus.DONE
     finally:
         queue.close()
-    assert runs == [busy, bob1, alice2, alice3]
+    # Not alice's three first (the order they came in), nor bob's two after alice's first
+    # (the turns counted as they came in): in turn.
+    assert runs == [busy, bob1, alice2, bob2, alice3]
 
 
 @pytest.mark.postgres
@@ -115,14 +115,16 @@ def test_procrastinate_takes_the_jobs_by_their_owners_turns(
         queue = ProcrastinateJobQueue(app)
         worker_app = procrastinate_app(app)
         try:
-            alice1, alice2, alice3, bob1 = _jobs(app, "alice", "alice", "alice", "bob")
-            for job_id in (alice1, alice2, alice3, bob1):
+            jobs = _jobs(app, "alice", "alice", "alice", "bob", "bob")
+            alice1, alice2, alice3, bob1, bob2 = jobs
+            for job_id in jobs:
                 queue.submit(job_id)
             with app.engine.connect() as connection:
                 priorities = connection.execute(
                     text("SELECT queueing_lock, priority FROM procrastinate_jobs")
                 ).all()
-            assert dict(priorities) == {alice1: 0, alice2: -1, alice3: -2, bob1: 0}
+            # The place in the line, negated: each owner's first, then each one's second.
+            assert dict(priorities) == {alice1: -1, bob1: -2, alice2: -3, bob2: -4, alice3: -5}
 
             async def drain() -> None:  # one task at a time, as one worker takes them
                 await worker_app.open_async()
@@ -134,7 +136,7 @@ def test_procrastinate_takes_the_jobs_by_their_owners_turns(
                     await worker_app.close_async()
 
             asyncio.run(drain())
-            assert runs == [alice1, bob1, alice2, alice3]
+            assert runs == [alice1, bob1, alice2, bob2, alice3]
         finally:
             queue.close()
             app.jobs.close()

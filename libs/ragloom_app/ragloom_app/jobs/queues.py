@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import itertools
 import logging
-import queue
 import threading
 import time
 import uuid
@@ -33,7 +31,7 @@ from ragloom_app.db.models import JobStatus
 from ragloom_app.jobs.runner import JobRunner, worker_name
 from ragloom_app.jobs.staging import remove_leftover_api_uploads, remove_leftover_staging
 from ragloom_app.jobs.store import JobStore
-from ragloom_app.jobs.turns import turn_of
+from ragloom_app.jobs.turns import first_in_line, refresh_priorities
 
 if TYPE_CHECKING:
     import procrastinate
@@ -56,6 +54,7 @@ files and be handed back to the queue; past it they are handed back at once."""
 TASK_NAME = "ragloom.index_job"
 """The procrastinate task that runs one job (its only argument: ``job_id``)."""
 QUEUE_NAME = "indexing"
+_LAST = -(2**31) + 1  # a task's priority before its place in the line is set (jobs/turns.py)
 _SCHEMA_LOCK = 7_261_023_119  # PostgreSQL advisory lock key: one process applies the schema
 
 
@@ -175,8 +174,8 @@ class JobSweeper:
 
 
 class InProcessJobQueue(JobQueue):
-    """Runs jobs in ``workers`` daemon threads of this process, by their owners' turns
-    (:mod:`~ragloom_app.jobs.turns`), then in submission order.
+    """Runs jobs in ``workers`` daemon threads of this process, their owners taking turns
+    (:mod:`~ragloom_app.jobs.turns`).
 
     At start it also takes the jobs this database holds queued (a restart of the app
     resumes what was waiting) or running on a dead worker (see :class:`JobSweeper`).
@@ -187,9 +186,10 @@ class InProcessJobQueue(JobQueue):
         # by a queue started after it in this process, with the same attempt number (see
         # JobStore.hand_back), and this one's late writes must not pass for that claim's.
         self._runner = JobRunner(app, worker_name(f"in-process-{uuid.uuid4().hex[:6]}"))
-        # (turn, submission, job id); a job id of None stops a worker thread.
-        self._pending: queue.PriorityQueue[tuple[int, int, str | None]] = queue.PriorityQueue()
-        self._submissions = itertools.count()
+        # The jobs submitted, not yet taken by a worker thread, in submission order (a dict
+        # as an ordered set); guarded by _lock, with _ready telling the threads of a change.
+        self._waiting: dict[str, None] = {}
+        self._closing = False
         self._threads = [
             threading.Thread(target=self._work, name=f"ragloom-job-worker-{n}", daemon=True)
             for n in range(workers)
@@ -198,8 +198,8 @@ class InProcessJobQueue(JobQueue):
         # sweeper's thread at its next turn. The three sets are guarded by _lock.
         self._retry: set[str] = set()
         self._failed: set[str] = set()  # jobs whose failure was logged with its trace
-        self._held: set[str] = set()  # jobs in _pending, not yet taken by a worker thread
         self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
         self._sweeper = JobSweeper(
             self._runner.store,
             self._runner.stall_seconds,
@@ -221,22 +221,33 @@ class InProcessJobQueue(JobQueue):
         self._sweeper.start()
 
     def submit(self, job_id: str) -> None:
-        with self._lock:
-            if job_id in self._held:
-                return
-            self._held.add(job_id)
-        self._pending.put(
-            (_turn(self._runner.store.engine, job_id), next(self._submissions), job_id)
-        )
+        with self._ready:
+            if job_id not in self._waiting:
+                self._waiting[job_id] = None
+                self._ready.notify()
 
     def unheld(self, job_ids: Sequence[str]) -> list[str]:
         with self._lock:
-            return [job_id for job_id in job_ids if job_id not in self._held]
+            return [job_id for job_id in job_ids if job_id not in self._waiting]
+
+    def _take(self) -> str | None:
+        """The waiting job to run next, by its owner's turn now
+        (:func:`~ragloom_app.jobs.turns.first_in_line`); ``None`` once the queue closes."""
+        while True:
+            with self._ready:
+                while not self._waiting and not self._closing:
+                    self._ready.wait()
+                if self._closing:
+                    return None
+                waiting = list(self._waiting)
+            chosen = _first(self._runner.store.engine, waiting)  # the database, unlocked
+            with self._ready:
+                if chosen in self._waiting:  # else another thread took it meanwhile
+                    del self._waiting[chosen]
+                    return chosen
 
     def _work(self) -> None:
-        while (job_id := self._pending.get()[2]) is not None:
-            with self._lock:
-                self._held.discard(job_id)
+        while (job_id := self._take()) is not None:
             if self._runner.handing_back.is_set():
                 continue  # closing: left queued for the next start, and not claimed
             try:
@@ -275,8 +286,9 @@ class InProcessJobQueue(JobQueue):
         self._sweeper.stop()
         self._runner.handing_back.set()
         self._runner.stopping.set()  # a job waiting for the database gives up
-        for _ in self._threads:
-            self._pending.put((-1, next(self._submissions), None))  # before every job
+        with self._ready:
+            self._closing = True
+            self._ready.notify_all()
         deadline = time.monotonic() + HAND_BACK_WAIT_SECONDS
         for thread in self._threads:
             thread.join(timeout=max(deadline - time.monotonic(), 0.0))
@@ -304,9 +316,9 @@ class ProcrastinateJobQueue(JobQueue):
 
         # The job's id is its queueing lock: procrastinate keeps one task of it waiting.
         task = self._procrastinate.tasks[TASK_NAME]
-        priority = -_turn(self._app.engine, job_id)  # the highest runs first
-        with contextlib.suppress(AlreadyEnqueued):
-            task.configure(queueing_lock=job_id, priority=priority).defer(job_id=job_id)
+        with contextlib.suppress(AlreadyEnqueued):  # last until its place is set just below
+            task.configure(queueing_lock=job_id, priority=_LAST).defer(job_id=job_id)
+        refresh_turns(self._app)
 
     def unheld(self, job_ids: Sequence[str]) -> list[str]:
         if not job_ids:
@@ -320,18 +332,31 @@ class ProcrastinateJobQueue(JobQueue):
             held = set(connection.execute(query, {"ids": list(job_ids)}).scalars())
         return [job_id for job_id in job_ids if job_id not in held]
 
+    def refresh_turns(self) -> None:
+        """Give the tasks waiting their jobs' turns now (a worker's sweeper, each turn)."""
+        refresh_turns(self._app)
+
     def close(self) -> None:
         self._procrastinate.close()
 
 
-def _turn(engine: Engine, job_id: str) -> int:
-    """The job's turn (:func:`~ragloom_app.jobs.turns.turn_of`), or 0 when the database
-    cannot say: the job then goes before others rather than not at all."""
+def _first(engine: Engine, job_ids: list[str]) -> str:
+    """Of ``job_ids``, the one to run first by turns; the first submitted when the
+    database cannot say (or none is waiting any more: the runner finds it so)."""
     try:
-        return turn_of(engine, job_id)
+        return first_in_line(engine, job_ids) or job_ids[0]
     except Exception:
-        logger.warning("job %s: its turn could not be counted; it goes first", job_id)
-        return 0
+        logger.warning("the turns of the waiting jobs could not be read; the oldest goes first")
+        return job_ids[0]
+
+
+def refresh_turns(app: BaseApp) -> None:
+    """:func:`~ragloom_app.jobs.turns.refresh_priorities`; a failure (the database away)
+    is logged, and the next job's end or sweep tries again."""
+    try:
+        refresh_priorities(app.engine)
+    except Exception:
+        logger.warning("the turns of the waiting jobs could not be set", exc_info=True)
 
 
 def conninfo(database_url: str) -> str:
@@ -361,7 +386,11 @@ def procrastinate_app(app: BaseApp, stopping: threading.Event | None = None) -> 
 
     @queue_app.task(name=TASK_NAME, queue=QUEUE_NAME)
     def index_job(job_id: str) -> None:
-        runner.run(job_id)
+        try:
+            runner.run(job_id)
+        finally:
+            # The owner's next jobs move up a turn now that this one is over.
+            refresh_turns(app)
 
     return queue_app
 

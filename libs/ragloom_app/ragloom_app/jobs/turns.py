@@ -1,63 +1,103 @@
 """Whose indexing job runs next: the owners of waiting jobs take turns.
 
-Each job queued or running has a *turn* among its owner's: the owner's oldest is turn 0,
-the next turn 1, and so on. Workers take the waiting job of the lowest turn, the oldest
-of those first, so a user who queued twenty large uploads holds up another user's single
-upload by one of them at most (besides the jobs running already), not by all twenty; and
-two users' jobs alternate. ``MAX_JOBS_PER_USER`` bounds how many turns one user holds.
+The queued jobs form one line, worked out afresh whenever a worker takes a job: each
+owner's oldest queued job first, the owners ordered by whose job last started longest
+ago (one who never had a job started first), then each owner's second queued job in the
+same order, and so on. So a user who queued twenty large uploads holds up another user's
+single upload by the jobs already running at most, and users with jobs waiting are served
+in turn, whoever keeps uploading: none waits behind more than one job of each other user.
+``MAX_JOBS_PER_USER`` bounds how many places one user holds.
 
-A job's turn is counted when it is handed to its queue: the in-process queue orders its
-jobs by it, and procrastinate keeps it as the task's priority (negated: procrastinate
-takes the highest first). It is not counted again as the owner's earlier jobs end; those
-jobs' turns were lower, so the order among each owner's jobs and between owners holds.
+The in-process queue asks which of its jobs is first at each take (:func:`first_in_line`).
+procrastinate takes the task of highest priority, so a task's priority is its job's
+place, negated (:func:`refresh_priorities`): set after each job is queued, after each job
+a worker runs, and at each sweep.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, or_
+from sqlalchemy import column, func, literal_column, table, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from ragloom_app.db.models import IndexingJob, JobStatus
-from ragloom_app.jobs.view import ACTIVE
 
-__all__ = ["places_ahead", "turn_of"]
+__all__ = ["first_in_line", "places_ahead", "refresh_priorities"]
 
 
-def _active_turns() -> Any:
-    """The jobs queued or running, each with its turn among its owner's."""
-    order = (col(IndexingJob.created_at), col(IndexingJob.id))
-    turn = func.row_number().over(partition_by=IndexingJob.owner, order_by=order) - 1
-    return (
-        select(IndexingJob.id, IndexingJob.status, IndexingJob.created_at, turn.label("turn"))
-        .where(col(IndexingJob.status).in_(list(ACTIVE)))
+def _line() -> Any:
+    """The queued jobs, each with its ``place`` in the line (1 first)."""
+    last_start = (
+        select(IndexingJob.owner, func.max(IndexingJob.started_at).label("started"))
+        .group_by(col(IndexingJob.owner))
         .subquery()
     )
+    age = (col(IndexingJob.created_at), col(IndexingJob.id))
+    rank = func.row_number().over(partition_by=IndexingJob.owner, order_by=age) - 1
+    queued = (
+        select(
+            IndexingJob.id,
+            IndexingJob.created_at,
+            rank.label("rank"),  # among the owner's queued jobs, the oldest 0
+            last_start.c.started,
+        )
+        .join(last_start, last_start.c.owner == IndexingJob.owner)
+        .where(IndexingJob.status == JobStatus.QUEUED)
+        .subquery()
+    )
+    order = (
+        queued.c.rank,
+        queued.c.started.is_not(None),  # never served: first
+        queued.c.started,
+        queued.c.created_at,
+        queued.c.id,
+    )
+    place = func.row_number().over(order_by=order).label("place")
+    return select(queued.c.id, place).subquery()
 
 
-def turn_of(engine: Engine, job_id: str) -> int:
-    """The job's turn among its owner's jobs queued or running (0 if it is neither)."""
-    turns = _active_turns()
+def first_in_line(engine: Engine, job_ids: Sequence[str]) -> str | None:
+    """Of ``job_ids``, the one workers take first; ``None`` if none is queued any more."""
+    line = _line()
+    query = select(line.c.id).where(line.c.id.in_(list(job_ids))).order_by(line.c.place).limit(1)
     with Session(engine) as session:
-        found = session.exec(select(turns.c.turn).where(turns.c.id == job_id)).first()
-    return int(found) if found is not None else 0
+        found = session.exec(query).first()
+    return str(found) if found is not None else None
 
 
 def places_ahead(engine: Engine, job_id: str) -> int:
-    """How many jobs run before the queued job ``job_id``: those running, and those
-    waiting that workers take first (a lower turn, or the same turn and older)."""
-    turns = _active_turns()
-    order = (turns.c.turn, turns.c.created_at, turns.c.id)
-    line = select(
-        turns.c.id, turns.c.status, func.row_number().over(order_by=order).label("place")
-    ).subquery()
+    """How many jobs run before the queued job ``job_id``: those running, and the queued
+    ones before it in the line."""
+    line = _line()
     mine = select(line.c.place).where(line.c.id == job_id).scalar_subquery()
-    query = (
-        select(func.count())
-        .select_from(line)
-        .where(line.c.id != job_id, or_(line.c.status == JobStatus.RUNNING, line.c.place < mine))
+    queued_before = select(func.count()).select_from(line).where(line.c.place < mine)
+    running = (
+        select(func.count()).select_from(IndexingJob).where(IndexingJob.status == JobStatus.RUNNING)
     )
     with Session(engine) as session:
-        return int(session.exec(query).one())
+        return int(session.exec(queued_before).one()) + int(session.exec(running).one())
+
+
+# procrastinate's table of tasks, the columns this module sets or reads.
+_TASKS = table("procrastinate_jobs", column("priority"), column("status"), column("queueing_lock"))
+
+
+def refresh_priorities(engine: Engine) -> int:
+    """Set the priority of each job's task waiting in procrastinate to the job's place in
+    the line now, negated (procrastinate takes the highest first); how many changed.
+    PostgreSQL only (procrastinate's database)."""
+    line = _line()
+    statement = (
+        update(_TASKS)
+        .where(
+            _TASKS.c.status == literal_column("'todo'"),  # procrastinate's enum, untyped
+            _TASKS.c.queueing_lock == line.c.id,
+            _TASKS.c.priority != -line.c.place,
+        )
+        .values(priority=-line.c.place)
+    )
+    with engine.begin() as connection:
+        return int(connection.execute(statement).rowcount)
