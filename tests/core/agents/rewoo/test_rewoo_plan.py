@@ -111,6 +111,9 @@ def test_references_are_read_in_any_case_as_step_lines_are() -> None:
     assert substitute_evidence(plan.step(2).tool_input, {1: "PASSAGES"}) == "Summarise PASSAGES"
     with pytest.raises(PlanValidationError, match="#E1 refers to #E3, which no step defines"):
         validate_plan(parse_plan("#E1 = llm[#e3]"), TOOLS)
+    colours = parse_plan("#E1 = docsearch[what the colours #e5e5e5 and #E5A2 are for]")
+    validate_plan(colours, TOOLS)
+    assert colours.step(1).depends_on == frozenset()
 
 
 def test_a_reference_or_step_number_of_thousands_of_digits_is_text_not_a_crash() -> None:

@@ -43,8 +43,9 @@ _STEP_LINE = re.compile(
 # the planner meant and wrote wrong, or one cut short by max_tokens.
 _STEP_START = re.compile(r"^\s*(?:#\s*)?E\d{1,9}\s*[:=]", re.I)
 # At most 9 digits, like a step id: int() refuses 4,300 digits and more. Any case, as
-# the step lines are read: "#e2 = llm[Summarise #e1]" uses #E1.
-_REFERENCE = re.compile(r"#E(\d{1,9})(?!\d)", re.I)
+# the step lines are read: "#e2 = llm[Summarise #e1]" uses #E1. A whole token: the
+# colour #e5e5e5 in a search is no reference to #E5.
+_REFERENCE = re.compile(r"#E(\d{1,9})(?!\w)", re.I)
 
 
 class PlanValidationError(ValueError):
