@@ -67,6 +67,15 @@ from tests.helpers.scripted_llm import ScriptedLLM
             ReActFinish("No further action: I know it.", "It runs at 451 kelvin [1]."),
         ),
         (
+            # A sentence may start with it, on the thought's line.
+            "Thought: I need the manual. Action: docsearch[max temperature]",
+            ReActAction("I need the manual.", "docsearch", "max temperature"),
+        ),
+        (
+            "I will search. Action: docsearch\nAction Input: max temperature",
+            ReActAction("I will search.", "docsearch", "max temperature"),
+        ),
+        (
             # An open turn's step continues the "Thought:" line.
             "Thought: Action: calculator\nAction Input: 1 + 1",
             ReActAction("", "calculator", "1 + 1"),

@@ -19,12 +19,14 @@ __all__ = ["FINAL_ANSWER", "ReActAction", "ReActFinish", "ReActFormatError", "pa
 FINAL_ANSWER = re.compile(r"final\s*answer\s*:", re.I)
 """Where a final answer starts, in any case and spacing (``Final answer:``)."""
 
-# "Action:" starts a line, or follows "Thought:" on it (an open turn's "Thought: Action:
-# x"); anywhere else it is prose ("My next action: search the manual"). A number is
-# "(?:\d+\s*)?", never "\s*\d*\s*": two runs of optional whitespace that meet make the
-# engine try every split of a long run of spaces, quadratic in its length.
+# "Action:" starts a line, follows "Thought:" on it (an open turn's "Thought: Action:
+# x"), or starts a sentence ("I need the manual. Action: docsearch[...]"); inside one it
+# is prose ("My next action: search the manual"). A number is "(?:\d+\s*)?", never
+# "\s*\d*\s*": two runs of optional whitespace that meet make the engine try every split
+# of a long run of spaces, quadratic in its length.
 _ACTION = re.compile(
-    r"^[ \t]*(?:thought\s*(?:\d+\s*)?:[ \t]*)?action\s*(?:\d+\s*)?:[ \t]*(?P<value>.*)$",
+    r"(?:^[ \t]*(?:thought\s*(?:\d+\s*)?:[ \t]*)?|(?<=[.!?])[ \t]+)"
+    r"action\s*(?:\d+\s*)?:[ \t]*(?P<value>.*)$",
     re.I | re.M,
 )
 # An action naming no tool, or LangChain's "Action: Final Answer", finishes the step.
