@@ -100,6 +100,14 @@ def test_a_leading_questions_number_repeated_over_a_passage_that_says_otherwise_
     assert should_decline(report)
 
 
+def test_a_leading_questions_number_is_declined_though_the_sentence_repeats_its_names() -> None:
+    """The names the question and the passage share state nothing new."""
+    question = "Is the limit of the Zorblax reactor commissioned in 1962 900 kelvin?"
+    answer = "Yes, the Zorblax reactor of 1962 runs at 900 kelvin [1]."
+    report = check_grounding(answer, {1: REACTOR}, question)
+    assert report.status == "unsupported" and report.sentences[0].unsupported == ["900"]
+
+
 def test_a_questions_number_counts_in_a_sentence_that_states_what_its_passage_holds() -> None:
     question = "Is the Zorblax reactor's limit 900 kelvin?"
     answer = "No: it runs at 451 kelvin, not 900 [1]. Yes, 900 kelvin is its limit [1]."

@@ -6,7 +6,8 @@ looks each up in the passages the sentence cites. A sentence that cites nothing 
 checked against every passage the answer cites (a small model often cites once, for the
 whole answer). A specific the question names, or a tool's result holds (a calculator's),
 counts as found too; a number only the question names, only in a sentence that states
-something else its sources hold (not one echoing a leading question).
+something else its sources hold and the question does not (not one echoing a leading
+question).
 :func:`ground_answer` is the policy every built-in mode's answer goes through
 (:func:`ragloom.qa.answer.cite_answer`): it reports, and replaces an answer none of whose
 claims are found by a decline that lists the closest passages.
@@ -111,10 +112,13 @@ def _sentence_support(
     supported_by: set[int] = set()
     found_elsewhere = False  # in a tool's result
     named_numbers: list[str] = []  # numbers only the question holds
+    states_sources = False  # a specific its passages hold that the question does not name
     for claim in claims:
         holding = [n for n in checked if any(passages[n].holds(k) for k in claim.keys)]
         supported_by.update(holding)
         if holding:
+            asked = question is not None and any(question.holds(k) for k in claim.keys)
+            states_sources = states_sources or not asked
             continue
         if any(o.holds(k) for o in others for k in claim.keys):
             found_elsewhere = True
@@ -123,11 +127,12 @@ def _sentence_support(
                 named_numbers.append(claim.specific.text)
         else:
             unsupported.append(claim.specific.text)
-    if passages and not supported_by and not found_elsewhere:
+    if passages and not states_sources and not found_elsewhere:
         # A number is taken from the question only by a sentence that also states what
-        # its sources hold: "Yes, the limit is 900 kelvin [1]" repeats a leading
-        # question's number over a passage that says 451, where "No, it is 451, not 900"
-        # holds 451. (Names and versions need not: the precheck looks them up.)
+        # its sources hold and the question does not name: "Yes, the X-200 is rated to
+        # 900 kelvin [1]" repeats a leading question's name and number over a passage
+        # saying 451, where "No, it is 451, not 900" holds 451. (Names and versions need
+        # not: the precheck looks them up.)
         unsupported += named_numbers
     return SentenceSupport(
         text=text,
