@@ -9,6 +9,7 @@ import json
 import signal
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -312,6 +313,40 @@ def test_an_export_stopped_by_a_signal_leaves_nothing_behind(
     assert run.returncode == 128 + stop, run.stderr
     assert f"the export was stopped ({stop.name}): no file was written" in run.stderr
     assert list(out.iterdir()) == []
+
+
+# `ragloom index export` with SIGTERM sent to itself once the export is in place, as its
+# work folder is removed.
+STOPPED_AFTER_EXPORT = """
+import os, signal, sys
+from ragloom_app import cli
+from ragloom_app.index.file.transfer import export
+
+remove = export.shutil.rmtree
+
+def stopped_at_the_end(path, **options):
+    os.kill(os.getpid(), signal.SIGTERM)
+    return remove(path, **options)
+
+export.shutil.rmtree = stopped_at_the_end
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_an_export_stopped_once_it_was_written_says_so(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It said "no file was written" of the whole export it had put in place."""
+    _exported(env, tmp_path, monkeypatch)
+    target = tmp_path / "out" / "x.zip"
+    target.parent.mkdir()
+    run = run_python(
+        "-c", STOPPED_AFTER_EXPORT, "index", "export", "My files", str(target), env=env
+    )
+    assert run.returncode == 128 + signal.SIGTERM, run.stderr
+    assert f"the export was stopped (SIGTERM): {str(target)!r} was written whole" in run.stderr
+    assert [p.name for p in target.parent.iterdir()] == ["x.zip"]
+    assert zipfile.is_zipfile(target)
 
 
 def test_the_stop_signals_raise_only_while_an_import_runs_and_nohup_is_kept() -> None:

@@ -19,6 +19,16 @@ def _embedding_identity(app: Any) -> dict[str, Any]:
     return embedding_identity(spec, app.embeddings().dimension)
 
 
+def _identity_of(path: Path) -> tuple[int, int] | None:
+    """The file at ``path`` (its device and inode), or ``None`` if there is none: an
+    export is renamed into place, so a new one has another inode."""
+    try:
+        found = path.lstat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 def _cmd_index_export(app: Any, args: argparse.Namespace) -> int:
     from ragloom_app.index.file import FileIndex
     from ragloom_app.index.file.transfer import export_index
@@ -26,15 +36,18 @@ def _cmd_index_export(app: Any, args: argparse.Namespace) -> int:
     index = app.indices.get(args.name)
     if not isinstance(index, FileIndex):
         raise ValueError(f"{index.name!r} is not a file index: only file indices export")
+    target = Path(args.file)
+    before = _identity_of(target)
     try:
         # SIGTERM or SIGHUP ended it at once, leaving its work folder of every chunk's
         # text beside the target: now they stop it as Ctrl-C does, and it cleans up.
         with stop_signals_raise():
-            report = export_index(
-                index, Path(args.file), _embedding_identity(app), overwrite=args.force
-            )
+            report = export_index(index, target, _embedding_identity(app), overwrite=args.force)
     except StopRequested as stop:
-        _say(f"ragloom: the export was stopped ({stop}): no file was written", file=sys.stderr)
+        # A stop during the clean-up after the export was put in place comes once it ends.
+        written = _identity_of(target) not in (None, before)
+        told = f"{str(target)!r} was written whole" if written else "no file was written"
+        _say(f"ragloom: the export was stopped ({stop}): {told}", file=sys.stderr)
         return 128 + stop.number  # what a shell reports for a process the signal ended
     left = f"; {report.skipped} files not indexed were left out" if report.skipped else ""
     _say(f"exported {report.index!r}: {report.sources} files, {report.chunks} chunks{left}")
