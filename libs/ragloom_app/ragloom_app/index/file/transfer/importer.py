@@ -153,8 +153,7 @@ def _checked_manifest(archive: zipfile.ZipFile, limits: ImportLimits) -> dict[st
     total = sum(info.file_size for info in archive.infolist())
     if total > limits.max_bytes:
         raise IndexTransferError(
-            f"the export unpacks to {size_text(total)}, "
-            f"the limit is {size_text(limits.max_bytes)}"
+            f"the export unpacks to {size_text(total)}, the limit is {size_text(limits.max_bytes)}"
         )
     try:
         raw = _read_bounded(archive, "manifest.json", limits.max_line_bytes)
