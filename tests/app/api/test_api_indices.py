@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import shutil
 import time
+import unicodedata
 from typing import Any
 
 import httpx
@@ -151,8 +152,8 @@ def test_an_upload_naming_a_file_past_the_name_limit_is_a_422_and_takes_nothing(
     assert refused.status_code == 422, refused.text
     assert refused.json()["error"] == {
         "code": "invalid_request",
-        "message": "the name of file 2 of the upload is 256 characters long; the limit is "
-        "255: nothing of the upload was taken",
+        "message": "file 2 of the upload is refused: the file name is 256 characters long; "
+        "the limit is 255: nothing of the upload was taken",
         "type": "invalid_request_error",
         "param": "files[1]",
     }
@@ -190,6 +191,37 @@ def test_an_upload_the_full_disk_refuses_is_a_507_and_takes_nothing(
     uploads = settings.data_dir / "uploads"
     assert not [p for p in uploads.iterdir() if p.name.startswith("api-upload-")]
     assert not list((settings.data_dir / "jobs").glob("*"))
+
+
+def test_an_upload_name_is_measured_as_the_index_keeps_it(
+    live_server: LiveServer, api: httpx.Client
+) -> None:
+    """Before, the raw name was measured: a macOS (NFD) Hangul name of 264 characters,
+    104 kept, and one with folders were refused though the index takes them; one the
+    index refuses (a character that reverses how it reads) is refused whole, as a long one is."""
+    nfd = unicodedata.normalize("NFD", "한국어문서" * 20 + ".md")
+    folders = "reports/2026/" * 20 + "q3.md"
+    assert len(nfd) > 255 and len(folders) > 255
+    files = [("files", (nfd, b"Hangul.")), ("files", (folders, b"Q3."))]
+    taken = api.post("/indices/My files/files", files=files)
+    assert taken.status_code == 202, taken.text
+    assert taken.json()["accepted"] == [nfd, folders]  # the client's names, as before
+    deadline = time.monotonic() + 60
+    while (job := api.get(f"/jobs/{taken.json()['job']['id']}").json())["status"] != "done":
+        assert job["status"] in ("queued", "running") and time.monotonic() < deadline, job
+        time.sleep(0.1)
+    kept = {unicodedata.normalize("NFC", "한국어문서" * 20 + ".md"), "q3.md"}
+    assert {o["status"] for o in job["outcomes"]} == {"indexed"}
+    names = {s["name"] for s in live_server.app.indices.get("My files").list_sources()}
+    assert kept <= names
+
+    refused = api.post("/indices/My files/files", files=[("files", ("fdp.\u202emd", b"Rev."))])
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"]["message"] == (
+        "file 1 of the upload is refused: the file name contains an invisible character "
+        "that changes how it is displayed (U+202E RIGHT-TO-LEFT OVERRIDE); rename the file: "
+        "nothing of the upload was taken"
+    )
 
 
 def test_an_index_an_import_is_filling_is_not_deleted(
