@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.datastructures import UploadFile
 from starlette.requests import Request
 
 from ragloom_app.api import index_routes
@@ -163,20 +164,27 @@ def test_an_upload_naming_a_file_past_the_name_limit_is_a_422_and_takes_nothing(
     assert not list((settings.data_dir / "jobs").glob("*"))
 
 
-@pytest.mark.parametrize("where", ["copying", "staging"])
+@pytest.mark.parametrize("where", ["reading", "copying", "staging"])
 def test_an_upload_the_full_disk_refuses_is_a_507_and_takes_nothing(
     live_server: LiveServer, api: httpx.Client, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    """The disk fills as the upload is copied out of the request (it was a 500), or as
-    it is staged for its job (a 422, a request not to send again): 507, as an upload the
-    disk has no room for is refused before it is read."""
+    """The disk fills as starlette spools the form to the temp folder (it was a 422), as
+    the upload is copied out of the request (a 500), or as it is staged for its job (a
+    422, a request not to send again): 507, as an upload the disk has no room for is
+    refused before it is read."""
     errors = {"copying": (errno.ENOSPC, "No space left on device")}
+    errors["reading"] = errors["copying"]
     errors["staging"] = (errno.EDQUOT, "Disk quota exceeded")
 
     def full(*args: Any) -> None:
         raise OSError(*errors[where])
 
-    if where == "copying":
+    async def spooling_full(*args: Any) -> None:
+        full()
+
+    if where == "reading":
+        monkeypatch.setattr(UploadFile, "write", spooling_full)
+    elif where == "copying":
         monkeypatch.setattr(index_routes, "_copy_upload", full)
     else:
         monkeypatch.setattr(shutil, "move", full)
@@ -189,7 +197,7 @@ def test_an_upload_the_full_disk_refuses_is_a_507_and_takes_nothing(
     assert [job["id"] for job in api.get("/jobs").json()] == jobs_before
     settings = live_server.app.settings
     uploads = settings.data_dir / "uploads"
-    assert not [p for p in uploads.iterdir() if p.name.startswith("api-upload-")]
+    assert not list(uploads.glob("api-upload-*"))  # none made, when reading failed
     assert not list((settings.data_dir / "jobs").glob("*"))
 
 

@@ -30,7 +30,7 @@ from ragloom_app.api.job_routes import JobOut, job_out
 from ragloom_app.api.models import ERROR_RESPONSES, IndexOut
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import ChunkRecord
-from ragloom_app.errors import DISK_FULL_ERRNOS, DiskFullError
+from ragloom_app.errors import disk_full_error
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
 from ragloom_app.index.manager import INDEX_NAME_PATTERN, MAX_INDEX_NAME_CHARS
@@ -196,6 +196,9 @@ def index_router(
         try:
             form = await request.form(max_files=limit, max_fields=limit)
         except Exception as exc:  # starlette: too many files, a malformed body
+            # It spools the parts to the temp folder: a full disk there is no bad request.
+            if (full := disk_full_error(exc, "the upload could not be read")) is not None:
+                raise full from exc
             raise ApiError(422, "invalid_request", f"the upload cannot be read: {exc}") from None
         uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
         if not uploads:
@@ -238,11 +241,10 @@ def index_router(
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
         except OSError as exc:
-            if exc.errno not in DISK_FULL_ERRNOS:
+            full = disk_full_error(exc, "the upload could not be copied out of the request")
+            if full is None:
                 raise
-            raise DiskFullError(
-                f"the upload could not be copied out of the request: {exc.strerror or exc}"
-            ) from exc
+            raise full from exc
         names = [name for name, _ in staged]
         return UploadOut(index=index.name, accepted=names, job=job_out(app, job))
 
