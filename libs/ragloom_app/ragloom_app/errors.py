@@ -43,6 +43,7 @@ __all__ = [
     "DiskFullError",
     "UserError",
     "UserFacingError",
+    "disk_full_error",
     "new_reference",
     "reason_for",
     "scrub",
@@ -72,6 +73,15 @@ class DiskFullError(UserFacingError):
     """A write the full disk under the data folder refused (:data:`DISK_FULL_ERRNOS`): the
     request was fine, the server needs room. The HTTP API answers it with 507
     ``insufficient_storage``, as it refuses an upload that would fill the disk."""
+
+
+def disk_full_error(exc: BaseException, doing: str) -> DiskFullError | None:
+    """``exc`` as a :class:`DiskFullError` that says ``doing`` (``"the upload could not be
+    read"``) failed and why, if it is an :class:`OSError` of :data:`DISK_FULL_ERRNOS`;
+    ``None`` for any other error."""
+    if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:
+        return DiskFullError(f"{doing}: {exc.strerror or exc}")
+    return None
 
 
 _WORDED: tuple[type[BaseException], ...] = (

@@ -19,6 +19,9 @@ from ragloom_app.accounts.removal import UserBusyError, remove_user
 from ragloom_app.app import BaseApp
 from ragloom_app.conversations import ConversationStore
 from ragloom_app.db.models import IndexRecord, JobStatus, UserSettingsRecord
+from ragloom_app.index.file import FileIndex
+from ragloom_app.index.file.recovery import IMPORT_LOCK
+from ragloom_app.index.file.worklock import WorkLock
 from tests.helpers.accounts import PASSWORD, app_with_users, existing_user
 
 FILE_INDEX = "ragloom_app.index.file.FileIndex"
@@ -148,6 +151,36 @@ def test_a_running_job_refuses_the_deletion_until_it_stops_and_the_account_stays
     removed = remove_user(app, "bob")  # the second call finishes
     assert removed.indices == ("bobs-notes",) and removed.conversations == 1
     assert app.accounts.user_named("bob") is None
+
+
+def test_a_private_index_an_import_is_filling_refuses_the_deletion_before_anything_goes(
+    app: BaseApp, tmp_path: Path
+) -> None:
+    """Before, the index was deleted under ``ragloom index import --owner bob``, which
+    died halfway."""
+    _index_with_a_file(app, tmp_path, "bob", "bobs-notes", shared=False)
+    _index_with_a_file(app, tmp_path, "bob", "bobs-import", shared=False)
+    conversation = _conversation(app, "bob", "Still there?")
+    index = app.indices.get("bobs-import")
+    assert isinstance(index, FileIndex)
+    mark = WorkLock(index.locks_dir, IMPORT_LOCK)
+    mark.acquire_new()  # as an import holds it while it fills the index
+    try:
+        with pytest.raises(UserBusyError) as refused:
+            remove_user(app, "bob")
+    finally:
+        mark.release()  # as an import that ended lets it go
+    assert str(refused.value).startswith(
+        "bob is disabled and their private index 'bobs-import' cannot be deleted now: "
+        "an import is still filling it"
+    )
+    assert dict((u.name, off) for u, off in app.accounts.users())["bob"] is True
+    assert ConversationStore(app.engine).messages(conversation) != []  # nothing gone yet
+    assert {i.name for i in app.indices.indices} >= {"bobs-notes", "bobs-import"}
+
+    removed = remove_user(app, "bob")  # once the import has ended
+    assert sorted(removed.indices) == ["bobs-import", "bobs-notes"]
+    assert removed.conversations == 1 and app.accounts.user_named("bob") is None
 
 
 def test_an_unknown_user_is_told_and_nothing_changes(app: BaseApp) -> None:

@@ -7,10 +7,12 @@ from __future__ import annotations
 import errno
 import shutil
 import time
+import unicodedata
 from typing import Any
 
 import httpx
 import pytest
+from starlette.datastructures import UploadFile
 from starlette.requests import Request
 
 from ragloom_app.api import index_routes
@@ -151,8 +153,8 @@ def test_an_upload_naming_a_file_past_the_name_limit_is_a_422_and_takes_nothing(
     assert refused.status_code == 422, refused.text
     assert refused.json()["error"] == {
         "code": "invalid_request",
-        "message": "the name of file 2 of the upload is 256 characters long; the limit is "
-        "255: nothing of the upload was taken",
+        "message": "file 2 of the upload is refused: the file name is 256 characters long; "
+        "the limit is 255: nothing of the upload was taken",
         "type": "invalid_request_error",
         "param": "files[1]",
     }
@@ -162,20 +164,27 @@ def test_an_upload_naming_a_file_past_the_name_limit_is_a_422_and_takes_nothing(
     assert not list((settings.data_dir / "jobs").glob("*"))
 
 
-@pytest.mark.parametrize("where", ["copying", "staging"])
+@pytest.mark.parametrize("where", ["reading", "copying", "staging"])
 def test_an_upload_the_full_disk_refuses_is_a_507_and_takes_nothing(
     live_server: LiveServer, api: httpx.Client, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    """The disk fills as the upload is copied out of the request (it was a 500), or as
-    it is staged for its job (a 422, a request not to send again): 507, as an upload the
-    disk has no room for is refused before it is read."""
+    """The disk fills as starlette spools the form to the temp folder (it was a 422), as
+    the upload is copied out of the request (a 500), or as it is staged for its job (a
+    422, a request not to send again): 507, as an upload the disk has no room for is
+    refused before it is read."""
     errors = {"copying": (errno.ENOSPC, "No space left on device")}
+    errors["reading"] = errors["copying"]
     errors["staging"] = (errno.EDQUOT, "Disk quota exceeded")
 
     def full(*args: Any) -> None:
         raise OSError(*errors[where])
 
-    if where == "copying":
+    async def spooling_full(*args: Any) -> None:
+        full()
+
+    if where == "reading":
+        monkeypatch.setattr(UploadFile, "write", spooling_full)
+    elif where == "copying":
         monkeypatch.setattr(index_routes, "_copy_upload", full)
     else:
         monkeypatch.setattr(shutil, "move", full)
@@ -188,8 +197,39 @@ def test_an_upload_the_full_disk_refuses_is_a_507_and_takes_nothing(
     assert [job["id"] for job in api.get("/jobs").json()] == jobs_before
     settings = live_server.app.settings
     uploads = settings.data_dir / "uploads"
-    assert not [p for p in uploads.iterdir() if p.name.startswith("api-upload-")]
+    assert not list(uploads.glob("api-upload-*"))  # none made, when reading failed
     assert not list((settings.data_dir / "jobs").glob("*"))
+
+
+def test_an_upload_name_is_measured_as_the_index_keeps_it(
+    live_server: LiveServer, api: httpx.Client
+) -> None:
+    """Before, the raw name was measured: a macOS (NFD) Hangul name of 264 characters,
+    104 kept, and one with folders were refused though the index takes them; one the
+    index refuses (a character that reverses how it reads) is refused whole, as a long one is."""
+    nfd = unicodedata.normalize("NFD", "한국어문서" * 20 + ".md")
+    folders = "reports/2026/" * 20 + "q3.md"
+    assert len(nfd) > 255 and len(folders) > 255
+    files = [("files", (nfd, b"Hangul.")), ("files", (folders, b"Q3."))]
+    taken = api.post("/indices/My files/files", files=files)
+    assert taken.status_code == 202, taken.text
+    assert taken.json()["accepted"] == [nfd, folders]  # the client's names, as before
+    deadline = time.monotonic() + 60
+    while (job := api.get(f"/jobs/{taken.json()['job']['id']}").json())["status"] != "done":
+        assert job["status"] in ("queued", "running") and time.monotonic() < deadline, job
+        time.sleep(0.1)
+    kept = {unicodedata.normalize("NFC", "한국어문서" * 20 + ".md"), "q3.md"}
+    assert {o["status"] for o in job["outcomes"]} == {"indexed"}
+    names = {s["name"] for s in live_server.app.indices.get("My files").list_sources()}
+    assert kept <= names
+
+    refused = api.post("/indices/My files/files", files=[("files", ("fdp.\u202emd", b"Rev."))])
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"]["message"] == (
+        "file 1 of the upload is refused: the file name contains an invisible character "
+        "that changes how it is displayed (U+202E RIGHT-TO-LEFT OVERRIDE); rename the file: "
+        "nothing of the upload was taken"
+    )
 
 
 def test_an_index_an_import_is_filling_is_not_deleted(

@@ -32,8 +32,9 @@ logger = logging.getLogger(__name__)
 
 
 class UserBusyError(AccountError):
-    """The user's indexing jobs are still running: they were asked to stop; delete again
-    once they have (the account stays disabled meanwhile)."""
+    """The user's indexing jobs are still running (they were asked to stop), or work under
+    way outside the app fills one of their private indices (an import); delete again once
+    it has ended (the account stays disabled meanwhile)."""
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,10 @@ def remove_user(app: BaseApp, name: str) -> RemovedUser:
     """Delete the user ``name`` with its conversations, private indices and jobs.
 
     Its queued jobs are cancelled; a running one is asked to stop, and the deletion is
-    refused with :class:`UserBusyError` until it has (a job stops after the file it is on).
-    Raises :class:`.AccountError` if there is no such user.
+    refused with :class:`UserBusyError` until it has (a job stops after the file it is on);
+    so it is, before anything is deleted, while one of its private indices is busy
+    (:meth:`.BaseIndex.busy_with`: an import filling it). Raises :class:`.AccountError` if
+    there is no such user.
     """
     accounts = app.accounts
     user = accounts.user_named(name)
@@ -99,9 +102,18 @@ def remove_user(app: BaseApp, name: str) -> RemovedUser:
             f"{name} is disabled and {len(running)} indexing job(s) of theirs are stopping: "
             "delete again once they have (each stops after the file it is on)"
         )
-    conversations = ConversationStore(app.engine).delete_all(user.id)
     with Session(app.engine) as session:
         owned = list(session.exec(select(IndexRecord).where(IndexRecord.owner == user.id)))
+    for record in owned:
+        if record.shared or record.name in app.indices.unavailable:
+            continue
+        assert record.id is not None  # a stored row
+        if (work := app.indices.get(record.id).busy_with()) is not None:
+            raise UserBusyError(
+                f"{name} is disabled and their private index {record.name!r} cannot be "
+                f"deleted now: {work}; then delete again"
+            )
+    conversations = ConversationStore(app.engine).delete_all(user.id)
     deleted, shared, unavailable = [], [], []
     for record in owned:
         if record.shared:

@@ -30,9 +30,9 @@ from ragloom_app.api.job_routes import JobOut, job_out
 from ragloom_app.api.models import ERROR_RESPONSES, IndexOut
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import ChunkRecord
-from ragloom_app.errors import DISK_FULL_ERRNOS, DiskFullError
+from ragloom_app.errors import disk_full_error
 from ragloom_app.index.base import BaseIndex
-from ragloom_app.index.file.names import MAX_NAME_LENGTH
+from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
 from ragloom_app.index.manager import INDEX_NAME_PATTERN, MAX_INDEX_NAME_CHARS
 from ragloom_app.jobs.staging import API_UPLOAD_PREFIX, api_upload_root
 
@@ -196,22 +196,31 @@ def index_router(
         try:
             form = await request.form(max_files=limit, max_fields=limit)
         except Exception as exc:  # starlette: too many files, a malformed body
+            # It spools the parts to the temp folder: a full disk there is no bad request.
+            if (full := disk_full_error(exc, "the upload could not be read")) is not None:
+                raise full from exc
             raise ApiError(422, "invalid_request", f"the upload cannot be read: {exc}") from None
         uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
         if not uploads:
             raise ApiError(422, "invalid_request", "no files in the field 'files'")
         for position, upload in enumerate(uploads):
             # Before a byte is staged: the name is kept whole in the job's row and shown
-            # in every listing of the job, and the index would refuse it anyway.
-            length = len(upload.filename or "")
-            if length > MAX_NAME_LENGTH:
+            # in every listing of the job, and the index would refuse it anyway. Measured
+            # as the index keeps it (NFC, folders and invisible characters dropped): a
+            # macOS name (NFD) or 'reports/2026/q3.pdf' is longer as sent. The job keeps
+            # the name sent; the index applies its rule as it indexes the file.
+            if not upload.filename:
+                continue  # named by its position (submit)
+            try:
+                safe_display_name(upload.filename)
+            except UnsafeNameError as exc:
                 raise ApiError(
                     422,
                     "invalid_request",
-                    f"the name of file {position + 1} of the upload is {length:,} characters "
-                    f"long; the limit is {MAX_NAME_LENGTH}: nothing of the upload was taken",
+                    f"file {position + 1} of the upload is refused: {exc}: nothing of the "
+                    "upload was taken",
                     param=f"files[{position}]",
-                )
+                ) from None
         return await run_in_threadpool(submit, index, user, uploads)
 
     def submit(index: BaseIndex, user: User, uploads: list[UploadFile]) -> UploadOut:
@@ -232,11 +241,10 @@ def index_router(
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
         except OSError as exc:
-            if exc.errno not in DISK_FULL_ERRNOS:
+            full = disk_full_error(exc, "the upload could not be copied out of the request")
+            if full is None:
                 raise
-            raise DiskFullError(
-                f"the upload could not be copied out of the request: {exc.strerror or exc}"
-            ) from exc
+            raise full from exc
         names = [name for name, _ in staged]
         return UploadOut(index=index.name, accepted=names, job=job_out(app, job))
 

@@ -116,8 +116,12 @@ class IndexManager:
         self._start_failed_at: dict[str, float] = {}
         self._indices: dict[int, BaseIndex] = {}
         self._access: dict[int, IndexAccess] = {}
-        # create, delete and refresh change the two dicts above from any thread.
+        # The indices (id: name) refresh() is starting, outside the lock: no other thread
+        # starts them meanwhile, and a get() of one waits for its start (_started).
+        self._starting: dict[int, str] = {}
+        # create, delete and refresh change the dicts above from any thread.
         self._lock = threading.RLock()
+        self._started = threading.Condition(self._lock)
 
     def register_type(self, type_id: str, index_type: type[BaseIndex]) -> None:
         """Make an index type available under ``type_id`` (its dotted path).
@@ -152,9 +156,14 @@ class IndexManager:
         """Bring the live indices in line with the database, which other processes share:
         start the indices they created, forget those they deleted, and take up changes of
         owner or sharing; start again those that failed to start START_RETRY_SECONDS ago
-        or more. One small query; every listing of the indices runs it."""
+        or more. One small query; every listing of the indices runs it.
+
+        The indices to start are chosen under the lock and started outside it (a start
+        may wait out a store server's timeout, and :meth:`get` of every other index takes
+        the lock); one being started by another thread is left to it."""
         with Session(self._engine) as session:
             records = list(session.exec(select(IndexRecord).order_by(col(IndexRecord.id))))
+        to_start: list[IndexRecord] = []
         with self._lock:
             present = {record.id for record in records}
             for gone in [key for key in self._indices if key not in present]:
@@ -172,8 +181,20 @@ class IndexManager:
                     live = None
                 if live is not None:
                     self._access[record.id] = access
-                elif self._may_start(record, access):
-                    self._start_index(record)
+                elif record.id not in self._starting and self._may_start(record, access):
+                    self._starting[record.id] = record.name
+                    to_start.append(record)
+        for position, record in enumerate(to_start):
+            try:
+                self._start_index(record)
+            except BaseException:
+                # Not started (a KeyboardInterrupt): free it and those not tried, for
+                # the next refresh.
+                with self._lock:
+                    for left in to_start[position:]:
+                        self._starting.pop(left.id or 0, None)
+                    self._started.notify_all()
+                raise
 
     def _may_start(self, record: IndexRecord, access: IndexAccess) -> bool:
         """Whether to start the index of ``record`` now: one not tried yet whose type is
@@ -210,31 +231,38 @@ class IndexManager:
         }
 
     def _start_index(self, record: IndexRecord) -> None:
-        """Build and start one index; one that fails is left out, listed in
+        """Build and start one index that :meth:`refresh` marked as starting, outside the
+        lock, then publish it under the lock; one that fails is left out, listed in
         :attr:`unavailable` with the error, and the other indices start regardless."""
         access = IndexAccess(record.owner, record.shared)
+        assert record.id is not None
         try:
             index = self._instantiate(record)
             index.on_start()
         except Exception as exc:
-            again = record.name in self._start_failed_at
-            self._start_failed_at[record.name] = time.monotonic()
-            if again:
-                # Its trace was logged at the first failure, under the reference its
-                # reason carries: not again at every retry of a store that stays away.
-                logger.debug("index %r still fails to start: %r", record.name, exc)
-                self._left_out(record.name, self.unavailable[record.name], access)
-                return
-            failure = user_error(exc, f"Starting the index {record.name!r}", log=logger)
-            self._left_out(record.name, failure.message, access)
+            with self._lock:
+                self._starting.pop(record.id, None)
+                self._started.notify_all()
+                again = record.name in self._start_failed_at
+                self._start_failed_at[record.name] = time.monotonic()
+                if again:
+                    # Its trace was logged at the first failure, under the reference its
+                    # reason carries: not again at every retry of a store that stays away.
+                    logger.debug("index %r still fails to start: %r", record.name, exc)
+                    self._left_out(record.name, self.unavailable[record.name], access)
+                    return
+                failure = user_error(exc, f"Starting the index {record.name!r}", log=logger)
+                self._left_out(record.name, failure.message, access)
             return
-        if self._start_failed_at.pop(record.name, None) is not None:
-            self.unavailable.pop(record.name, None)
-            self._unavailable_access.pop(record.name, None)
-            logger.info("index %r started, after it had failed to", record.name)
-        assert record.id is not None
-        self._indices[record.id] = index
-        self._access[record.id] = access
+        with self._lock:
+            self._starting.pop(record.id, None)
+            self._started.notify_all()
+            if self._start_failed_at.pop(record.name, None) is not None:
+                self.unavailable.pop(record.name, None)
+                self._unavailable_access.pop(record.name, None)
+                logger.info("index %r started, after it had failed to", record.name)
+            self._indices[record.id] = index
+            self._access[record.id] = access
 
     def _create_wanted(self, position: int, spec: Mapping[str, Any]) -> None:
         """Create an index of ``INDICES``; one whose type fails to create it is left out.
@@ -391,6 +419,8 @@ class IndexManager:
         if found is None:
             self.refresh()
             found = self._known(name_or_id)
+        if found is None and self._wait_for_start(name_or_id):
+            found = self._known(name_or_id)
         if found is not None:
             return found
         if name_or_id in self.unavailable:
@@ -399,6 +429,19 @@ class IndexManager:
         # Never the names of the others: this reaches users (an API delete that lost a
         # race), and some of those indices are private to other users.
         raise UnknownIndexError(f"no index named {name_or_id!r}")
+
+    def _wait_for_start(self, name_or_id: str | int) -> bool:
+        """Wait while another thread's :meth:`refresh` starts the index ``name_or_id``;
+        whether it was starting."""
+        waited = False
+        with self._lock:
+            while any(
+                name == name_or_id or str(index_id) == str(name_or_id)
+                for index_id, name in self._starting.items()
+            ):
+                waited = True
+                self._started.wait()
+        return waited
 
     def stored_name(self, index_id: int) -> str | None:
         """The name of the index ``index_id`` as the database has it, whether it is live in

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragloom.postgres_outage import outage_words
 from ragloom_app.db.models import JobStatus
-from ragloom_app.errors import DISK_FULL_ERRNOS, DiskFullError, UserFacingError
+from ragloom_app.errors import UserFacingError, disk_full_error
 from ragloom_app.index.base import BaseIndex
 from ragloom_app.jobs.admission import JobLimitError
 from ragloom_app.jobs.queues import InProcessJobQueue, JobQueue, ProcrastinateJobQueue
@@ -97,10 +97,9 @@ class JobService:
                 entries.append({"name": name, "path": str(position)})
         except OSError as exc:
             discard_staging(self.app.settings.data_dir, job_id)
-            refusal = DiskFullError if exc.errno in DISK_FULL_ERRNOS else UserFacingError
-            raise refusal(
-                f"the upload could not be kept for indexing: {exc.strerror or exc}"
-            ) from exc
+            doing = "the upload could not be kept for indexing"
+            full = disk_full_error(exc, doing)
+            raise full or UserFacingError(f"{doing}: {exc.strerror or exc}") from exc
         try:
             job = self._create(index, owner, "add", entries, job_id)
         except Exception as exc:
