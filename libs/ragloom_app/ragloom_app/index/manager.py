@@ -1,14 +1,13 @@
-"""Create, load and delete the indices of the app."""
+"""Create, load and delete the indices of the app (the rules of names and access:
+:mod:`ragloom_app.index.rules`, whose names this module gives too)."""
 
 from __future__ import annotations
 
 import logging
-import re
-import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -16,8 +15,17 @@ from sqlmodel import Session, col, select
 
 from ragloom.loaders import FileReader, default_readers
 from ragloom_app.db.models import LOCAL_USER, IndexRecord
-from ragloom_app.errors import UserFacingError, user_error
+from ragloom_app.errors import user_error
 from ragloom_app.index.base import BaseIndex, IndexResources
+from ragloom_app.index.rules import (
+    INDEX_NAME_PATTERN,
+    MAX_INDEX_NAME_CHARS,
+    IndexAccess,
+    IndexNameError,
+    UnknownIndexError,
+    checked_index_name,
+    new_store_name,
+)
 from ragloom_app.jobs.store import JobStore
 from ragloom_app.settings import SettingsError
 
@@ -32,54 +40,12 @@ __all__ = [
     "new_store_name",
 ]
 
-MAX_INDEX_NAME_CHARS = 80
-# An index name is shown in lists and paths: printable, no slash or control character, and
-# not only digits or spaces (a number would read as an id).
-_NAME_CHAR = r"\x00-\x1f\x7f/\\\u200e\u200f\u202a-\u202e\u2066-\u2069"
-INDEX_NAME_PATTERN = rf"^[^{_NAME_CHAR}]*[^{_NAME_CHAR}\s0-9][^{_NAME_CHAR}]*$"
-"""What an index name must match (the HTTP API's schema says the same)."""
-
 START_RETRY_SECONDS = 10.0
 """How long after an index failed to start :meth:`IndexManager.refresh` starts it again
 (its store may have been away for a moment): every listing of the indices refreshes, and
 a start that fails may first wait out a server's timeout."""
 
 logger = logging.getLogger(__name__)
-
-
-def new_store_name() -> str:
-    """A new index's collection name, unlike any other deployment's (64 random bits)."""
-    return f"ragloom_{secrets.token_hex(8)}"
-
-
-class UnknownIndexError(UserFacingError, KeyError):
-    """No index has that name or id."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "unknown index"
-
-
-class IndexNameError(UserFacingError, ValueError):
-    """A new index's name that the rules refuse, or one taken already: Ragloom's own
-    words, which quote the rule (its ``'/'`` and ``'\\'`` are characters, not paths) and
-    at most :data:`MAX_INDEX_NAME_CHARS` characters of the name given."""
-
-
-@dataclass(frozen=True)
-class IndexAccess:
-    """Who may use an index: its owner writes it; every user reads it if it is shared."""
-
-    owner: str = LOCAL_USER
-    shared: bool = True
-
-    def readable_by(self, user_id: str) -> bool:
-        """Whether ``user_id`` may search it and list its files."""
-        return self.shared or self.owner == user_id
-
-    def writable_by(self, user_id: str, is_admin: bool = False) -> bool:
-        """Whether ``user_id`` may add and remove files, change or delete it; an admin
-        writes shared indices, never another user's private one."""
-        return self.owner == user_id or (is_admin and self.shared)
 
 
 def _same_index(live: BaseIndex, record: IndexRecord) -> bool:
@@ -322,18 +288,7 @@ class IndexManager:
         unless ``shared``)."""
         if type_id not in self.index_types:
             raise SettingsError(f"unknown index type {type_id!r}")
-        name = name.strip()
-        if not name:
-            raise IndexNameError("an index needs a name")
-        # get() takes a name or an id: a name that is a number would name two indices. (A
-        # longer one is told the rule below: the words never quote a name past the limit.)
-        if len(name) <= MAX_INDEX_NAME_CHARS and name.isdigit():
-            raise IndexNameError(f"an index name cannot be a number ({name!r} reads as an id)")
-        if len(name) > MAX_INDEX_NAME_CHARS or not re.fullmatch(INDEX_NAME_PATTERN, name):
-            raise IndexNameError(
-                f"an index name is 1 to {MAX_INDEX_NAME_CHARS} characters, not only digits, "
-                "without '/', '\\', control or text-direction characters"
-            )
+        name = checked_index_name(name)
         with self._lock:
             return self._create(name, type_id, config, owner, shared)
 
