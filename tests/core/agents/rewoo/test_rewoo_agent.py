@@ -88,6 +88,18 @@ def test_a_plan_cut_short_gets_the_repair_call(retriever: FullTextRetriever) -> 
     assert purposes == ["plan", "plan-repair", "solve"]
 
 
+def test_a_plan_cut_short_again_by_its_repair_runs_the_steps_it_could_read(
+    retriever: FullTextRetriever,
+) -> None:
+    cut = "#Plan1: Find it.\n#E1 = docsearch[reactor temperature]\n#E2 = calculator[451 - 27"
+    llm = ScriptedLLM(replies=[cut, cut, "It runs at 451 kelvin [1]."])
+    events = _agent(llm, retriever).run("How hot is the reactor?")
+    plan = next(e for e in events if isinstance(e, PlanCreated))
+    assert plan.repaired and [s.tool for s in plan.steps] == ["docsearch"]
+    record = AnswerCollector("rewoo").extend(events).to_dict(0.0)
+    assert record["answer"].startswith("It runs at 451 kelvin")
+
+
 def test_a_plan_still_invalid_after_repair_is_reported_with_the_raw_plan(
     retriever: FullTextRetriever,
 ) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from theflow import Param
@@ -250,14 +250,19 @@ class ReWOOPlanner(BaseComponent):
         ]
         result = self.llm.run(repair, self.options())
         yield LLMCallFinished("plan-repair", result.usage)
-        plan = self.parse(result.text)
+        first_plan, plan = plan, self.parse(result.text)
         try:
             validate_plan(plan, names, self.max_steps, self._first_tool())
         except PlanValidationError as second:
-            yield StepFinished(
-                "plan", time.perf_counter() - started, error=str(second), label=PLAN_LABEL
-            )
-            raise PlanningFailed(second) from None
+            # A plan cut short by max_tokens is often cut again: the steps it could read
+            # run, if they make a plan without the ones it could not.
+            readable = self._readable_part(plan, names) or self._readable_part(first_plan, names)
+            if readable is None:
+                yield StepFinished(
+                    "plan", time.perf_counter() - started, error=str(second), label=PLAN_LABEL
+                )
+                raise PlanningFailed(second) from None
+            plan = readable
         yield StepFinished(
             "plan",
             time.perf_counter() - started,
@@ -265,6 +270,17 @@ class ReWOOPlanner(BaseComponent):
             label=PLAN_LABEL,
         )
         return PlanningOutcome(plan, repaired=True, first_problems=first_error.problems)
+
+    def _readable_part(self, plan: Plan, names: list[str]) -> Plan | None:
+        """``plan`` without the steps it could not read, if it has some and is valid so."""
+        if not plan.unreadable_steps:
+            return None
+        readable = replace(plan, unreadable_steps=[])
+        try:
+            validate_plan(readable, names, self.max_steps, self._first_tool())
+        except PlanValidationError:
+            return None
+        return readable
 
     def plan(self, question: str) -> PlanningOutcome:
         """:meth:`stream` without its events: the validated plan (or :class:`PlanningFailed`)."""
