@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
 from sqlmodel import Session
 
 from ragloom_app.db.models import IndexRecord
@@ -67,3 +68,33 @@ def test_a_healthy_index_is_got_while_another_index_is_starting(tmp_path: Path) 
     (slow,) = got_slow
     assert slow is app.indices.get("Slow") and BlockedIndex.starts == 1
     assert [index.name for index in app.indices.indices] == ["My files", "Slow"]
+
+
+def test_an_index_created_while_a_refresh_read_the_rows_is_not_taken_for_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refresh read the rows before the index was created, and took the index it did
+    not find there as deleted elsewhere: a listing then missed it until a later refresh
+    started it again (an upload right after creating its index was a 404)."""
+    app = replay_app(tmp_path)
+    manager = app.indices
+    read = manager._records
+    rows_read, go_on = threading.Event(), threading.Event()
+
+    def read_then_wait() -> list[IndexRecord]:
+        rows = read()
+        rows_read.set()
+        go_on.wait(GUARD_SECONDS)
+        return rows
+
+    monkeypatch.setattr(manager, "_records", read_then_wait)
+    refreshing = threading.Thread(target=manager.refresh)
+    refreshing.start()
+    assert rows_read.wait(GUARD_SECONDS)
+    monkeypatch.setattr(manager, "_records", read)  # the create's own look is fresh
+    created = manager.create("Made meanwhile", "ragloom_app.index.file.FileIndex")
+    go_on.set()
+    refreshing.join(GUARD_SECONDS)
+    with manager._lock:  # as the refresh left it, before any other refresh
+        live = [index.name for index in manager._indices.values()]
+    assert created.name in live

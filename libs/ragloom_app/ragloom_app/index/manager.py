@@ -85,9 +85,17 @@ class IndexManager:
         # The indices (id: name) refresh() is starting, outside the lock: no other thread
         # starts them meanwhile, and a get() of one waits for its start (_started).
         self._starting: dict[int, str] = {}
+        # When each live index was published here (a count, _generation at the time).
+        self._published: dict[int, int] = {}
+        self._generation = 0
         # create, delete and refresh change the dicts above from any thread.
         self._lock = threading.RLock()
         self._started = threading.Condition(self._lock)
+
+    @property
+    def engine(self) -> Engine:
+        """The app database, which holds the indices' rows."""
+        return self._engine
 
     def register_type(self, type_id: str, index_type: type[BaseIndex]) -> None:
         """Make an index type available under ``type_id`` (its dotted path).
@@ -106,16 +114,11 @@ class IndexManager:
         return self.index_types[type_id].normalize_config(config, readers=self.readers)
 
     def start(self, wanted: Sequence[Mapping[str, Any]]) -> None:
-        """Create the indices of ``INDICES`` that do not exist yet, then start them all."""
-        with Session(self._engine) as session:
-            existing = {r.name for r in session.exec(select(IndexRecord))}
-        for position, spec in enumerate(wanted):
-            if "name" not in spec or "type" not in spec:
-                raise SettingsError(f"INDICES[{position}]: needs 'name' and 'type', got {spec!r}")
-            if spec["name"] in existing:
-                continue
-            if self._registered(spec["name"], spec["type"]):
-                self._create_wanted(position, spec)
+        """Create the indices of ``INDICES`` that do not exist yet
+        (:func:`~ragloom_app.index.wanted.create_wanted`), then start them all."""
+        from ragloom_app.index.wanted import create_wanted
+
+        create_wanted(self, wanted)
         self.refresh()
 
     def refresh(self) -> None:
@@ -127,12 +130,19 @@ class IndexManager:
         The indices to start are chosen under the lock and started outside it (a start
         may wait out a store server's timeout, and :meth:`get` of every other index takes
         the lock); one being started by another thread is left to it."""
-        with Session(self._engine) as session:
-            records = list(session.exec(select(IndexRecord).order_by(col(IndexRecord.id))))
+        with self._lock:
+            read_at = self._generation
+        records = self._records()
         to_start: list[IndexRecord] = []
         with self._lock:
             present = {record.id for record in records}
-            for gone in [key for key in self._indices if key not in present]:
+            # One published after the read began (created here meanwhile) is not gone:
+            # the read may have missed its row.
+            for gone in [
+                key
+                for key in self._indices
+                if key not in present and self._published.get(key, 0) <= read_at
+            ]:
                 logger.info("index %r was deleted elsewhere", self._indices[gone].name)
                 del self._indices[gone]
                 self._access.pop(gone, None)
@@ -162,6 +172,18 @@ class IndexManager:
                     self._started.notify_all()
                 raise
 
+    def _records(self) -> list[IndexRecord]:
+        """Every index's row, by id."""
+        with Session(self._engine) as session:
+            return list(session.exec(select(IndexRecord).order_by(col(IndexRecord.id))))
+
+    def _publish(self, index_id: int, index: BaseIndex, access: IndexAccess) -> None:
+        """Make a started index live here (under the lock), noting when for refresh()."""
+        self._generation += 1
+        self._published[index_id] = self._generation
+        self._indices[index_id] = index
+        self._access[index_id] = access
+
     def _may_start(self, record: IndexRecord, access: IndexAccess) -> bool:
         """Whether to start the index of ``record`` now: one not tried yet whose type is
         registered, or one whose start failed START_RETRY_SECONDS ago or more. One whose
@@ -169,20 +191,22 @@ class IndexManager:
         failed_at = self._start_failed_at.get(record.name)
         if failed_at is not None:
             return time.monotonic() - failed_at >= START_RETRY_SECONDS
-        return record.name not in self.unavailable and self._registered(
+        return record.name not in self.unavailable and self.type_registered(
             record.name, record.index_type, access
         )
 
-    def _registered(self, name: str, type_id: str, access: IndexAccess | None = None) -> bool:
+    def type_registered(self, name: str, type_id: str, access: IndexAccess | None = None) -> bool:
         """Whether ``type_id`` is registered; if not, the index is left out with the reason."""
         if type_id in self.index_types:
             return True
         reason = f"its type {type_id} is not registered"
         logger.warning("index %r left out: %s (a plugin missing?)", name, reason)
-        self._left_out(name, reason, access)
+        self.leave_out(name, reason, access)
         return False
 
-    def _left_out(self, name: str, reason: str, access: IndexAccess | None) -> None:
+    def leave_out(self, name: str, reason: str, access: IndexAccess | None) -> None:
+        """List the index ``name`` in :attr:`unavailable`, saying ``reason``, with who may
+        see it (``None``: an index of ``INDICES``)."""
         self.unavailable[name] = reason
         # An index of INDICES is the local user's, shared, as when it is made.
         self._unavailable_access[name] = access or IndexAccess()
@@ -215,10 +239,10 @@ class IndexManager:
                     # Its trace was logged at the first failure, under the reference its
                     # reason carries: not again at every retry of a store that stays away.
                     logger.debug("index %r still fails to start: %r", record.name, exc)
-                    self._left_out(record.name, self.unavailable[record.name], access)
+                    self.leave_out(record.name, self.unavailable[record.name], access)
                     return
                 failure = user_error(exc, f"Starting the index {record.name!r}", log=logger)
-                self._left_out(record.name, failure.message, access)
+                self.leave_out(record.name, failure.message, access)
             return
         with self._lock:
             self._starting.pop(record.id, None)
@@ -227,38 +251,7 @@ class IndexManager:
                 self.unavailable.pop(record.name, None)
                 self._unavailable_access.pop(record.name, None)
                 logger.info("index %r started, after it had failed to", record.name)
-            self._indices[record.id] = index
-            self._access[record.id] = access
-
-    def _create_wanted(self, position: int, spec: Mapping[str, Any]) -> None:
-        """Create an index of ``INDICES``; one whose type fails to create it is left out.
-
-        Its config is checked by its type first, as one made in the UI is: a wrong one
-        stops the start with a :class:`SettingsError` naming it (stored, it failed every
-        upload to the index instead).
-        """
-        where = f"INDICES[{position}] ({spec['name']!r})"
-        config = spec.get("config") or {}
-        if not isinstance(config, Mapping):
-            raise SettingsError(f"{where}: 'config' must be a dict, not {config!r}"[:300])
-        try:
-            config = self.normalize_config(spec["type"], config)
-        except ValueError as exc:
-            raise SettingsError(f"{where}: {exc}") from None
-        except Exception as exc:  # the type's own bug, not the settings': left out, as below
-            failure = user_error(exc, f"Checking the index {spec['name']!r}", log=logger)
-            self._left_out(spec["name"], failure.message, None)
-            return
-        try:
-            self.create(spec["name"], spec["type"], config)
-        except Exception as exc:
-            with Session(self._engine) as session:
-                made = session.exec(select(IndexRecord).where(IndexRecord.name == spec["name"]))
-                if made.first() is not None:  # by another process starting beside this one
-                    logger.info("index %r was created by another process", spec["name"])
-                    return
-            failure = user_error(exc, f"Creating the index {spec['name']!r}", log=logger)
-            self._left_out(spec["name"], failure.message, None)
+            self._publish(record.id, index, access)
 
     def _instantiate(self, record: IndexRecord) -> BaseIndex:
         index_type = self.index_types.get(record.index_type)
@@ -328,8 +321,7 @@ class IndexManager:
                 session.commit()
             raise
         assert record.id is not None
-        self._indices[record.id] = index
-        self._access[record.id] = IndexAccess(owner, shared)
+        self._publish(record.id, index, IndexAccess(owner, shared))
         logger.info("created index %r (%s)", name, type_id)
         return index
 
