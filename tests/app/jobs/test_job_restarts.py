@@ -87,7 +87,8 @@ def test_a_claim_made_again_by_another_thread_is_still_handed_back(
     made again by another thread of the same runner once forgot the new claim as it
     ended, so a stop left that job running, to be counted as a dead worker."""
     _slow_files(monkeypatch, 1.0)
-    job_id = staged_job(app, numbered_documents(tmp_path / "in", 4), "reclaimed" * 3)
+    # 20 files of 1 s: the second run is still at work when the first has ended.
+    job_id = staged_job(app, numbered_documents(tmp_path / "in", 20), "reclaimed" * 3)
     runner, store = JobRunner(app, "this-process"), JobStore(app.engine)
     first = threading.Thread(target=runner.run, args=(job_id,))
     first.start()
