@@ -325,10 +325,18 @@ def test_leftovers_of_dead_processes_are_removed_and_live_ones_kept(settings: Ap
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("half written")
     locks = folder / "locks"
-    with WorkLock(locks, "cafe"), WorkLock(locks, "archive-live"):
+    dead_lock = locks / "content-dead.lock"  # its holder was killed: the file stays
+    dead_lock.parent.mkdir()
+    dead_lock.touch()
+    with (
+        WorkLock(locks, "cafe"),
+        WorkLock(locks, "archive-live"),
+        WorkLock(locks, "content-live") as live_lock,
+    ):
         index = start_index(settings)
         assert not dead_partial.exists() and not dead_archive.exists()
-        assert live_partial.exists() and live_archive.exists()
+        assert not dead_lock.exists()
+        assert live_partial.exists() and live_archive.exists() and live_lock.path.exists()
     assert not list(locks.iterdir())
 
 

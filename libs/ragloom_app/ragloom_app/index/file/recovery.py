@@ -32,7 +32,7 @@ from ragloom_app.index.base import FileOutcome
 from ragloom_app.index.file.archives import clean_stale_archives
 from ragloom_app.index.file.attempts import GAVE_UP_REASON, MAX_INDEXING_ATTEMPTS
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
-from ragloom_app.index.file.worklock import WorkLock, is_busy
+from ragloom_app.index.file.worklock import WorkLock, clear_if_free, is_busy
 
 __all__ = [
     "GAVE_UP_REASON",
@@ -84,7 +84,8 @@ class IndexFolders(Protocol):
 
 
 def clean_leftovers(folders: IndexFolders) -> None:
-    """Delete partial copies and expanded archive folders whose process is gone.
+    """Delete partial copies, expanded archive folders and lock files whose process is
+    gone (but an import's mark, which says the import was cut short).
 
     Needs the folders only (no store, no model): it runs at every start and cannot fail
     for a reason of the index's configuration.
@@ -92,6 +93,9 @@ def clean_leftovers(folders: IndexFolders) -> None:
     for partial in stale_partials(folders):
         partial.unlink(missing_ok=True)
     clean_stale_archives(folders.tmp_dir, folders.locks_dir)
+    for lock in sorted(folders.locks_dir.glob("*.lock")):
+        if lock.stem != IMPORT_LOCK:
+            clear_if_free(folders.locks_dir, lock.stem)
 
 
 def recover_index(pipeline: FileIndexingPipeline) -> list[FileOutcome]:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["WorkLock", "is_busy", "wait_until_free"]
+__all__ = ["WorkLock", "clear_if_free", "is_busy", "wait_until_free"]
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +117,16 @@ def is_busy(folder: Path, key: str) -> bool:
     finally:
         os.close(fd)  # closing also drops a lock taken just above
     return False
+
+
+def clear_if_free(folder: Path, key: str) -> bool:
+    """Remove the lock file ``key`` if no live process holds it (one killed while it held
+    it left the file behind); whether it was free."""
+    lock = WorkLock(folder, key)
+    if not lock.acquire(blocking=False):
+        return False
+    lock.release()
+    return True
 
 
 def wait_until_free(folder: Path, key: str, timeout: float, poll: float = 0.1) -> bool:
