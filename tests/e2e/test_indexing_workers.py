@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy.exc import OperationalError
@@ -30,6 +31,9 @@ from tests.helpers.postgres import PostgresServer, database, fresh_database, thr
 pytestmark = pytest.mark.postgres
 
 STALL = 3.0
+# The workers of the outage tests embed each file in 0.2 s (hash embeddings are so fast
+# that a 30-file job once ended between two looks for its third file).
+PACED_EMBEDDINGS = {"hash": {"class": "tests.helpers.slow_embeddings.SlowEmbeddings", "delay": 0.2}}
 
 
 @pytest.fixture(scope="module")
@@ -168,13 +172,13 @@ def test_a_worker_killed_in_the_middle_of_a_job_loses_nothing(
 
 @contextmanager
 def _restartable(
-    tmp_path: Path, stall: float = STALL
+    tmp_path: Path, stall: float = STALL, embeddings: dict[str, dict[str, Any]] | None = None
 ) -> Iterator[tuple[PostgresServer, BaseApp, WorkerSetup]]:
     """A durable PostgreSQL cluster of its own (the test stops and starts it), an app and
-    the workers' setup on it."""
+    the workers' setup on it (``embeddings``: the workers', hash embeddings by default)."""
     with throwaway_postgres(durable=True) as server, chroma_server() as chroma:
         url = fresh_database(server)
-        with worker_setup(tmp_path, url, chroma.url, stall=stall) as workers:
+        with worker_setup(tmp_path, url, chroma.url, stall=stall, embeddings=embeddings) as workers:
             app = replay_app(
                 tmp_path,
                 database_url=url,
@@ -267,7 +271,7 @@ def test_a_job_running_through_a_database_restart_ends_with_every_file_accounted
     reason, none half-stored, and the index checks clean, without restarting the worker.
     Its worker runs it again as soon as the database is back: the job's heartbeat is
     given far longer to go stale than the test takes, and it is never claimed twice."""
-    with _restartable(tmp_path, stall=120.0) as (server, app, workers):
+    with _restartable(tmp_path, 120.0, PACED_EMBEDDINGS) as (server, app, workers):
         index = app.indices.get("My files")
         job, worker = _cut_by_an_outage(server, app, workers, tmp_path / "r")
         time.sleep(2.0)
@@ -299,7 +303,7 @@ def test_sigterm_while_a_job_waits_for_the_database_stops_the_worker_soon(
     """A worker whose job waits for PostgreSQL to come back (up to OUTAGE_WAIT_SECONDS)
     is asked to stop: it leaves the job to the sweepers and ends, rather than holding the
     stop until the database is back and the job run again."""
-    with _restartable(tmp_path, stall=120.0) as (server, app, workers):
+    with _restartable(tmp_path, 120.0, PACED_EMBEDDINGS) as (server, app, workers):
         job, worker = _cut_by_an_outage(server, app, workers, tmp_path / "s")
         deadline = time.monotonic() + 60
         while f"job {job.id}: the database went away" not in workers.logs(None):
