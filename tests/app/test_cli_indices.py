@@ -149,3 +149,25 @@ def test_an_index_is_not_deleted_while_an_import_fills_it_but_is_once_the_import
         mark.release(keep_file=True)  # as an import killed outright leaves it
     assert cli.main(["index", "delete", "Notes", "--yes"]) == 0
     assert _indices(capsys) == []
+
+
+def test_an_index_is_not_deleted_while_files_are_being_indexed_into_it(
+    deployment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the UI and the API refuse it: a job of a server's queue would fail on it."""
+    from ragloom_app.app import BaseApp
+    from ragloom_app.db.models import LOCAL_USER
+    from ragloom_app.settings import AppSettings
+
+    app = BaseApp(AppSettings.load()).start()
+    notes = app.indices.get("Notes")
+    job = app.jobs.store.create(index_id=notes.id, owner=LOCAL_USER, kind="add", files=[])
+    capsys.readouterr()
+    assert cli.main(["index", "delete", "Notes", "--yes"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "ragloom: error: 'Notes' cannot be deleted now: files are being indexed into it: "
+        "cancel the jobs or wait"
+    )
+    app.jobs.cancel(job.id, LOCAL_USER)
+    assert cli.main(["index", "delete", "Notes", "--yes"]) == 0
+    assert _indices(capsys) == []

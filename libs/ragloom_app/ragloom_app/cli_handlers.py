@@ -354,12 +354,13 @@ def _cmd_modes(app: Any, args: argparse.Namespace) -> int:
 
 def _cmd_index_delete(app: Any, args: argparse.Namespace) -> int:
     from ragloom_app.errors import UserFacingError
+    from ragloom_app.index.deletion import deletion_refused
 
     index = app.indices.get(args.name)
-    # Deleted under it, a running import dies with a traceback. One whose import was
-    # killed ("interrupted") is half an index: deleting it is how it is cleaned up.
-    if (work := index.busy_with()) is not None:
-        raise UserFacingError(f"{index.name!r} cannot be deleted now: {work}")
+    # One whose import was killed ("interrupted") is half an index, not busy: deleting it
+    # is how it is cleaned up.
+    if (refused := deletion_refused(app.jobs, index)) is not None:
+        raise UserFacingError(f"{index.name!r} cannot be deleted now: {refused}")
     files = len(index.list_sources())
     _confirmed(f"Delete the index {index.name!r} and its {files} files?", args.yes)
     app.indices.delete(index.id)

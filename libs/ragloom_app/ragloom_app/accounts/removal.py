@@ -22,6 +22,7 @@ from sqlmodel import Session, select
 from ragloom_app.accounts.identity import AccountError
 from ragloom_app.conversations import ConversationStore
 from ragloom_app.db.models import IndexRecord
+from ragloom_app.index.deletion import deletion_refused
 
 if TYPE_CHECKING:
     from ragloom_app.app import BaseApp
@@ -84,7 +85,7 @@ def remove_user(app: BaseApp, name: str) -> RemovedUser:
     Its queued jobs are cancelled; a running one is asked to stop, and the deletion is
     refused with :class:`UserBusyError` until it has (a job stops after the file it is on);
     so it is, before anything is deleted, while one of its private indices is busy
-    (:meth:`.BaseIndex.busy_with`: an import filling it). Raises :class:`.AccountError` if
+    (:func:`.deletion_refused`: an import filling it). Raises :class:`.AccountError` if
     there is no such user.
     """
     accounts = app.accounts
@@ -108,10 +109,10 @@ def remove_user(app: BaseApp, name: str) -> RemovedUser:
         if record.shared or record.name in app.indices.unavailable:
             continue
         assert record.id is not None  # a stored row
-        if (work := app.indices.get(record.id).busy_with()) is not None:
+        if (refused := deletion_refused(app.jobs, app.indices.get(record.id))) is not None:
             raise UserBusyError(
                 f"{name} is disabled and their private index {record.name!r} cannot be "
-                f"deleted now: {work}; then delete again"
+                f"deleted now: {refused}; then delete again"
             )
     conversations = ConversationStore(app.engine).delete_all(user.id)
     deleted, shared, unavailable = [], [], []

@@ -23,7 +23,7 @@ from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from ragloom.loaders.zip_limits import size_text
+from ragloom.byte_sizes import size_text
 from ragloom_app.accounts import User
 from ragloom_app.api.errors import ApiError, not_found
 from ragloom_app.api.job_routes import JobOut, job_out
@@ -32,6 +32,7 @@ from ragloom_app.app import BaseApp
 from ragloom_app.db.models import ChunkRecord
 from ragloom_app.errors import disk_full_error
 from ragloom_app.index.base import BaseIndex
+from ragloom_app.index.deletion import deletion_refused
 from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
 from ragloom_app.index.manager import INDEX_NAME_PATTERN, MAX_INDEX_NAME_CHARS
 from ragloom_app.jobs.staging import API_UPLOAD_PREFIX, api_upload_root
@@ -147,12 +148,8 @@ def index_router(
     def delete_index(name: str, user: User = Depends(current_user)) -> Response:
         """Delete an index and everything it stored."""
         index = writable(name, user)
-        if app.jobs.busy(index):
-            raise ApiError(
-                409, "conflict", f"files are being indexed into {name!r}: cancel the jobs or wait"
-            )
-        if (work := index.busy_with()) is not None:
-            raise ApiError(409, "conflict", f"{name!r} cannot be deleted now: {work}")
+        if (refused := deletion_refused(app.jobs, index)) is not None:
+            raise ApiError(409, "conflict", f"{name!r} cannot be deleted now: {refused}")
         app.indices.delete(index.id)  # the id: the object checked, never another by name
         return Response(status_code=204)
 

@@ -27,6 +27,7 @@ from ragloom_app.api.auth import LOCAL
 from ragloom_app.app import BaseApp
 from ragloom_app.errors import scrub, user_error
 from ragloom_app.index.base import BaseIndex
+from ragloom_app.index.deletion import deletion_refused
 from ragloom_app.index.manager import IndexNameError, UnknownIndexError
 from ragloom_app.ui import file_filter, notify, render
 from ragloom_app.ui.identity import ui_user
@@ -241,11 +242,8 @@ class IndexAdminHandlers:
         user = ui_user(self.app, request)
         try:
             index = self._writable(name, user)
-            if self.app.jobs.busy(index):  # as the API refuses it
-                message = f"Files are being indexed into {name!r}: cancel the jobs or wait."
-                return _refused(message, confirm_box=hidden)
-            if (work := index.busy_with()) is not None:
-                message = f"{_named(name)} cannot be deleted now: {work}."
+            if (refused := deletion_refused(self.app.jobs, index)) is not None:
+                message = f"{_named(name)} cannot be deleted now: {refused}."
                 return _refused(message, confirm_box=hidden)
             self.app.indices.delete(index.id)  # the id: the index checked, never another
         except KeyError as exc:
