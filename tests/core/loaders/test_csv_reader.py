@@ -144,7 +144,7 @@ def test_a_file_past_its_budget_is_refused(tmp_path: Path) -> None:
         CsvReader(budget).read(path)
     assert info.value.reason == (
         "the CSV file would expand to more than 20,185 characters of text, over 5 times its "
-        "size (4.0 kB); the limit is 5 times the file's size"
+        "size (3.9 KB); the limit is 5 times the file's size"
     )
     assert info.value.limit == 20_185
     # The same file under the default budget: 11 times its size.

@@ -183,7 +183,7 @@ def test_a_file_past_its_budget_is_refused(tmp_path: Path) -> None:
         JsonReader(TextBudget(ratio=4, min_chars=0)).read(path)
     assert info.value.reason == (
         "the JSON file would expand to more than 19,744 characters of text, over 4 times its "
-        "size (4.9 kB); the limit is 4 times the file's size"
+        "size (4.8 KB); the limit is 4 times the file's size"
     )
     lines = JsonReader().read(path)[0].text.split("\n")  # 10 times its size: within the default
     assert lines == ["a" * 40 + f"[{i}]: {i}" for i in range(1_000)]

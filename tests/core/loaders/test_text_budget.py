@@ -49,15 +49,15 @@ def test_invalid_budgets(changes: dict[str, float]) -> None:
 def test_reasons_name_the_limit_that_applies() -> None:
     budget = TextBudget()
     assert budget.reason(5_000_000, "CSV file") == (
-        "the CSV file would expand to more than 64,000,000 characters of text from 5.0 MB; "
+        "the CSV file would expand to more than 64,000,000 characters of text from 4.8 MB; "
         "the limit is 64,000,000 characters per file"
     )
     assert budget.reason(100_000, "PDF file") == (
         "the PDF file would expand to more than 3,200,000 characters of text, over 32 times "
-        "its size (100.0 kB); the limit is 32 times the file's size"
+        "its size (97.7 KB); the limit is 32 times the file's size"
     )
     assert budget.reason(2_000, "JSON file") == (
-        "the JSON file would expand to more than 1,000,000 characters of text from 2.0 kB; "
+        "the JSON file would expand to more than 1,000,000 characters of text from 2 KB; "
         "the limit is 1,000,000 characters for a file this small"
     )
 

@@ -108,7 +108,7 @@ def test_a_file_past_the_most_text_a_file_may_give(tmp_path: Path) -> None:
     with pytest.raises(FileBudgetError) as info:
         TextReader(TextBudget(max_chars=1_000, min_chars=0)).read(path)
     assert info.value.reason == (
-        "the text file would expand to more than 1,000 characters of text from 1.5 kB; "
+        "the text file would expand to more than 1,000 characters of text from 1.5 KB; "
         "the limit is 1,000 characters per file"
     )
 

@@ -32,13 +32,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
+from ragloom.byte_sizes import size_text
 from ragloom.loaders.base import EmptyDocumentError, UnreadableFileError, file_size
 from ragloom.loaders.zip_limits import (
     ZipLimits,
     declared_entries,
     declared_problem,
     entries_problem,
-    size_text,
     total_problem,
 )
 from ragloom.loaders.zip_names import flat_file_name, is_directory, member_name
@@ -51,7 +51,6 @@ __all__ = [
     "declared_problem",
     "entries_problem",
     "expand_zip",
-    "size_text",
 ]
 
 logger = logging.getLogger(__name__)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ragloom.byte_sizes import size_text
 from ragloom.schema import Page
 
 __all__ = [
@@ -149,7 +150,7 @@ class TextBudget:
     def reason(self, file_size: int, kind: str = "file") -> str:
         """Why a file of ``file_size`` bytes that went past its limit is refused."""
         limit = self.limit_for(file_size)
-        size = _human_size(file_size)
+        size = size_text(file_size)
         if limit == self.max_chars and limit < self.ratio * file_size:
             return (
                 f"the {kind} would expand to more than {limit:,} characters of text from "
@@ -194,14 +195,6 @@ class TextMeter:
         """The error for this file going past its limit."""
         reason = self.budget.reason(self.file_size, self.kind)
         return FileBudgetError(reason, self.path, limit=self.limit)
-
-
-def _human_size(n_bytes: int) -> str:
-    if n_bytes >= 1_000_000:
-        return f"{n_bytes / 1_000_000:.1f} MB"
-    if n_bytes >= 1_000:
-        return f"{n_bytes / 1_000:.1f} kB"
-    return f"{n_bytes} bytes"
 
 
 # Python strings can hold lone surrogates (JSON's "\ud800", some PDF text maps); no encoder

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragloom.byte_sizes import size_text
 from ragloom.loaders.zip_names import display_name
 
 __all__ = [
@@ -21,7 +22,6 @@ __all__ = [
     "declared_entries",
     "declared_problem",
     "entries_problem",
-    "size_text",
     "total_problem",
 ]
 
@@ -151,15 +151,3 @@ def entries_problem(path: Path, limits: ZipLimits, what: str = "the archive") ->
             f"{size_text(limits.max_directory_bytes)}"
         )
     return None
-
-
-def size_text(n: int) -> str:
-    """``n`` bytes for a person: ``"512 bytes"``, ``"48.8 MB"``."""
-    if n < 1024:
-        return f"{n} bytes"
-    value = n / 1024
-    for unit in ("KB", "MB"):
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GB"

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
+from ragloom.byte_sizes import size_text
 from ragloom.chunking import PER_FILE
-from ragloom.loaders.archive import size_text
 
 __all__ = ["MAX_UPLOAD_BYTES", "MAX_UPLOAD_CHUNKS", "UploadBudget"]
 

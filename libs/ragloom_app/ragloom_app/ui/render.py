@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
+from ragloom.byte_sizes import size_text
 from ragloom.events import (
     AnswerRecord,
     Citation,
@@ -306,13 +307,7 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _size(size: Any) -> str:
-    if not isinstance(size, int | float) or size <= 0:
-        return ""
-    for unit in ("B", "KB", "MB"):
-        if size < 1024 or unit == "MB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return ""  # pragma: no cover - the loop always returns
+    return size_text(int(size)) if isinstance(size, int | float) and size > 0 else ""
 
 
 def sources_html(sources: Iterable[Mapping[str, Any]], index_name: str | None = None) -> str:

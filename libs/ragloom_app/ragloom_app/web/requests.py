@@ -28,6 +28,7 @@ from typing import Any
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ragloom.byte_sizes import size_text
 from ragloom_app.web.refusals import refusal
 
 __all__ = ["RequestGuard", "fetches_url"]
@@ -42,7 +43,6 @@ _RELAY_REFUSED = (
     "Refused: Ragloom does not fetch addresses on anyone's behalf. It works offline: "
     "download the page or file yourself and upload it."
 )
-_MB = 1024 * 1024
 _GRADIO_UPLOAD = f"{API_PREFIX}upload"
 
 
@@ -67,14 +67,6 @@ def fetches_url(data: Any) -> bool:
         elif isinstance(item, list):
             pending.extend(item)
     return False
-
-
-def _size(count: int) -> str:
-    """A byte count in words: 1 GB, 64 MB, 2.5 MB, 1000 bytes (binary units)."""
-    for unit, size in (("GB", 1024 * _MB), ("MB", _MB)):
-        if count >= size:
-            return f"{round(count / size, 1):g} {unit}"
-    return f"{count} bytes"
 
 
 class RequestGuard:
@@ -125,17 +117,18 @@ class RequestGuard:
             return 411, "Refused: an upload must state its size (a Content-Length header)."
         if int(declared) > self.max_upload_request_bytes:
             return 413, (
-                f"Refused: this upload is {_size(int(declared))}, and one upload may hold at "
-                f"most {_size(self.max_upload_request_bytes)} (MAX_UPLOAD_REQUEST_BYTES). Upload "
-                "fewer files at a time, or add a folder with `ragloom index add`."
+                f"Refused: this upload is {size_text(int(declared))}, and one upload may hold "
+                f"at most {size_text(self.max_upload_request_bytes)} "
+                "(MAX_UPLOAD_REQUEST_BYTES). Upload fewer files at a time, or add a folder "
+                "with `ragloom index add`."
             )
         free = self._free_disk()
         if free is not None and free - int(declared) < self.min_free_disk_bytes:
             return 507, (
-                f"Refused: this upload ({_size(int(declared))}) would leave less than "
-                f"{_size(self.min_free_disk_bytes)} (MIN_FREE_DISK_BYTES) free on the disk of "
-                f"Ragloom's data folder, which has {_size(max(free, 0))} free. Free some space, "
-                "or index the uploads waiting there."
+                f"Refused: this upload ({size_text(int(declared))}) would leave less than "
+                f"{size_text(self.min_free_disk_bytes)} (MIN_FREE_DISK_BYTES) free on the disk "
+                f"of Ragloom's data folder, which has {size_text(max(free, 0))} free. Free some "
+                "space, or index the uploads waiting there."
             )
         return None
 
@@ -153,8 +146,8 @@ class RequestGuard:
     ) -> None:
         too_long = (
             413,
-            f"Refused: a request to Ragloom's API may hold at most {_size(self.max_request_bytes)} "
-            "(MAX_REQUEST_BYTES); this one holds more.",
+            "Refused: a request to Ragloom's API may hold at most "
+            f"{size_text(self.max_request_bytes)} (MAX_REQUEST_BYTES); this one holds more.",
         )
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_request_bytes:

@@ -50,9 +50,9 @@ from sqlalchemy import case
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from ragloom.byte_sizes import size_text
 from ragloom.indexing import FileIngestor
 from ragloom.loaders.archive import ZipLimits
-from ragloom.loaders.zip_limits import size_text
 from ragloom_app.db.models import Source, SourceStatus
 from ragloom_app.index.base import FileOutcome, IndexingPipeline, IndexingProgress
 from ragloom_app.index.budget import MAX_UPLOAD_BYTES, MAX_UPLOAD_CHUNKS, UploadBudget

@@ -15,7 +15,7 @@ from typing import IO, Any
 import numpy as np
 from sqlmodel import Session
 
-from ragloom.loaders.zip_limits import size_text
+from ragloom.byte_sizes import size_text
 from ragloom_app.db.models import LOCAL_USER, Source, SourceStatus
 from ragloom_app.index.file.index import FileIndex
 from ragloom_app.index.file.pipeline import FileIndexingPipeline

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from ragloom.loaders.zip_limits import size_text
+from ragloom.byte_sizes import size_text
 from ragloom.schema import Chunk
 from ragloom.storable import storable_text
 from ragloom_app.index.file.archives import ARCHIVE_SUFFIXES, member_display_name
