@@ -24,6 +24,20 @@ from tests.helpers.api_server import LiveServer, api, live_server
 __all__ = ["api", "live_server"]
 
 
+def _job_ids(api: httpx.Client) -> list[str]:
+    return [job["id"] for job in api.get("/jobs").json()]
+
+
+def _assert_nothing_taken(
+    live_server: LiveServer, api: httpx.Client, jobs_before: list[str]
+) -> None:
+    """A refused upload made no job and left no upload folder or staged file behind."""
+    assert _job_ids(api) == jobs_before
+    data_dir = live_server.app.settings.data_dir
+    assert not list((data_dir / "uploads").glob("api-upload-*"))
+    assert not list((data_dir / "jobs").glob("*"))
+
+
 def test_indices_and_their_files(api: httpx.Client) -> None:
     indices = api.get("/indices").json()
     assert [i["name"] for i in indices] == ["My files"] and indices[0]["files"] == 2
@@ -121,7 +135,7 @@ def test_an_upload_holding_a_file_past_max_file_bytes_is_a_413_and_takes_nothing
     """Refused as the file is copied out of the request; before, it was staged and its
     job failed it later ("the limit is 0 MB")."""
     settings = live_server.app.settings
-    jobs_before = [job["id"] for job in api.get("/jobs").json()]
+    jobs_before = _job_ids(api)
     limit, settings.max_file_bytes = settings.max_file_bytes, 100_000
     try:
         files = [("files", ("small.md", b"Small.")), ("files", ("big.md", b"word " * 20_001))]
@@ -136,10 +150,7 @@ def test_an_upload_holding_a_file_past_max_file_bytes_is_a_413_and_takes_nothing
         "type": "invalid_request_error",
         "param": "files",
     }
-    assert [job["id"] for job in api.get("/jobs").json()] == jobs_before
-    uploads = settings.data_dir / "uploads"
-    assert not [p for p in uploads.iterdir() if p.name.startswith("api-upload-")]
-    assert not list((settings.data_dir / "jobs").glob("*"))
+    _assert_nothing_taken(live_server, api, jobs_before)
 
 
 def test_an_upload_naming_a_file_past_the_name_limit_is_a_422_and_takes_nothing(
@@ -147,7 +158,7 @@ def test_an_upload_naming_a_file_past_the_name_limit_is_a_422_and_takes_nothing(
 ) -> None:
     """Refused before it is staged: such a name was kept whole in the job's row and its
     listings (3,900-character names made a 780 kB answer), for the job to fail it."""
-    jobs_before = [job["id"] for job in api.get("/jobs").json()]
+    jobs_before = _job_ids(api)
     files = [("files", ("fine.md", b"Fine.")), ("files", ("n" * 253 + ".md", b"Long."))]
     refused = api.post("/indices/My files/files", files=files)
     assert refused.status_code == 422, refused.text
@@ -158,10 +169,7 @@ def test_an_upload_naming_a_file_past_the_name_limit_is_a_422_and_takes_nothing(
         "type": "invalid_request_error",
         "param": "files[1]",
     }
-    assert [job["id"] for job in api.get("/jobs").json()] == jobs_before
-    settings = live_server.app.settings
-    assert not list((settings.data_dir / "uploads").glob("api-upload-*"))
-    assert not list((settings.data_dir / "jobs").glob("*"))
+    _assert_nothing_taken(live_server, api, jobs_before)
 
 
 @pytest.mark.parametrize("where", ["reading", "copying", "staging"])
@@ -188,17 +196,13 @@ def test_an_upload_the_full_disk_refuses_is_a_507_and_takes_nothing(
         monkeypatch.setattr(index_routes, "_copy_upload", full)
     else:
         monkeypatch.setattr(shutil, "move", full)
-    jobs_before = [job["id"] for job in api.get("/jobs").json()]
+    jobs_before = _job_ids(api)
     refused = api.post("/indices/My files/files", files=[("files", ("a.md", b"Alpha."))])
     assert refused.status_code == 507, refused.text
     error = refused.json()["error"]
     assert (error["code"], error["type"]) == ("insufficient_storage", "server_error")
     assert error["message"].endswith(errors[where][1])
-    assert [job["id"] for job in api.get("/jobs").json()] == jobs_before
-    settings = live_server.app.settings
-    uploads = settings.data_dir / "uploads"
-    assert not list(uploads.glob("api-upload-*"))  # none made, when reading failed
-    assert not list((settings.data_dir / "jobs").glob("*"))
+    _assert_nothing_taken(live_server, api, jobs_before)  # no folder, when reading failed
 
 
 def test_an_upload_name_is_measured_as_the_index_keeps_it(
