@@ -118,7 +118,7 @@ def test_a_10_kb_header_over_many_rows_is_refused_at_the_budget(
     path.write_text(header + "\n" + (",".join("1" * 100) + "\n") * 20_000)
     outcome = _run(sandbox, path)
     assert outcome["refused"] == (
-        "the CSV file would expand to more than 64,000,000 characters of text from 4.0 MB; "
+        "the CSV file would expand to more than 64,000,000 characters of text from 3.8 MB; "
         "the limit is 64,000,000 characters per file"
     )
     assert outcome["worker_pause"] < 0.5
