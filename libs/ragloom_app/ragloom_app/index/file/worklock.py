@@ -43,17 +43,29 @@ class WorkLock:
         if self._fd is not None:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            except BaseException:
+                os.close(fd)
+                raise
+            if self._is_current(fd):
+                self._fd = fd
+                return True
+            # Between our open and our lock, the holder released and removed the file: our
+            # lock is on an inode nobody else will ever open, so take the path's new file.
+            os.close(fd)
+
+    def _is_current(self, fd: int) -> bool:
+        """Whether ``fd`` is the file at :attr:`path` (not one unlinked or replaced)."""
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        except BlockingIOError:
-            os.close(fd)
+            return os.stat(self.path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
             return False
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd = fd
-        return True
 
     def acquire_new(self) -> None:
         """Take the lock on a file made for it, that nobody can see unlocked: the file
@@ -81,11 +93,11 @@ class WorkLock:
             os.close(fd)
             return
         try:
-            # Someone who opened the file before this unlink may still lock the old inode;
-            # that is harmless because every taker re-reads the work's state once it holds
-            # the lock. Only our own inode is unlinked, never a newer file at the same path.
-            with contextlib.suppress(FileNotFoundError):
-                if os.stat(self.path).st_ino == os.fstat(fd).st_ino:
+            # Someone who opened the file before this unlink then locks a removed inode;
+            # :meth:`acquire` sees that and starts over on the path. Only our own inode is
+            # unlinked, never a newer file at the same path.
+            if self._is_current(fd):
+                with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
         finally:
             os.close(fd)
