@@ -90,7 +90,10 @@ def test_int8_is_a_cached_copy_close_to_fp32(
     )
 
 
-def test_an_int8_copy_that_drifts_is_refused(cache_dir: Path, tmp_path: Path) -> None:
+def test_an_int8_copy_that_drifts_is_refused(
+    onnx: SentenceTransformerEmbeddings, cache_dir: Path, tmp_path: Path
+) -> None:
+    # ``onnx`` exported the fp32 graph into this module's cache.
     fp32_file = onnx_backend.onnx_model_file(bundled_model_path(), cache_dir)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(onnx_backend, "MIN_INT8_COSINE", 0.99999)
