@@ -22,13 +22,23 @@ INSTALL_INPUTS := requirements/constraints.txt requirements/dev.txt \
 
 setup: $(STAMP)
 
-# Compiled once per venv (about 6 minutes on 2 cores), never from pip's cache of wheels:
-# one built by a plain `pip install` elsewhere on this machine would be the native build.
+# Compiled once per machine, Python and set of flags (about 6 minutes on 2 cores), into a
+# cache of our own keyed by all three, never pip's: a wheel built by a plain `pip install`
+# elsewhere on this machine would be the native build. A new clone or `make clean` then
+# installs the wheel in seconds. Built into a temporary folder, moved in whole when done.
+LLAMA_VERSION := $(shell sed -n 's/^llama_cpp_python==//p' requirements/constraints.txt)
+LLAMA_WHEELS := $(HOME)/.cache/ragloom/llama-cpp-wheels/$(LLAMA_VERSION)-$(shell \
+	$(PYTHON) -c 'import sys; print(sys.implementation.cache_tag)')-$(shell \
+	printf '%s' "$(strip $(LLAMA_CMAKE_ARGS))" | sha256sum | cut -c1-12)
+
 $(LLAMA_STAMP):
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip==25.3"
-	CMAKE_ARGS="$(strip $(LLAMA_CMAKE_ARGS))" $(BIN)/python -m pip install --quiet \
-		--no-cache-dir --no-deps -c requirements/constraints.txt llama-cpp-python
+	test -d $(LLAMA_WHEELS) || { rm -rf $(LLAMA_WHEELS).part && \
+		CMAKE_ARGS="$(strip $(LLAMA_CMAKE_ARGS))" $(BIN)/python -m pip wheel --quiet \
+		--no-cache-dir --no-deps -w $(LLAMA_WHEELS).part "llama-cpp-python==$(LLAMA_VERSION)" \
+		&& mv $(LLAMA_WHEELS).part $(LLAMA_WHEELS); }
+	$(BIN)/python -m pip install --quiet --no-deps --no-index $(LLAMA_WHEELS)/*.whl
 	touch $(LLAMA_STAMP)
 
 $(STAMP): $(INSTALL_INPUTS) $(LLAMA_STAMP)
@@ -47,8 +57,13 @@ servers:
 	@scripts/ensure-postgres
 	@scripts/ensure-haproxy
 
+# The tests without the real model in two processes (pytest-xdist, each test file kept in
+# one), then the modules with it alone: llama.cpp beside any busy process ran 4x slower.
+TEST_PROCESSES ?= 2
+
 test: setup browser servers
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not llm" -n $(TEST_PROCESSES) --dist loadfile --durations=15
+	$(BIN)/python -m pytest -m llm --durations=15
 
 # mypy reads its settings (strict for libs/ragloom) from pyproject.toml.
 lint: setup

@@ -65,3 +65,20 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         return
     with database(request.getfixturevalue("postgres_server")) as url:
         yield url
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test of a module that has a test of the real model ``llm`` too, so that
+    ``-m llm`` and ``-m "not llm"`` take or leave whole modules: a module's fixtures are
+    then made once, and a test that builds on the one before it (as a user's steps do)
+    finds it done. ``make test`` runs ``-m "not llm"`` in two processes, then ``-m llm``
+    alone: llama.cpp next to any other busy process on 2 cores ran 4x slower."""
+    modules_with_llm = {_module(item) for item in items if item.get_closest_marker("llm")}
+    for item in items:
+        if _module(item) in modules_with_llm and not item.get_closest_marker("llm"):
+            item.add_marker(pytest.mark.llm)
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]
