@@ -19,6 +19,7 @@ from ragloom_app.api.bridge import iterate_in_thread, started
 from ragloom_app.api.capacity import AnswerSlots, Slot, answer_response
 from ragloom_app.api.errors import ApiError
 from ragloom_app.db.models import LOCAL_USER
+from tests.helpers.event_loop import run_on_own_loop
 
 
 def test_a_slot_is_freed_when_the_answers_work_ends_not_when_its_client_leaves() -> None:
@@ -43,7 +44,7 @@ def test_a_slot_is_freed_when_the_answers_work_ends_not_when_its_client_leaves()
         assert await asyncio.to_thread(working.wait, 10)
         await stream.aclose()
 
-    asyncio.run(client_that_leaves())
+    run_on_own_loop(client_that_leaves())
     slot.give_back()  # what the stream's own cleanup and the response's do: nothing now
     with pytest.raises(ApiError, match="1 answers are being made"):
         slots.take("bob")
@@ -96,12 +97,13 @@ def test_a_slot_is_given_back_if_the_answers_thread_cannot_start(
         raise RuntimeError("can't start new thread")
 
     async def stream() -> None:
+        # Refused from here on, in the loop's own thread, which is started by now.
+        monkeypatch.setattr(threading.Thread, "start", refused)
         async for _ in iterate_in_thread(iter(["token"]), on_end=slot.held_by_work()):
             pass
 
-    monkeypatch.setattr(threading.Thread, "start", refused)
     with pytest.raises(RuntimeError, match="can't start new thread"):
-        asyncio.run(stream())
+        run_on_own_loop(stream())
     monkeypatch.undo()
     slots.take("bob")  # nothing holds it
 
@@ -159,7 +161,7 @@ def test_a_stream_whose_client_left_before_its_body_began_closes_its_answer() ->
         assert not isinstance(response, list)
         await response(scope, gone, send)
 
-    asyncio.run(serve())
+    run_on_own_loop(serve())
     assert [m for m in sent if m["type"] == "http.response.body"] == []  # no body began
     assert closed.is_set()
     slots.take("bob")  # and its slot is free

@@ -5,7 +5,6 @@ procrastinate on PostgreSQL."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import time
@@ -22,6 +21,7 @@ from ragloom_app.jobs.runner import JobRunner
 from ragloom_app.jobs.staging import API_UPLOAD_PREFIX, STAGING_GRACE_SECONDS
 from ragloom_app.jobs.worker import worker_options
 from tests.helpers.api_server import replay_app
+from tests.helpers.event_loop import run_on_own_loop
 from tests.helpers.jobs import empty_job, finished_job
 from tests.helpers.postgres import PostgresServer, database
 
@@ -127,7 +127,7 @@ def test_a_worker_deletes_the_task_of_a_job_it_ran(
                 finally:
                     await worker_app.close_async()
 
-            asyncio.run(drain())
+            run_on_own_loop(drain())
             assert finished_job(app, job_id).status == JobStatus.DONE
             with app.engine.connect() as connection:
                 left = connection.execute(

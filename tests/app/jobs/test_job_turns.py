@@ -5,7 +5,6 @@ procrastinate's priorities on PostgreSQL."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from ragloom_app.jobs.runner import JobRunner
 from ragloom_app.jobs.turns import first_in_line, places_ahead
 from ragloom_app.jobs.worker import worker_options
 from tests.helpers.api_server import replay_app
+from tests.helpers.event_loop import run_on_own_loop
 from tests.helpers.jobs import alter_job, finished_job
 from tests.helpers.postgres import PostgresServer, database
 
@@ -135,7 +135,7 @@ def test_procrastinate_takes_the_jobs_by_their_owners_turns(
                 finally:
                     await worker_app.close_async()
 
-            asyncio.run(drain())
+            run_on_own_loop(drain())
             assert runs == [alice1, bob1, alice2, bob2, alice3]
         finally:
             queue.close()
