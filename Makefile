@@ -61,9 +61,10 @@ servers:
 # one), then the modules with it alone: llama.cpp beside any busy process ran 4x slower.
 TEST_PROCESSES ?= 2
 
+# Both parts run whatever the first's outcome; either one failing fails the target.
 test: setup browser servers
-	$(BIN)/python -m pytest -m "not llm" -n $(TEST_PROCESSES) --dist loadfile --durations=15
-	$(BIN)/python -m pytest -m llm --durations=15
+	$(BIN)/python -m pytest -m "not llm" -n $(TEST_PROCESSES) --dist loadfile --durations=15; \
+	status=$$?; $(BIN)/python -m pytest -m llm --durations=15 && exit $$status
 
 # mypy reads its settings (strict for libs/ragloom) from pyproject.toml.
 lint: setup
