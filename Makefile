@@ -26,8 +26,9 @@ setup: $(STAMP)
 # cache of our own keyed by all three, never pip's: a wheel built by a plain `pip install`
 # elsewhere on this machine would be the native build. A new clone or `make clean` then
 # installs the wheel in seconds. Built into a temporary folder, moved in whole when done.
-LLAMA_VERSION := $(shell sed -n 's/^llama_cpp_python==//p' requirements/constraints.txt)
-LLAMA_WHEELS := $(HOME)/.cache/ragloom/llama-cpp-wheels/$(LLAMA_VERSION)-$(shell \
+# Expanded only when this recipe runs (`=`), not on every `make`: it starts a Python.
+LLAMA_VERSION = $(shell sed -n 's/^llama_cpp_python==//p' requirements/constraints.txt)
+LLAMA_WHEELS = $(HOME)/.cache/ragloom/llama-cpp-wheels/$(LLAMA_VERSION)-$(shell \
 	$(PYTHON) -c 'import sys; print(sys.implementation.cache_tag)')-$(shell \
 	printf '%s' "$(strip $(LLAMA_CMAKE_ARGS))" | sha256sum | cut -c1-12)
 
