@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,24 @@ def test_help_lists_every_command_and_exits_0(capsys: pytest.CaptureFixture[str]
         assert f"  {command} " in shown
     assert cli.main(["index", "-h"]) == 0
     assert "add " in capsys.readouterr().out
+
+
+def test_help_imports_no_store_or_model_library() -> None:
+    # The plugin commands build an app (not started) to ask the plugins' other hooks;
+    # that must not load chromadb (~1 s) or a model library for a command that uses none.
+    probe = textwrap.dedent(
+        """
+        import contextlib, io, sys
+        from ragloom_app import cli
+        with contextlib.redirect_stdout(io.StringIO()):
+            cli.main(["--help"])
+        print(sorted(m for m in ("chromadb", "torch", "llama_cpp", "gradio") if m in sys.modules))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "[]", result.stderr
 
 
 @pytest.mark.parametrize(

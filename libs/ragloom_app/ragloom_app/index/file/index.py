@@ -7,7 +7,7 @@ import shutil
 from collections.abc import Collection, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, col, delete, select
 
@@ -27,8 +27,6 @@ from ragloom.retrieval import (
 )
 from ragloom.retrieval.restricted import ExcludingRetriever, RestrictedRetriever
 from ragloom.splitters import TokenSplitter
-from ragloom.stores import BM25Store, ChromaVectorStore, PostgresFullTextStore
-from ragloom.stores.chroma import chroma_http_client
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 from ragloom_app.index.base import BaseIndex, CheckProblem, CheckReport, FileOutcome
 from ragloom_app.index.file import specs
@@ -46,6 +44,9 @@ from ragloom_app.index.file.worklock import WorkLock
 from ragloom_app.index.settings import REQUEST_KEYS
 from ragloom_app.reasoning.base import SettingSpec
 from ragloom_app.settings import chroma_address
+
+if TYPE_CHECKING:  # imported when an index makes its stores: chromadb alone takes ~1 s
+    from ragloom.stores import BM25Store, ChromaVectorStore, PostgresFullTextStore
 
 __all__ = ["RETRIEVAL_MODES", "VISIBILITIES", "FileIndex"]
 
@@ -97,6 +98,8 @@ class FileIndex(BaseIndex):
     def vector_store(self) -> ChromaVectorStore:
         """Chunk vectors: on the Chroma server of ``CHROMA_SERVER``, else in the app's
         embedded Chroma folder. Their texts are the full-text store's (Chroma keeps none)."""
+        from ragloom.stores.chroma import ChromaVectorStore, chroma_http_client
+
         server = self.resources.chroma_server
         texts = self.fulltext_store
         if server is None:
@@ -110,6 +113,8 @@ class FileIndex(BaseIndex):
     def fulltext_store(self) -> BM25Store | PostgresFullTextStore:
         """Chunk terms: in the app's PostgreSQL database when the app puts them there
         (``FULLTEXT_STORE``), else in a BM25 file in this index's folder."""
+        from ragloom.stores import BM25Store, PostgresFullTextStore
+
         connect = self.resources.fulltext_connect
         if connect is not None:
             return PostgresFullTextStore(connect, self.collection_name)
