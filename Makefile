@@ -25,7 +25,9 @@ setup: $(STAMP)
 # Compiled once per machine, Python and set of flags (about 6 minutes on 2 cores), into a
 # cache of our own keyed by all three, never pip's: a wheel built by a plain `pip install`
 # elsewhere on this machine would be the native build. A new clone or `make clean` then
-# installs the wheel in seconds. Built into a temporary folder, moved in whole when done.
+# installs the wheel in seconds. Built into a temporary folder of its own, moved in whole
+# when done: of two builds at once, the first to finish is kept (a crashed build's folder
+# is removed 3 hours later).
 # Expanded only when this recipe runs (`=`), not on every `make`: it starts a Python.
 LLAMA_VERSION = $(shell sed -n 's/^llama_cpp_python==//p' requirements/constraints.txt)
 LLAMA_WHEELS = $(HOME)/.cache/ragloom/llama-cpp-wheels/$(LLAMA_VERSION)-$(shell \
@@ -35,11 +37,17 @@ LLAMA_WHEELS = $(HOME)/.cache/ragloom/llama-cpp-wheels/$(LLAMA_VERSION)-$(shell 
 $(LLAMA_STAMP):
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip==25.3"
-	test -d $(LLAMA_WHEELS) || { rm -rf $(LLAMA_WHEELS).part && \
+	wheels="$(LLAMA_WHEELS)"; \
+	if [ ! -d "$$wheels" ]; then \
+		mkdir -p "$${wheels%/*}" || exit 1; \
+		find "$${wheels%/*}" -maxdepth 1 -name '*.part.*' -mmin +180 -exec rm -rf {} +; \
+		part=$$(mktemp -d "$$wheels.part.XXXXXX") || exit 1; \
 		CMAKE_ARGS="$(strip $(LLAMA_CMAKE_ARGS))" $(BIN)/python -m pip wheel --quiet \
-		--no-cache-dir --no-deps -w $(LLAMA_WHEELS).part "llama-cpp-python==$(LLAMA_VERSION)" \
-		&& mv $(LLAMA_WHEELS).part $(LLAMA_WHEELS); }
-	$(BIN)/python -m pip install --quiet --no-deps --no-index $(LLAMA_WHEELS)/*.whl
+			--no-cache-dir --no-deps -w "$$part" "llama-cpp-python==$(LLAMA_VERSION)" \
+			|| { rm -rf "$$part"; exit 1; }; \
+		mv -T "$$part" "$$wheels" 2>/dev/null || rm -rf "$$part"; \
+	fi; \
+	$(BIN)/python -m pip install --quiet --no-deps --no-index "$$wheels"/*.whl
 	touch $(LLAMA_STAMP)
 
 $(STAMP): $(INSTALL_INPUTS) $(LLAMA_STAMP)
