@@ -13,7 +13,7 @@ import pytest
 from sqlmodel import Session
 
 from ragloom_app.app import BaseApp
-from ragloom_app.db.models import IndexRecord
+from ragloom_app.db.models import IndexRecord, Source, SourceStatus
 from ragloom_app.index.base import FileOutcome
 from ragloom_app.index.file import FileIndex
 from ragloom_app.index.manager import new_store_name
@@ -159,3 +159,35 @@ def test_processes_starting_together_make_the_default_index_once(
         assert [i.name for i in app.indices.indices] == ["My files"]
         assert app.indices.unavailable == {}
     assert len({app.indices.get("My files").id for app in apps}) == 1
+
+
+def test_a_file_unfinished_in_the_other_folder_is_left_to_that_folders_process(
+    two_apps: tuple[BaseApp, BaseApp], tmp_path: Path
+) -> None:
+    # The second cannot see the first's work locks: a file the first is indexing looks
+    # to it like one a stopped process left. Taking it over once failed it (its stored
+    # copy is in the first's folder) and took its chunks out of the shared stores.
+    first, second = two_apps
+    outcome = _indexed_reactor(first, tmp_path)
+    chunks = _index(first).vector_store.ids()
+    with Session(first.engine) as session:
+        source = session.get(Source, outcome.source_id)
+        assert source is not None
+        source.status = SourceStatus.INDEXING  # as while the first indexes it again
+        session.add(source)
+        session.commit()
+
+    assert second.recover_indices() == []
+    assert _index(second).vector_store.ids() == chunks
+    (listed,) = _index(second).list_sources()
+    assert listed["status"] == "indexing"
+    report = _index(second).check()
+    assert [p.kind for p in report.problems] == []
+    assert any("unfinished in another data folder" in note for note in report.notes)
+
+    # Its own process, finding no live holder, finishes it.
+    (recovered,) = first.recover_indices()
+    assert (recovered.name, recovered.status) == ("reactor.md", "indexed")
+    (retriever,) = _index(second).get_retriever_pipelines({"retrieval_mode": "hybrid"})
+    (found, *_) = retriever.run("How hot is the Zorblax reactor?")
+    assert "451 kelvin" in found.chunk.text

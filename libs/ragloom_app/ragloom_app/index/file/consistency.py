@@ -29,6 +29,7 @@ from ragloom_app.index.file.recovery import (
     MAX_INDEXING_ATTEMPTS,
     UNFINISHED,
     stale_partials,
+    stored_elsewhere,
     take_over,
 )
 from ragloom_app.index.file.worklock import WorkLock, is_busy
@@ -166,8 +167,15 @@ class FileIndexChecker:
         sources = self._sources()
         found: list[_Found] = []
         unfinished = [s for s in sources if s.status in UNFINISHED]
-        live = [s for s in unfinished if self._busy(s.id)]
-        dead = [s for s in unfinished if s not in live]
+        theirs = [s for s in unfinished if stored_elsewhere(s, self.pipeline)]
+        if theirs:
+            report.notes.append(
+                f"{len(theirs)} files are unfinished in another data folder, whose process "
+                f"finishes or recovers them; not judged here: {_names(theirs)}"
+            )
+        ours = [s for s in unfinished if s not in theirs]
+        live = [s for s in ours if self._busy(s.id)]
+        dead = [s for s in ours if s not in live]
         if live:
             report.notes.append(f"{len(live)} files are being worked on now: {_names(live)}")
         if dead:

@@ -353,11 +353,10 @@ class FileIndex(BaseIndex):
                     .order_by(col(Source.created_at))
                 )
             )
-        locks_dir = self.locks_dir
         listing = []
         for s in rows:
             # An interrupted file shows as queued, with when it will be indexed again.
-            status, reason = shown_state(s, locks_dir)
+            status, reason = shown_state(s, self)
             listing.append(
                 {
                     "id": s.id,

@@ -46,6 +46,7 @@ __all__ = [
     "recover_index",
     "shown_state",
     "stale_partials",
+    "stored_elsewhere",
     "take_over",
 ]
 
@@ -128,6 +129,8 @@ def take_over(pipeline: FileIndexingPipeline, source_id: str) -> FileOutcome | N
             source = session.get(Source, source_id)
         if source is None or source.status not in UNFINISHED:
             return None
+        if stored_elsewhere(source, pipeline):
+            return None  # its process's: alive or not, nothing here can tell
         try:
             return _finish(pipeline, source)
         except Exception:
@@ -157,15 +160,30 @@ def _finish(pipeline: FileIndexingPipeline, source: Source) -> FileOutcome:
     return pipeline.reingest(source.id)
 
 
-def shown_state(source: Source, locks_dir: Path) -> tuple[str, str | None]:
+def stored_elsewhere(source: Source, folders: IndexFolders) -> bool:
+    """Whether ``source`` was stored through another data folder than ``folders``'.
+
+    Processes with data folders of their own (app processes sharing PostgreSQL and a
+    Chroma server) see each other's sources, but not each other's work locks: one such
+    source left unfinished may be under way there. Its recovery is left to a process of
+    that data folder, as reindexing it is (only there is its stored copy).
+    """
+    if not source.stored_path:
+        return False
+    return Path(source.stored_path).parent.resolve() != folders.files_dir.resolve()
+
+
+def shown_state(source: Source, folders: IndexFolders) -> tuple[str, str | None]:
     """The status and reason a listing shows for ``source``.
 
     A source a stopped process left ``queued`` or ``indexing`` is shown ``queued``: it
     waits for the recovery, and the reason says when that runs and what it will do. One
-    a live process works on is shown as it is.
+    a live process works on, or one of another data folder's, is shown as it is.
     """
     status, reason = str(source.status), source.reason
-    if source.status not in UNFINISHED or is_busy(locks_dir, source.id):
+    if source.status not in UNFINISHED or is_busy(folders.locks_dir, source.id):
+        return status, reason
+    if stored_elsewhere(source, folders):
         return status, reason
     if source.status == SourceStatus.REMOVING:
         return status, f"removal interrupted; finished {_RECOVERED_BY} (or remove it again)"
