@@ -211,6 +211,9 @@ def test_serve_retries_once_after_it_listens_then_fails_the_file_for_good(
         _wait_until(
             lambda: ragloom.sources()["trap.md"][0] == "FAILED", "the failed file", second, 120
         )
+        # Said once the recovery has returned, just after the row was written.
+        said = "recovery: trap.md failed: indexing stopped 2 times"
+        _wait_until(lambda: said in ragloom.log_of(port), "the recovery's warning", second, 60)
         assert _serves(port) and second.poll() is None
     finally:
         _stop(second)
@@ -219,7 +222,6 @@ def test_serve_retries_once_after_it_listens_then_fails_the_file_for_good(
         "pumps.md": ("INDEXED", 1, None),
         "trap.md": ("FAILED", 2, GAVE_UP_REASON),
     }
-    assert "recovery: trap.md failed: indexing stopped 2 times" in ragloom.log_of(port)
 
     # Later starts leave it failed: listing, repair, never another attempt.
     files = ragloom.listed()
