@@ -66,17 +66,17 @@ async def _asker(client: httpx.AsyncClient, questions: list[str], run: Run) -> N
             await asyncio.sleep(wait)
 
 
-async def _uploader(client: httpx.AsyncClient, name: str, done: asyncio.Event, run: Run) -> None:
-    created = await client.post("/indices", json={"name": f"{name} notes"})
+async def _uploader(client: httpx.AsyncClient, index: str, done: asyncio.Event, run: Run) -> None:
+    created = await client.post("/indices", json={"name": index})
     if created.status_code != 201:
         run.errors.append(f"index {created.status_code}: {created.text[:120]}")
         return
     jobs, number = [], 0
     while not done.is_set():
         number += 1
-        text = f"Note {number} of {name}: the pumps run at {number} rpm.".encode()
+        text = f"Note {number} of {index}: the pumps run at {number} rpm.".encode()
         files = [("files", (f"note-{number}.md", text))]
-        sent = await client.post(f"/indices/{name} notes/files", files=files)
+        sent = await client.post(f"/indices/{index}/files", files=files)
         if sent.status_code == 202:
             jobs.append(sent.json()["job"]["id"])
         elif sent.status_code != 429:  # busy: the bound on uploads at once, try later
@@ -132,7 +132,12 @@ async def _finished_job(
 
 
 async def _load(
-    url: str, keys: list[str], uploaders: list[str], questions: list[list[str]], timeout: float
+    url: str,
+    keys: list[str],
+    uploaders: list[str],
+    questions: list[list[str]],
+    timeout: float,
+    notes: str,
 ) -> Run:
     run = Run()
     done = asyncio.Event()
@@ -148,7 +153,9 @@ async def _load(
     ]
     try:
         upload_tasks = [
-            asyncio.create_task(_uploader(clients[len(keys) - len(uploaders) + i], n, done, run))
+            asyncio.create_task(
+                _uploader(clients[len(keys) - len(uploaders) + i], f"{n} {notes}", done, run)
+            )
             for i, n in enumerate(uploaders)
         ]
         started = time.perf_counter()
@@ -181,6 +188,14 @@ def warm_up(url: str, key: str, timeout: float) -> None:
 
 
 def run_load(
-    url: str, keys: list[str], uploaders: list[str], questions: list[list[str]], timeout: float
+    url: str,
+    keys: list[str],
+    uploaders: list[str],
+    questions: list[list[str]],
+    timeout: float,
+    notes: str = "notes",
 ) -> Run:
-    return asyncio.run(_load(url, keys, uploaders, questions, timeout))
+    """The askers (the first ``len(keys) - len(uploaders)`` keys) each ask their list of
+    ``questions`` in a new conversation, while the ``uploaders`` upload into a new index of
+    their own named ``"<uploader> <notes>"``; what they saw."""
+    return asyncio.run(_load(url, keys, uploaders, questions, timeout, notes))
