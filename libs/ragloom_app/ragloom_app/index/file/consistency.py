@@ -73,7 +73,6 @@ class FileIndexChecker:
 
     def __init__(self, pipeline: FileIndexingPipeline, index_name: str) -> None:
         self.pipeline = pipeline
-        self._resolved: dict[Path, bool] = {}  # stored copies' folders: this index's?
         self.index_name = index_name
         self.engine = pipeline.engine
         self.index_id = pipeline.index_id
@@ -155,14 +154,6 @@ class FileIndexChecker:
         counts.update({name: store.count() for name, store in self.stores.items()})
         return counts
 
-    def _stored_here(self, stored_path: str) -> bool:
-        """Whether ``stored_path`` is in this index's folder of stored copies, however
-        either is written (a relative data folder, named absolutely another time)."""
-        parent = Path(stored_path).parent
-        if parent not in self._resolved:
-            self._resolved[parent] = parent.resolve() == self.pipeline.files_dir.resolve()
-        return self._resolved[parent]
-
     def _source_problems(self, report: CheckReport) -> list[_Found]:
         sources = self._sources()
         found: list[_Found] = []
@@ -203,7 +194,7 @@ class FileIndexChecker:
         # A copy stored through another data folder (another app process's) is not this
         # one's to judge: missing here, it may be whole there, and a repair would take a
         # searchable file out of every store.
-        elsewhere = [s for s in indexed if s.stored_path and not self._stored_here(s.stored_path)]
+        elsewhere = [s for s in indexed if stored_elsewhere(s, self.pipeline)]
         if elsewhere:
             report.notes.append(
                 f"{len(elsewhere)} files were stored through another data folder, whose "

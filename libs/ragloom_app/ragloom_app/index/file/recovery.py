@@ -21,6 +21,7 @@ Only work that no live process holds (:class:`WorkLock`) is touched, so starting
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 from typing import Protocol
@@ -47,6 +48,7 @@ __all__ = [
     "shown_state",
     "stale_partials",
     "stored_elsewhere",
+    "stored_here",
     "take_over",
 ]
 
@@ -160,6 +162,24 @@ def _finish(pipeline: FileIndexingPipeline, source: Source) -> FileOutcome:
     return pipeline.reingest(source.id)
 
 
+def _real_folder(folder: Path) -> Path:
+    """``folder`` resolved (a relative one from the working folder as it is now)."""
+    return _resolved(folder.absolute())
+
+
+@functools.cache
+def _resolved(folder: Path) -> Path:
+    # Once a process for each absolute folder: the folders of stored copies are few and
+    # stay where they are, and a check of many files would resolve one per file (0.1 ms).
+    return folder.resolve()
+
+
+def stored_here(path: str | Path, folders: IndexFolders) -> bool:
+    """Whether ``path`` is in ``folders``' folder of stored copies (this data folder's),
+    however either is written (a relative data folder, named absolutely another time)."""
+    return _real_folder(Path(path).parent) == _real_folder(folders.files_dir)
+
+
 def stored_elsewhere(source: Source, folders: IndexFolders) -> bool:
     """Whether ``source`` was stored through another data folder than ``folders``'.
 
@@ -170,7 +190,7 @@ def stored_elsewhere(source: Source, folders: IndexFolders) -> bool:
     """
     if not source.stored_path:
         return False
-    return Path(source.stored_path).parent.resolve() != folders.files_dir.resolve()
+    return not stored_here(source.stored_path, folders)
 
 
 def shown_state(source: Source, folders: IndexFolders) -> tuple[str, str | None]:

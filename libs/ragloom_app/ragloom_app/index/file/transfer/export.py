@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 from ragloom_app.index.file.index import FileIndex
-from ragloom_app.index.file.recovery import import_state
+from ragloom_app.index.file.recovery import import_state, stored_here
 from ragloom_app.index.file.transfer.format import (
     EXPORT_FORMAT,
     IndexTransferError,
@@ -45,7 +45,7 @@ def export_index(
     except OSError as exc:
         reason = exc.strerror or str(exc)
         where = Path(exc.filename) if isinstance(exc.filename, str) else None
-        if where is not None and _stored_here(index, where):  # a stored copy
+        if where is not None and stored_here(where, index):  # a stored copy
             raise IndexTransferError(f"cannot read {str(where)!r}: {reason}") from None
         raise IndexTransferError(f"cannot write {str(target)!r}: {reason}") from None
 
@@ -225,7 +225,7 @@ def _export_source(
     if not _stored(source).is_file():  # an import refuses a file without its copy
         if not _still_indexed(index, source):
             return None
-        if not _stored_here(index, _stored(source)):
+        if not stored_here(_stored(source), index):
             raise IndexTransferError(
                 f"{source.name!r} was stored through another data folder (another app "
                 "process's): export the index there, or share the data folder between them"
@@ -241,11 +241,6 @@ def _export_source(
             raise IndexTransferError(f"a vector of {source.name!r} has shape {vector.shape}")
         vectors.write(vector.tobytes())
     return len(rows)
-
-
-def _stored_here(index: FileIndex, path: Path) -> bool:
-    """Whether ``path`` is in ``index``'s folder of stored copies (in this data folder)."""
-    return path.parent.resolve() == index.files_dir.resolve()
 
 
 def _stored(source: Source) -> Path:
