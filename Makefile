@@ -22,7 +22,7 @@ INSTALL_INPUTS := requirements/constraints.txt requirements/dev.txt \
 
 setup: $(STAMP)
 
-# Compiled once per machine, Python and set of flags (about 6 minutes on 2 cores), into a
+# Compiled once per machine, Python and set of flags (6 to 11 minutes on 2 cores), into a
 # cache of our own keyed by all three, never pip's: a wheel built by a plain `pip install`
 # elsewhere on this machine would be the native build. A new clone or `make clean` then
 # installs the wheel in seconds. Built into a temporary folder of its own, moved in whole
