@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import logging
 import re
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from ragloom_app import cli
+from tests.helpers.fresh_interpreter import printed_by
 
 
 def test_help_lists_every_command_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
@@ -26,7 +24,7 @@ def test_help_lists_every_command_and_exits_0(capsys: pytest.CaptureFixture[str]
 def test_help_imports_no_store_or_model_library() -> None:
     # The plugin commands build an app (not started) to ask the plugins' other hooks;
     # that must not load chromadb (~1 s) or a model library for a command that uses none.
-    probe = textwrap.dedent(
+    shown = printed_by(
         """
         import contextlib, io, sys
         from ragloom_app import cli
@@ -35,10 +33,7 @@ def test_help_imports_no_store_or_model_library() -> None:
         print(sorted(m for m in ("chromadb", "torch", "llama_cpp", "gradio") if m in sys.modules))
         """
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
-    )
-    assert result.stdout.strip() == "[]", result.stderr
+    assert shown.strip() == "[]"
 
 
 @pytest.mark.parametrize(

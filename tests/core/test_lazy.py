@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from typing import Any
 
 import pytest
 
 from ragloom.lazy import lazy_exports
+from tests.helpers.fresh_interpreter import printed_by
 
 
 def test_first_lookup_imports_and_keeps_the_value() -> None:
@@ -27,7 +26,7 @@ def test_an_unknown_name_is_an_attribute_error_naming_the_package() -> None:
 
 
 def test_the_core_packages_import_their_heavy_parts_only_when_asked() -> None:
-    probe = textwrap.dedent(
+    shown = printed_by(
         """
         import sys
         import ragloom.llms, ragloom.stores
@@ -36,7 +35,4 @@ def test_the_core_packages_import_their_heavy_parts_only_when_asked() -> None:
         print(sorted(before), "bm25s" in sys.modules, "chromadb" in sys.modules)
         """
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
-    )
-    assert result.stdout.split("\n")[0] == "[] True False"
+    assert shown.split("\n")[0] == "[] True False"

@@ -3,13 +3,10 @@ no loading, and which never sends the model a prompt."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 from ragloom.llms.base import ChatMessage
 from ragloom.llms.openai_compat import OpenAIChat
 from ragloom_app.testing.openai_standin import fake_openai
+from tests.helpers.fresh_interpreter import printed_by
 
 
 def test_an_endpoint_llm_warms_up_without_a_request() -> None:
@@ -25,7 +22,7 @@ def test_an_endpoint_llm_warms_up_without_a_request() -> None:
 
 def test_warming_an_endpoint_llm_up_imports_the_openai_client() -> None:
     # In a fresh interpreter: this test process may have imported openai already.
-    script = textwrap.dedent(
+    shown = printed_by(
         """
         import sys
         from ragloom.llms.openai_compat import OpenAIChat
@@ -36,8 +33,5 @@ def test_warming_an_endpoint_llm_up_imports_the_openai_client() -> None:
         print(before, "openai" in sys.modules)
         """
     )
-    shown = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
-    )
 
-    assert shown.stdout.split() == ["False", "True"]
+    assert shown.split() == ["False", "True"]
