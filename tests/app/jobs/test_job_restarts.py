@@ -40,9 +40,11 @@ def _running(app: BaseApp, job_id: str) -> JobView:
     return job
 
 
-def _threads_ended(prefix: str) -> None:
+def _threads_ended(prefix: str, besides: set[threading.Thread]) -> None:
+    """Wait for the ``prefix`` threads started since ``besides`` was taken (this test's,
+    not those another test of the process may have left)."""
     for thread in threading.enumerate():
-        if thread.name.startswith(prefix):
+        if thread.name.startswith(prefix) and thread not in besides:
             thread.join(timeout=30)
             assert not thread.is_alive(), thread
 
@@ -57,6 +59,7 @@ def test_restarts_of_the_app_during_a_job_hand_it_back_uncounted(
     monkeypatch.setattr(queues, "HAND_BACK_WAIT_SECONDS", 0.5, raising=False)
     index = app.indices.get("My files")
     files = numbered_documents(tmp_path / "in", 4)
+    before = set(threading.enumerate())
     job = app.jobs.submit_files(index, "local", files, move=False)
     for _ in range(MAX_JOB_ATTEMPTS + 1):  # as many as used to fail the job
         _running(app, job.id)
@@ -70,7 +73,7 @@ def test_restarts_of_the_app_during_a_job_hand_it_back_uncounted(
         # Queued shows no progress: its next claim runs it from the start.
         assert (stopped.files_done, stopped.outcomes) == (0, [])
         # The process would end here, and a thread still in its file with it: waited for.
-        _threads_ended("ragloom-job-worker")
+        _threads_ended("ragloom-job-worker", before)
         app.jobs.start()  # the next start of the app takes the job up
     done = finished_job(app, job.id, timeout=120)
     assert done.status == JobStatus.DONE and done.attempts == 1, done.error
