@@ -27,6 +27,7 @@ from ragloom.llms.deadline import DeadlineLLM, UnfinishedCalls
 from ragloom.loaders import FileReader
 from ragloom_app import __version__
 from ragloom_app.data_folder import PRIVATE_UMASK, make_private_folder
+from ragloom_app.db.advisory import AdvisoryLocks
 from ragloom_app.db.engine import create_db_engine, driver_connections
 from ragloom_app.errors import UserFacingError
 from ragloom_app.index.base import FileOutcome, IndexingProgress, IndexResources
@@ -257,6 +258,7 @@ class BaseApp:
             max_file_bytes=settings.max_file_bytes,
             chroma_server=settings.chroma_server,
             fulltext_connect=self._fulltext_connect,
+            shared_locks=self._shared_locks,
             **budgets,
         )
 
@@ -267,6 +269,15 @@ class BaseApp:
         if self.engine.dialect.name != "postgresql" or self.settings.fulltext_store != "auto":
             return None
         return driver_connections(self.engine)
+
+    @cached_property
+    def _shared_locks(self) -> AdvisoryLocks | None:
+        """Work locks every app process and worker sees, whatever its data folder: the
+        database's advisory locks, when it is PostgreSQL (one object per app, so that
+        its indices' locks exclude each other as another process's do)."""
+        if self.engine.dialect.name != "postgresql":
+            return None
+        return AdvisoryLocks(self.engine)
 
     @property
     def accounts(self) -> AccountStore:

@@ -6,6 +6,7 @@ nothing lives in one app's folder."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -161,31 +162,89 @@ def test_processes_starting_together_make_the_default_index_once(
     assert len({app.indices.get("My files").id for app in apps}) == 1
 
 
-def test_a_file_unfinished_in_the_other_folder_is_left_to_that_folders_process(
-    two_apps: tuple[BaseApp, BaseApp], tmp_path: Path
-) -> None:
-    # The second cannot see the first's work locks: a file the first is indexing looks
-    # to it like one a stopped process left. Taking it over once failed it (its stored
-    # copy is in the first's folder) and took its chunks out of the shared stores.
-    first, second = two_apps
-    outcome = _indexed_reactor(first, tmp_path)
-    chunks = _index(first).vector_store.ids()
-    with Session(first.engine) as session:
-        source = session.get(Source, outcome.source_id)
+def _marked(app: BaseApp, source_id: str, status: SourceStatus = SourceStatus.INDEXING) -> None:
+    """The row as while its process indexes the file again (or died doing so)."""
+    with Session(app.engine) as session:
+        source = session.get(Source, source_id)
         assert source is not None
-        source.status = SourceStatus.INDEXING  # as while the first indexes it again
+        source.status = status
         session.add(source)
         session.commit()
+
+
+def test_a_file_being_indexed_through_one_is_left_alone_by_the_other(
+    two_apps: tuple[BaseApp, BaseApp], tmp_path: Path
+) -> None:
+    # Work locks are files in each app's own folder; the second sees the first's through
+    # the database they share. Before, a file the first was indexing looked to the
+    # second like one a stopped process left: a start's recovery took it over, failed
+    # it and took its chunks out of the shared stores, and an upload of the same content
+    # indexed it a second time, whose flip then removed the first's source mid-way.
+    first, second = two_apps
+    outcome = _indexed_reactor(first, tmp_path)
+    source_id = outcome.source_id or ""
+    chunks = _index(first).vector_store.ids()
+    indexing = _index(first).work_locks.lock(source_id)
+    assert indexing.acquire(blocking=False)
+    _marked(first, source_id)
 
     assert second.recover_indices() == []
     assert _index(second).vector_store.ids() == chunks
     (listed,) = _index(second).list_sources()
-    assert listed["status"] == "indexing"
-    report = _index(second).check()
-    assert [p.kind for p in report.problems] == []
-    assert any("unfinished in another data folder" in note for note in report.notes)
+    assert (listed["status"], listed["reason"]) == ("indexing", None)
+    report = _index(second).check(repair=True)
+    assert report.problems == []
+    assert report.notes == ["1 files are being worked on now: 'reactor.md'"]
+    again = _index(second).reindex_source(source_id)
+    assert again is not None and again.reason == "it is being worked on: try later"
 
-    # Its own process, finding no live holder, finishes it.
+    # The same content uploaded through the second waits for the first's copy to end.
+    pipeline = _index(second).get_indexing_pipeline({})
+    pipeline.busy_wait_seconds = 30
+
+    def finish_in_first() -> None:
+        time.sleep(1.0)
+        _marked(first, source_id, SourceStatus.INDEXED)
+        indexing.release()
+
+    finisher = threading.Thread(target=finish_in_first)
+    finisher.start()
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "reactor-notes.md").write_bytes((tmp_path / "reactor.md").read_bytes())
+    (uploaded,) = pipeline.run([copy / "reactor-notes.md"])
+    finisher.join()
+    assert (uploaded.status, uploaded.reason) == (
+        "skipped",
+        "already indexed as 'reactor.md' (same content)",
+    )
+    assert [s["id"] for s in _index(second).list_sources()] == [source_id]
+    assert _index(second).vector_store.ids() == chunks
+
+
+def test_a_file_left_unfinished_in_the_other_folder_is_left_to_that_folders_process(
+    two_apps: tuple[BaseApp, BaseApp], tmp_path: Path
+) -> None:
+    # Its process stopped, and only its data folder has the stored copy to index it from.
+    first, second = two_apps
+    outcome = _indexed_reactor(first, tmp_path)
+    chunks = _index(first).vector_store.ids()
+    _marked(first, outcome.source_id or "")
+
+    assert second.recover_indices() == []
+    assert _index(second).vector_store.ids() == chunks
+    (listed,) = _index(second).list_sources()
+    assert listed["status"] == "queued"
+    assert listed["reason"].startswith("interrupted in another data folder; indexed again by")
+    report = _index(second).check()
+    assert report.problems == []
+    assert [n for n in report.notes if "unfinished in another data folder" in n] == [
+        "1 files were left unfinished in another data folder by a process that stopped; a "
+        "process of that folder recovers them (`ragloom serve` as it starts, or `ragloom "
+        "index check --repair`): 'reactor.md'"
+    ]
+
+    # Its own process finishes it.
     (recovered,) = first.recover_indices()
     assert (recovered.name, recovered.status) == ("reactor.md", "indexed")
     (retriever,) = _index(second).get_retriever_pipelines({"retrieval_mode": "hybrid"})

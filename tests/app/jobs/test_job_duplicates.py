@@ -15,7 +15,7 @@ import pytest
 
 from ragloom_app.app import BaseApp
 from ragloom_app.db.models import JobStatus
-from ragloom_app.index.file import pipeline as pipeline_module
+from ragloom_app.index.file.worklock import WorkLocks
 from ragloom_app.jobs import JobView
 from ragloom_app.testing import HashEmbeddings
 from tests.helpers.api_server import replay_app
@@ -35,7 +35,7 @@ class _Gates:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.held, self.release, self.waiting = (threading.Event() for _ in range(3))
-        embed, wait = HashEmbeddings.embed_documents, pipeline_module.wait_until_free
+        embed, wait = HashEmbeddings.embed_documents, WorkLocks.wait_until_free
 
         def gated(embeddings: HashEmbeddings, texts: Sequence[str]) -> np.ndarray:
             if any("code is 1000" in text for text in texts):
@@ -48,7 +48,7 @@ class _Gates:
             return wait(*args, **kwargs)
 
         monkeypatch.setattr(HashEmbeddings, "embed_documents", gated)
-        monkeypatch.setattr(pipeline_module, "wait_until_free", noticed)
+        monkeypatch.setattr(WorkLocks, "wait_until_free", noticed)
 
 
 def _second_job_waiting(

@@ -25,6 +25,7 @@ from ragloom_app.reasoning.base import SettingSpec
 
 if TYPE_CHECKING:
     from ragloom.stores.postgres_fulltext import ConnectionFactory
+    from ragloom_app.db.advisory import AdvisoryLocks
 
 __all__ = [
     "BaseIndex",
@@ -59,7 +60,9 @@ class IndexResources:
     embedded Chroma in ``shared_dir``; ``fulltext_connect`` (connections to the app's
     PostgreSQL database) puts the full text there instead of a file in ``data_dir``.
     ``store_name`` names the index's collections in such shared stores
-    (:attr:`BaseIndex.store_name`).
+    (:attr:`BaseIndex.store_name`). ``shared_locks`` (the database's advisory locks, when
+    it is PostgreSQL) are locks every process of the deployment sees, for work that
+    processes with data folders of their own must not do twice or take from a live one.
     """
 
     engine: Engine
@@ -77,6 +80,7 @@ class IndexResources:
     chroma_server: str | None = None
     fulltext_connect: ConnectionFactory | None = None
     store_name: str | None = None
+    shared_locks: AdvisoryLocks | None = None
 
 
 @dataclass(frozen=True)

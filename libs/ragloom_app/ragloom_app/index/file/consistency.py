@@ -32,7 +32,6 @@ from ragloom_app.index.file.recovery import (
     stored_elsewhere,
     take_over,
 )
-from ragloom_app.index.file.worklock import WorkLock, is_busy
 
 __all__ = ["STORED_COPY_MISSING_REASON", "FileIndexChecker"]
 
@@ -93,7 +92,7 @@ class FileIndexChecker:
             return list(session.exec(query.order_by(col(Source.created_at))))
 
     def _busy(self, source_id: str) -> bool:
-        return is_busy(self.pipeline.locks_dir, source_id)
+        return self.pipeline.work_locks.is_busy(source_id)
 
     # -- check -----------------------------------------------------------------------------
     def check(self, repair: bool = False) -> CheckReport:
@@ -158,17 +157,24 @@ class FileIndexChecker:
         sources = self._sources()
         found: list[_Found] = []
         unfinished = [s for s in sources if s.status in UNFINISHED]
-        theirs = [s for s in unfinished if stored_elsewhere(s, self.pipeline)]
-        if theirs:
+        live = [s for s in unfinished if self._busy(s.id)]
+        if live:
+            report.notes.append(f"{len(live)} files are being worked on now: {_names(live)}")
+        idle = [s for s in unfinished if s not in live]
+        # Only a process of the data folder that stored a file has its copy to finish it.
+        theirs = [s for s in idle if stored_elsewhere(s, self.pipeline)]
+        if theirs and self.pipeline.work_locks.shared is None:
             report.notes.append(
                 f"{len(theirs)} files are unfinished in another data folder, whose process "
                 f"finishes or recovers them; not judged here: {_names(theirs)}"
             )
-        ours = [s for s in unfinished if s not in theirs]
-        live = [s for s in ours if self._busy(s.id)]
-        dead = [s for s in ours if s not in live]
-        if live:
-            report.notes.append(f"{len(live)} files are being worked on now: {_names(live)}")
+        elif theirs:
+            report.notes.append(
+                f"{len(theirs)} files were left unfinished in another data folder by a "
+                f"process that stopped; a process of that folder recovers them (`ragloom "
+                f"serve` as it starts, or `ragloom index check --repair`): {_names(theirs)}"
+            )
+        dead = [s for s in idle if s not in theirs]
         if dead:
             message = (
                 f"{len(dead)} files were left unfinished by a process that stopped: {_names(dead)}"
@@ -300,7 +306,7 @@ class FileIndexChecker:
 
     def _with_lock(self, source_id: str, work: Callable[[], object]) -> None:
         """Run ``work`` holding the source's lock; skip a source a live process holds."""
-        lock = WorkLock(self.pipeline.locks_dir, source_id)
+        lock = self.pipeline.work_locks.lock(source_id)
         if not lock.acquire(blocking=False):
             logger.warning("source %s is being worked on by another process; left alone", source_id)
             return

@@ -39,8 +39,9 @@ from ragloom_app.index.file.recovery import (
     recover_index,
     shown_state,
 )
+from ragloom_app.index.file.source_steps import index_work_locks
 from ragloom_app.index.file.specs import RETRIEVAL_MODES, VISIBILITIES
-from ragloom_app.index.file.worklock import WorkLock
+from ragloom_app.index.file.worklock import WorkLocks
 from ragloom_app.index.settings import REQUEST_KEYS
 from ragloom_app.reasoning.base import SettingSpec
 from ragloom_app.settings import chroma_address
@@ -207,6 +208,11 @@ class FileIndex(BaseIndex):
         return self.resources.data_dir / "locks"
 
     @property
+    def work_locks(self) -> WorkLocks:
+        """Locks of work in progress, as the pipeline takes them."""
+        return index_work_locks(self.locks_dir, self.id, self.resources.shared_locks)
+
+    @property
     def tmp_dir(self) -> Path:
         """Temporary folders (expanded archives), removed after use."""
         return self.resources.data_dir / "tmp"
@@ -228,6 +234,7 @@ class FileIndex(BaseIndex):
             max_upload_chunks=self.resources.max_upload_chunks,
             archive_limits=self.resources.archive_limits,
             resumed_since=settings.get("resumed_since"),
+            shared_locks=self.resources.shared_locks,
         )
 
     def get_retriever_pipelines(
@@ -395,7 +402,7 @@ class FileIndex(BaseIndex):
             source = session.get(Source, source_id)
         if source is None or source.index_id != self.id:
             return FileOutcome(source_id, "failed", reason="no such file in this index")
-        lock = WorkLock(pipeline.locks_dir, source_id)
+        lock = pipeline.work_locks.lock(source_id)
         if not lock.acquire(blocking=False):
             return FileOutcome(
                 source.name,

@@ -61,7 +61,7 @@ from ragloom_app.index.file.attempts import MAX_INDEXING_ATTEMPTS, carried_attem
 from ragloom_app.index.file.groups import PreparedFile, UploadGroups
 from ragloom_app.index.file.names import UnsafeNameError, safe_display_name
 from ragloom_app.index.file.source_steps import INTERRUPTED_REASON, SourceSteps, sha256_of
-from ragloom_app.index.file.worklock import WorkLock, is_busy, wait_until_free
+from ragloom_app.index.file.worklock import SharedLocks
 
 __all__ = ["INTERRUPTED_REASON", "FileIndexingPipeline", "sha256_of"]
 
@@ -81,7 +81,8 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
     began before (its worker died), made at that time: a file begun again carries the
     attempts its earlier runs counted against its content
     (:func:`~.attempts.carried_attempts`), and one they reached MAX_INDEXING_ATTEMPTS is
-    failed without being read.
+    failed without being read. ``shared_locks`` (PostgreSQL's advisory locks) make its
+    work locks seen by the processes of other data folders too (:mod:`.worklock`).
     """
 
     #: Embed a full group in a thread while the next files are read (:mod:`.groups`).
@@ -107,6 +108,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         max_upload_chunks: int = MAX_UPLOAD_CHUNKS,
         archive_limits: ZipLimits | None = None,
         resumed_since: datetime | None = None,
+        shared_locks: SharedLocks | None = None,
     ) -> None:
         self.index_id = index_id
         self.engine = engine
@@ -120,6 +122,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         self.max_upload_chunks = max_upload_chunks
         self.archive_limits = archive_limits or ZipLimits()
         self.resumed_since = resumed_since
+        self.shared_locks = shared_locks
 
     @property
     def tmp_dir(self) -> Path:
@@ -261,7 +264,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
                 # In slices, each announced: the caller may stop the upload between them.
                 yield IndexingProgress(name, span[0], waiting, waiting=True)
                 left = max(deadline - time.monotonic(), 0.0)
-                free = wait_until_free(self.locks_dir, busy.id, min(left, _WAIT_SLICE_SECONDS))
+                free = self.work_locks.wait_until_free(busy.id, min(left, _WAIT_SLICE_SECONDS))
                 if free or time.monotonic() >= deadline:
                     break
             if free:
@@ -329,7 +332,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
         # Held from the look for a copy until this file's row is written (released then,
         # not at the end of the copy and the chunking): two uploads of one new content at
         # the same instant would both find none and both index it.
-        with WorkLock(self.locks_dir, f"content-{digest}") as looking:
+        with self.work_locks.lock(f"content-{digest}") as looking:
             same = self._same_content(digest)
             existing = same[0] if same else None
             if existing is not None:
@@ -341,7 +344,7 @@ class FileIndexingPipeline(SourceSteps, IndexingPipeline):
                         reason=f"already indexed as {existing.name!r} (same content)",
                         source_id=existing.id,
                     )
-                busy = next((source for source in same if is_busy(self.locks_dir, source.id)), None)
+                busy = next((s for s in same if self.work_locks.is_busy(s.id)), None)
                 if busy is not None and wait:
                     return _BusyCopy(busy)
                 if busy is not None:

@@ -33,7 +33,7 @@ from ragloom_app.index.base import FileOutcome
 from ragloom_app.index.file.archives import clean_stale_archives
 from ragloom_app.index.file.attempts import GAVE_UP_REASON, MAX_INDEXING_ATTEMPTS
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
-from ragloom_app.index.file.worklock import WorkLock, clear_if_free, is_busy
+from ragloom_app.index.file.worklock import WorkLocks, clear_if_free, is_busy
 
 __all__ = [
     "GAVE_UP_REASON",
@@ -73,8 +73,8 @@ _PARTIAL = ".partial"
 
 
 class IndexFolders(Protocol):
-    """Where a file index keeps stored files, lock files and temporary folders (a
-    :class:`FileIndexingPipeline` is one, and so is a :class:`FileIndex`)."""
+    """Where a file index keeps stored files, lock files and temporary folders, and its
+    work locks (a :class:`FileIndexingPipeline` is one, and so is a :class:`FileIndex`)."""
 
     @property
     def files_dir(self) -> Path: ...
@@ -84,6 +84,9 @@ class IndexFolders(Protocol):
 
     @property
     def tmp_dir(self) -> Path: ...
+
+    @property
+    def work_locks(self) -> WorkLocks: ...
 
 
 def clean_leftovers(folders: IndexFolders) -> None:
@@ -122,7 +125,7 @@ def recover_index(pipeline: FileIndexingPipeline) -> list[FileOutcome]:
 
 def take_over(pipeline: FileIndexingPipeline, source_id: str) -> FileOutcome | None:
     """Finish one interrupted source; ``None`` if a live process holds it or it is done."""
-    lock = WorkLock(pipeline.locks_dir, source_id)
+    lock = pipeline.work_locks.lock(source_id)
     if not lock.acquire(blocking=False):
         return None
     try:
@@ -132,7 +135,7 @@ def take_over(pipeline: FileIndexingPipeline, source_id: str) -> FileOutcome | N
         if source is None or source.status not in UNFINISHED:
             return None
         if stored_elsewhere(source, pipeline):
-            return None  # its process's: alive or not, nothing here can tell
+            return None  # only a process of the folder that stored it has its copy
         try:
             return _finish(pipeline, source)
         except Exception:
@@ -184,9 +187,9 @@ def stored_elsewhere(source: Source, folders: IndexFolders) -> bool:
     """Whether ``source`` was stored through another data folder than ``folders``'.
 
     Processes with data folders of their own (app processes sharing PostgreSQL and a
-    Chroma server) see each other's sources, but not each other's work locks: one such
-    source left unfinished may be under way there. Its recovery is left to a process of
-    that data folder, as reindexing it is (only there is its stored copy).
+    Chroma server) see each other's sources. One such source left unfinished is left to a
+    process of that data folder, as reindexing it is: only there is its stored copy.
+    Whether its process is alive, only shared work locks tell (:mod:`.worklock`).
     """
     if not source.stored_path:
         return False
@@ -198,13 +201,22 @@ def shown_state(source: Source, folders: IndexFolders) -> tuple[str, str | None]
 
     A source a stopped process left ``queued`` or ``indexing`` is shown ``queued``: it
     waits for the recovery, and the reason says when that runs and what it will do. One
-    a live process works on, or one of another data folder's, is shown as it is.
+    a live process works on is shown as it is, and so is one of another data folder's
+    when that folder's locks are not seen from here.
     """
     status, reason = str(source.status), source.reason
-    if source.status not in UNFINISHED or is_busy(folders.locks_dir, source.id):
+    locks = folders.work_locks
+    if source.status not in UNFINISHED or locks.is_busy(source.id):
         return status, reason
     if stored_elsewhere(source, folders):
-        return status, reason
+        if locks.shared is None:
+            return status, reason
+        there = f"by a process of that folder {_RECOVERED_BY}"
+        if source.status == SourceStatus.REMOVING:
+            return status, f"removal interrupted in another data folder; finished {there}"
+        return str(
+            SourceStatus.QUEUED
+        ), f"interrupted in another data folder; indexed again {there}"
     if source.status == SourceStatus.REMOVING:
         return status, f"removal interrupted; finished {_RECOVERED_BY} (or remove it again)"
     if source.attempts >= MAX_INDEXING_ATTEMPTS:

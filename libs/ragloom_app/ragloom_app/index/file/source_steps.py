@@ -35,9 +35,9 @@ from ragloom_app.index.file.attempts import GAVE_UP_REASON, attempt_underway, st
 from ragloom_app.index.file.disk import disk_full_reason, reference_of
 from ragloom_app.index.file.groups import PreparedFile
 from ragloom_app.index.file.source_rows import delete_chunk_rows, record_indexed, set_status
-from ragloom_app.index.file.worklock import WorkLock
+from ragloom_app.index.file.worklock import SharedLocks, WorkLocks
 
-__all__ = ["INTERRUPTED_REASON", "SourceSteps", "sha256_of"]
+__all__ = ["INTERRUPTED_REASON", "SourceSteps", "index_work_locks", "sha256_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +54,12 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def index_work_locks(locks_dir: Path, index_id: int, shared: SharedLocks | None) -> WorkLocks:
+    """The work locks of the file index ``index_id``: files in ``locks_dir`` and, with
+    ``shared``, locks that the processes of other data folders see too."""
+    return WorkLocks(locks_dir, shared, scope=f"file-index/{index_id}")
+
+
 class SourceSteps:
     """Steps on one source of the file index ``index_id`` (see the module docstring).
 
@@ -66,11 +72,17 @@ class SourceSteps:
     files_dir: Path
     owner: str
     data_dir: Path
+    shared_locks: SharedLocks | None
 
     @property
     def locks_dir(self) -> Path:
         """Lock files of work in progress (see :mod:`.worklock`)."""
         return self.data_dir / "locks"
+
+    @property
+    def work_locks(self) -> WorkLocks:
+        """Locks of work in progress on this index (see :func:`index_work_locks`)."""
+        return index_work_locks(self.locks_dir, self.index_id, self.shared_locks)
 
     def _chunk_within(
         self, stored: Path, source_id: str, name: str, budget: UploadBudget | None
@@ -103,7 +115,7 @@ class SourceSteps:
         with contextlib.ExitStack() as held:
             # Held until the final status is committed: while it is held, no other process
             # takes this source for one a crash left behind.
-            held.enter_context(WorkLock(self.locks_dir, source_id))
+            held.enter_context(self.work_locks.lock(source_id))
             with Session(self.engine) as session:
                 session.add(
                     Source(
@@ -142,7 +154,7 @@ class SourceSteps:
         for source in same:
             if source.status not in (SourceStatus.QUEUED, SourceStatus.INDEXING):
                 continue
-            lock = WorkLock(self.locks_dir, source.id)
+            lock = self.work_locks.lock(source.id)
             if lock.acquire(blocking=False):  # else a recovery finishes it just now
                 try:
                     self.unindex(source.id, GAVE_UP_REASON)
@@ -255,7 +267,7 @@ class SourceSteps:
         the sources of the same content it replaces (see :func:`.record_indexed`)."""
         flip = record_indexed(self.engine, self.index_id, source_id, chunks)
         for old in flip.replaced:
-            lock = WorkLock(self.locks_dir, old)
+            lock = self.work_locks.lock(old)
             if not lock.acquire(blocking=False):
                 continue  # another process removes it already (a recovery, a repair)
             try:

@@ -246,7 +246,7 @@ def _import_source(
     stored = pipeline.files_dir / f"{fields.digest}{fields.suffix}"
     # Held as an upload's file is (its row ``indexing``, its partial copy): another
     # process's start or `index check --repair` leaves them to this one.
-    with WorkLock(pipeline.locks_dir, source_id):
+    with pipeline.work_locks.lock(source_id):
         with Session(pipeline.engine) as session:
             session.add(
                 Source(
