@@ -9,6 +9,7 @@ embeddings, a replay LLM): each handler is called as gradio calls it, with the
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +35,11 @@ FILE_INDEX = "ragloom_app.index.file.FileIndex"
 
 
 @pytest.fixture
-def app(tmp_path: Path, stores: StoreSetup) -> BaseApp:
+def app(tmp_path: Path, stores: StoreSetup) -> Iterator[BaseApp]:
     """Alice, Bob and the admin root, on the embedded stores, then on the servers."""
-    return app_with_users(tmp_path, "alice", "bob", admin="root", **stores.servers())
+    made = app_with_users(tmp_path, "alice", "bob", admin="root", **stores.servers())
+    yield made
+    made.jobs.close()  # uploads started its job queue
 
 
 def _as(app: BaseApp, name: str) -> gr.Request:

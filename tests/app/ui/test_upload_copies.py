@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import gradio as gr
@@ -21,7 +22,7 @@ def _upload(cache: Path, name: str, text: str) -> dict[str, object]:
 
 
 @pytest.fixture
-def handlers(tmp_path: Path, stores: StoreSetup) -> FilesHandlers:
+def handlers(tmp_path: Path, stores: StoreSetup) -> Iterator[FilesHandlers]:
     """The Files tab's handlers of an app on the embedded stores, then on the servers."""
     settings = stores.app_settings(
         tmp_path / "data",
@@ -29,7 +30,8 @@ def handlers(tmp_path: Path, stores: StoreSetup) -> FilesHandlers:
         default_embedding="hash",
     )
     app = BaseApp(settings).start()
-    return FilesHandlers(app, upload_cache=tmp_path / "cache", max_files=2)
+    yield FilesHandlers(app, upload_cache=tmp_path / "cache", max_files=2)
+    app.jobs.close()  # uploads started its job queue
 
 
 def test_copies_go_once_indexed_and_the_users_files_stay(

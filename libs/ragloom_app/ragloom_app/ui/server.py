@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LISTEN_WAIT_SECONDS",
     "UPLOAD_CACHE",
+    "QueueSwitch",
     "RunningUI",
     "prepare_in_background",
     "recover_in_background",
@@ -52,6 +53,30 @@ UPLOAD_CACHE = "uploads"
 """The folder of the data folder where gradio keeps uploads until they are indexed."""
 
 
+class QueueSwitch:
+    """The app's job queue as a server runs it: started once the server's recovery is
+    done, stopped with the server. A start that comes after the stop does nothing: the
+    queue it started would keep its threads running with nobody left to stop them."""
+
+    def __init__(self, app: BaseApp) -> None:
+        self.app = app
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def start(self) -> None:
+        """Start the queue (resuming the jobs left queued), unless stopped already."""
+        with self._lock:
+            if not self._stopped:
+                self.app.jobs.start()
+
+    def stop(self) -> None:
+        """Stop the queue's threads for good; the jobs it holds stay queued."""
+        with self._lock:
+            self._stopped = True
+            if self.app.started:
+                self.app.jobs.close()
+
+
 @dataclass
 class RunningUI:
     """A UI being served: its address, the gradio Blocks, and ``close()`` to stop it."""
@@ -60,12 +85,13 @@ class RunningUI:
     demo: gr.Blocks
     server: WebServer
     app: BaseApp | None = None
+    queue: QueueSwitch | None = None
 
     def close(self) -> None:
         """Stop serving (and the app's job queue: the jobs it holds stay queued)."""
         self.server.close()
-        if self.app is not None and self.app.started:
-            self.app.jobs.close()
+        if self.queue is not None:
+            self.queue.stop()
 
 
 QUEUE_IDLE_POLL_SECONDS = 0.05
@@ -156,7 +182,9 @@ def prepare_in_background(
     return thread
 
 
-def _recover_when_listening(app: BaseApp, listening: Callable[[], bool], wait: float) -> None:
+def _recover_when_listening(
+    app: BaseApp, listening: Callable[[], bool], wait: float, queue: QueueSwitch
+) -> None:
     deadline = time.monotonic() + wait
     while not listening():
         if time.monotonic() > deadline:
@@ -178,15 +206,20 @@ def _recover_when_listening(app: BaseApp, listening: Callable[[], bool], wait: f
     # Then the jobs left queued or running by a stopped process (after the files, so the
     # two never take up the same file at once).
     try:
-        app.jobs.start()
+        queue.start()
     except Exception:
         logger.exception("UI: starting the indexing job queue failed")
 
 
 def recover_in_background(
-    app: BaseApp, listening: Callable[[], bool], *, wait: float = LISTEN_WAIT_SECONDS
+    app: BaseApp,
+    listening: Callable[[], bool],
+    *,
+    wait: float = LISTEN_WAIT_SECONDS,
+    queue: QueueSwitch | None = None,
 ) -> threading.Thread:
-    """Start a daemon thread that recovers interrupted files once ``listening()`` is true.
+    """Start a daemon thread that recovers interrupted files once ``listening()`` is true,
+    then starts the job queue (through ``queue``, the server's, if given).
 
     After the server listens, never before: a file that kills the process again then
     takes it down once more at most (it is failed after that, see
@@ -194,7 +227,7 @@ def recover_in_background(
     """
     thread = threading.Thread(
         target=_recover_when_listening,
-        args=(app, listening, wait),
+        args=(app, listening, wait, queue or QueueSwitch(app)),
         name="ragloom-recovery",
         daemon=True,
     )
@@ -272,9 +305,10 @@ def serve(
     server = WebServer(web.asgi, host, port, on_close=web.stop)
     # Recovery waits for the server to listen: an interrupted file that kills the process
     # again must find the UI up, not keep it from ever starting.
-    recover_in_background(app, lambda: server.listening)
+    queue = QueueSwitch(app)
+    recover_in_background(app, lambda: server.listening, queue=queue)
     server.start()
-    running = RunningUI(url=server.url, demo=demo, server=server, app=app)
+    running = RunningUI(url=server.url, demo=demo, server=server, app=app, queue=queue)
     logger.info("Ragloom UI at %s", running.url)
     if on_listening is not None:
         on_listening(running.url)
