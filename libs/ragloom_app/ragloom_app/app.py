@@ -32,6 +32,7 @@ from ragloom_app.db.engine import create_db_engine, driver_connections
 from ragloom_app.errors import UserFacingError
 from ragloom_app.index.base import FileOutcome, IndexingProgress, IndexResources
 from ragloom_app.index.manager import IndexManager
+from ragloom_app.moved_data_folder import follow_moved_data_folder
 from ragloom_app.plugins.manager import (
     LoadedPlugin,
     PluginInfo,
@@ -134,6 +135,7 @@ class BaseApp:
         data_dir = self.settings.data_dir
         make_private_folder(data_dir)
         self.engine = _database_engine(self.settings.database)
+        follow_moved_data_folder(self.engine, data_dir)
         self._register_plugins()
         if self.settings.default_reasoning not in self.reasonings:
             raise SettingsError(
