@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,32 +137,7 @@ class BaseApp:
         self.engine = _database_engine(self.settings.database)
         follow_moved_data_folder(self.engine, data_dir)
         self._register_plugins()
-        if self.settings.default_reasoning not in self.reasonings:
-            raise SettingsError(
-                f"DEFAULT_REASONING: {self.settings.default_reasoning!r} is not a registered "
-                f"mode ({', '.join(self.reasonings)})"
-            )
-        if self.settings.default_llm not in self.llm_specs:
-            raise SettingsError(
-                f"DEFAULT_LLM: {self.settings.default_llm!r} is not in LLMS "
-                f"({', '.join(self.llm_specs)})"
-            )
-        for name in self.settings.selectable_llms:
-            if name not in self.llm_specs:
-                raise SettingsError(
-                    f"SELECTABLE_LLMS: {name!r} is not in LLMS ({', '.join(self.llm_specs)})"
-                )
-        if self.settings.default_embedding not in self.embedding_specs:
-            raise SettingsError(
-                f"DEFAULT_EMBEDDING: {self.settings.default_embedding!r} is not in EMBEDDINGS "
-                f"({', '.join(self.embedding_specs)})"
-            )
-        focus = self.settings.focus_embedding
-        if focus is not None and focus not in self.embedding_specs:
-            raise SettingsError(
-                f"FOCUS_EMBEDDING: {focus!r} is not in EMBEDDINGS "
-                f"({', '.join(self.embedding_specs)})"
-            )
+        self._check_registered_names()
         manager = IndexManager(self.engine, self._index_resources, self.readers)
         for type_id, index_type in self.registry.table("index_types").items():
             manager.register_type(type_id, index_type)
@@ -176,6 +151,24 @@ class BaseApp:
             ", ".join(i.name for i in manager.indices),
         )
         return self
+
+    def _check_registered_names(self) -> None:
+        """Raise :class:`SettingsError`, naming the setting, for a mode, LLM or embedding
+        that the settings choose and nothing registered."""
+        settings, focus = self.settings, self.settings.focus_embedding
+        modes = (self.reasonings, "a registered mode")
+        llms, embeddings = (self.llm_specs, "in LLMS"), (self.embedding_specs, "in EMBEDDINGS")
+        chosen: list[tuple[str, list[str], tuple[Mapping[str, object], str]]] = [
+            ("DEFAULT_REASONING", [settings.default_reasoning], modes),
+            ("DEFAULT_LLM", [settings.default_llm], llms),
+            ("SELECTABLE_LLMS", list(settings.selectable_llms), llms),
+            ("DEFAULT_EMBEDDING", [settings.default_embedding], embeddings),
+            ("FOCUS_EMBEDDING", [focus] if focus else [], embeddings),
+        ]
+        for setting, names, (table, where) in chosen:
+            for name in names:
+                if name not in table:
+                    raise SettingsError(f"{setting}: {name!r} is not {where} ({', '.join(table)})")
 
     def register_reasoning(self, cls: type[BaseReasoning], owner: str = "the app") -> None:
         """Make a reasoning mode selectable under its id (a later one with the same id wins)."""
