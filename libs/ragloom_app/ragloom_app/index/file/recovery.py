@@ -214,9 +214,8 @@ def shown_state(source: Source, folders: IndexFolders) -> tuple[str, str | None]
         there = f"by a process of that folder {_RECOVERED_BY}"
         if source.status == SourceStatus.REMOVING:
             return status, f"removal interrupted in another data folder; finished {there}"
-        return str(
-            SourceStatus.QUEUED
-        ), f"interrupted in another data folder; indexed again {there}"
+        queued = str(SourceStatus.QUEUED)
+        return queued, f"interrupted in another data folder; indexed again {there}"
     if source.status == SourceStatus.REMOVING:
         return status, f"removal interrupted; finished {_RECOVERED_BY} (or remove it again)"
     if source.attempts >= MAX_INDEXING_ATTEMPTS:
