@@ -155,47 +155,7 @@ class FileIndexChecker:
 
     def _source_problems(self, report: CheckReport) -> list[_Found]:
         sources = self._sources()
-        found: list[_Found] = []
-        unfinished = [s for s in sources if s.status in UNFINISHED]
-        live = [s for s in unfinished if self._busy(s.id)]
-        if live:
-            report.notes.append(f"{len(live)} files are being worked on now: {_names(live)}")
-        idle = [s for s in unfinished if s not in live]
-        # Only a process of the data folder that stored a file has its copy to finish it.
-        theirs = [s for s in idle if stored_elsewhere(s, self.pipeline)]
-        if theirs and self.pipeline.work_locks.shared is None:
-            report.notes.append(
-                f"{len(theirs)} files are unfinished in another data folder, whose process "
-                f"finishes or recovers them; not judged here: {_names(theirs)}"
-            )
-        elif theirs:
-            report.notes.append(
-                f"{len(theirs)} files were left unfinished in another data folder by a "
-                f"process that stopped; a process of that folder recovers them (`ragloom "
-                f"serve` as it starts, or `ragloom index check --repair`): {_names(theirs)}"
-            )
-        dead = [s for s in idle if s not in theirs]
-        if dead:
-            message = (
-                f"{len(dead)} files were left unfinished by a process that stopped: {_names(dead)}"
-            )
-            # The repair indexes again at most once: say which files it will fail instead.
-            spent = [
-                s
-                for s in dead
-                if s.status != SourceStatus.REMOVING and s.attempts >= MAX_INDEXING_ATTEMPTS
-            ]
-            if spent:
-                message += (
-                    f"; {_names(spent)} stopped {MAX_INDEXING_ATTEMPTS} times and will be "
-                    "failed, not indexed again"
-                )
-            found.append(
-                _Found(
-                    CheckProblem("interrupted", message, ids=[s.id for s in dead]),
-                    partial(self._take_over_all, [s.id for s in dead]),
-                )
-            )
+        found = self._unfinished_problems(report, [s for s in sources if s.status in UNFINISHED])
         indexed = [s for s in sources if s.status == SourceStatus.INDEXED]
         # A copy stored through another data folder (another app process's) is not this
         # one's to judge: missing here, it may be whole there, and a repair would take a
@@ -239,7 +199,7 @@ class FileIndexChecker:
             )
         # Chunk rows are written with the flip to indexed, so a failed source has none;
         # an unfinished one's rows are the recovery's to delete.
-        keep = {s.id for s in indexed} | {s.id for s in unfinished}
+        keep = {s.id for s in sources if s.status == SourceStatus.INDEXED or s.status in UNFINISHED}
         stray = sorted(sid for sid in rows if sid not in keep)
         if stray:
             found.append(
@@ -265,6 +225,46 @@ class FileIndexChecker:
                 )
             )
         return found
+
+    def _unfinished_problems(self, report: CheckReport, unfinished: list[Source]) -> list[_Found]:
+        """Notes on the files being worked on now or left to another data folder's process,
+        and the problem of those a stopped process of this folder left."""
+        live = [s for s in unfinished if self._busy(s.id)]
+        if live:
+            report.notes.append(f"{len(live)} files are being worked on now: {_names(live)}")
+        idle = [s for s in unfinished if s not in live]
+        # Only a process of the data folder that stored a file has its copy to finish it.
+        theirs = [s for s in idle if stored_elsewhere(s, self.pipeline)]
+        if theirs and self.pipeline.work_locks.shared is None:
+            report.notes.append(
+                f"{len(theirs)} files are unfinished in another data folder, whose process "
+                f"finishes or recovers them; not judged here: {_names(theirs)}"
+            )
+        elif theirs:
+            report.notes.append(
+                f"{len(theirs)} files were left unfinished in another data folder by a "
+                f"process that stopped; a process of that folder recovers them (`ragloom "
+                f"serve` as it starts, or `ragloom index check --repair`): {_names(theirs)}"
+            )
+        dead = [s for s in idle if s not in theirs]
+        if not dead:
+            return []
+        message = (
+            f"{len(dead)} files were left unfinished by a process that stopped: {_names(dead)}"
+        )
+        # The repair indexes again at most once: say which files it will fail instead.
+        spent = [
+            s
+            for s in dead
+            if s.status != SourceStatus.REMOVING and s.attempts >= MAX_INDEXING_ATTEMPTS
+        ]
+        if spent:
+            message += (
+                f"; {_names(spent)} stopped {MAX_INDEXING_ATTEMPTS} times and will be "
+                "failed, not indexed again"
+            )
+        problem = CheckProblem("interrupted", message, ids=[s.id for s in dead])
+        return [_Found(problem, partial(self._take_over_all, [s.id for s in dead]))]
 
     def _chunk_rows_by_source(self) -> dict[str, int]:
         with Session(self.engine) as session:
