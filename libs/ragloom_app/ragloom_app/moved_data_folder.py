@@ -35,8 +35,6 @@ logger = logging.getLogger(__name__)
 #: absolute, and the same path with its links resolved).
 LOCATION_FILE = "location.json"
 
-_STORED_TAIL = 4  # indices/<index id>/files/<name>
-
 
 def follow_moved_data_folder(engine: Engine, data_dir: Path) -> int:
     """Move the stored paths of a data folder found elsewhere than at its last start to
@@ -104,13 +102,9 @@ def _move_stored_paths(engine: Engine, old_places: set[str], new_place: Path) ->
         rows = session.exec(select(Source).where(col(Source.stored_path).is_not(None)))
         for source in rows:
             stored = Path(source.stored_path or "")
-            if len(stored.parts) <= _STORED_TAIL or not stored.is_absolute():
-                continue
-            tail = stored.parts[-_STORED_TAIL:]
-            if tail[0] != "indices" or tail[2] != "files":
-                continue
-            if str(Path(*stored.parts[:-_STORED_TAIL])) in old_places:
-                source.stored_path = str(new_place.joinpath(*tail))
+            old = next((Path(p) for p in old_places if stored.is_relative_to(p)), None)
+            if old is not None:
+                source.stored_path = str(new_place / stored.relative_to(old))
                 session.add(source)
                 moved += 1
         session.commit()
