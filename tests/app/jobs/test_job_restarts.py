@@ -101,15 +101,27 @@ def test_a_claim_made_again_by_another_thread_is_still_handed_back(
     while not store.requeue_stalled(job_id, 1.0):  # a heartbeat may land in between
         assert time.monotonic() < deadline
         backdate(app, job_id, "heartbeat_at")
+    # The second run is held just after its claim, where a stop once missed it.
+    claimed_again, go_on = threading.Event(), threading.Event()
+    read_row = runner.store.row
+
+    def row_held_once_claimed(job: str) -> Any:
+        if threading.current_thread() is second and not claimed_again.is_set():
+            claimed_again.set()
+            go_on.wait(timeout=30)
+        return read_row(job)
+
+    monkeypatch.setattr(runner.store, "row", row_held_once_claimed)
     second = threading.Thread(target=runner.run, args=(job_id,))
     second.start()
-    deadline = time.monotonic() + 30
-    while (job := store.get(job_id)) is None or job.attempts != 2:
-        assert time.monotonic() < deadline, job
-        time.sleep(0.02)
+    assert claimed_again.wait(timeout=30)
     first.join(timeout=30)  # its next write finds its claim gone: it ends
+    assert not first.is_alive()
     runner.handing_back.set()
-    assert runner.hand_back_running() == [job_id]
+    try:
+        assert runner.hand_back_running() == [job_id]
+    finally:
+        go_on.set()
     second.join(timeout=30)
     handed = store.get(job_id)
     assert handed is not None and (handed.status, handed.worker) == (JobStatus.QUEUED, None)

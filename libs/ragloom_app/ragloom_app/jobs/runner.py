@@ -97,6 +97,20 @@ class JobRunner:
         attempts = self.store.claim(job_id, self.worker, self.stall_seconds)
         if attempts is None:
             return None
+        # Known from the claim on, so that a stop hands it back whatever the run is at.
+        with self._claims_lock:
+            self._claims[job_id] = attempts
+        try:
+            return self._run_claim(job_id, attempts)
+        finally:
+            with self._claims_lock:
+                # Only this claim's entry: a claim taken back from this run (a stall) and
+                # made again by another thread of this runner holds the job now.
+                if self._claims.get(job_id) == attempts:
+                    del self._claims[job_id]
+
+    def _run_claim(self, job_id: str, attempts: int) -> JobStatus | None:
+        """Run the job this worker has just claimed for the attempts-th time."""
         row = self.store.row(job_id)
         if row is None:  # deleted with its index just now
             return None
@@ -113,17 +127,8 @@ class JobRunner:
             discard_staging(self.app.settings.data_dir, job_id)
             return JobStatus.FAILED
         logger.info("job %s: %d files, run by %s", job_id, row.files_total, self.worker)
-        with self._claims_lock:
-            self._claims[job_id] = row.attempts
-        try:
-            with self._heartbeat(row):
-                status = self._run_through_outages(row)
-        finally:
-            with self._claims_lock:
-                # Only this claim's entry: a claim taken back from this run (a stall) and
-                # made again by another thread of this runner holds the job now.
-                if self._claims.get(job_id) == row.attempts:
-                    del self._claims[job_id]
+        with self._heartbeat(row):
+            status = self._run_through_outages(row)
         # Only the claim that ended the job removes its upload: a claim taken back from
         # this one (a stall) may still be reading it.
         if status in FINAL:
