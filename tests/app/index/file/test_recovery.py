@@ -256,7 +256,7 @@ def test_a_file_a_live_process_is_indexing_is_left_alone(
     index = start_index(settings)
     source_id = _crash_before_the_flip(index, upload, monkeypatch)
     # Held as the process indexing it would hold it (flock: separate opens exclude).
-    worker = WorkLock(index.resources.data_dir / "locks", source_id)
+    worker = WorkLock(index.locks_dir, source_id)
     assert worker.acquire(blocking=False)
     try:
         index = start_index(settings)

@@ -13,7 +13,7 @@ import pytest
 from sqlmodel import create_engine
 
 from ragloom_app.db.advisory import AdvisoryLocks
-from ragloom_app.index.file.worklock import WorkLocks, is_busy
+from ragloom_app.index.file.worklock import WorkLock, WorkLocks, is_busy
 from tests.helpers.postgres import PostgresServer, database
 
 pytestmark = pytest.mark.postgres
@@ -93,3 +93,13 @@ def test_a_shared_lock_that_cannot_be_taken_leaves_no_file_lock_behind(tmp_path:
         lock.acquire()
     assert not lock.held
     assert not is_busy(tmp_path, "source-1") and not (tmp_path / "source-1.lock").exists()
+
+
+def test_a_shared_lock_must_be_named_across_the_deployment(
+    two_folders: list[WorkLocks],
+) -> None:
+    """A key names work in one index's folder only: shared as it is, the lock on source 1
+    of one index would be that of source 1 of every index."""
+    one, _ = two_folders
+    with pytest.raises(ValueError, match="name across the deployment"):
+        WorkLock(one.folder, "source-1", one.shared)

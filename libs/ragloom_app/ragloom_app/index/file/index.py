@@ -39,7 +39,7 @@ from ragloom_app.index.file.recovery import (
     recover_index,
     shown_state,
 )
-from ragloom_app.index.file.source_steps import index_work_locks
+from ragloom_app.index.file.source_steps import index_locks_dir, index_work_locks
 from ragloom_app.index.file.specs import RETRIEVAL_MODES, VISIBILITIES
 from ragloom_app.index.file.worklock import WorkLocks
 from ragloom_app.index.settings import REQUEST_KEYS
@@ -205,7 +205,7 @@ class FileIndex(BaseIndex):
     @property
     def locks_dir(self) -> Path:
         """Lock files of work in progress (the pipeline's)."""
-        return self.resources.data_dir / "locks"
+        return index_locks_dir(self.resources.data_dir)
 
     @property
     def work_locks(self) -> WorkLocks:

@@ -37,7 +37,13 @@ from ragloom_app.index.file.groups import PreparedFile
 from ragloom_app.index.file.source_rows import delete_chunk_rows, record_indexed, set_status
 from ragloom_app.index.file.worklock import SharedLocks, WorkLocks
 
-__all__ = ["INTERRUPTED_REASON", "SourceSteps", "index_work_locks", "sha256_of"]
+__all__ = [
+    "INTERRUPTED_REASON",
+    "SourceSteps",
+    "index_locks_dir",
+    "index_work_locks",
+    "sha256_of",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +58,12 @@ def sha256_of(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def index_locks_dir(index_data_dir: Path) -> Path:
+    """The folder of a file index's lock files of work in progress (see :mod:`.worklock`),
+    in its data folder ``index_data_dir``."""
+    return index_data_dir / "locks"
 
 
 def index_work_locks(locks_dir: Path, index_id: int, shared: SharedLocks | None) -> WorkLocks:
@@ -76,8 +88,8 @@ class SourceSteps:
 
     @property
     def locks_dir(self) -> Path:
-        """Lock files of work in progress (see :mod:`.worklock`)."""
-        return self.data_dir / "locks"
+        """Lock files of work in progress (see :func:`index_locks_dir`)."""
+        return index_locks_dir(self.data_dir)
 
     @property
     def work_locks(self) -> WorkLocks:

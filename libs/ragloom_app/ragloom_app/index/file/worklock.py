@@ -56,15 +56,18 @@ class SharedLocks(Protocol):
 class WorkLock:
     """An exclusive lock on one piece of work, named ``key`` inside ``folder``; with
     ``shared``, also the lock ``shared_name`` there, taken after the file and let go of
-    before it."""
+    before it. ``shared_name`` is the work's name across the deployment: ``key`` names
+    it in one index's folder only (see :class:`WorkLocks`)."""
 
     def __init__(
         self, folder: Path, key: str, shared: SharedLocks | None = None, shared_name: str = ""
     ) -> None:
+        if shared is not None and not shared_name:
+            raise ValueError(f"the shared lock of {key!r} needs its name across the deployment")
         self.path = folder / f"{key}.lock"
         self._fd: int | None = None
         self._shared = shared
-        self._shared_name = shared_name or key
+        self._shared_name = shared_name
 
     @property
     def held(self) -> bool:
