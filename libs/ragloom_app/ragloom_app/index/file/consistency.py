@@ -155,7 +155,8 @@ class FileIndexChecker:
 
     def _source_problems(self, report: CheckReport) -> list[_Found]:
         sources = self._sources()
-        found = self._unfinished_problems(report, [s for s in sources if s.status in UNFINISHED])
+        unfinished = [s for s in sources if s.status in UNFINISHED]
+        found = self._unfinished_problems(report, unfinished)
         indexed = [s for s in sources if s.status == SourceStatus.INDEXED]
         # A copy stored through another data folder (another app process's) is not this
         # one's to judge: missing here, it may be whole there, and a repair would take a
@@ -199,7 +200,7 @@ class FileIndexChecker:
             )
         # Chunk rows are written with the flip to indexed, so a failed source has none;
         # an unfinished one's rows are the recovery's to delete.
-        keep = {s.id for s in sources if s.status == SourceStatus.INDEXED or s.status in UNFINISHED}
+        keep = {s.id for s in indexed} | {s.id for s in unfinished}
         stray = sorted(sid for sid in rows if sid not in keep)
         if stray:
             found.append(
