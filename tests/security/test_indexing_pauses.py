@@ -9,18 +9,12 @@ merely paused: the gaps are counted by what the process ran during them
 (``Heartbeat.longest_held_pause``), since on a loaded machine the OS alone keeps the
 whole process off the cores for that long (0.94 s wall was seen with a benchmark's
 llama.cpp beside the test suite); a call that keeps the GIL for seconds runs for seconds.
-
-What the earlier tests of a run leave on the heap is frozen first (``gc.freeze``): a full
-collection walks every object, and late in a whole run it held the GIL 1.4-1.8 s in the
-middle of this test (reproduced by making 6 million objects before it), a pause of the
-test suite's heap, not of indexing.
+(The heartbeat also freezes the earlier tests' heap: see ``tests/helpers/heartbeat.py``.)
 """
 
 from __future__ import annotations
 
-import gc
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,17 +24,6 @@ from tests.helpers.file_index import hash_file_index
 from tests.helpers.heartbeat import Heartbeat
 
 pytestmark = pytest.mark.security
-
-
-@pytest.fixture(autouse=True)
-def others_heap_frozen() -> Iterator[None]:
-    """The collector leaves alone what exists before the test (see the module's docstring)."""
-    gc.collect()
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 def test_a_file_of_thousands_of_chunks_is_indexed_and_removed_without_freezing(
