@@ -399,7 +399,6 @@ def test_an_index_an_import_killed_outright_left_is_reported_and_repair_deletes_
 def test_an_index_being_imported_is_said_to_be_and_is_not_taken_for_a_killed_one(
     env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragloom_app.index.file.recovery import import_state
     from ragloom_app.index.file.transfer import import_index, importer
 
     exported = _exported(env, tmp_path, monkeypatch)
@@ -410,7 +409,7 @@ def test_an_index_being_imported_is_said_to_be_and_is_not_taken_for_a_killed_one
     def looked_at_meanwhile(pipeline: Any, *args: Any) -> int:
         index = app.indices.get("Copy")
         assert isinstance(index, FileIndex)
-        seen.extend([import_state(index), index.check().notes])
+        seen.extend([index.import_state(), index.check().notes])
         return import_source(pipeline, *args)
 
     monkeypatch.setattr(importer, "_import_source", looked_at_meanwhile)
@@ -420,4 +419,4 @@ def test_an_index_being_imported_is_said_to_be_and_is_not_taken_for_a_killed_one
         app.indices, exported, identity, type_id=app.settings.index_types[0], name="Copy"
     )
     assert seen[:2] == ["under way", ["an import is filling it right now"]]
-    assert import_state(index) is None and index.check().clean
+    assert index.import_state() is None and index.check().clean

@@ -126,9 +126,8 @@ def _import_state(index: Any) -> str | None:
     """Whether an import is filling ``index`` (``"under way"``) or died doing it
     (``"interrupted"``); ``None`` for any other index."""
     from ragloom_app.index.file import FileIndex
-    from ragloom_app.index.file.recovery import import_state
 
-    return import_state(index) if isinstance(index, FileIndex) else None
+    return index.import_state() if isinstance(index, FileIndex) else None
 
 
 def _cmd_index_list(app: Any, args: argparse.Namespace) -> int:

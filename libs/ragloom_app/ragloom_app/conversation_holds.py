@@ -26,7 +26,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["holder", "is_stale", "live_hold"]
+__all__ = ["holder", "is_of_this_machine", "is_stale", "live_hold"]
 
 _START: dict[int, str] = {}  # pid -> this process's mark (a forked child draws its own)
 _LIVE: set[str] = set()  # the holds this process's answers hold now
@@ -73,6 +73,11 @@ def is_stale(holder_id: str | None) -> bool:
     except PermissionError:  # running, as another user
         return False
     return False
+
+
+def is_of_this_machine(holder_id: str) -> bool:
+    """Whether the hold ``holder_id`` is a process's of this machine."""
+    return _parts(holder_id)[0] == socket.gethostname()
 
 
 def _parts(holder_id: str) -> tuple[str, str, str, str]:

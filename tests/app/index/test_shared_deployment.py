@@ -20,18 +20,12 @@ from ragloom_app.index.file import FileIndex
 from ragloom_app.index.manager import new_store_name
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from tests.helpers.api_server import replay_app
-from tests.helpers.chroma_server import ChromaServer, chroma_server
+from tests.helpers.chroma_server import ChromaServer
 from tests.helpers.postgres import PostgresServer, database
 
 pytestmark = pytest.mark.postgres
 
 FILE_INDEX = "ragloom_app.index.file.FileIndex"
-
-
-@pytest.fixture(scope="module")
-def chroma() -> Iterator[ChromaServer]:
-    with chroma_server() as running:
-        yield running
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from ragloom_app.index.file.transfer import (
 )
 from ragloom_app.pages.chat import AnswerFinished, ChatPage
 from tests.helpers.api_server import replay_app
-from tests.helpers.chroma_server import ChromaServer, chroma_server
+from tests.helpers.chroma_server import ChromaServer
 from tests.helpers.postgres import PostgresServer, fresh_database
 from tests.helpers.transfer import (
     DOCUMENTS,
@@ -39,12 +38,6 @@ from tests.helpers.transfer import (
 __all__ = ["exported"]
 
 QUESTIONS = ["How hot is the reactor?", "What does the soup cost?", "When do badges expire?"]
-
-
-@pytest.fixture(scope="module")
-def chroma() -> Iterator[ChromaServer]:
-    with chroma_server() as running:
-        yield running
 
 
 def _what_it_finds(app: BaseApp, index: FileIndex) -> list[object]:

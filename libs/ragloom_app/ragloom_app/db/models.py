@@ -50,6 +50,10 @@ class IndexRecord(SQLModel, table=True):
     # The name of its collections in stores that hold many indices (a Chroma server may
     # hold several deployments'); None for indices made before it, named by their id.
     store_name: str | None = None
+    # While an import fills it: the import's hold (``host:pid:start:hold``, see
+    # ragloom_app.conversation_holds), which every data folder's processes see; None
+    # otherwise. Left set by an import killed outright: the index is half made.
+    importing_by: str | None = None
 
 
 class SourceStatus(StrEnum):

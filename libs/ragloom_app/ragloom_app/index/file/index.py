@@ -31,11 +31,11 @@ from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 from ragloom_app.index.base import BaseIndex, CheckProblem, CheckReport, FileOutcome
 from ragloom_app.index.file import specs
 from ragloom_app.index.file.consistency import FileIndexChecker
+from ragloom_app.index.file.import_marks import import_state
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
 from ragloom_app.index.file.recovery import (
     HALF_IMPORTED,
     clean_leftovers,
-    import_state,
     recover_index,
     shown_state,
 )
@@ -140,7 +140,7 @@ class FileIndex(BaseIndex):
         (``interrupted_import``) and not repaired here: it is deleted, which the index
         manager does (``ragloom index check --repair``).
         """
-        state = import_state(self)
+        state = self.import_state()
         if state == "interrupted":
             return CheckReport(
                 self.name, problems=[CheckProblem("interrupted_import", HALF_IMPORTED)]
@@ -150,9 +150,14 @@ class FileIndex(BaseIndex):
             report.notes.append("an import is filling it right now")
         return report
 
+    def import_state(self) -> str | None:
+        """``"under way"`` while an import fills it, ``"interrupted"`` once one died
+        doing it, else ``None``; the same in every data folder (:mod:`.import_marks`)."""
+        return import_state(self, self.resources.engine, self.id)
+
     def busy_with(self) -> str | None:
         """An import filling the index (deleted under it, the import dies halfway)."""
-        if import_state(self) == "under way":
+        if self.import_state() == "under way":
             return (
                 "an import is still filling it: stop it (Ctrl-C deletes what it made) or let it end"
             )

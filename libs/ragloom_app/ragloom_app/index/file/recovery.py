@@ -43,7 +43,6 @@ __all__ = [
     "UNFINISHED",
     "IndexFolders",
     "clean_leftovers",
-    "import_state",
     "recover_index",
     "shown_state",
     "stale_partials",
@@ -58,7 +57,7 @@ logger = logging.getLogger(__name__)
 UNFINISHED = (SourceStatus.QUEUED, SourceStatus.INDEXING, SourceStatus.REMOVING)
 
 #: The lock an import holds on the index it makes until every file is in: found without
-#: its holder, it marks an import killed outright (:func:`import_state`).
+#: its holder, it marks an import killed outright (:mod:`.import_marks`).
 IMPORT_LOCK = "import"
 
 #: What ``index check`` says of an index an import killed outright left half made.
@@ -235,16 +234,3 @@ def stale_partials(folders: IndexFolders) -> list[Path]:
         for path in sorted(files_dir.glob(f".*{_PARTIAL}"))
         if not is_busy(folders.locks_dir, path.name[1 : -len(_PARTIAL)])
     ]
-
-
-def import_state(folders: IndexFolders) -> str | None:
-    """``"under way"`` while an import fills the index, ``"interrupted"`` once the process
-    importing it died before every file was in (SIGKILL, power lost: nothing could delete
-    the half-made index), ``None`` for an index no import is making."""
-    mark = folders.locks_dir / f"{IMPORT_LOCK}.lock"
-    if not mark.exists():
-        return None
-    if is_busy(folders.locks_dir, IMPORT_LOCK):
-        return "under way"
-    # Looked at again: an import that ends removes its mark before it lets go of it.
-    return "interrupted" if mark.exists() else None

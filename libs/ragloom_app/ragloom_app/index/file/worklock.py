@@ -80,6 +80,10 @@ class WorkLock:
             return True
         if not self._acquire_file(blocking):
             return False
+        return self._acquire_shared(blocking)
+
+    def _acquire_shared(self, blocking: bool) -> bool:
+        """Take the shared lock, the file's held; without it, let go of the file too."""
         if self._shared is None:
             return True
         try:
@@ -125,7 +129,7 @@ class WorkLock:
         """Take the lock on a file made for it, that nobody can see unlocked: the file
         :meth:`acquire` makes is free to anyone who looks between its creation and its
         lock, which for a mark of unfinished work (an import's) reads as "abandoned".
-        A mark of this data folder's: no shared lock is taken."""
+        Then the shared lock, waiting for it (work just begun: nobody else's)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         made = self.path.with_name(f".{self.path.name}.{os.getpid()}.new")
         fd = os.open(made, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -137,6 +141,7 @@ class WorkLock:
             made.unlink(missing_ok=True)
             raise
         self._fd = fd
+        self._acquire_shared(blocking=True)
 
     def release(self, *, keep_file: bool = False) -> None:
         """Drop the lock and remove its file (unless another lock file replaced it, or

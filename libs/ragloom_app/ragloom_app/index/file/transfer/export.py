@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 
 from ragloom_app.db.models import ChunkRecord, Source, SourceStatus
 from ragloom_app.index.file.index import FileIndex
-from ragloom_app.index.file.recovery import import_state, stored_here
+from ragloom_app.index.file.recovery import stored_here
 from ragloom_app.index.file.transfer.format import (
     EXPORT_FORMAT,
     IndexTransferError,
@@ -106,7 +106,7 @@ def _refuse_half_imported(index: FileIndex) -> None:
     """Refuse an index an import has not finished: its export would carry no mark of
     that, and be imported elsewhere as a whole index. (An import always makes a new
     index, so one not being imported now cannot start being while it is exported.)"""
-    state = import_state(index)
+    state = index.import_state()
     if state == "under way":
         raise IndexTransferError(
             f"an import is still filling {index.name!r}: export it once the import has ended"

@@ -16,7 +16,9 @@ import numpy as np
 from sqlmodel import Session
 
 from ragloom.byte_sizes import size_text
+from ragloom_app.conversation_holds import live_hold
 from ragloom_app.db.models import LOCAL_USER, Source, SourceStatus
+from ragloom_app.index.file.import_marks import mark_import
 from ragloom_app.index.file.index import FileIndex
 from ragloom_app.index.file.pipeline import FileIndexingPipeline
 from ragloom_app.index.file.recovery import IMPORT_LOCK
@@ -69,7 +71,8 @@ def import_index(
         archive = zipfile.ZipFile(source)
     except (OSError, zipfile.BadZipFile) as exc:
         raise IndexTransferError(f"{source.name} is not an index export: {exc}") from None
-    with archive:
+    # The import's hold, live in this process while it runs: the new index's row names it.
+    with archive, live_hold() as holder:
         manifest = _checked_manifest(archive, limits)
         warnings = _check_embedding(manifest["embedding"], embedding)
         if not issubclass(manager.index_types[type_id], FileIndex):
@@ -85,7 +88,7 @@ def import_index(
         wanted = str(manifest["index"]["name"]) if name is None else name
         made: tuple[FileIndex, WorkLock] | None = None
         try:
-            # A stop (SIGTERM) between the two would leave an index nothing tells is half
+            # A stop (SIGTERM) between the steps would leave an index nothing tells is half
             # made: it waits, and is raised here, where the clean-up sees it.
             with stop_deferred():
                 # Its owner's alone until every file is in: nobody else searches half an
@@ -93,11 +96,13 @@ def import_index(
                 index = manager.create(wanted, type_id, config, owner=owner, shared=False)
                 assert isinstance(index, FileIndex)
                 # Held until every file is in: what a process killed outright leaves (the
-                # lock file, nobody holding it) tells `index list` and `index check` the
-                # index is half made, and `index check --repair` deletes it.
-                mark = WorkLock(index.locks_dir, IMPORT_LOCK)
+                # marks, nobody holding them) tells `index list` and `index check` of any
+                # data folder that the index is half made, and `index check --repair`
+                # deletes it (import_marks).
+                mark = index.work_locks.lock(IMPORT_LOCK)
                 made = (index, mark)
                 mark.acquire_new()
+                mark_import(manager.engine, index.id, holder)
             try:
                 sources, chunks = _import_sources(index, archive, manifest, limits)
             except _DAMAGED as exc:  # read as it is used: a bad CRC, a broken deflate
@@ -105,6 +110,7 @@ def import_index(
             index.fulltext_store.ensure_index()
             if shared:
                 manager.share(index)
+            mark_import(manager.engine, index.id, None)
         except BaseException:
             if made is not None:
                 _delete_half_made(manager, *made, source)
