@@ -32,6 +32,8 @@ class Run:
     job_totals: list[float] = field(default_factory=list)  # created to finished, s
     # When each answer began and ended (wall clock, for --outage), its error (None: none).
     answers: list[tuple[float, float, str | None]] = field(default_factory=list)
+    # CPU the clients' process spent on the run (the machine's cores serve both sides).
+    client_cpu_seconds: float = 0.0
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -198,4 +200,7 @@ def run_load(
     """The askers (the first ``len(keys) - len(uploaders)`` keys) each ask their list of
     ``questions`` in a new conversation, while the ``uploaders`` upload into a new index of
     their own named ``"<uploader> <notes>"``; what they saw."""
-    return asyncio.run(_load(url, keys, uploaders, questions, timeout, notes))
+    cpu = time.process_time()
+    run = asyncio.run(_load(url, keys, uploaders, questions, timeout, notes))
+    run.client_cpu_seconds = time.process_time() - cpu
+    return run

@@ -32,7 +32,10 @@ conversations, while the uploaders fill new indices. The model is uncased, so th
 passages come back with their sentences known, but each question is a new text, embedded
 again: the steady state of a server whose documents' passages have been seen.
 The clients (``_load_clients.py``) run in a process of their own, beside the server's, on
-the same 2 cores.
+the same 2 cores. With the app in this process (no ``--processes``), the report also
+gives the CPU time of an answer, in the app (its uploads' indexing included) and in the
+clients: the machine's cores over that bound the answers a second, whatever the code does
+about waiting, which tells a slow machine from slow code.
 With ``--servers`` the app database (rows and full text) is a throwaway PostgreSQL cluster
 and the vectors are on a ``chroma run`` server; with ``--processes N``, N ``ragloom
 serve`` processes share them behind Debian's haproxy (each user's client kept on one
@@ -49,12 +52,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import itertools
 import logging
 import multiprocessing
+import os
 import shutil
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -195,10 +201,14 @@ def main() -> None:
         for app_url in deployment.apps:
             warm_up(app_url, deployment.keys[0], timeout)
         # The clients run in a process of their own: in the server's, their work would
-        # hold the interpreter's lock the server needs.
+        # hold the interpreter's lock the server needs. So the app's CPU is this process's
+        # (its main thread waits meanwhile): its clock is read before and after each pass.
+        clock: list[float] = []
         with multiprocessing.get_context("spawn").Pool(1) as pool:
             url, keys = deployment.url, deployment.keys
+            clock.append(time.process_time())
             alone = pool.apply(run_load, (url, keys[:1], [], questions[:1], timeout))
+            clock.append(time.process_time())
             running = pool.apply_async(
                 run_load, (url, keys, names[args.users :], questions, timeout)
             )
@@ -206,18 +216,27 @@ def main() -> None:
                 stopped = chroma if args.outage == "chroma" else cluster
                 window = stop_and_start(stopped, args.outage_at, args.outage_for)
             crowd = running.get()
+            clock.append(time.process_time())
             again = None
             if args.again:
                 lowered = [[q.lower() for q in asked] for asked in questions]
                 again = pool.apply(
                     run_load, (url, keys, names[args.users :], lowered, timeout, "notes again")
                 )
-    _report(args, alone, crowd, again)
+                clock.append(time.process_time())
+    app_cpu = None if args.processes else [b - a for a, b in itertools.pairwise(clock)]
+    _report(args, alone, crowd, again, app_cpu)
     if window is not None:
         print("\n".join(outage_report(window, crowd.answers, crowd.errors)))
 
 
-def _report(args: argparse.Namespace, alone: Run, crowd: Run, again: Run | None) -> None:
+def _report(
+    args: argparse.Namespace,
+    alone: Run,
+    crowd: Run,
+    again: Run | None,
+    app_cpu: list[float] | None,
+) -> None:
     total = args.users * args.questions
     llm = {
         "standin": "the loopback stand-in (fixed text)",
@@ -255,6 +274,17 @@ def _report(args: argparse.Namespace, alone: Run, crowd: Run, again: Run | None)
             f"ms; upload to indexed p50 {percentile(totals, 0.5) * 1000:.0f} ms, p95 "
             f"{percentile(totals, 0.95) * 1000:.0f} ms"
         )
+    if app_cpu is not None:
+        cores = os.cpu_count() or 1
+        for (label, run), seconds in zip(rows, app_cpu, strict=True):
+            answers = max(1, len(run.latencies))
+            app_ms, client_ms = seconds / answers * 1000, run.client_cpu_seconds / answers * 1000
+            uploads = " (its uploads' indexing included)" if run.uploads else ""
+            print(
+                f"  {label}: CPU per answer {app_ms:.0f} ms in the app{uploads}, "
+                f"{client_ms:.0f} ms in the clients: {cores} cores allow at most "
+                f"{cores / ((app_ms + client_ms) / 1000):.1f} answers/s"
+            )
     ratio = statistics.median(crowd.latencies) / statistics.median(alone.latencies)
     print(f"  p50 ratio, {args.users} users over 1: {ratio:.2f}x")
     for label, run in rows[1:]:
